@@ -1,0 +1,46 @@
+# Build every program with `make`, run the tests with `make test`.
+# Library sources are compiled twice: build/f32 (the programs) and build/f64 (REAL_DOUBLE, the
+# test runner, so finite-difference checks can use tight tolerances).
+CC      ?= cc
+ARCH    ?= -march=native
+OPT     ?= -O3
+WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS  ?=
+ALL_CFLAGS = -std=c11 $(OPT) $(ARCH) -ffp-contract=fast -fopenmp $(WARN) -D_GNU_SOURCE -I. $(CFLAGS)
+LDLIBS   = -lz -lm
+LDFLAGS ?=
+
+LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c data/*.c eval/*.c tokenizer/*.c))
+F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
+F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
+TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
+PROGRAMS = train
+
+.PHONY: all test clean asan bench
+all: $(PROGRAMS) build/run_tests
+
+train: build/f32/train.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+evaluate: build/f32/eval/evaluate_main.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+build/run_tests: $(TEST_OBJ) $(F64_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+build/f32/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+build/f64/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DREAL_DOUBLE -MMD -MP -c $< -o $@
+
+# The test runner runs every case in its own process; arguments filter by substring.
+test: all
+	./build/run_tests $(T)
+
+clean:
+	rm -rf build $(PROGRAMS)
+
+-include $(shell find build -name '*.d' 2>/dev/null)

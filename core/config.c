@@ -1,0 +1,277 @@
+#include "core/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+
+void config_init(Config *c) { memset(c, 0, sizeof *c); }
+
+void config_add_keys(Config *c, const KeyDef *defs) {
+    for (const KeyDef *d = defs; d->name; d++) {
+        if (config_find(c, d->name)) die("config key '%s' declared twice", d->name);
+        if (c->n_keys == CONFIG_MAX_KEYS) die("too many config keys");
+        int i = c->n_keys++;
+        c->keys[i] = d;
+        c->value[i] = NULL;
+        c->origin[i] = NULL;
+        config_set(c, d->name, d->def, NULL);  // validates the default itself
+        c->origin[i] = NULL;
+    }
+}
+
+void config_free(Config *c) {
+    for (int i = 0; i < c->n_keys; i++) {
+        free(c->value[i]);
+        free(c->origin[i]);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+int config_index(const Config *c, const char *key) {
+    for (int i = 0; i < c->n_keys; i++)
+        if (strcmp(c->keys[i]->name, key) == 0) return i;
+    return -1;
+}
+
+const KeyDef *config_find(const Config *c, const char *key) {
+    int i = config_index(c, key);
+    return i < 0 ? NULL : c->keys[i];
+}
+
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+// The declared key nearest to `key`, if it is plausibly a typo of it.
+static const char *nearest_key(const Config *c, const char *key) {
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (int i = 0; i < c->n_keys; i++) {
+        int d = edit_distance(key, c->keys[i]->name);
+        if (d < best_d) best_d = d, best = c->keys[i]->name;
+    }
+    int limit = (int)strlen(key) / 3;
+    if (limit < 2) limit = 2;
+    return best_d <= limit ? best : NULL;
+}
+
+// Shortest decimal text that reads back as exactly x.
+static void format_double(char *buf, size_t n, double x) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+    char *e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = 0;
+    return s;
+}
+
+static const char *where(const char *origin) { return origin ? origin : "default"; }
+
+// Validates `value` for `d` and returns its canonical text (allocated), or exits 2.
+static char *canonical_value(const KeyDef *d, const char *value, const char *origin) {
+    char buf[64];
+    const char *o = where(origin);
+    switch (d->type) {
+    case KEY_INT: {
+        static const char *what[] = {"an integer", "a positive integer", "a non-negative integer",
+                                     "an integer"};
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        int bad = *value == 0 || *end != 0 || errno != 0 || v > 2147483647L || v < -2147483647L;
+        if (!bad && d->range == RANGE_POS && v <= 0) bad = 1;
+        if (!bad && d->range == RANGE_NONNEG && v < 0) bad = 1;
+        if (bad) die_input("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
+        snprintf(buf, sizeof buf, "%ld", v);
+        return strdupCheck(buf);
+    }
+    case KEY_FLOAT: {
+        static const char *what[] = {"a number", "a positive number", "a non-negative number",
+                                     "a number in [0, 1)"};
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        int bad = *value == 0 || *end != 0 || errno == ERANGE || !isfinite(v);
+        if (!bad && d->range == RANGE_POS && !(v > 0)) bad = 1;
+        if (!bad && d->range == RANGE_NONNEG && !(v >= 0)) bad = 1;
+        if (!bad && d->range == RANGE_UNIT && !(v >= 0 && v < 1)) bad = 1;
+        if (bad) die_input("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
+        format_double(buf, sizeof buf, v);
+        return strdupCheck(buf);
+    }
+    case KEY_BOOL:
+        if (strcmp(value, "true") && strcmp(value, "false"))
+            die_input("%s: %s: expected true or false, got '%s'", o, d->name, value);
+        return strdupCheck(value);
+    case KEY_ENUM: {
+        size_t n = strlen(value);
+        for (const char *p = d->choices; n && *p;) {
+            const char *bar = strchr(p, '|');
+            size_t len = bar ? (size_t)(bar - p) : strlen(p);
+            if (len == n && strncmp(p, value, n) == 0) return strdupCheck(value);
+            if (!bar) break;
+            p = bar + 1;
+        }
+        die_input("%s: %s: expected one of %s, got '%s'", o, d->name, d->choices, value);
+    }
+    case KEY_STRING:
+        if (strchr(value, '#')) die_input("%s: %s: a value may not contain '#'", o, d->name);
+        return strdupCheck(value);
+    }
+    die("unreachable");
+}
+
+void config_set(Config *c, const char *key, const char *value, const char *origin) {
+    int i = config_index(c, key);
+    if (i < 0) {
+        const char *near = nearest_key(c, key);
+        if (near) die_input("%s: unknown key '%s' (did you mean '%s'?)", where(origin), key, near);
+        die_input("%s: unknown key '%s'", where(origin), key);
+    }
+    char *v = canonical_value(c->keys[i], value, origin);
+    free(c->value[i]);
+    free(c->origin[i]);
+    c->value[i] = v;
+    c->origin[i] = origin ? strdupCheck(origin) : NULL;
+}
+
+// Parses text line by line. `path` is the file (for includes) or NULL for text that may not include.
+static void parse_text(Config *c, const char *text, const char *name, const char *path) {
+    char *copy = strdupCheck(text);
+    char *line = copy;
+    int lineno = 0;
+    while (line) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        lineno++;
+        char origin[1024];
+        snprintf(origin, sizeof origin, "%s:%d", name, lineno);
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *s = trim(line);
+        if (*s) {
+            char *eq = strchr(s, '=');
+            if (!eq) die_input("%s: expected 'key = value', got '%s'", origin, s);
+            *eq = 0;
+            char *key = trim(s), *value = trim(eq + 1);
+            if (!*key) die_input("%s: expected 'key = value', got '= %s'", origin, value);
+            if (strcmp(key, "include") == 0) {
+                if (!path) die_input("%s: include is not allowed here", origin);
+                if (!*value) die_input("%s: include: expected a file name", origin);
+                if (c->include_depth >= 16)
+                    die_input("%s: include: nested more than 16 deep (an include cycle?)", origin);
+                char *inc = path_relative_to(path, value);
+                size_t len;
+                char *body = read_file_text(inc, &len);
+                if (!body)
+                    die_input("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
+                c->include_depth++;
+                parse_text(c, body, inc, inc);
+                c->include_depth--;
+                free(body);
+                free(inc);
+            } else {
+                config_set(c, key, value, origin);
+            }
+        }
+        line = next;
+    }
+    free(copy);
+}
+
+void config_load_file(Config *c, const char *path) {
+    if (is_directory(path)) die_input("%s: is a folder, expected a config file", path);
+    char *body = read_file_text(path, NULL);
+    if (!body) die_input("%s: cannot open config (%s)", path, strerror(errno));
+    parse_text(c, body, path, path);
+    free(body);
+}
+
+void config_load_text(Config *c, const char *text, const char *origin) {
+    parse_text(c, text, origin, NULL);
+}
+
+void config_apply_args(Config *c, int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        char *arg = strdupCheck(argv[i]);
+        char *eq = strchr(arg, '=');
+        if (!eq || eq == arg) die_input("command line: expected key=value, got '%s'", argv[i]);
+        *eq = 0;
+        config_set(c, trim(arg), trim(eq + 1), "command line");
+        free(arg);
+    }
+}
+
+static int key_at(const Config *c, const char *key) {
+    int i = config_index(c, key);
+    if (i < 0) die("internal error: config key '%s' is not declared", key);
+    return i;
+}
+
+long cfg_int(const Config *c, const char *key) { return strtol(c->value[key_at(c, key)], NULL, 10); }
+double cfg_float(const Config *c, const char *key) { return strtod(c->value[key_at(c, key)], NULL); }
+int cfg_bool(const Config *c, const char *key) { return strcmp(c->value[key_at(c, key)], "true") == 0; }
+const char *cfg_str(const Config *c, const char *key) { return c->value[key_at(c, key)]; }
+
+void config_write(const Config *c, FILE *f) {
+    const char *done[64];
+    int n_done = 0;
+    for (int i = 0; i < c->n_keys; i++) {
+        const char *sec = c->keys[i]->section;
+        int seen = 0;
+        for (int k = 0; k < n_done; k++) seen |= strcmp(done[k], sec) == 0;
+        if (seen || n_done == 64) continue;
+        done[n_done++] = sec;
+        fprintf(f, "%s# %s\n", n_done > 1 ? "\n" : "", sec);
+        for (int j = i; j < c->n_keys; j++) {
+            if (strcmp(c->keys[j]->section, sec)) continue;
+            char kv[512];
+            snprintf(kv, sizeof kv, "%s = %s", c->keys[j]->name, c->value[j]);
+            fprintf(f, "%-40s # %s\n", kv, c->keys[j]->help);
+        }
+    }
+}
+
+char *config_to_text(const Config *c) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) die("open_memstream failed");
+    config_write(c, f);
+    fclose(f);
+    return buf;
+}
+
+const char *config_first_difference(const Config *a, const Config *b) {
+    for (int i = 0; i < a->n_keys; i++) {
+        if (a->keys[i]->flags & KEY_RESUMABLE) continue;
+        int j = config_index(b, a->keys[i]->name);
+        if (j < 0 || strcmp(a->value[i], b->value[j]) != 0) return a->keys[i]->name;
+    }
+    return NULL;
+}
+
+void config_print_help(const Config *c, FILE *f) {
+    for (int i = 0; i < c->n_keys; i++)
+        fprintf(f, "  %-22s %-10s %s\n", c->keys[i]->name, c->keys[i]->def, c->keys[i]->help);
+}

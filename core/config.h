@@ -1,0 +1,66 @@
+// Config files (DESIGN.md section 4): flat `key = value` lines, `#` comments, `include = FILE`
+// (relative to the including file; later lines override), then `key=value` arguments that win.
+// Every key is declared in a KeyDef table; values are validated as they are read and a bad one
+// stops the program with `file:line: ...` and exit status 2.
+#pragma once
+#include <stdio.h>
+
+typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM } KeyType;
+
+// Numeric constraints: what a value must satisfy (and how the error message says it).
+typedef enum { RANGE_ANY, RANGE_POS, RANGE_NONNEG, RANGE_UNIT /* [0,1) */ } KeyRange;
+
+// flags
+#define KEY_RESUMABLE 1  // may differ when resuming (run length, logging, paths, threads)
+
+typedef struct {
+    const char *name;
+    KeyType type;
+    const char *def;      // default, as text
+    KeyRange range;
+    const char *choices;  // KEY_ENUM: "a|b|c"
+    int flags;
+    const char *section;  // heading in config.conf and the README: "model", "data", ...
+    const char *help;     // one line
+} KeyDef;
+
+#define CONFIG_MAX_KEYS 256
+
+typedef struct {
+    const KeyDef *keys[CONFIG_MAX_KEYS];
+    int n_keys;
+    char *value[CONFIG_MAX_KEYS];   // canonical text of each key's value
+    char *origin[CONFIG_MAX_KEYS];  // where it was set: "file:line", "command line" or NULL (default)
+    int include_depth;
+} Config;
+
+void config_init(Config *c);
+// Adds a table of keys (terminated by an entry with name == NULL). Duplicate names are a bug.
+void config_add_keys(Config *c, const KeyDef *defs);
+void config_free(Config *c);
+
+// Parses a config file (exit 2 on any error, naming file:line).
+void config_load_file(Config *c, const char *path);
+// Parses config text; `origin` names it in errors (e.g. a checkpoint's path).
+void config_load_text(Config *c, const char *text, const char *origin);
+// Applies `key=value` arguments (exit 2 naming the argument on error).
+void config_apply_args(Config *c, int argc, char **argv);
+// Sets one key; origin names the place for messages. Returns 0, or exits 2 on a bad key/value.
+void config_set(Config *c, const char *key, const char *value, const char *origin);
+
+// Typed getters (the key must exist: asking for an undeclared key is a programming error).
+long cfg_int(const Config *c, const char *key);
+double cfg_float(const Config *c, const char *key);
+int cfg_bool(const Config *c, const char *key);
+const char *cfg_str(const Config *c, const char *key);
+const KeyDef *config_find(const Config *c, const char *key);
+int config_index(const Config *c, const char *key);
+
+// Writes every key (defaults included), grouped by section, as a config file that runs as is.
+void config_write(const Config *c, FILE *f);
+// Allocated text of config_write.
+char *config_to_text(const Config *c);
+// First key whose value differs between a and b and is not KEY_RESUMABLE; NULL when none.
+const char *config_first_difference(const Config *a, const Config *b);
+// Prints every key with its default and help (for --help).
+void config_print_help(const Config *c, FILE *f);

@@ -1,0 +1,138 @@
+#include "core/io.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static _Noreturn void vdie(int status, const char *fmt, va_list ap) {
+    fflush(stdout);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    exit(status);
+}
+
+void die_input(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vdie(2, fmt, ap);
+}
+
+void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vdie(1, fmt, ap);
+}
+
+FILE *fopenCheck(const char *path, const char *mode) {
+    FILE *f = fopen(path, mode);
+    if (!f) die_input("%s: cannot open (%s)", path, strerror(errno));
+    return f;
+}
+
+void freadCheck(void *ptr, size_t size, size_t n, FILE *f, const char *path) {
+    size_t got = fread(ptr, size, n, f);
+    if (got != n) {
+        if (feof(f)) die_input("%s: file is truncated (wanted %zu items, got %zu)", path, n, got);
+        die("%s: read error (%s)", path, strerror(errno));
+    }
+}
+
+void fwriteCheck(const void *ptr, size_t size, size_t n, FILE *f, const char *path) {
+    if (fwrite(ptr, size, n, f) != n) die("%s: write error (%s)", path, strerror(errno));
+}
+
+void fcloseCheck(FILE *f, const char *path) {
+    if (fclose(f) != 0) die("%s: close error (%s)", path, strerror(errno));
+}
+
+void *mallocCheck(size_t size) {
+    void *p = malloc(size ? size : 1);
+    if (!p) die("out of memory allocating %zu bytes", size);
+    return p;
+}
+
+void *callocCheck(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) die("out of memory allocating %zu x %zu bytes", n, size);
+    return p;
+}
+
+void *reallocCheck(void *p, size_t size) {
+    void *q = realloc(p, size ? size : 1);
+    if (!q) die("out of memory reallocating %zu bytes", size);
+    return q;
+}
+
+char *strdupCheck(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = mallocCheck(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+char *read_file_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = mallocCheck(cap);
+    for (;;) {
+        if (n + 1 >= cap) buf = reallocCheck(buf, cap *= 2);
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+int mkdir_p(const char *path) {
+    char *p = strdupCheck(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) { free(p); return -1; }
+        *s = '/';
+    }
+    int rc = mkdir(p, 0777);
+    int ok = rc == 0 || (errno == EEXIST && is_directory(p));
+    free(p);
+    return ok ? 0 : -1;
+}
+
+char *path_relative_to(const char *base_file, const char *rel) {
+    if (rel[0] == '/') return strdupCheck(rel);
+    const char *slash = strrchr(base_file, '/');
+    if (!slash) return strdupCheck(rel);
+    size_t dlen = (size_t)(slash - base_file) + 1;
+    char *out = mallocCheck(dlen + strlen(rel) + 1);
+    memcpy(out, base_file, dlen);
+    strcpy(out + dlen, rel);
+    return out;
+}
+
+int path_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,30 @@
+// Error exits and checked I/O wrappers (llm.c's xxxCheck style).
+// Exit status contract (DESIGN.md section 3): 2 = bad input (config, file, arguments), with one
+// line on stderr naming the file, line or key; 1 = anything else.
+#pragma once
+#include <stddef.h>
+#include <stdio.h>
+
+_Noreturn void die_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Opening a path the user named: failure is bad input (exit 2).
+FILE *fopenCheck(const char *path, const char *mode);
+void freadCheck(void *ptr, size_t size, size_t n, FILE *f, const char *path);
+void fwriteCheck(const void *ptr, size_t size, size_t n, FILE *f, const char *path);
+void fcloseCheck(FILE *f, const char *path);
+void *mallocCheck(size_t size);
+void *callocCheck(size_t n, size_t size);
+void *reallocCheck(void *p, size_t size);
+char *strdupCheck(const char *s);
+
+// Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.
+char *read_file_text(const char *path, size_t *len);
+// Creates a directory and its parents; 0 on success.
+int mkdir_p(const char *path);
+// Path of `rel` interpreted relative to the folder of `base_file` (absolute `rel` is kept).
+char *path_relative_to(const char *base_file, const char *rel);
+int path_exists(const char *path);
+int is_directory(const char *path);
+// Wall-clock seconds (monotonic).
+double now_seconds(void);

@@ -1,0 +1,60 @@
+#include "core/keys.h"
+
+#include "model/mixer.h"
+
+// Sections name the groups of config.conf and of the README's key table.
+static KeyDef g_keys[] = {
+    // model
+    {"mixer", KEY_ENUM, "softmax", 0, NULL /* set from the registry */, 0, "model", "attention block of every layer"},
+    {"n_layer", KEY_INT, "2", RANGE_POS, 0, 0, "model", "number of blocks"},
+    {"n_head", KEY_INT, "1", RANGE_POS, 0, 0, "model", "heads per mixer (d_model must divide by it)"},
+    {"d_model", KEY_INT, "64", RANGE_POS, 0, 0, "model", "width of the residual stream"},
+    {"seq_len", KEY_INT, "64", RANGE_POS, 0, 0, "model", "tokens per sequence (MQAR: the example length)"},
+    {"vocab_size", KEY_INT, "0", RANGE_NONNEG, 0, 0, "model", "0 = from the task (MQAR: 8192) or the data (max token + 1)"},
+    {"mlp", KEY_BOOL, "true", 0, 0, 0, "model", "GELU MLP (4x) after each mixer"},
+    {"pos_emb", KEY_ENUM, "learned", 0, "learned|none", 0, "model", "learned absolute position embedding or none"},
+    // data
+    {"task", KEY_ENUM, "mqar", 0, "mqar|shards", 0, "data", "mqar: synthetic recall; shards: llm.c token shards"},
+    {"train_data", KEY_STRING, "", 0, 0, 0, "data", "glob of training shards (task = shards)"},
+    {"val_data", KEY_STRING, "", 0, 0, 0, "data", "glob of validation shards (task = shards)"},
+    {"shuffle", KEY_BOOL, "true", 0, 0, 0, "data", "reshuffle the training sequences every epoch"},
+    {"mqar_kv_pairs", KEY_INT, "4", RANGE_POS, 0, 0, "data", "MQAR key-value pairs per example"},
+    {"mqar_train_examples", KEY_INT, "100000", RANGE_POS, 0, 0, "data", "MQAR training set size"},
+    {"mqar_test_examples", KEY_INT, "3000", RANGE_POS, 0, 0, "data", "MQAR test set size"},
+    {"mqar_power_a", KEY_FLOAT, "0.01", RANGE_POS, 0, 0, "data", "MQAR query-gap power law exponent"},
+    {"mqar_seed", KEY_INT, "0", RANGE_NONNEG, 0, 0, "data", "MQAR training set seed (zoology: 0)"},
+    {"mqar_test_seed", KEY_INT, "10", RANGE_NONNEG, 0, 0, "data", "MQAR test set seed (zoology: 10)"},
+    {"mqar_random_filler", KEY_BOOL, "false", 0, 0, 0, "data", "filler tokens random instead of 0"},
+    // optimisation
+    {"optimizer", KEY_ENUM, "adamw", 0, "adamw|sgd", 0, "optimisation", "adamw or sgd (no momentum)"},
+    {"lr", KEY_FLOAT, "1e-3", RANGE_POS, 0, 0, "optimisation", "peak learning rate"},
+    {"min_lr", KEY_FLOAT, "0", RANGE_NONNEG, 0, 0, "optimisation", "learning rate at the end of the decay"},
+    {"lr_schedule", KEY_ENUM, "cosine", 0, "constant|linear|cosine", 0, "optimisation", "decay after warmup, to min_lr at the last step"},
+    {"warmup_steps", KEY_INT, "0", RANGE_NONNEG, 0, 0, "optimisation", "linear warmup from 0"},
+    {"weight_decay", KEY_FLOAT, "0.1", RANGE_NONNEG, 0, 0, "optimisation", "decoupled decay of 2-D weights"},
+    {"beta1", KEY_FLOAT, "0.9", RANGE_UNIT, 0, 0, "optimisation", "AdamW first-moment decay"},
+    {"beta2", KEY_FLOAT, "0.999", RANGE_UNIT, 0, 0, "optimisation", "AdamW second-moment decay"},
+    {"eps", KEY_FLOAT, "1e-8", RANGE_POS, 0, 0, "optimisation", "AdamW epsilon"},
+    {"grad_clip", KEY_FLOAT, "1", RANGE_NONNEG, 0, 0, "optimisation", "clip the global gradient norm (0 = off)"},
+    {"batch_size", KEY_INT, "32", RANGE_POS, 0, 0, "optimisation", "sequences per step"},
+    {"steps", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "optimisation", "optimizer steps (> 0 wins over epochs)"},
+    {"epochs", KEY_FLOAT, "1", RANGE_NONNEG, 0, KEY_RESUMABLE, "optimisation", "passes over the training set when steps = 0"},
+    {"seed", KEY_INT, "0", RANGE_NONNEG, 0, 0, "optimisation", "weight init and shuffling seed"},
+    // run
+    {"out_dir", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "run folder (empty: checkpoints/<config name>)"},
+    {"log_every", KEY_INT, "10", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "train record every N steps"},
+    {"eval_every", KEY_INT, "100", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "validation every N steps (and at the end)"},
+    {"eval_batches", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "validation batches (0 = the whole validation set)"},
+    {"stop_at_acc", KEY_FLOAT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "stop once validation accuracy reaches this (0 = never; Zoology: 0.99)"},
+    {"threads", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "OpenMP threads (0 = OpenMP default)"},
+    {"export_data", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "write the task's train.bin and test.bin to this folder and exit"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+void config_init_all(Config *c) {
+    config_init(c);
+    g_keys[0].choices = mixer_choices();
+    config_add_keys(c, g_keys);
+    for (int i = 0; i < mixer_count(); i++)
+        if (mixer_at(i)->options) config_add_keys(c, mixer_at(i)->options);
+}

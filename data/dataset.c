@@ -1,0 +1,209 @@
+// Datasets (MQAR in memory, token shards mapped), the batch loader and the export format.
+#include "data/dataset.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/rng.h"
+#include "data/shards.h"
+
+#define EXPORT_MAGIC 20241122
+#define EXPORT_VERSION 1
+
+void dataset_mqar(Dataset *ds, const MqarSpec *spec) {
+    memset(ds, 0, sizeof *ds);
+    const char *err = mqar_spec_error(spec);
+    if (err) die_input("task = mqar: %s", err);
+    ds->T = spec->seq_len;
+    ds->vocab_size = spec->vocab_size;
+    ds->n = spec->n_examples;
+    size_t count = (size_t)ds->n * (size_t)ds->T;
+    ds->inputs = mallocCheck(count * sizeof(int32_t));
+    ds->labels = mallocCheck(count * sizeof(int32_t));
+    mqar_generate(spec, ds->inputs, ds->labels);
+}
+
+// Windows of T+1 tokens at stride T that fit in a shard of ntok tokens (windows never cross files).
+static long shard_windows(long ntok, int T) { return ntok >= (long)T + 1 ? (ntok - 1) / T : 0; }
+
+void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int T, int vocab_size) {
+    memset(ds, 0, sizeof *ds);
+    if (T < 1) die_input("%s: seq_len must be at least 1, got %d", key, T);
+    int n;
+    char **paths = glob_sorted(glob_pattern, key, &n);
+    ds->T = T;
+    ds->n_shards = n;
+    ds->shards = callocCheck((size_t)n, sizeof(Shard));
+    ds->shard_first = mallocCheck((size_t)(n + 1) * sizeof(long));
+    uint32_t max_tok = 0;
+    long total = 0, largest = 0;
+    ds->shard_first[0] = 0;
+    for (int i = 0; i < n; i++) {
+        Shard *s = &ds->shards[i];
+        shard_open(s, paths[i]);
+        uint32_t mx = shard_check_tokens(s, vocab_size);
+        if (mx > max_tok) max_tok = mx;
+        total += s->ntok;
+        if (s->ntok > largest) largest = s->ntok;
+        ds->shard_first[i + 1] = ds->shard_first[i] + shard_windows(s->ntok, T);
+    }
+    ds->n = ds->shard_first[n];
+    if (total < (long)T + 1)
+        die_input("%s: the files matching '%s' hold %ld tokens in total; seq_len = %d needs at least %d",
+                  key, glob_pattern, total, T, T + 1);
+    if (ds->n == 0)
+        die_input("%s: no file matching '%s' holds seq_len + 1 = %d tokens (the largest has %ld; "
+                  "sequences do not cross files)", key, glob_pattern, T + 1, largest);
+    if (vocab_size == 0 && max_tok >= (uint32_t)INT32_MAX)
+        die_input("%s: token %u is too large for a vocabulary", key, max_tok);
+    ds->vocab_size = vocab_size > 0 ? vocab_size : (int)max_tok + 1;
+    free_paths(paths, n);
+}
+
+void dataset_free(Dataset *ds) {
+    free(ds->inputs);
+    free(ds->labels);
+    for (int i = 0; i < ds->n_shards; i++) shard_close(&ds->shards[i]);
+    free(ds->shards);
+    free(ds->shard_first);
+    memset(ds, 0, sizeof *ds);
+}
+
+// The shard holding window i: the last j with first[j] <= i (first [n + 1], non-decreasing).
+static int find_shard(const long *first, int n, long i) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (first[mid] <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+void dataset_get(const Dataset *ds, long i, int32_t *inputs, int32_t *targets) {
+    if (i < 0 || i >= ds->n) die("dataset_get: sequence %ld out of range [0, %ld)", i, ds->n);
+    int T = ds->T;
+    if (ds->inputs) {
+        memcpy(inputs, ds->inputs + i * T, (size_t)T * sizeof(int32_t));
+        memcpy(targets, ds->labels + i * T, (size_t)T * sizeof(int32_t));
+        return;
+    }
+    int j = find_shard(ds->shard_first, ds->n_shards, i);
+    const Shard *s = &ds->shards[j];
+    long start = (i - ds->shard_first[j]) * T;  // window w = tokens [w*T, w*T + T]
+    for (int t = 0; t < T; t++) {
+        inputs[t] = (int32_t)shard_token(s, start + t);
+        targets[t] = (int32_t)shard_token(s, start + t + 1);
+    }
+}
+
+void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t seed) {
+    memset(ld, 0, sizeof *ld);
+    if (B < 1) die_input("batch_size must be at least 1, got %d", B);
+    ld->ds = ds;
+    ld->B = B;
+    ld->shuffle = shuffle;
+    ld->seed = seed;
+    ld->perm_epoch = -1;
+    ld->n_stream = ds->n;
+    if (shuffle || !ds->shards) return;
+    // Sequential shards: shard j contributes its whole batches of B*T+1 tokens, B windows each;
+    // window w of the shard is row w%B of batch w/B, i.e. tokens [w*T, w*T + T].
+    long BT = (long)B * ds->T;
+    ld->stream_first = mallocCheck((size_t)(ds->n_shards + 1) * sizeof(long));
+    ld->stream_first[0] = 0;
+    long largest = 0;
+    for (int j = 0; j < ds->n_shards; j++) {
+        long ntok = ds->shards[j].ntok;
+        long batches = ntok >= BT + 1 ? (ntok - 1) / BT : 0;
+        ld->stream_first[j + 1] = ld->stream_first[j] + batches * B;
+        if (ntok > largest) largest = ntok;
+    }
+    ld->n_stream = ld->stream_first[ds->n_shards];
+    if (ld->n_stream == 0)
+        die_input("%s: no token shard holds one batch (batch_size * seq_len + 1 = %ld tokens; the "
+                  "largest has %ld)", ds->shards[0].path, BT + 1, largest);
+}
+
+void loader_free(Loader *ld) {
+    free(ld->perm);
+    free(ld->stream_first);
+    ld->perm = NULL;
+    ld->stream_first = NULL;
+    ld->perm_epoch = -1;
+}
+
+// The permutation of epoch e: Fisher-Yates driven by seed_mix(seed, e), so any epoch can be
+// rebuilt from (seed, pos) alone when resuming.
+static void make_perm(Loader *ld, long epoch) {
+    long n = ld->n_stream;
+    if (!ld->perm) ld->perm = mallocCheck((size_t)n * sizeof(long));
+    for (long i = 0; i < n; i++) ld->perm[i] = i;
+    Rng rng;
+    rng_seed(&rng, seed_mix(ld->seed, (uint64_t)epoch));
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)rng_below(&rng, (uint64_t)i + 1);
+        long t = ld->perm[i];
+        ld->perm[i] = ld->perm[j];
+        ld->perm[j] = t;
+    }
+    ld->perm_epoch = epoch;
+}
+
+// Dataset index of stream sequence s (s counts from the start of training).
+static long stream_index(Loader *ld, uint64_t s) {
+    long epoch = (long)(s / (uint64_t)ld->n_stream), r = (long)(s % (uint64_t)ld->n_stream);
+    if (ld->shuffle) {
+        if (ld->perm_epoch != epoch) make_perm(ld, epoch);
+        return ld->perm[r];
+    }
+    if (!ld->stream_first) return r;
+    const Dataset *ds = ld->ds;
+    int j = find_shard(ld->stream_first, ds->n_shards, r);
+    return ds->shard_first[j] + (r - ld->stream_first[j]);
+}
+
+void loader_next(Loader *ld, int32_t *inputs, int32_t *targets) {
+    int T = ld->ds->T;
+    for (int b = 0; b < ld->B; b++)
+        dataset_get(ld->ds, stream_index(ld, ld->pos + (uint64_t)b), inputs + (size_t)b * T,
+                    targets + (size_t)b * T);
+    ld->pos += (uint64_t)ld->B;
+}
+
+long loader_epoch_size(const Loader *ld) { return ld->n_stream; }
+
+void dataset_export(const Dataset *ds, const char *path) {
+    if (ds->n > INT32_MAX) die_input("%s: %ld sequences do not fit the export header", path, ds->n);
+    int T = ds->T;
+    int32_t header[256] = {0};
+    header[0] = EXPORT_MAGIC;
+    header[1] = EXPORT_VERSION;
+    header[2] = (int32_t)ds->n;
+    header[3] = T;
+    size_t plen = strlen(path);
+    char *tmp = mallocCheck(plen + 5);
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    FILE *f = fopenCheck(tmp, "wb");
+    fwriteCheck(header, sizeof header, 1, f, tmp);
+    if (ds->inputs) {  // int32 inputs [N, T], then labels [N, T] (little-endian host)
+        fwriteCheck(ds->inputs, sizeof(int32_t), (size_t)ds->n * T, f, tmp);
+        fwriteCheck(ds->labels, sizeof(int32_t), (size_t)ds->n * T, f, tmp);
+    } else {  // shards: the windows' inputs, then their targets
+        int32_t *x = mallocCheck((size_t)T * sizeof(int32_t)), *y = mallocCheck((size_t)T * sizeof(int32_t));
+        for (int pass = 0; pass < 2; pass++)
+            for (long i = 0; i < ds->n; i++) {
+                dataset_get(ds, i, x, y);
+                fwriteCheck(pass ? y : x, sizeof(int32_t), (size_t)T, f, tmp);
+            }
+        free(x), free(y);
+    }
+    if (fflush(f) != 0) die("%s: write error (%s)", tmp, strerror(errno));
+    fcloseCheck(f, tmp);
+    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
+    free(tmp);
+}

@@ -1,0 +1,64 @@
+#include "data/task.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/io.h"
+
+static MqarSpec mqar_spec(const Config *c, int vocab, uint32_t seed, long n) {
+    MqarSpec s = {
+        .vocab_size = vocab,
+        .seq_len = (int)cfg_int(c, "seq_len"),
+        .kv_pairs = (int)cfg_int(c, "mqar_kv_pairs"),
+        .power_a = cfg_float(c, "mqar_power_a"),
+        .random_filler = cfg_bool(c, "mqar_random_filler"),
+        .seed = seed,
+        .n_examples = n,
+    };
+    return s;
+}
+
+void task_open(Task *t, Config *c, int need_train) {
+    memset(t, 0, sizeof *t);
+    int T = (int)cfg_int(c, "seq_len");
+    int vocab = (int)cfg_int(c, "vocab_size");
+    char buf[32];
+    if (!strcmp(cfg_str(c, "task"), "mqar")) {
+        if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary
+        MqarSpec train = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_seed"), cfg_int(c, "mqar_train_examples"));
+        const char *err = mqar_spec_error(&train);
+        if (err) die_input("mqar: %s (vocab_size %d, seq_len %d, mqar_kv_pairs %d)", err, vocab, T, train.kv_pairs);
+        if (need_train) {
+            dataset_mqar(&t->train, &train);
+            t->has_train = 1;
+        }
+        MqarSpec test = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_test_seed"), cfg_int(c, "mqar_test_examples"));
+        dataset_mqar(&t->val, &test);
+        t->has_val = 1;
+        t->targets_per_seq = train.kv_pairs;
+    } else {
+        const char *train_glob = cfg_str(c, "train_data"), *val_glob = cfg_str(c, "val_data");
+        if (need_train) {
+            if (!*train_glob) die_input("train_data: task = shards needs a glob of token shards");
+            dataset_shards(&t->train, train_glob, "train_data", T, vocab);
+            t->has_train = 1;
+            if (vocab == 0) vocab = t->train.vocab_size;
+        }
+        if (*val_glob) {
+            dataset_shards(&t->val, val_glob, "val_data", T, vocab);
+            t->has_val = 1;
+            if (vocab == 0) vocab = t->val.vocab_size;
+        }
+        if (vocab == 0) die_input("vocab_size: cannot be taken from the data without train_data or val_data");
+        t->targets_per_seq = T;
+    }
+    t->vocab_size = vocab;
+    snprintf(buf, sizeof buf, "%d", vocab);
+    if (cfg_int(c, "vocab_size") == 0) config_set(c, "vocab_size", buf, "task");
+}
+
+void task_close(Task *t) {
+    if (t->has_train) dataset_free(&t->train);
+    if (t->has_val) dataset_free(&t->val);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,161 @@
+#include "model/layers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/gemm.h"
+
+// Row-chunk size of every reduction over rows: fixed, so sums do not depend on the thread count.
+#define ROW_CHUNK 256
+
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w,
+                       const real *b, int N, int C) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const real *x = inp + (size_t)n * C;
+        real m = 0;
+        for (int i = 0; i < C; i++) m += x[i];
+        m /= C;
+        real v = 0;
+        for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+        v /= C;
+        real s = 1 / sqrtr(v + (real)LAYERNORM_EPS);
+        real *o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * w[i] + b[i];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                        const real *w, const real *mean, const real *rstd, int N, int C) {
+    int n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    real *partial = callocCheck((size_t)n_chunks * 2 * C, sizeof(real));  // [chunk][dw | db]
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < n_chunks; ch++) {
+        real *pw = partial + (size_t)ch * 2 * C, *pb = pw + C;
+        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
+        for (int n = ch * ROW_CHUNK; n < end; n++) {
+            const real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+            real m = mean[n], s = rstd[n];
+            // dnorm = dy * w; dx = s * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat))
+            real mean_dn = 0, mean_dn_xhat = 0;
+            for (int i = 0; i < C; i++) {
+                real xhat = (x[i] - m) * s, dn = dy[i] * w[i];
+                mean_dn += dn;
+                mean_dn_xhat += dn * xhat;
+                pw[i] += dy[i] * xhat;
+                pb[i] += dy[i];
+            }
+            mean_dn /= C;
+            mean_dn_xhat /= C;
+            real *dx = dinp + (size_t)n * C;
+            for (int i = 0; i < C; i++) {
+                real xhat = (x[i] - m) * s;
+                dx[i] += s * (dy[i] * w[i] - mean_dn - xhat * mean_dn_xhat);
+            }
+        }
+    }
+    for (int ch = 0; ch < n_chunks; ch++)
+        for (int i = 0; i < C; i++) {
+            dw[i] += partial[(size_t)ch * 2 * C + i];
+            db[i] += partial[(size_t)ch * 2 * C + C + i];
+        }
+    free(partial);
+}
+
+#define GELU_SCALE 0.7978845608028654  // sqrt(2/pi)
+
+void gelu_forward(real *out, const real *inp, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
+        out[i] = (real)0.5 * x * (1 + tanhr(u));
+    }
+}
+
+void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        real x = inp[i];
+        real u = (real)GELU_SCALE * (x + (real)0.044715 * x * x * x);
+        real th = tanhr(u);
+        real sech2 = 1 - th * th;
+        real du = (real)GELU_SCALE * (1 + 3 * (real)0.044715 * x * x);
+        dinp[i] += dout[i] * ((real)0.5 * (1 + th) + (real)0.5 * x * sech2 * du);
+    }
+}
+
+void residual_forward(real *out, const real *a, const real *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void embedding_forward(real *out, const int *tokens, const real *wte, const real *wpe, int B, int T,
+                       int C) {
+#pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < B * T; bt++) {
+        const real *e = wte + (size_t)tokens[bt] * C;
+        real *o = out + (size_t)bt * C;
+        if (wpe) {
+            const real *p = wpe + (size_t)(bt % T) * C;
+            for (int i = 0; i < C; i++) o[i] = e[i] + p[i];
+        } else {
+            memcpy(o, e, sizeof(real) * C);
+        }
+    }
+}
+
+void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tokens, int B, int T,
+                        int C) {
+    // Parallel over channel slices: each thread owns whole columns, rows are added in order.
+    int n_slices = (C + 15) / 16;
+#pragma omp parallel for schedule(static)
+    for (int s = 0; s < n_slices; s++) {
+        int lo = s * 16, hi = lo + 16 < C ? lo + 16 : C;
+        for (int bt = 0; bt < B * T; bt++) {
+            const real *d = dout + (size_t)bt * C;
+            real *e = dwte + (size_t)tokens[bt] * C;
+            for (int i = lo; i < hi; i++) e[i] += d[i];
+            if (dwpe) {
+                real *p = dwpe + (size_t)(bt % T) * C;
+                for (int i = lo; i < hi; i++) p[i] += d[i];
+            }
+        }
+    }
+}
+
+void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC,
+                    int OC) {
+    gemm(0, 1, N, OC, IC, inp, IC, w, IC, 0, out, OC);
+    if (!bias) return;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        real *o = out + (size_t)n * OC;
+        for (int j = 0; j < OC; j++) o[j] += bias[j];
+    }
+}
+
+void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
+                     const real *w, int N, int IC, int OC) {
+    if (dinp) gemm(0, 0, N, IC, OC, dout, OC, w, IC, 1, dinp, IC);
+    if (dw) gemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1, dw, IC);
+    if (dbias) colsum_accumulate(dbias, dout, N, OC);
+}
+
+void colsum_accumulate(real *out, const real *x, int N, int C) {
+    int n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    real *partial = callocCheck((size_t)n_chunks * C, sizeof(real));
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < n_chunks; ch++) {
+        real *p = partial + (size_t)ch * C;
+        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
+        for (int n = ch * ROW_CHUNK; n < end; n++)
+            for (int i = 0; i < C; i++) p[i] += x[(size_t)n * C + i];
+    }
+    for (int ch = 0; ch < n_chunks; ch++)
+        for (int i = 0; i < C; i++) out[i] += partial[(size_t)ch * C + i];
+    free(partial);
+}

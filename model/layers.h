@@ -1,0 +1,40 @@
+// The transformer's elementwise and row-wise layers, llm.c style: each *_forward has a *_backward
+// with the same arguments that ACCUMULATES (+=) into the gradients it is given.
+// Reductions over rows run in a fixed order (fixed row chunks), so results do not depend on the
+// thread count.
+#pragma once
+#include <stddef.h>
+
+#include "core/real.h"
+
+#define LAYERNORM_EPS 1e-5
+
+// out[N,C] = (inp - mean) * rstd * w + b; also saves mean[N], rstd[N].
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w,
+                       const real *b, int N, int C);
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
+                        const real *w, const real *mean, const real *rstd, int N, int C);
+
+// GELU, tanh approximation (GPT-2).
+void gelu_forward(real *out, const real *inp, size_t n);
+void gelu_backward(real *dinp, const real *inp, const real *dout, size_t n);
+
+// out = a + b (elementwise).
+void residual_forward(real *out, const real *a, const real *b, size_t n);
+
+// out[B,T,C] = wte[tokens] (+ wpe[t] when wpe != NULL).
+void embedding_forward(real *out, const int *tokens, const real *wte, const real *wpe, int B, int T,
+                       int C);
+void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tokens, int B, int T,
+                        int C);
+
+// Linear layer in PyTorch layout: out[N,OC] = inp[N,IC] . w[OC,IC]^T + bias[OC] (bias may be NULL).
+void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC,
+                    int OC);
+// dinp[N,IC] += dout . w;  dw[OC,IC] += dout^T . inp;  dbias[OC] += column sums of dout.
+// dinp, dw or dbias may be NULL to skip that product.
+void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
+                     const real *w, int N, int IC, int OC);
+
+// out[C] += sum over the N rows of x[N,C], in a fixed order.
+void colsum_accumulate(real *out, const real *x, int N, int C);

@@ -1,0 +1,380 @@
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/rng.h"
+#include "model/gemm.h"
+#include "model/layers.h"
+
+#define ALIGN_REALS (64 / sizeof(real))
+
+static size_t align_up(size_t n) { return (n + ALIGN_REALS - 1) / ALIGN_REALS * ALIGN_REALS; }
+
+// ---------------------------------------------------------------------------------------------
+// Parameter table
+
+static void add_tensor(Model *m, int cap, const char *name, int ndim, const int *shape, InitKind init,
+                       double arg, int decay, int layer, int slot) {
+    if (m->n_tensors == cap) die("internal error: tensor table full");
+    TensorInfo *t = &m->tensors[m->n_tensors++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%.*s", (int)sizeof t->name - 1, name);
+    t->ndim = ndim;
+    t->count = 1;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i], t->count *= (size_t)shape[i];
+    t->offset = m->n_params;
+    m->n_params += align_up(t->count);
+    t->init = init;
+    t->arg = arg;
+    t->decay = decay;
+    t->layer = layer;
+    t->mixer_slot = slot;
+}
+
+#define SHAPE(...) ((const int[]){__VA_ARGS__})
+
+static void build_param_table(Model *m) {
+    const ModelShape *s = &m->s;
+    int C = s->C, cap = 8 + s->L * (10 + MIXER_MAX_TENSORS);
+    m->tensors = callocCheck((size_t)cap, sizeof(TensorInfo));
+    add_tensor(m, cap, "wte", 2, SHAPE(s->V, C), INIT_NORMAL, 0.02, 1, -1, -1);
+    if (s->pos_emb) add_tensor(m, cap, "wpe", 2, SHAPE(s->T, C), INIT_NORMAL, 0.02, 1, -1, -1);
+    char name[96];
+#define LNAME(suffix) (snprintf(name, sizeof name, "h.%d.%.48s", l, suffix), name)
+    for (int l = 0; l < s->L; l++) {
+        add_tensor(m, cap, LNAME("ln_1.weight"), 1, SHAPE(C), INIT_ONE, 0, 0, l, -1);
+        add_tensor(m, cap, LNAME("ln_1.bias"), 1, SHAPE(C), INIT_ZERO, 0, 0, l, -1);
+        ParamDecl decl[MIXER_MAX_TENSORS];
+        int n = m->mixer->params(m->mixer_state[l], decl);
+        m->n_mixer_tensors = n;
+        for (int i = 0; i < n; i++) {
+            const ParamDecl *d = &decl[i];
+            int decay = d->ndim == 2 && !d->no_decay;
+            add_tensor(m, cap, LNAME(d->name), d->ndim, d->shape, d->init, d->arg, decay, l, i);
+        }
+        if (s->mlp) {
+            add_tensor(m, cap, LNAME("ln_2.weight"), 1, SHAPE(C), INIT_ONE, 0, 0, l, -1);
+            add_tensor(m, cap, LNAME("ln_2.bias"), 1, SHAPE(C), INIT_ZERO, 0, 0, l, -1);
+            add_tensor(m, cap, LNAME("mlp.fc.weight"), 2, SHAPE(4 * C, C), INIT_NORMAL, 0.02, 1, l, -1);
+            add_tensor(m, cap, LNAME("mlp.fc.bias"), 1, SHAPE(4 * C), INIT_ZERO, 0, 0, l, -1);
+            add_tensor(m, cap, LNAME("mlp.proj.weight"), 2, SHAPE(C, 4 * C), INIT_NORMAL_OUT, 0, 1, l, -1);
+            add_tensor(m, cap, LNAME("mlp.proj.bias"), 1, SHAPE(C), INIT_ZERO, 0, 0, l, -1);
+        }
+    }
+#undef LNAME
+    add_tensor(m, cap, "ln_f.weight", 1, SHAPE(C), INIT_ONE, 0, 0, -1, -1);
+    add_tensor(m, cap, "ln_f.bias", 1, SHAPE(C), INIT_ZERO, 0, 0, -1, -1);
+}
+
+// Points the named fields of `lp` (parameters or gradients) into `arena`.
+static void point_params(Model *m, real *arena, real **wte, real **wpe, real **lnf_w, real **lnf_b,
+                         LayerParams *lp) {
+    *wpe = NULL;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        real *p = arena + t->offset;
+        if (t->layer < 0) {
+            if (!strcmp(t->name, "wte")) *wte = p;
+            else if (!strcmp(t->name, "wpe")) *wpe = p;
+            else if (!strcmp(t->name, "ln_f.weight")) *lnf_w = p;
+            else if (!strcmp(t->name, "ln_f.bias")) *lnf_b = p;
+            continue;
+        }
+        LayerParams *L = &lp[t->layer];
+        if (t->mixer_slot >= 0) {
+            L->mix[t->mixer_slot] = p;
+            continue;
+        }
+        const char *suffix = strchr(strchr(t->name, '.') + 1, '.') + 1;  // after "h.<l>."
+        struct { const char *name; real **field; } fields[] = {
+            {"ln_1.weight", &L->ln1_w}, {"ln_1.bias", &L->ln1_b},     {"ln_2.weight", &L->ln2_w},
+            {"ln_2.bias", &L->ln2_b},   {"mlp.fc.weight", &L->fc_w},  {"mlp.fc.bias", &L->fc_b},
+            {"mlp.proj.weight", &L->proj_w}, {"mlp.proj.bias", &L->proj_b},
+        };
+        for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+            if (!strcmp(suffix, fields[k].name)) *fields[k].field = p;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation arena: a list of (pointer to set, size), carved in one allocation.
+
+typedef struct {
+    real **dst;
+    size_t count;
+} Carve;
+
+typedef struct {
+    Carve *items;
+    int n, cap;
+} CarveList;
+
+static void carve(CarveList *cl, real **dst, size_t count) {
+    if (cl->n == cl->cap) cl->items = reallocCheck(cl->items, sizeof(Carve) * (cl->cap = cl->cap * 2 + 16));
+    cl->items[cl->n++] = (Carve){dst, count};
+}
+
+static void build_activations(Model *m) {
+    const ModelShape *s = &m->s;
+    size_t BT = (size_t)m->B_max * s->T, C = (size_t)s->C;
+    CarveList cl = {0};
+    BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
+    int n_saved = 0, n_scratch = 0;
+    for (int l = 0; l < s->L; l++) {
+        LayerActs *a = &m->la[l];
+        if (l == 0) carve(&cl, &a->res_in, BT * C);
+        carve(&cl, &a->ln1, BT * C);
+        carve(&cl, &a->ln1_mean, BT);
+        carve(&cl, &a->ln1_rstd, BT);
+        carve(&cl, &a->mix_out, BT * C);
+        carve(&cl, &a->res_mid, BT * C);
+        if (s->mlp) {
+            carve(&cl, &a->ln2, BT * C);
+            carve(&cl, &a->ln2_mean, BT);
+            carve(&cl, &a->ln2_rstd, BT);
+            carve(&cl, &a->fch, BT * 4 * C);
+            carve(&cl, &a->fch_gelu, BT * 4 * C);
+            // the next layer's input (or the model output) is a fresh residual buffer
+            carve(&cl, l + 1 < s->L ? &m->la[l + 1].res_in : &m->res_out, BT * C);
+        }
+        m->mixer->buffers(m->mixer_state[l], m->B_max, s->T, saved, &n_saved, scratch, &n_scratch);
+        if (n_saved > MIXER_MAX_BUFFERS || n_scratch > MIXER_MAX_BUFFERS) die("internal error: too many mixer buffers");
+        for (int i = 0; i < n_saved; i++) carve(&cl, &a->mixer_act[i], saved[i].count);
+    }
+    for (int i = 0; i < n_scratch; i++) carve(&cl, &m->mixer_tmp[i], scratch[i].count);
+    carve(&cl, &m->lnf, BT * C);
+    carve(&cl, &m->lnf_mean, BT);
+    carve(&cl, &m->lnf_rstd, BT);
+    carve(&cl, &m->h_rows, (size_t)m->rows_max * C);
+    carve(&cl, &m->dh_rows, (size_t)m->rows_max * C);
+    carve(&cl, &m->logits, (size_t)m->head_chunk * s->V);
+    carve(&cl, &m->row_loss, (size_t)m->rows_max);
+    carve(&cl, &m->branch, BT * C);
+    carve(&cl, &m->dres, BT * C);
+    carve(&cl, &m->dln, BT * C);
+    if (s->mlp) {
+        carve(&cl, &m->dfch_a, BT * 4 * C);
+        carve(&cl, &m->dfch_b, BT * 4 * C);
+    }
+    size_t total = 0;
+    for (int i = 0; i < cl.n; i++) total += align_up(cl.items[i].count);
+    m->acts = callocCheck(total, sizeof(real));
+    m->n_acts = total;
+    size_t off = 0;
+    for (int i = 0; i < cl.n; i++) {
+        *cl.items[i].dst = m->acts + off;
+        off += align_up(cl.items[i].count);
+    }
+    free(cl.items);
+    // Without an MLP the residual after the mixer is the next layer's input: alias, no copy.
+    if (!s->mlp)
+        for (int l = 0; l < s->L; l++) {
+            if (l + 1 < s->L) m->la[l + 1].res_in = m->la[l].res_mid;
+            else m->res_out = m->la[l].res_mid;
+        }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
+    if (s->L < 1 || s->L > MAX_LAYERS) die_input("n_layer: expected 1..%d, got %d", MAX_LAYERS, s->L);
+    if (s->C % s->H) die_input("n_head: d_model %d is not divisible by n_head %d", s->C, s->H);
+    Model *m = callocCheck(1, sizeof *m);
+    m->s = *s;
+    m->mixer = mixer;
+    m->B_max = B;
+    m->rows_max = rows_max;
+    // Head rows per chunk: a fixed function of V (never of the thread count), ~4M logits.
+    m->head_chunk = (1 << 22) / s->V;
+    if (m->head_chunk < 16) m->head_chunk = 16;
+    if (m->head_chunk > rows_max) m->head_chunk = rows_max;
+    for (int l = 0; l < s->L; l++) {
+        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg};
+        m->mixer_state[l] = mixer->create(&d);
+    }
+    build_param_table(m);
+    m->params = callocCheck(m->n_params, sizeof(real));
+    m->grads = callocCheck(m->n_params, sizeof(real));
+    point_params(m, m->params, &m->wte, &m->wpe, &m->lnf_w, &m->lnf_b, m->lp);
+    point_params(m, m->grads, &m->g_wte, &m->g_wpe, &m->g_lnf_w, &m->g_lnf_b, m->lg);
+    build_activations(m);
+    m->inputs = callocCheck((size_t)B * s->T, sizeof(int));
+    m->targets = callocCheck((size_t)B * s->T, sizeof(int));
+    m->rows = callocCheck((size_t)rows_max, sizeof(int));
+    return m;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    for (int l = 0; l < m->s.L; l++) m->mixer->destroy(m->mixer_state[l]);
+    free(m->tensors);
+    free(m->params);
+    free(m->grads);
+    free(m->acts);
+    free(m->inputs);
+    free(m->targets);
+    free(m->rows);
+    free(m);
+}
+
+const TensorInfo *model_find_tensor(const Model *m, const char *name) {
+    for (int i = 0; i < m->n_tensors; i++)
+        if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];
+    return NULL;
+}
+
+void model_init_weights(Model *m, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    double out_std = 0.02 / sqrt(2.0 * m->s.L);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const TensorInfo *t = &m->tensors[i];
+        real *w = m->params + t->offset;
+        double std = t->arg > 0 ? t->arg : 0.02;
+        switch (t->init) {
+        case INIT_ZERO: for (size_t k = 0; k < t->count; k++) w[k] = 0; break;
+        case INIT_ONE: for (size_t k = 0; k < t->count; k++) w[k] = 1; break;
+        case INIT_NORMAL: for (size_t k = 0; k < t->count; k++) w[k] = (real)(std * rng_normal(&rng)); break;
+        case INIT_NORMAL_OUT:
+            for (size_t k = 0; k < t->count; k++) w[k] = (real)(out_std * rng_normal(&rng));
+            break;
+        case INIT_UNIFORM:
+            for (size_t k = 0; k < t->count; k++) w[k] = (real)(t->arg * (2 * rng_uniform(&rng) - 1));
+            break;
+        case INIT_CUSTOM: m->mixer->init_custom(m->mixer_state[t->layer], t->mixer_slot, w, &rng); break;
+        }
+    }
+}
+
+void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(real) * m->n_params); }
+
+MixerIO model_mixer_io(Model *m, int l) {
+    LayerActs *a = &m->la[l];
+    MixerIO io = {.B = m->cur_B, .T = m->cur_T, .p = m->lp[l].mix, .g = m->lg[l].mix,
+                  .act = a->mixer_act, .tmp = m->mixer_tmp, .x = a->ln1, .y = a->mix_out};
+    return io;
+}
+
+// LM head at the counted rows, chunk by chunk: cross-entropy, accuracy and (want_grad) the
+// gradients dh_rows = dlogits wte and dwte += dlogits^T h_rows, so the [rows, V] logits never
+// exist all at once. Only positions with a loss pay for the V-wide head (exact).
+static HeadStats head_forward(Model *m, int want_grad) {
+    int C = m->s.C, V = m->s.V, M = m->n_rows;
+    HeadStats st = {0, M, 0};
+    for (int r = 0; r < M; r++)
+        memcpy(m->h_rows + (size_t)r * C, m->lnf + (size_t)m->rows[r] * C, sizeof(real) * C);
+    real inv_M = M ? (real)1 / (real)M : 0;
+    for (int r0 = 0; r0 < M; r0 += m->head_chunk) {
+        int n = M - r0 < m->head_chunk ? M - r0 : m->head_chunk;
+        const real *h = m->h_rows + (size_t)r0 * C;
+        gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V);
+        double loss = 0;
+        long correct = 0;
+#pragma omp parallel for schedule(static) reduction(+ : correct)
+        for (int r = 0; r < n; r++) {
+            real *z = m->logits + (size_t)r * V;
+            int target = m->targets[m->rows[r0 + r]];
+            int arg = 0;
+            for (int v = 1; v < V; v++)
+                if (z[v] > z[arg]) arg = v;
+            correct += arg == target;
+            real mx = z[arg], sum = 0;
+            for (int v = 0; v < V; v++) sum += expr(z[v] - mx);
+            real lse = mx + logr(sum);
+            m->row_loss[r0 + r] = lse - z[target];
+            if (want_grad) {
+                for (int v = 0; v < V; v++) z[v] = expr(z[v] - lse) * inv_M;
+                z[target] -= inv_M;
+            }
+        }
+        for (int r = 0; r < n; r++) loss += m->row_loss[r0 + r];  // fixed order
+        st.loss_sum += loss;
+        st.n_correct += correct;
+        if (want_grad) {
+            gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C);
+            gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C);
+        }
+    }
+    return st;
+}
+
+HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, int T, int want_grad) {
+    const ModelShape *s = &m->s;
+    if (B > m->B_max || T > s->T) die("internal error: batch %dx%d exceeds %dx%d", B, T, m->B_max, s->T);
+    int C = s->C, BT = B * T;
+    m->cur_B = B;
+    m->cur_T = T;
+    memcpy(m->inputs, inputs, sizeof(int) * BT);
+    m->n_rows = 0;
+    for (int i = 0; i < BT; i++) {
+        m->targets[i] = targets ? targets[i] : -1;
+        if (m->targets[i] >= 0) {
+            if (m->n_rows == m->rows_max) die("internal error: more than %d target positions", m->rows_max);
+            m->rows[m->n_rows++] = i;
+        }
+    }
+    embedding_forward(m->la[0].res_in, inputs, m->wte, m->wpe, B, T, C);
+    for (int l = 0; l < s->L; l++) {
+        LayerParams *p = &m->lp[l];
+        LayerActs *a = &m->la[l];
+        real *next = l + 1 < s->L ? m->la[l + 1].res_in : m->res_out;
+        layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->res_in, p->ln1_w, p->ln1_b, BT, C);
+        MixerIO io = model_mixer_io(m, l);
+        m->mixer->forward(m->mixer_state[l], &io);
+        residual_forward(a->res_mid, a->res_in, a->mix_out, (size_t)BT * C);
+        if (s->mlp) {
+            layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid, p->ln2_w, p->ln2_b, BT, C);
+            matmul_forward(a->fch, a->ln2, p->fc_w, p->fc_b, BT, C, 4 * C);
+            gelu_forward(a->fch_gelu, a->fch, (size_t)BT * 4 * C);
+            matmul_forward(m->branch, a->fch_gelu, p->proj_w, p->proj_b, BT, 4 * C, C);
+            residual_forward(next, a->res_mid, m->branch, (size_t)BT * C);
+        }
+    }
+    layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->lnf_w, m->lnf_b, BT, C);
+    m->have_grad = want_grad;
+    return head_forward(m, want_grad);
+}
+
+void model_backward(Model *m) {
+    if (!m->have_grad) die("internal error: model_backward without forward(want_grad)");
+    const ModelShape *s = &m->s;
+    int B = m->cur_B, T = m->cur_T, C = s->C, BT = B * T;
+    size_t nBTC = (size_t)BT * C;
+    // scatter the head's gradient back to its rows
+    memset(m->dln, 0, sizeof(real) * nBTC);
+    for (int r = 0; r < m->n_rows; r++)
+        memcpy(m->dln + (size_t)m->rows[r] * C, m->dh_rows + (size_t)r * C, sizeof(real) * C);
+    memset(m->dres, 0, sizeof(real) * nBTC);
+    layernorm_backward(m->dres, m->g_lnf_w, m->g_lnf_b, m->dln, m->res_out, m->lnf_w, m->lnf_mean, m->lnf_rstd, BT, C);
+    for (int l = s->L - 1; l >= 0; l--) {
+        LayerParams *p = &m->lp[l], *g = &m->lg[l];
+        LayerActs *a = &m->la[l];
+        if (s->mlp) {
+            // dres is the gradient of the block output = of the MLP branch and of res_mid
+            memset(m->dfch_a, 0, sizeof(real) * nBTC * 4);
+            matmul_backward(m->dfch_a, g->proj_w, g->proj_b, m->dres, a->fch_gelu, p->proj_w, BT, 4 * C, C);
+            memset(m->dfch_b, 0, sizeof(real) * nBTC * 4);
+            gelu_backward(m->dfch_b, a->fch, m->dfch_a, nBTC * 4);
+            memset(m->dln, 0, sizeof(real) * nBTC);
+            matmul_backward(m->dln, g->fc_w, g->fc_b, m->dfch_b, a->ln2, p->fc_w, BT, C, 4 * C);
+            layernorm_backward(m->dres, g->ln2_w, g->ln2_b, m->dln, a->res_mid, p->ln2_w, a->ln2_mean, a->ln2_rstd, BT, C);
+        }
+        memset(m->dln, 0, sizeof(real) * nBTC);
+        MixerIO io = model_mixer_io(m, l);
+        io.dy = m->dres;
+        io.dx = m->dln;
+        m->mixer->backward(m->mixer_state[l], &io);
+        layernorm_backward(m->dres, g->ln1_w, g->ln1_b, m->dln, a->res_in, p->ln1_w, a->ln1_mean, a->ln1_rstd, BT, C);
+    }
+    embedding_backward(m->g_wte, m->g_wpe, m->dres, m->inputs, B, T, C);
+}
+
+void model_logits_at(const Model *m, int b, int t, real *logits) {
+    const real *h = m->lnf + ((size_t)b * m->cur_T + t) * m->s.C;
+    gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V);
+}
+
+size_t model_activation_bytes(const Model *m) { return m->n_acts * sizeof(real); }

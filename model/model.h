@@ -1,0 +1,111 @@
+// The decoder-only transformer (DESIGN.md section 6): token (+ learned position) embedding,
+// n_layer pre-LN blocks x += mixer(ln_1(x)); x += mlp(ln_2(x)) (when mlp), final LayerNorm, and
+// the LM head tied to wte. One parameter arena and one activation arena, carved by tables.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/real.h"
+#include "model/mixer.h"
+
+#define MAX_LAYERS 64
+
+typedef struct {
+    int V, C, L, H, T;  // vocab_size, d_model, n_layer, n_head, seq_len
+    int mlp;            // 1: GELU MLP (4x) after the mixer
+    int pos_emb;        // 1: learned position embedding wpe [T, C]
+} ModelShape;
+
+typedef struct {
+    char name[64];      // DESIGN.md section 6 name, e.g. "h.0.attn.qkv.weight"
+    int ndim, shape[4];
+    size_t offset, count;  // in reals, into the parameter arena (offsets 64-byte aligned)
+    InitKind init;
+    double arg;
+    int decay;          // AdamW weight decay applies (2-D weights unless the mixer says no)
+    int layer;          // -1 outside the blocks
+    int mixer_slot;     // index among the layer's mixer declarations, or -1
+} TensorInfo;
+
+typedef struct {
+    real *ln1_w, *ln1_b, *ln2_w, *ln2_b;  // [C]
+    real *fc_w, *fc_b;                     // [4C, C], [4C]
+    real *proj_w, *proj_b;                 // [C, 4C], [C]
+    real *mix[MIXER_MAX_TENSORS];          // the mixer's tensors in declaration order
+} LayerParams;
+
+typedef struct {
+    real *res_in;                    // [B,T,C] residual stream entering the layer
+    real *ln1, *ln1_mean, *ln1_rstd; // [B,T,C], [B,T], [B,T]
+    real *mix_out;                   // [B,T,C] mixer output
+    real *res_mid;                   // [B,T,C] after the mixer's residual add
+    real *ln2, *ln2_mean, *ln2_rstd; // [B,T,C], [B,T], [B,T]       (mlp)
+    real *fch, *fch_gelu;            // [B,T,4C], [B,T,4C]          (mlp)
+    real *mixer_act[MIXER_MAX_BUFFERS];
+} LayerActs;
+
+// What one forward pass measured at the positions with a target >= 0.
+typedef struct {
+    double loss_sum;  // sum of cross-entropies
+    long n_counted;   // positions with a target
+    long n_correct;   // argmax == target
+} HeadStats;
+
+typedef struct {
+    ModelShape s;
+    int B_max, rows_max;        // largest batch; most positions with a target in one batch
+    const MixerKind *mixer;
+    void *mixer_state[MAX_LAYERS];
+    int n_mixer_tensors;
+
+    TensorInfo *tensors;        // the parameter table
+    int n_tensors;
+    size_t n_params;
+    real *params, *grads;       // arenas [n_params]
+    real *wte, *wpe, *lnf_w, *lnf_b;  // wte [V,C], wpe [T,C] or NULL, lnf [C]
+    real *g_wte, *g_wpe, *g_lnf_w, *g_lnf_b;  // their gradients
+    LayerParams lp[MAX_LAYERS], lg[MAX_LAYERS];  // parameter and gradient pointers
+
+    real *acts;                 // activation arena
+    size_t n_acts;
+    LayerActs la[MAX_LAYERS];
+    real *res_out;              // [B,T,C] residual stream after the last block
+    real *lnf, *lnf_mean, *lnf_rstd;  // [B,T,C], [B,T], [B,T]
+    real *h_rows, *dh_rows;     // [rows_max, C] final features at counted positions, and grads
+    real *logits;               // [head_chunk, V] one chunk of head rows
+    real *row_loss;             // [rows_max] cross-entropy of each counted row
+    int head_chunk;
+    // scratch shared by layers
+    real *branch, *dres, *dln;  // [B,T,C]
+    real *dfch_a, *dfch_b;      // [B,T,4C] (mlp)
+    real *mixer_tmp[MIXER_MAX_BUFFERS];
+    int *inputs, *targets;      // [B,T] copies of the last forward's batch
+    int *rows;                  // [rows_max] flat indices b*T+t with target >= 0
+    int n_rows;
+    int cur_B, cur_T;
+    int have_grad;              // the last forward computed the head gradient
+} Model;
+
+// Builds the model and its arenas for batches of up to B sequences with up to rows_max target
+// positions. Dies with exit 2 naming the key when the shape is invalid.
+Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B,
+                    int rows_max);
+void model_free(Model *m);
+// Draws every parameter from `seed` in table order.
+void model_init_weights(Model *m, uint64_t seed);
+const TensorInfo *model_find_tensor(const Model *m, const char *name);
+
+void model_zero_grad(Model *m);
+// Forward over inputs/targets [B,T] (targets < 0 are ignored; targets may be NULL). With
+// want_grad, also computes the head's gradient (grads must have been zeroed) so that
+// model_backward can follow. The loss is the mean over counted positions.
+HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, int T, int want_grad);
+// Backpropagates the last forward(want_grad = 1) into m->grads (accumulating).
+void model_backward(Model *m);
+// The mixer call of layer l with the current batch's pointers (for the evaluator's extractor).
+MixerIO model_mixer_io(Model *m, int l);
+// logits[V] at batch row b, position t of the last forward.
+void model_logits_at(const Model *m, int b, int t, real *logits);
+// Bytes of parameters, gradients and activations (for reports).
+size_t model_activation_bytes(const Model *m);

@@ -1,0 +1,184 @@
+#include "tests/gradcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/keys.h"
+#include "tests/test.h"
+
+void fill_normal(real *x, size_t n, Rng *rng, double scale) {
+    for (size_t i = 0; i < n; i++) x[i] = (real)(scale * rng_normal(rng));
+}
+
+double numeric_grad(loss_fn f, void *ctx, real *x, size_t i, double h) {
+    real saved = x[i];
+    x[i] = (real)(saved + h);
+    double up = f(ctx);
+    x[i] = (real)(saved - h);
+    double down = f(ctx);
+    x[i] = saved;
+    return (up - down) / (2 * h);
+}
+
+void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h,
+                double rtol, double atol) {
+    double worst = 0;
+    size_t worst_i = 0;
+    double worst_a = 0, worst_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        double num = numeric_grad(f, ctx, x, i, h);
+        double a = (double)g[i];
+        double excess = fabs(a - num) - (atol + rtol * fmax(fabs(a), fabs(num)));
+        if (excess > worst) worst = excess, worst_i = i, worst_a = a, worst_n = num;
+    }
+    if (worst > 0)
+        test_fail(__FILE__, __LINE__, "%s[%zu]: analytic %.12g vs numeric %.12g", what, worst_i,
+                  worst_a, worst_n);
+}
+
+void test_config(Config *c, const char *overrides) {
+    config_init_all(c);
+    if (!overrides) return;
+    char *copy = strdupCheck(overrides);
+    char *argv[64];
+    int argc = 0;
+    for (char *tok = strtok(copy, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    config_apply_args(c, argc, argv);
+    free(copy);
+}
+
+void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer,
+              int n_layer, uint64_t seed) {
+    memset(r, 0, sizeof *r);
+    r->kind = mixer_find(mixer);
+    if (!r->kind) test_fail(__FILE__, __LINE__, "no mixer '%s'", mixer);
+    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg};
+    r->B = B;
+    r->T = T;
+    r->st = r->kind->create(&r->dims);
+    r->n_params = r->kind->params(r->st, r->decl);
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (int i = 0; i < r->n_params; i++) {
+        const ParamDecl *d = &r->decl[i];
+        size_t n = 1;
+        for (int k = 0; k < d->ndim; k++) n *= (size_t)d->shape[k];
+        r->count[i] = n;
+        r->p[i] = callocCheck(n, sizeof(real));
+        r->g[i] = callocCheck(n, sizeof(real));
+        double fan_in = d->ndim >= 2 ? d->shape[d->ndim - 1] : 1;
+        switch (d->init) {
+        case INIT_CUSTOM: r->kind->init_custom(r->st, i, r->p[i], &rng); break;
+        case INIT_ONE:
+            fill_normal(r->p[i], n, &rng, 0.3);
+            for (size_t k = 0; k < n; k++) r->p[i][k] += 1;
+            break;
+        case INIT_ZERO: fill_normal(r->p[i], n, &rng, 0.3); break;
+        default: fill_normal(r->p[i], n, &rng, 1 / sqrt(fan_in)); break;
+        }
+    }
+    BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
+    int ns = 0, nt = 0;
+    r->kind->buffers(r->st, B, T, saved, &ns, scratch, &nt);
+    // NaN-filled, so a mixer that reads a buffer before writing it fails loudly
+    for (int i = 0; i < ns; i++) {
+        r->act[i] = mallocCheck(sizeof(real) * (saved[i].count + 1));
+        for (size_t k = 0; k < saved[i].count; k++) r->act[i][k] = NAN;
+    }
+    for (int i = 0; i < nt; i++) {
+        r->tmp[i] = mallocCheck(sizeof(real) * (scratch[i].count + 1));
+        for (size_t k = 0; k < scratch[i].count; k++) r->tmp[i][k] = NAN;
+    }
+    size_t n = (size_t)B * T * C;
+    r->x = mallocCheck(sizeof(real) * n);
+    r->y = mallocCheck(sizeof(real) * n);
+    r->R = mallocCheck(sizeof(real) * n);
+    r->dx = mallocCheck(sizeof(real) * n);
+    fill_normal(r->x, n, &rng, 1);
+    fill_normal(r->R, n, &rng, 1);
+}
+
+void rig_free(MixerRig *r) {
+    for (int i = 0; i < r->n_params; i++) free(r->p[i]), free(r->g[i]);
+    for (int i = 0; i < MIXER_MAX_BUFFERS; i++) free(r->act[i]), free(r->tmp[i]);
+    free(r->x), free(r->y), free(r->R), free(r->dx);
+    r->kind->destroy(r->st);
+}
+
+MixerIO rig_io(MixerRig *r) {
+    MixerIO io = {.B = r->B, .T = r->T, .p = r->p, .g = r->g, .act = r->act, .tmp = r->tmp,
+                  .x = r->x, .y = r->y};
+    return io;
+}
+
+double rig_loss(void *ctx) {
+    MixerRig *r = ctx;
+    MixerIO io = rig_io(r);
+    r->kind->forward(r->st, &io);
+    double s = 0;
+    size_t n = (size_t)r->B * r->T * r->dims.C;
+    for (size_t i = 0; i < n; i++) s += (double)r->y[i] * (double)r->R[i];
+    return s;
+}
+
+real *rig_param(MixerRig *r, const char *name) {
+    for (int i = 0; i < r->n_params; i++)
+        if (!strcmp(r->decl[i].name, name)) return r->p[i];
+    test_fail(__FILE__, __LINE__, "mixer %s has no tensor '%s'", r->kind->name, name);
+}
+
+void rig_check_grads(MixerRig *r, double rtol, double atol) {
+    size_t n = (size_t)r->B * r->T * r->dims.C;
+    rig_loss(r);
+    MixerIO io = rig_io(r);
+    io.dy = r->R;
+    io.dx = r->dx;
+    // backward accumulates: start from a known non-zero value and subtract it afterwards
+    for (size_t i = 0; i < n; i++) r->dx[i] = 0.5;
+    for (int k = 0; k < r->n_params; k++)
+        for (size_t i = 0; i < r->count[k]; i++) r->g[k][i] = 0.25;
+    r->kind->backward(r->st, &io);
+    for (size_t i = 0; i < n; i++) r->dx[i] -= 0.5;
+    for (int k = 0; k < r->n_params; k++)
+        for (size_t i = 0; i < r->count[k]; i++) r->g[k][i] -= 0.25;
+    char what[96];
+    snprintf(what, sizeof what, "%s d(input)", r->kind->name);
+    check_grad(what, rig_loss, r, r->x, r->dx, n, 1e-6, rtol, atol);
+    for (int k = 0; k < r->n_params; k++) {
+        snprintf(what, sizeof what, "%s d(%s)", r->kind->name, r->decl[k].name);
+        check_grad(what, rig_loss, r, r->p[k], r->g[k], r->count[k], 1e-6, rtol, atol);
+    }
+}
+
+void rig_check_attention(MixerRig *r, double tol) {
+    rig_loss(r);
+    MixerIO io = rig_io(r);
+    int T = r->T, C = r->dims.C, n_maps = r->kind->n_maps(r->st);
+    CHECK(n_maps % r->dims.H == 0, "%s: %d maps for %d heads", r->kind->name, n_maps, r->dims.H);
+    real *a = mallocCheck(sizeof(real) * T * T);
+    real *v = mallocCheck(sizeof(real) * T * 4 * C), *o = mallocCheck(sizeof(real) * T * 4 * C);
+    for (int b = 0; b < r->B; b++)
+        for (int m = 0; m < n_maps; m++) {
+            for (int i = 0; i < T * T; i++) a[i] = NAN;
+            r->kind->attention(r->st, &io, b, m, a);
+            int W = r->kind->attention_values(r->st, &io, b, m, v, o);
+            for (int i = 0; i < T; i++) {
+                for (int j = i + 1; j < T; j++)
+                    CHECK(a[i * T + j] == 0, "%s map %d: a[%d][%d] = %g above the diagonal", r->kind->name, m, i, j, (double)a[i * T + j]);
+                for (int w = 0; w < W; w++) {
+                    double s = 0, mag = 0;
+                    for (int j = 0; j <= i; j++) {
+                        s += (double)a[i * T + j] * (double)v[j * W + w];
+                        mag += fabs((double)a[i * T + j] * (double)v[j * W + w]);
+                    }
+                    CHECK(fabs(s - (double)o[i * W + w]) <= tol * (1 + mag),
+                          "%s b %d map %d row %d col %d: sum_j a_ij v_j = %.15g, output %.15g",
+                          r->kind->name, b, m, i, w, s, (double)o[i * W + w]);
+                }
+            }
+        }
+    free(a), free(v), free(o);
+}

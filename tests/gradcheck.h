@@ -1,0 +1,48 @@
+// Finite-difference helpers for the double-precision test build, and a harness that checks any
+// registered mixer through the MixerKind interface alone.
+#pragma once
+#include <stddef.h>
+
+#include "core/config.h"
+#include "core/real.h"
+#include "core/rng.h"
+#include "model/mixer.h"
+
+void fill_normal(real *x, size_t n, Rng *rng, double scale);
+// Central difference of f with respect to x[i] (step h), restoring x[i].
+typedef double (*loss_fn)(void *ctx);
+double numeric_grad(loss_fn f, void *ctx, real *x, size_t i, double h);
+// Compares analytic gradient g[n] of parameter `what` with central differences of f over every
+// element of x (or `stride`-spaced elements); fails the test when
+// |g - num| > atol + rtol * max(|g|, |num|).
+void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h,
+                double rtol, double atol);
+
+// A mixer built for tests: its parameters, gradients and buffers, for one layer.
+typedef struct {
+    const MixerKind *kind;
+    void *st;
+    MixerDims dims;
+    int B, T, n_params;
+    ParamDecl decl[MIXER_MAX_TENSORS];
+    real *p[MIXER_MAX_TENSORS], *g[MIXER_MAX_TENSORS];
+    size_t count[MIXER_MAX_TENSORS];
+    real *act[MIXER_MAX_BUFFERS], *tmp[MIXER_MAX_BUFFERS];
+    real *x, *y, *R, *dx;  // [B,T,C]
+} MixerRig;
+
+// Config with every key at its default plus `overrides` ("key=value key=value", may be NULL).
+void test_config(Config *c, const char *overrides);
+// Builds a mixer with random parameters: weights N(0, 1/sqrt(fan_in)), norms 1 + N(0, 0.3), biases
+// N(0, 0.3), custom tensors from the mixer's init; x ~ N(0, 1), R ~ N(0, 1).
+void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer,
+              int n_layer, uint64_t seed);
+void rig_free(MixerRig *r);
+MixerIO rig_io(MixerRig *r);
+// sum(y * R) after a forward pass.
+double rig_loss(void *rig);
+// Every parameter and the input checked against finite differences.
+void rig_check_grads(MixerRig *r, double rtol, double atol);
+// Every map's a_ij is causal and reproduces the mixer's values-to-outputs map to tol.
+void rig_check_attention(MixerRig *r, double tol);
+real *rig_param(MixerRig *r, const char *name);

@@ -1,0 +1,175 @@
+// The test runner: `build/run_tests [substring ...]` runs the matching cases, each in a child
+// process, and ends with the line `N passed, N failed` (exit status 1 when any case failed).
+// The runner itself never starts OpenMP threads, so forking stays safe.
+#include "tests/test.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/io.h"
+
+typedef struct { const char *name, *file; test_fn fn; } TestCase;
+static TestCase g_tests[1024];
+static int g_ntests;
+static char g_tmpdir[256];
+
+void test_register(const char *name, const char *file, test_fn fn) {
+    if (g_ntests == (int)(sizeof g_tests / sizeof g_tests[0])) die("too many tests");
+    g_tests[g_ntests++] = (TestCase){name, file, fn};
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    _exit(1);
+}
+
+int test_close(double a, double b, double tol) {
+    double scale = 1.0;
+    if (fabs(a) > scale) scale = fabs(a);
+    if (fabs(b) > scale) scale = fabs(b);
+    return fabs(a - b) <= tol * scale;
+}
+
+const char *test_tmpdir(void) { return g_tmpdir; }
+
+const char *test_path(const char *name) {
+    static char bufs[8][512];
+    static int k;
+    char *b = bufs[k++ & 7];
+    snprintf(b, 512, "%s/%s", g_tmpdir, name);
+    return b;
+}
+
+int test_run(char *out, size_t outlen, const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[4200];
+    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
+    fflush(stdout);
+    FILE *p = popen(full, "r");
+    if (!p) die("popen failed");
+    size_t n = 0;
+    char tmp[4096];
+    size_t got;
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (out && n + 1 < outlen) {
+            size_t take = got < outlen - 1 - n ? got : outlen - 1 - n;
+            memcpy(out + n, tmp, take);
+            n += take;
+        }
+    }
+    if (out && outlen) out[n] = 0;
+    int st = pclose(p);
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
+
+int test_fork(void (*fn)(void *), void *arg, char *err, size_t errlen) {
+    int fds[2];
+    if (pipe(fds) != 0) die("pipe failed");
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) die("fork failed");
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        fn(arg);
+        fflush(stderr);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    char tmp[1024];
+    ssize_t got;
+    while ((got = read(fds[0], tmp, sizeof tmp)) > 0) {
+        if (err && n + 1 < errlen) {
+            size_t take = (size_t)got < errlen - 1 - n ? (size_t)got : errlen - 1 - n;
+            memcpy(err + n, tmp, take);
+            n += take;
+        }
+    }
+    if (err && errlen) err[n] = 0;
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    return 128 + WTERMSIG(st);
+}
+
+const char *test_write_file(const char *name, const char *text) {
+    const char *path = test_path(name);
+    FILE *f = fopenCheck(path, "wb");
+    fwriteCheck(text, 1, strlen(text), f, path);
+    fcloseCheck(f, path);
+    return path;
+}
+
+static int matches(const TestCase *t, int argc, char **argv) {
+    if (argc <= 1) return 1;
+    for (int i = 1; i < argc; i++)
+        if (strstr(t->name, argv[i]) || strstr(t->file, argv[i])) return 1;
+    return 0;
+}
+
+static int cmp_case(const void *a, const void *b) {
+    const TestCase *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+int main(int argc, char **argv) {
+    qsort(g_tests, (size_t)g_ntests, sizeof g_tests[0], cmp_case);
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    int passed = 0, failed = 0;
+    for (int i = 0; i < g_ntests; i++) {
+        TestCase *t = &g_tests[i];
+        if (!matches(t, argc, argv)) continue;
+        snprintf(g_tmpdir, sizeof g_tmpdir, "%s/tinylm_test_XXXXXX", base);
+        if (!mkdtemp(g_tmpdir)) die("mkdtemp failed in %s", base);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) die("fork failed");
+        if (pid == 0) {
+            t->fn();
+            fflush(stdout);
+            _exit(0);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (ok) {
+            passed++;
+            printf("ok   %-44s %6.2fs\n", t->name, secs);
+        } else {
+            failed++;
+            if (WIFSIGNALED(st)) printf("FAIL %-44s killed by signal %d\n", t->name, WTERMSIG(st));
+            else printf("FAIL %-44s (%s)\n", t->name, t->file);
+        }
+        fflush(stdout);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmpdir);
+        if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_tmpdir);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

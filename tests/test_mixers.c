@@ -1,0 +1,29 @@
+// Every registered mixer, through the MixerKind interface alone: backward against finite
+// differences for the input and every parameter, and the materialized attention maps against
+// the outputs. Mixer-specific cases live in tests/test_<mixer>.c.
+#include "model/mixer.h"
+#include "tests/gradcheck.h"
+#include "tests/test.h"
+
+TEST(every_mixer_backward_matches_finite_differences) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    for (int i = 0; i < mixer_count(); i++) {
+        MixerRig r;
+        // T = 7: not a multiple of any block or chunk size
+        rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 7, 1, 3, 11);
+        rig_check_grads(&r, 1e-6, 1e-8);
+        rig_free(&r);
+    }
+}
+
+TEST(every_mixer_attention_maps_reproduce_outputs) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    for (int i = 0; i < mixer_count(); i++) {
+        MixerRig r;
+        rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 9, 1, 3, 12);
+        rig_check_attention(&r, 1e-9);
+        rig_free(&r);
+    }
+}

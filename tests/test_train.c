@@ -1,0 +1,106 @@
+// The train program end to end (it is the float build; these cases run it as a subprocess).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "tests/test.h"
+
+// A tiny MQAR run: 2 layers, d_model 16, about a second.
+#define TINY "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 " \
+             "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=10"
+
+static const char *tiny_conf(void) { return test_write_file("tiny.conf", "mixer = softmax\nmlp = false\n"); }
+
+// Loss values of train records, in order, as text (so bit-identity is string equality).
+static char *train_losses(const char *metrics_path) {
+    char *text = read_file_text(metrics_path, NULL);
+    CHECK(text, "cannot read %s", metrics_path);
+    char *out = callocCheck(strlen(text) + 1, 1);
+    for (char *p = text; (p = strstr(p, "\"type\":\"train\"")); p++) {
+        char *l = strstr(p, "\"loss\":");
+        char *e = strchr(l, ',');
+        strncat(out, l, (size_t)(e - l + 1));
+    }
+    free(text);
+    return out;
+}
+
+TEST(train_same_seed_gives_bit_identical_losses) {
+    const char *conf = tiny_conf();
+    char out[4096];
+    for (int run = 0; run < 2; run++) {
+        int st = test_run(out, sizeof out, "./train %s " TINY " steps=30 out_dir=%s/run%d", conf, test_tmpdir(), run);
+        CHECK(st == 0, "exit %d: %s", st, out);
+    }
+    char p0[512], p1[512];
+    snprintf(p0, sizeof p0, "%s/run0/metrics.jsonl", test_tmpdir());
+    snprintf(p1, sizeof p1, "%s/run1/metrics.jsonl", test_tmpdir());
+    char *a = train_losses(p0), *b = train_losses(p1);
+    CHECK(strlen(a) > 100, "%s", a);
+    CHECK(!strcmp(a, b), "runs differ:\n%s\n%s", a, b);
+    // the loss falls
+    double first = atof(strstr(a, ":") + 1), last = atof(strrchr(a, ':') + 1);
+    CHECK(last < first - 0.1, "loss %g -> %g", first, last);
+}
+
+TEST(train_writes_effective_config_that_runs_again) {
+    const char *conf = tiny_conf();
+    char out[4096];
+    int st = test_run(out, sizeof out, "./train %s " TINY " steps=3 out_dir=%s/a", conf, test_tmpdir());
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./train %s/a/config.conf out_dir=%s/b", test_tmpdir(), test_tmpdir());
+    CHECK(st == 0, "%s", out);
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/a/metrics.jsonl", test_tmpdir());
+    snprintf(pb, sizeof pb, "%s/b/metrics.jsonl", test_tmpdir());
+    char *a = train_losses(pa), *b = train_losses(pb);
+    CHECK(!strcmp(a, b), "rerun of config.conf differs:\n%s\n%s", a, b);
+    snprintf(pa, sizeof pa, "%s/a/config.conf", test_tmpdir());
+    char *text = read_file_text(pa, NULL);
+    CHECK(strstr(text, "vocab_size = 64") && strstr(text, "mixer = softmax") && strstr(text, "seq_len = 32"), "%s", text);
+}
+
+TEST(train_metrics_records_follow_design) {
+    const char *conf = tiny_conf();
+    char out[4096];
+    int st = test_run(out, sizeof out, "./train %s " TINY " steps=10 out_dir=%s/m", conf, test_tmpdir());
+    CHECK(st == 0, "%s", out);
+    char p[512];
+    snprintf(p, sizeof p, "%s/m/metrics.jsonl", test_tmpdir());
+    char *text = read_file_text(p, NULL);
+    CHECK(strstr(text, "{\"type\":\"train\",\"step\":1,\"loss\":"), "%s", text);
+    CHECK(strstr(text, "\"grad_norm\":") && strstr(text, "\"tok_per_s\":") && strstr(text, "\"ms_per_step\":"));
+    CHECK(strstr(text, "{\"type\":\"eval\",\"step\":0,\"split\":\"val\",\"loss\":"), "%s", text);
+    CHECK(strstr(text, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":"), "%s", text);
+    int lines = 0;
+    for (char *q = text; *q; q++) lines += *q == '\n';
+    CHECK(lines == 12, "%d lines", lines);  // 10 train + eval at 0 and 10
+}
+
+TEST(train_bad_input_exits_2_with_one_line) {
+    char out[4096];
+    const char *bad = test_write_file("bad.conf", "d_model = 64\nn_heads = 2\n");
+    int st = test_run(out, sizeof out, "./train %s", bad);
+    CHECK(st == 2, "exit %d", st);
+    CHECK(strstr(out, "bad.conf:2: unknown key 'n_heads' (did you mean 'n_head'?)\n") && !strchr(strchr(out, '\n') + 1, '\n'), "%s", out);
+    st = test_run(out, sizeof out, "./train %s/none.conf", test_tmpdir());
+    CHECK(st == 2 && strstr(out, "none.conf: cannot open config"), "%d %s", st, out);
+    st = test_run(out, sizeof out, "./train %s " TINY " d_model=30 n_head=4 out_dir=%s/x", tiny_conf(), test_tmpdir());
+    CHECK(st == 2 && strstr(out, "n_head: d_model 30 is not divisible by n_head 4"), "%d %s", st, out);
+    st = test_run(out, sizeof out, "./train %s " TINY " seq_len=63 out_dir=%s/x", tiny_conf(), test_tmpdir());
+    CHECK(st == 2 && strstr(out, "mqar:"), "%d %s", st, out);
+}
+
+TEST(train_export_data_writes_task_sets) {
+    char out[4096];
+    int st = test_run(out, sizeof out, "./train %s " TINY " export_data=%s/ex", tiny_conf(), test_tmpdir());
+    CHECK(st == 0, "%s", out);
+    char p[512];
+    snprintf(p, sizeof p, "%s/ex/train.bin", test_tmpdir());
+    FILE *f = fopenCheck(p, "rb");
+    int hdr[256];
+    freadCheck(hdr, sizeof(int), 256, f, p);
+    CHECK(hdr[0] == 20241122 && hdr[1] == 1 && hdr[2] == 512 && hdr[3] == 32, "%d %d %d %d", hdr[0], hdr[1], hdr[2], hdr[3]);
+    fclose(f);
+}

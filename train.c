@@ -1,0 +1,245 @@
+// ./train CONFIG [key=value ...]: config -> model -> loop (data, forward, backward, step, log,
+// eval) with everything written to out_dir (DESIGN.md sections 3 to 5).
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/fpu.h"
+#include "core/io.h"
+#include "core/keys.h"
+#include "core/progress.h"
+#include "data/task.h"
+#include "model/model.h"
+#include "model/optim.h"
+
+typedef struct {
+    Config cfg;
+    Task task;
+    Model *model;
+    Optimizer opt;
+    Loader loader;
+    char out_dir[1024];
+    FILE *metrics;
+    int B, T;
+    long steps;            // total optimizer steps of the run
+    long step;             // steps done
+    int32_t *inputs, *targets;  // [B, T]
+} Trainer;
+
+static void usage(void) {
+    Config c;
+    config_init_all(&c);
+    printf("usage: ./train CONFIG [key=value ...]\n"
+           "       ./train --help\n"
+           "Trains the model a config describes; everything goes to out_dir. Keys (default):\n");
+    config_print_help(&c, stdout);
+    config_free(&c);
+}
+
+// out_dir, or checkpoints/<config file name without .conf> when empty.
+static void resolve_out_dir(Trainer *tr, const char *config_path) {
+    const char *o = cfg_str(&tr->cfg, "out_dir");
+    if (*o) {
+        snprintf(tr->out_dir, sizeof tr->out_dir, "%s", o);
+        return;
+    }
+    const char *base = strrchr(config_path, '/');
+    base = base ? base + 1 : config_path;
+    char name[512];
+    snprintf(name, sizeof name, "%s", base);
+    char *dot = strrchr(name, '.');
+    if (dot && !strcmp(dot, ".conf")) *dot = 0;
+    snprintf(tr->out_dir, sizeof tr->out_dir, "checkpoints/%s", name);
+    config_set(&tr->cfg, "out_dir", tr->out_dir, "default");
+}
+
+static void export_data(Trainer *tr, const char *dir) {
+    if (mkdir_p(dir) != 0) die_input("export_data: cannot create folder '%s'", dir);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    dataset_export(&tr->task.train, path);
+    printf("wrote %s (%ld examples)\n", path, tr->task.train.n);
+    snprintf(path, sizeof path, "%s/test.bin", dir);
+    dataset_export(&tr->task.val, path);
+    printf("wrote %s (%ld examples)\n", path, tr->task.val.n);
+}
+
+static Model *build_model(Trainer *tr) {
+    const Config *c = &tr->cfg;
+    ModelShape s = {
+        .V = tr->task.vocab_size,
+        .C = (int)cfg_int(c, "d_model"),
+        .L = (int)cfg_int(c, "n_layer"),
+        .H = (int)cfg_int(c, "n_head"),
+        .T = tr->T,
+        .mlp = cfg_bool(c, "mlp"),
+        .pos_emb = !strcmp(cfg_str(c, "pos_emb"), "learned"),
+    };
+    const MixerKind *mk = mixer_find(cfg_str(c, "mixer"));
+    return model_create(&s, mk, c, tr->B, tr->B * tr->task.targets_per_seq);
+}
+
+// Mean loss and accuracy over eval_batches batches of the validation set in loader order (all of
+// it when eval_batches = 0; the last batch may be short).
+static HeadStats evaluate_val(Trainer *tr) {
+    const Dataset *ds = &tr->task.val;
+    long limit = cfg_int(&tr->cfg, "eval_batches") * (long)tr->B;
+    long n = limit > 0 && limit < ds->n ? limit : ds->n;
+    HeadStats total = {0, 0, 0};
+    for (long i0 = 0; i0 < n; i0 += tr->B) {
+        int b = (int)(n - i0 < tr->B ? n - i0 : tr->B);
+        for (int r = 0; r < b; r++)
+            dataset_get(ds, i0 + r, tr->inputs + (size_t)r * tr->T, tr->targets + (size_t)r * tr->T);
+        HeadStats s = model_forward(tr->model, tr->inputs, tr->targets, b, tr->T, 0);
+        total.loss_sum += s.loss_sum;
+        total.n_counted += s.n_counted;
+        total.n_correct += s.n_correct;
+    }
+    return total;
+}
+
+// Logs validation loss and accuracy; returns the accuracy (-1 without a validation set).
+static double log_eval(Trainer *tr) {
+    if (!tr->task.has_val) return -1;
+    HeadStats s = evaluate_val(tr);
+    double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
+    double acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
+    fprintf(tr->metrics, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g}\n",
+            tr->step, loss, acc);
+    fflush(tr->metrics);
+    progress_break();
+    printf("step %6ld | val loss %.4f | val acc %.4f\n", tr->step, loss, acc);
+    fflush(stdout);
+    return acc;
+}
+
+static void train_loop(Trainer *tr) {
+    Config *c = &tr->cfg;
+    Model *m = tr->model;
+    long log_every = cfg_int(c, "log_every"), eval_every = cfg_int(c, "eval_every");
+    double lr_max = cfg_float(c, "lr"), min_lr = cfg_float(c, "min_lr"), clip = cfg_float(c, "grad_clip");
+    long warmup = cfg_int(c, "warmup_steps");
+    double stop_at_acc = cfg_float(c, "stop_at_acc");
+    const char *sch = cfg_str(c, "lr_schedule");
+    LrSchedule sched = !strcmp(sch, "constant") ? LR_CONSTANT : !strcmp(sch, "linear") ? LR_LINEAR : LR_COSINE;
+    double t_start = now_seconds();
+    long start_step = tr->step;
+    if (eval_every && tr->step == 0) log_eval(tr);
+    while (tr->step < tr->steps) {
+        double t0 = now_seconds();
+        double lr = lr_at(sched, tr->step, tr->steps, warmup, lr_max, min_lr);
+        loader_next(&tr->loader, tr->inputs, tr->targets);
+        model_zero_grad(m);
+        HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, tr->T, 1);
+        model_backward(m);
+        double norm = grad_global_norm(m->grads, m->n_params);
+        if (clip > 0) grad_clip(m->grads, m->n_params, norm, clip);
+        optim_step(&tr->opt, m, lr);
+        tr->step++;
+        double dt = now_seconds() - t0;
+        double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
+        double acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
+        double tok_s = (double)tr->B * tr->T / dt;
+        if (log_every && (tr->step % log_every == 0 || tr->step == tr->steps)) {
+            fprintf(tr->metrics,
+                    "{\"type\":\"train\",\"step\":%ld,\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,"
+                    "\"grad_norm\":%.9g,\"tok_per_s\":%.0f,\"ms_per_step\":%.3f}\n",
+                    tr->step, loss, acc, lr, norm, tok_s, dt * 1e3);
+            fflush(tr->metrics);
+            if (!progress_enabled()) {
+                printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
+                       tr->step, tr->steps, loss, acc, lr, norm, tok_s);
+                fflush(stdout);
+            }
+        }
+        double elapsed = now_seconds() - t_start;
+        char eta[32];
+        format_duration(eta, sizeof eta, elapsed / (double)(tr->step - start_step) * (double)(tr->steps - tr->step));
+        progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps,
+                      loss, acc, tok_s / 1e3, eta);
+        if (eval_every && (tr->step % eval_every == 0 || tr->step == tr->steps)) {
+            double val_acc = log_eval(tr);
+            if (stop_at_acc > 0 && val_acc >= stop_at_acc) {
+                printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
+                break;
+            }
+        }
+    }
+    progress_break();
+    char took[32];
+    format_duration(took, sizeof took, now_seconds() - t_start);
+    printf("done: %ld steps in %s\n", tr->step - start_step, took);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    Trainer tr;
+    memset(&tr, 0, sizeof tr);
+    config_init_all(&tr.cfg);
+    config_load_file(&tr.cfg, argv[1]);
+    config_apply_args(&tr.cfg, argc - 2, argv + 2);
+    Config *c = &tr.cfg;
+    if (cfg_int(c, "threads") > 0) omp_set_num_threads((int)cfg_int(c, "threads"));
+    fpu_flush_denormals();
+    resolve_out_dir(&tr, argv[1]);
+    tr.B = (int)cfg_int(c, "batch_size");
+    tr.T = (int)cfg_int(c, "seq_len");
+
+    const char *export_dir = cfg_str(c, "export_data");
+    task_open(&tr.task, c, 1);
+    if (*export_dir) {
+        export_data(&tr, export_dir);
+        task_close(&tr.task);
+        return 0;
+    }
+    long steps = cfg_int(c, "steps");
+    if (steps == 0) {
+        double epochs = cfg_float(c, "epochs");
+        steps = (long)((epochs * (double)tr.task.train.n + tr.B - 1) / tr.B);
+        if (steps <= 0) die_input("steps: set steps > 0 or epochs > 0");
+    }
+    tr.steps = steps;
+
+    tr.model = build_model(&tr);
+    model_init_weights(tr.model, (uint64_t)cfg_int(c, "seed"));
+    optim_init(&tr.opt, !strcmp(cfg_str(c, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, tr.model->n_params,
+               cfg_float(c, "beta1"), cfg_float(c, "beta2"), cfg_float(c, "eps"), cfg_float(c, "weight_decay"));
+    loader_init(&tr.loader, &tr.task.train, tr.B, cfg_bool(c, "shuffle"), (uint64_t)cfg_int(c, "seed"));
+    tr.inputs = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
+    tr.targets = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
+
+    if (mkdir_p(tr.out_dir) != 0) die_input("out_dir: cannot create '%s'", tr.out_dir);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config.conf", tr.out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) die_input("out_dir: cannot write '%s'", path);
+    config_write(c, f);
+    fcloseCheck(f, path);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr.out_dir);
+    tr.metrics = fopen(path, "w");
+    if (!tr.metrics) die_input("out_dir: cannot write '%s'", path);
+
+    printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
+           argv[1], cfg_str(c, "mixer"), tr.model->s.L, tr.model->s.C, tr.model->s.H,
+           tr.model->n_params, model_activation_bytes(tr.model) / 1048576.0, omp_get_max_threads());
+    printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
+           cfg_str(c, "task"), tr.task.train.n, tr.task.has_val ? tr.task.val.n : 0L, tr.T,
+           tr.task.vocab_size, tr.steps, tr.B, tr.out_dir);
+    fflush(stdout);
+    train_loop(&tr);
+
+    fclose(tr.metrics);
+    free(tr.inputs);
+    free(tr.targets);
+    loader_free(&tr.loader);
+    optim_free(&tr.opt);
+    model_free(tr.model);
+    task_close(&tr.task);
+    config_free(c);
+    return 0;
+}
