@@ -3,6 +3,7 @@
 // Forward and backward work on blocks of QB query rows against the causal key prefix, so memory is
 // O(QB * T) per thread and the backward recomputes P from the saved log-sum-exp (O(T^2) per head,
 // FlashAttention-2's dS = P * (dP - rowsum(dO * O))).
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,50 @@ static int softmax_attention_values(const void *st, const MixerIO *io, int b, in
     return D;
 }
 
+static int softmax_attention_qk(const void *st, const MixerIO *io, int b, int m, real *q, real *k) {
+    const Softmax *s = st;
+    int T = io->T, C = s->C, D = s->D;
+    real scale = 1 / sqrtr((real)D);
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++) {
+            const real *row = io->act[A_QKV] + ((size_t)b * T + t) * 3 * C + m * D + d;
+            q[t * D + d] = row[0] * scale;
+            k[t * D + d] = row[C];
+        }
+    return D;
+}
+
+// KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C], scores [T].
+static size_t softmax_state_size(const void *st) {
+    const Softmax *s = st;
+    return (size_t)2 * s->T * s->C + 4 * (size_t)s->C + (size_t)s->T;
+}
+
+static void softmax_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
+    const Softmax *s = st;
+    int C = s->C, D = s->D;
+    real *kc = state, *vc = kc + (size_t)s->T * C, *qkv = vc + (size_t)s->T * C, *o = qkv + 3 * C;
+    real *sc = o + C;
+    real scale = 1 / sqrtr((real)D);
+    matmul_forward(qkv, x, p[P_QKV_W], p[P_QKV_B], 1, C, 3 * C);
+    memcpy(kc + (size_t)t * C, qkv + C, sizeof(real) * C);
+    memcpy(vc + (size_t)t * C, qkv + 2 * C, sizeof(real) * C);
+    for (int h = 0; h < s->H; h++) {
+        real mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= t; j++) {
+            real d = 0;
+            for (int i = 0; i < D; i++) d += qkv[h * D + i] * kc[(size_t)j * C + h * D + i];
+            sc[j] = d * scale;
+            mx = sc[j] > mx ? sc[j] : mx;
+        }
+        for (int j = 0; j <= t; j++) sum += sc[j] = expr(sc[j] - mx);
+        for (int i = 0; i < D; i++) o[h * D + i] = 0;
+        for (int j = 0; j <= t; j++)
+            for (int i = 0; i < D; i++) o[h * D + i] += sc[j] / sum * vc[(size_t)j * C + h * D + i];
+    }
+    matmul_forward(y, o, p[P_PROJ_W], p[P_PROJ_B], 1, C, C);
+}
+
 const MixerKind mixer_softmax = {
     .name = "softmax",
     .summary = "causal multi-head softmax attention, scale 1/sqrt(D) (GPT-2; Vaswani et al. 2017)",
@@ -179,4 +224,8 @@ const MixerKind mixer_softmax = {
     .n_maps = softmax_n_maps,
     .attention = softmax_attention,
     .attention_values = softmax_attention_values,
+    .theory = THEORY_EXP,
+    .attention_qk = softmax_attention_qk,
+    .state_size = softmax_state_size,
+    .step = softmax_step,
 };

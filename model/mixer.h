@@ -60,6 +60,14 @@ typedef struct {
     real *dx;          // [B, T, C] backward: gradient w.r.t. x, accumulated
 } MixerIO;
 
+// Closed forms of DESIGN.md section 8 that the evaluator can put beside a measured S(a).
+typedef enum {
+    THEORY_NONE,
+    THEORY_EXP,     // softmax: S = exp(-sigma^2 |q|^2 / 2) for Gaussian keys (q already scaled)
+    THEORY_LINEAR,  // non-negative linear attention: S = 1/sqrt(1 + q'Sigma q / (q'mu)^2) of phi(k)
+    THEORY_DECAY,   // fixed decay lambda: S = sqrt((1-l^n)/(n(1-l)) (1+l)/(1+l^n)) when q.k is constant
+} Theory;
+
 typedef struct MixerKind {
     const char *name;      // the value of the `mixer` config key
     const char *summary;   // one line: what it is and where it comes from
@@ -89,6 +97,21 @@ typedef struct MixerKind {
     // o[T * W] with o_i = sum_j a_ij v_j exactly (before any output norm, gate, skip or
     // projection). Returns W (<= 4 * C; callers size the buffers for that).
     int (*attention_values)(const void *st, const MixerIO *io, int b, int m, real *v, real *o);
+
+    // Closed-form sparsity prediction (optional). attention_qk gives map m's queries and keys as
+    // the theory uses them, q[T*K] and k[T*K] (THEORY_EXP: scaled q and k, a_ij ~ exp(q_i.k_j);
+    // THEORY_LINEAR: phi(q), phi(k)); returns K. decay_rate gives THEORY_DECAY's lambda.
+    Theory theory;
+    int (*attention_qk)(const void *st, const MixerIO *io, int b, int m, real *q, real *k);
+    double (*decay_rate)(const void *st, int m);
+
+    // Generation one token at a time (optional; without it the sampler reruns the prefix).
+    // state_size: reals of one sequence's state (a KV cache for softmax, K x V matrices for the
+    // linear mixers, conv and scan state for Mamba), zeroed before position 0. step consumes the
+    // input x[C] (ln_1 output) of position t, updates the state and writes y[C]; it must agree
+    // with forward() to rounding.
+    size_t (*state_size)(const void *st);
+    void (*step)(const void *st, real *const *p, real *state, int t, const real *x, real *y);
 } MixerKind;
 
 // The registry (model/mixers.c).

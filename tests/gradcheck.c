@@ -182,3 +182,55 @@ void rig_check_attention(MixerRig *r, double tol) {
         }
     free(a), free(v), free(o);
 }
+
+void rig_check_step(MixerRig *r, double tol) {
+    if (!r->kind->step) return;
+    rig_loss(r);
+    int C = r->dims.C, T = r->T;
+    real *state = mallocCheck(sizeof(real) * r->kind->state_size(r->st));
+    real *y = mallocCheck(sizeof(real) * C);
+    for (int b = 0; b < r->B; b++) {
+        memset(state, 0, sizeof(real) * r->kind->state_size(r->st));
+        for (int t = 0; t < T; t++) {
+            const real *x = r->x + ((size_t)b * T + t) * C;
+            r->kind->step(r->st, r->p, state, t, x, y);
+            for (int c = 0; c < C; c++) {
+                double want = r->y[((size_t)b * T + t) * C + c];
+                CHECK(fabs(y[c] - want) <= tol * (1 + fabs(want)), "%s step b %d t %d c %d: %.15g vs forward %.15g",
+                      r->kind->name, b, t, c, (double)y[c], want);
+            }
+        }
+    }
+    free(state), free(y);
+}
+
+void rig_check_qk(MixerRig *r, double tol) {
+    if (!r->kind->attention_qk) return;
+    rig_loss(r);
+    MixerIO io = rig_io(r);
+    int T = r->T, C = r->dims.C;
+    real *a = mallocCheck(sizeof(real) * T * T);
+    real *q = mallocCheck(sizeof(real) * T * 4 * C), *k = mallocCheck(sizeof(real) * T * 4 * C);
+    for (int b = 0; b < r->B; b++)
+        for (int m = 0; m < r->kind->n_maps(r->st); m++) {
+            r->kind->attention(r->st, &io, b, m, a);
+            int K = r->kind->attention_qk(r->st, &io, b, m, q, k);
+            for (int i = 0; i < T; i++) {
+                double w[1024], sum = 0, mx = -1e300;
+                for (int j = 0; j <= i; j++) {
+                    double d = 0;
+                    for (int c = 0; c < K; c++) d += (double)q[i * K + c] * (double)k[j * K + c];
+                    w[j] = d;
+                    if (d > mx) mx = d;
+                }
+                for (int j = 0; j <= i; j++) {
+                    if (r->kind->theory == THEORY_EXP) w[j] = exp(w[j] - mx);
+                    sum += w[j];
+                }
+                for (int j = 0; j <= i; j++)
+                    CHECK(fabs(w[j] / sum - (double)a[i * T + j]) <= tol, "%s qk row %d col %d: %.15g vs map %.15g",
+                          r->kind->name, i, j, w[j] / sum, (double)a[i * T + j]);
+            }
+        }
+    free(a), free(q), free(k);
+}

@@ -46,3 +46,8 @@ void rig_check_grads(MixerRig *r, double rtol, double atol);
 // Every map's a_ij is causal and reproduces the mixer's values-to-outputs map to tol.
 void rig_check_attention(MixerRig *r, double tol);
 real *rig_param(MixerRig *r, const char *name);
+// step() fed the inputs one position at a time reproduces forward() to tol (mixers with step).
+void rig_check_step(MixerRig *r, double tol);
+// attention_qk reproduces the maps: THEORY_EXP rows are softmax(q_i.k_j), THEORY_LINEAR rows are
+// q_i.k_j normalised by their sum.
+void rig_check_qk(MixerRig *r, double tol);

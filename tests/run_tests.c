@@ -3,6 +3,7 @@
 // The runner itself never starts OpenMP threads, so forking stays safe.
 #include "tests/test.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,17 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
     _exit(1);
 }
 
+void test_check_fail(const char *file, int line, const char *cond, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: CHECK(%s) ", file, line, cond);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    _exit(1);
+}
+
 int test_close(double a, double b, double tol) {
     double scale = 1.0;
     if (fabs(a) > scale) scale = fabs(a);
@@ -44,10 +56,8 @@ int test_close(double a, double b, double tol) {
 const char *test_tmpdir(void) { return g_tmpdir; }
 
 const char *test_path(const char *name) {
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ & 7];
-    snprintf(b, 512, "%s/%s", g_tmpdir, name);
+    char *b = mallocCheck(strlen(g_tmpdir) + strlen(name) + 2);  // freed when the case's process ends
+    sprintf(b, "%s/%s", g_tmpdir, name);
     return b;
 }
 

@@ -15,10 +15,13 @@ void test_register(const char *name, const char *file, test_fn fn);
 
 _Noreturn void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+_Noreturn void test_check_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
+// CHECK(cond) or CHECK(cond, "format", args...)
 #define CHECK(cond, ...)                                                           \
     do {                                                                           \
-        if (!(cond)) test_fail(__FILE__, __LINE__, "CHECK(" #cond ") " __VA_ARGS__); \
+        if (!(cond)) test_check_fail(__FILE__, __LINE__, #cond, " " __VA_ARGS__);  \
     } while (0)
 
 // |a - b| <= tol * max(1, |a|, |b|)
@@ -34,7 +37,7 @@ int test_close(double a, double b, double tol);
 
 // A fresh scratch folder for the running case (removed when the runner exits).
 const char *test_tmpdir(void);
-// Path inside the scratch folder (static buffer rotation: valid for a few calls).
+// Path inside the scratch folder (allocated; lives as long as the case).
 const char *test_path(const char *name);
 // Runs a shell command, capturing stdout+stderr into out (NUL-terminated, truncated to outlen).
 // Returns the exit status (or 128+signal).

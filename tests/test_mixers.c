@@ -27,3 +27,25 @@ TEST(every_mixer_attention_maps_reproduce_outputs) {
         rig_free(&r);
     }
 }
+
+TEST(every_mixer_step_reproduces_forward) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    for (int i = 0; i < mixer_count(); i++) {
+        MixerRig r;
+        rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 9, 1, 3, 13);
+        rig_check_step(&r, 1e-10);
+        rig_free(&r);
+    }
+}
+
+TEST(every_mixer_theory_queries_and_keys_reproduce_maps) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    for (int i = 0; i < mixer_count(); i++) {
+        MixerRig r;
+        rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 9, 1, 3, 14);
+        rig_check_qk(&r, 1e-10);
+        rig_free(&r);
+    }
+}
