@@ -1,6 +1,7 @@
 // ./train CONFIG [key=value ...]: config -> model -> loop (data, forward, backward, step, log,
-// eval) with everything written to out_dir (DESIGN.md sections 3 to 5).
+// eval, save) with everything written to out_dir (DESIGN.md sections 3 to 5).
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 #include "core/io.h"
 #include "core/keys.h"
 #include "core/progress.h"
+#include "core/run_dir.h"
 #include "data/task.h"
+#include "model/checkpoint.h"
 #include "model/model.h"
 #include "model/optim.h"
 
@@ -23,10 +26,17 @@ typedef struct {
     char out_dir[1024];
     FILE *metrics;
     int B, T;
-    long steps;            // total optimizer steps of the run
-    long step;             // steps done
+    long steps;                 // total optimizer steps of the run
+    long step;                  // steps done
     int32_t *inputs, *targets;  // [B, T]
 } Trainer;
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig) {
+    g_interrupted = sig;
+    signal(sig, SIG_DFL);  // a second signal ends the process at once
+}
 
 static void usage(void) {
     Config c;
@@ -81,6 +91,83 @@ static Model *build_model(Trainer *tr) {
     return model_create(&s, mk, c, tr->B, tr->B * tr->task.targets_per_seq);
 }
 
+// --- checkpoints and resume ------------------------------------------------------------------
+
+static void save_checkpoint(Trainer *tr) {
+    if (cfg_int(&tr->cfg, "save_every") == 0) return;
+    char name[64], path[1200], err[512];
+    snprintf(name, sizeof name, "ckpt_%08ld.safetensors", tr->step);
+    snprintf(path, sizeof path, "%s/%s", tr->out_dir, name);
+    TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t};
+    if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0)
+        die("%s: checkpoint not saved: %s (the previous checkpoint is intact)", path, err);
+    if (run_dir_set_latest(tr->out_dir, name) != 0) die("%s/latest: cannot update", tr->out_dir);
+    long keep = cfg_int(&tr->cfg, "keep_last");
+    if (keep > 0) run_dir_prune(tr->out_dir, (int)keep);
+}
+
+// The checkpoint to continue from (allocated), or NULL for a fresh run; applies resume/overwrite.
+static char *choose_resume(Trainer *tr) {
+    const char *mode = cfg_str(&tr->cfg, "resume");
+    if (!strcmp(mode, "never")) {
+        if (run_dir_has_run(tr->out_dir)) {
+            if (!cfg_bool(&tr->cfg, "overwrite"))
+                die_input("out_dir: '%s' already holds a run; resume = auto continues it, overwrite = true replaces it",
+                          tr->out_dir);
+            run_dir_clear(tr->out_dir);
+        }
+        return NULL;
+    }
+    if (strcmp(mode, "auto")) {
+        if (!path_exists(mode)) die_input("resume: '%s' does not exist (expected auto, never or a checkpoint)", mode);
+        return strdupCheck(mode);
+    }
+    char *latest = run_dir_latest(tr->out_dir);
+    if (latest && path_exists(latest)) return latest;
+    free(latest);
+    char **paths;
+    long *steps;
+    int n = run_dir_checkpoints(tr->out_dir, &paths, &steps);
+    char *newest = n ? strdupCheck(paths[n - 1]) : NULL;
+    run_dir_free_list(paths, steps, n);
+    return newest;
+}
+
+// Refuses a checkpoint whose model shape or data differ from the config.
+static void check_resume_config(Trainer *tr, const char *path) {
+    Config saved;
+    char err[512];
+    if (ckpt_read_config(path, &saved, NULL, err, sizeof err) != 0) die_input("resume: %s: %s", path, err);
+    const char *key = config_first_difference(&tr->cfg, &saved);
+    if (key)
+        die_input("resume: %s: %s is '%s' in the checkpoint but '%s' now (only run-length, logging and path keys may change)",
+                  path, key, cfg_str(&saved, key), cfg_str(&tr->cfg, key));
+    config_free(&saved);
+}
+
+static void resume_from(Trainer *tr, const char *path) {
+    check_resume_config(tr, path);
+    TrainState ts;
+    char err[512];
+    if (ckpt_load(path, tr->model, &tr->opt, &ts, err, sizeof err) != 0) die_input("resume: %s: %s", path, err);
+    tr->step = ts.step;
+    tr->loader.pos = ts.data_pos;
+    char p[1200];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", tr->out_dir);
+    run_dir_truncate_jsonl(p, ts.step);  // records after the checkpoint are redone
+    snprintf(p, sizeof p, "%s/sparsity.jsonl", tr->out_dir);
+    run_dir_truncate_jsonl(p, ts.step);
+    printf("resuming from %s (step %ld)\n", path, ts.step);
+}
+
+static void init_from(Trainer *tr, const char *path) {
+    char err[512];
+    if (ckpt_load(path, tr->model, NULL, NULL, err, sizeof err) != 0) die_input("init_from: %s: %s", path, err);
+    printf("initialised from %s\n", path);
+}
+
+// --- evaluation and the loop -------------------------------------------------------------------
+
 // Mean loss and accuracy over eval_batches batches of the validation set in loader order (all of
 // it when eval_batches = 0; the last batch may be short).
 static HeadStats evaluate_val(Trainer *tr) {
@@ -119,14 +206,19 @@ static void train_loop(Trainer *tr) {
     Config *c = &tr->cfg;
     Model *m = tr->model;
     long log_every = cfg_int(c, "log_every"), eval_every = cfg_int(c, "eval_every");
+    long save_every = cfg_int(c, "save_every");
     double lr_max = cfg_float(c, "lr"), min_lr = cfg_float(c, "min_lr"), clip = cfg_float(c, "grad_clip");
     long warmup = cfg_int(c, "warmup_steps");
     double stop_at_acc = cfg_float(c, "stop_at_acc");
+    long stop_at_step = cfg_int(c, "stop_at_step");
     const char *sch = cfg_str(c, "lr_schedule");
     LrSchedule sched = !strcmp(sch, "constant") ? LR_CONSTANT : !strcmp(sch, "linear") ? LR_LINEAR : LR_COSINE;
     double t_start = now_seconds();
     long start_step = tr->step;
-    if (eval_every && tr->step == 0) log_eval(tr);
+    if (tr->step == 0) {
+        if (eval_every) log_eval(tr);
+        save_checkpoint(tr);
+    }
     while (tr->step < tr->steps) {
         double t0 = now_seconds();
         double lr = lr_at(sched, tr->step, tr->steps, warmup, lr_max, min_lr);
@@ -142,7 +234,8 @@ static void train_loop(Trainer *tr) {
         double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
         double acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
         double tok_s = (double)tr->B * tr->T / dt;
-        if (log_every && (tr->step % log_every == 0 || tr->step == tr->steps)) {
+        int last = tr->step == tr->steps;
+        if (log_every && (tr->step % log_every == 0 || last)) {
             fprintf(tr->metrics,
                     "{\"type\":\"train\",\"step\":%ld,\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,"
                     "\"grad_norm\":%.9g,\"tok_per_s\":%.0f,\"ms_per_step\":%.3f}\n",
@@ -159,18 +252,39 @@ static void train_loop(Trainer *tr) {
         format_duration(eta, sizeof eta, elapsed / (double)(tr->step - start_step) * (double)(tr->steps - tr->step));
         progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps,
                       loss, acc, tok_s / 1e3, eta);
-        if (eval_every && (tr->step % eval_every == 0 || tr->step == tr->steps)) {
+        int stop = 0;
+        if (eval_every && (tr->step % eval_every == 0 || last)) {
             double val_acc = log_eval(tr);
             if (stop_at_acc > 0 && val_acc >= stop_at_acc) {
                 printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
-                break;
+                stop = 1;
             }
         }
+        if (stop_at_step && tr->step >= stop_at_step && !last) {
+            printf("stop_at_step %ld reached (run again to continue)\n", stop_at_step);
+            stop = 1;
+        }
+        if (g_interrupted) {
+            progress_break();
+            printf("interrupted: saving step %ld and stopping (run again to continue)\n", tr->step);
+            stop = 1;
+        }
+        if ((save_every && tr->step % save_every == 0) || last || stop) save_checkpoint(tr);
+        if (stop) break;
     }
     progress_break();
     char took[32];
     format_duration(took, sizeof took, now_seconds() - t_start);
     printf("done: %ld steps in %s\n", tr->step - start_step, took);
+}
+
+static void write_config(Trainer *tr) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config.conf", tr->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) die_input("out_dir: cannot write '%s'", path);
+    config_write(&tr->cfg, f);
+    fcloseCheck(f, path);
 }
 
 int main(int argc, char **argv) {
@@ -191,6 +305,9 @@ int main(int argc, char **argv) {
     tr.T = (int)cfg_int(c, "seq_len");
 
     const char *export_dir = cfg_str(c, "export_data");
+    // A run folder that cannot be written is refused before any work.
+    if (!*export_dir && mkdir_p(tr.out_dir) != 0) die_input("out_dir: cannot create '%s'", tr.out_dir);
+    char *resume = *export_dir ? NULL : choose_resume(&tr);
     task_open(&tr.task, c, 1);
     if (*export_dir) {
         export_data(&tr, export_dir);
@@ -212,16 +329,14 @@ int main(int argc, char **argv) {
     loader_init(&tr.loader, &tr.task.train, tr.B, cfg_bool(c, "shuffle"), (uint64_t)cfg_int(c, "seed"));
     tr.inputs = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
     tr.targets = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
+    if (resume) resume_from(&tr, resume);
+    else if (*cfg_str(c, "init_from")) init_from(&tr, cfg_str(c, "init_from"));
+    free(resume);
 
-    if (mkdir_p(tr.out_dir) != 0) die_input("out_dir: cannot create '%s'", tr.out_dir);
+    write_config(&tr);
     char path[1200];
-    snprintf(path, sizeof path, "%s/config.conf", tr.out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f) die_input("out_dir: cannot write '%s'", path);
-    config_write(c, f);
-    fcloseCheck(f, path);
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr.out_dir);
-    tr.metrics = fopen(path, "w");
+    tr.metrics = fopen(path, tr.step > 0 ? "a" : "w");
     if (!tr.metrics) die_input("out_dir: cannot write '%s'", path);
 
     printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
@@ -231,6 +346,8 @@ int main(int argc, char **argv) {
            cfg_str(c, "task"), tr.task.train.n, tr.task.has_val ? tr.task.val.n : 0L, tr.T,
            tr.task.vocab_size, tr.steps, tr.B, tr.out_dir);
     fflush(stdout);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     train_loop(&tr);
 
     fclose(tr.metrics);
@@ -241,5 +358,5 @@ int main(int argc, char **argv) {
     model_free(tr.model);
     task_close(&tr.task);
     config_free(c);
-    return 0;
+    return g_interrupted ? 128 + g_interrupted : 0;
 }

@@ -1,0 +1,25 @@
+// A small JSON reader (a DOM with depth and size limits, for safetensors headers and run files)
+// and a string writer with escapes.
+#pragma once
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } JsonType;
+
+typedef struct JsonValue {
+    JsonType type;
+    double number;            // JSON_NUMBER (and JSON_BOOL: 0/1)
+    long long integer;        // JSON_NUMBER when is_integer
+    int is_integer;
+    char *string;             // JSON_STRING (NUL-terminated, unescaped)
+    struct JsonValue *items;  // JSON_ARRAY / JSON_OBJECT values
+    char **keys;              // JSON_OBJECT keys
+    int n;
+} JsonValue;
+
+// Parses text[0..len); NULL on error with a message (including the byte offset) in err.
+JsonValue *json_parse(const char *text, size_t len, char *err, size_t errlen);
+void json_free(JsonValue *v);
+const JsonValue *json_get(const JsonValue *obj, const char *key);
+// Writes s as a JSON string literal with escapes.
+void json_write_string(FILE *f, const char *s);

@@ -1,0 +1,148 @@
+#include "core/run_dir.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/io.h"
+
+// "ckpt_" + 8 digits + ".safetensors"
+static int checkpoint_step(const char *name, long *step) {
+    if (strlen(name) != 25 || strncmp(name, "ckpt_", 5) || strcmp(name + 13, ".safetensors")) return 0;
+    long s = 0;
+    for (int i = 5; i < 13; i++) {
+        if (name[i] < '0' || name[i] > '9') return 0;
+        s = s * 10 + (name[i] - '0');
+    }
+    *step = s;
+    return 1;
+}
+
+static int by_step(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+int run_dir_checkpoints(const char *dir, char ***paths, long **steps) {
+    *paths = NULL;
+    *steps = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    long *found = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long step;
+        if (!checkpoint_step(e->d_name, &step)) continue;
+        if (n == cap) found = reallocCheck(found, sizeof(long) * (size_t)(cap = cap * 2 + 16));
+        found[n++] = step;
+    }
+    closedir(d);
+    qsort(found, (size_t)n, sizeof(long), by_step);
+    *paths = callocCheck((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++) {
+        (*paths)[i] = mallocCheck(strlen(dir) + 40);
+        sprintf((*paths)[i], "%s/ckpt_%08ld.safetensors", dir, found[i]);
+    }
+    *steps = found;
+    return n;
+}
+
+void run_dir_free_list(char **paths, long *steps, int n) {
+    for (int i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    free(steps);
+}
+
+static char *join(const char *dir, const char *name) {
+    char *p = mallocCheck(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+char *run_dir_latest(const char *dir) {
+    char *lp = join(dir, "latest");
+    char *text = read_file_text(lp, NULL);
+    free(lp);
+    if (!text) return NULL;
+    char *nl = strchr(text, '\n');
+    if (nl) *nl = 0;
+    long step;
+    char *path = checkpoint_step(text, &step) ? join(dir, text) : NULL;
+    free(text);
+    return path;
+}
+
+int run_dir_set_latest(const char *dir, const char *name) {
+    char *tmp = join(dir, "latest.tmp"), *lp = join(dir, "latest");
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fprintf(f, "%s\n", name) > 0;
+    ok = f && (fclose(f) == 0) && ok;
+    ok = ok && rename(tmp, lp) == 0;
+    if (!ok) unlink(tmp);
+    free(tmp);
+    free(lp);
+    return ok ? 0 : -1;
+}
+
+void run_dir_prune(const char *dir, int keep_last) {
+    char **paths;
+    long *steps;
+    int n = run_dir_checkpoints(dir, &paths, &steps);
+    for (int i = 0; i < n - keep_last; i++) unlink(paths[i]);
+    run_dir_free_list(paths, steps, n);
+}
+
+int run_dir_truncate_jsonl(const char *path, long step) {
+    char *text = read_file_text(path, NULL);
+    if (!text) return 0;
+    char *tmp = mallocCheck(strlen(path) + 8);
+    sprintf(tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        free(text), free(tmp);
+        return -1;
+    }
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        char *s = strstr(line, "\"step\":");
+        int keep = nl && (!s || s > nl || atol(s + 7) <= step);  // a torn last line is dropped
+        if (keep) fwrite(line, 1, len, f);
+        line += len;
+    }
+    int ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    free(text), free(tmp);
+    return ok ? 0 : -1;
+}
+
+static const char *g_run_files[] = {"config.conf", "metrics.jsonl", "sparsity.jsonl", "eval.jsonl", "latest", NULL};
+
+int run_dir_has_run(const char *dir) {
+    for (int i = 0; g_run_files[i]; i++) {
+        char *p = join(dir, g_run_files[i]);
+        int e = path_exists(p);
+        free(p);
+        if (e) return 1;
+    }
+    char **paths;
+    long *steps;
+    int n = run_dir_checkpoints(dir, &paths, &steps);
+    run_dir_free_list(paths, steps, n);
+    return n > 0;
+}
+
+void run_dir_clear(const char *dir) {
+    for (int i = 0; g_run_files[i]; i++) {
+        char *p = join(dir, g_run_files[i]);
+        unlink(p);
+        free(p);
+    }
+    char **paths;
+    long *steps;
+    int n = run_dir_checkpoints(dir, &paths, &steps);
+    for (int i = 0; i < n; i++) unlink(paths[i]);
+    run_dir_free_list(paths, steps, n);
+}

@@ -1,0 +1,20 @@
+// The files of a run folder (DESIGN.md section 5): checkpoints ckpt_%08d.safetensors, the
+// `latest` pointer, and the jsonl logs that a resumed run continues.
+#pragma once
+
+// Checkpoints in dir in step order (allocated paths "dir/ckpt_%08d.safetensors" and steps);
+// returns the count. Temporary files of an interrupted save are not listed.
+int run_dir_checkpoints(const char *dir, char ***paths, long **steps);
+void run_dir_free_list(char **paths, long *steps, int n);
+// Path of the checkpoint `latest` names (allocated), or NULL when there is none.
+char *run_dir_latest(const char *dir);
+// Atomically points `latest` at the checkpoint file name (not a path).
+int run_dir_set_latest(const char *dir, const char *name);
+// Deletes the oldest checkpoints so that at most keep_last remain (keep_last > 0).
+void run_dir_prune(const char *dir, int keep_last);
+// Keeps only the lines of a jsonl file whose "step" is <= step (atomic rewrite; no file: no-op).
+int run_dir_truncate_jsonl(const char *path, long step);
+// 1 when dir holds any file a run writes (config.conf, metrics.jsonl, checkpoints, ...).
+int run_dir_has_run(const char *dir);
+// Removes the files a run writes (only those: never other files in the folder).
+void run_dir_clear(const char *dir);
