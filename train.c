@@ -1,5 +1,6 @@
 // ./train CONFIG [key=value ...]: config -> model -> loop (data, forward, backward, step, log,
 // eval, save) with everything written to out_dir (DESIGN.md sections 3 to 5).
+#include <math.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ typedef struct {
     FILE *metrics;
     int B, T;
     long steps;                 // total optimizer steps of the run
+    long skipped;               // steps whose update nan_policy = skip dropped
     long step;                  // steps done
     int32_t *inputs, *targets;  // [B, T]
 } Trainer;
@@ -166,6 +168,17 @@ static void init_from(Trainer *tr, const char *path) {
     printf("initialised from %s\n", path);
 }
 
+// Where a non-finite value first appears: "loss", or the first gradient tensor in table order.
+static const char *first_non_finite(const Model *m, double loss) {
+    if (!isfinite(loss)) return "the loss";
+    for (int i = 0; i < m->n_tensors; i++) {
+        const real *g = m->grads + m->tensors[i].offset;
+        for (size_t k = 0; k < m->tensors[i].count; k++)
+            if (!isfinite(g[k])) return m->tensors[i].name;
+    }
+    return "the gradient norm";
+}
+
 // --- evaluation and the loop -------------------------------------------------------------------
 
 // Mean loss and accuracy over eval_batches batches of the validation set in loader order (all of
@@ -227,11 +240,30 @@ static void train_loop(Trainer *tr) {
         HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, tr->T, 1);
         model_backward(m);
         double norm = grad_global_norm(m->grads, m->n_params);
+        double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
+        if (!isfinite(loss) || !isfinite(norm)) {
+            const char *where = first_non_finite(m, loss);
+            progress_break();
+            if (!strcmp(cfg_str(c, "nan_policy"), "stop")) {
+                fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"stop\"}\n", tr->step + 1, where);
+                fclose(tr->metrics);
+                char *latest = run_dir_latest(tr->out_dir);
+                die("step %ld: non-finite value, first in %s (loss %g, gradient norm %g); stopped without saving "
+                    "(nan_policy = stop); the last good checkpoint is %s",
+                    tr->step + 1, where, loss, norm, latest ? latest : "none");
+            }
+            tr->skipped++;
+            tr->step++;
+            fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"skip\",\"skipped\":%ld}\n",
+                    tr->step, where, tr->skipped);
+            fflush(tr->metrics);
+            printf("step %ld: non-finite value, first in %s: update skipped (%ld so far)\n", tr->step, where, tr->skipped);
+            continue;
+        }
         if (clip > 0) grad_clip(m->grads, m->n_params, norm, clip);
         optim_step(&tr->opt, m, lr);
         tr->step++;
         double dt = now_seconds() - t0;
-        double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
         double acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
         double tok_s = (double)tr->B * tr->T / dt;
         int last = tr->step == tr->steps;

@@ -104,3 +104,20 @@ TEST(train_export_data_writes_task_sets) {
     CHECK(hdr[0] == 20241122 && hdr[1] == 1 && hdr[2] == 512 && hdr[3] == 32, "%d %d %d %d", hdr[0], hdr[1], hdr[2], hdr[3]);
     fclose(f);
 }
+
+TEST(train_non_finite_loss_stops_or_skips) {
+    char out[8192];
+    // lr 1e12 blows the weights up after the first step
+    const char *args = TINY " optimizer=sgd lr=1e12 steps=6 eval_every=0 save_every=3";
+    int st = test_run(out, sizeof out, "./train %s %s out_dir=%s/stop", tiny_conf(), args, test_tmpdir());
+    CHECK(st == 1 && strstr(out, "step 2: non-finite value, first in the loss") &&
+          strstr(out, "the last good checkpoint is") && strstr(out, "ckpt_00000000"), "%d %s", st, out);
+    char p[512];
+    snprintf(p, sizeof p, "%s/stop/ckpt_00000003.safetensors", test_tmpdir());
+    CHECK(!path_exists(p), "saved a checkpoint after the non-finite step");
+    st = test_run(out, sizeof out, "./train %s %s nan_policy=skip out_dir=%s/skip", tiny_conf(), args, test_tmpdir());
+    CHECK(st == 0 && strstr(out, "update skipped"), "%d %s", st, out);
+    snprintf(p, sizeof p, "%s/skip/metrics.jsonl", test_tmpdir());
+    char *text = read_file_text(p, NULL);
+    CHECK(strstr(text, "{\"type\":\"nan\",\"step\":2,\"where\":\"the loss\",\"action\":\"skip\",\"skipped\":1}"), "%s", text);
+}
