@@ -121,3 +121,18 @@ TEST(train_non_finite_loss_stops_or_skips) {
     char *text = read_file_text(p, NULL);
     CHECK(strstr(text, "{\"type\":\"nan\",\"step\":2,\"where\":\"the loss\",\"action\":\"skip\",\"skipped\":1}"), "%s", text);
 }
+
+TEST(train_bit_identical_for_one_and_two_threads) {
+    char out[4096];
+    const char *conf = tiny_conf();
+    for (int t = 1; t <= 2; t++) {
+        int st = test_run(out, sizeof out, "./train %s " TINY " mlp=true seq_len=64 vocab_size=512 d_model=64 batch_size=48 steps=6 threads=%d out_dir=%s/t%d", conf, t,
+                          test_tmpdir(), t);
+        CHECK(st == 0, "%s", out);
+    }
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, "%s/t1/metrics.jsonl", test_tmpdir());
+    snprintf(p2, sizeof p2, "%s/t2/metrics.jsonl", test_tmpdir());
+    char *a = train_losses(p1), *b = train_losses(p2);
+    CHECK(strlen(a) > 50 && !strcmp(a, b), "1 thread:\n%s\n2 threads:\n%s", a, b);
+}
