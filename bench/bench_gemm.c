@@ -3,6 +3,8 @@
 //   cc -std=c11 -O3 -march=native -ffp-contract=fast -fopenmp -D_GNU_SOURCE -I.
 //      bench/bench_gemm.c model/gemm.c model/gemm_x86.c -o /tmp/bench_gemm -lm
 // Usage: bench_gemm [--kernel NAME] [--quick] [--no-check] [--shape SUBSTRING]
+//   NAME: avx512, avx2, portable (a whole table) or one variant (avx512_14x2, avx512_6x4, ...).
+//   Tuning through the environment: GEMM_KC, GEMM_NC, GEMM_SPLIT (1 = M, 2 = N), GEMM_NOPF=1.
 // Prints the measured fp32 FMA peak for 1 and 2 threads, memory write bandwidth, then per shape:
 // max relative error against a double reference (all four transpose combinations), bit-identity
 // between 1 and 2 threads and gemm_serial, and GFLOP/s with 1 and 2 threads (% of peak).
@@ -20,6 +22,8 @@
 #ifdef REAL_DOUBLE
 #error "bench_gemm measures the float build; compile without -DREAL_DOUBLE"
 #endif
+
+static volatile double g_sink;  // keeps the FMA loops' results alive
 
 static double now(void) {
     struct timespec t;
@@ -45,35 +49,46 @@ static float *falloc(size_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Peak FMA throughput: 16 independent accumulator chains per thread (enough to cover latency x
+// Peak FMA throughput: 12 independent accumulator chains per thread (enough to cover latency x
 // pipes on current cores); flops = 2 * lanes * FMAs.
 #if defined(__x86_64__)
 #include <immintrin.h>
+// 12 independent chains in named variables (an array would be kept in memory).
+#define FMA12(F, X, Y)                                                                            \
+    c0 = F(c0, X, Y), c1 = F(c1, X, Y), c2 = F(c2, X, Y), c3 = F(c3, X, Y), c4 = F(c4, X, Y),     \
+    c5 = F(c5, X, Y), c6 = F(c6, X, Y), c7 = F(c7, X, Y), c8 = F(c8, X, Y), c9 = F(c9, X, Y),     \
+    c10 = F(c10, X, Y), c11 = F(c11, X, Y)
 __attribute__((target("avx512f,fma"), noinline)) static double fma_loop512(long iters) {
-    __m512 acc[16], x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
-    for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
-        __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]));
-    }
-    __m512 s = acc[0];
-    for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, acc[i]);
-    return (double)_mm512_reduce_add_ps(s) + 32.0 * 16.0 * (double)iters;  // flops returned
+    __m512 x = _mm512_set1_ps(0.9999999f), y = _mm512_set1_ps(1e-7f);
+    // Start values the compiler cannot see (clang merges chains with known constant starts).
+    float s0 = (float)g_sink * 0.0f;
+    __m512 c0 = _mm512_set1_ps(s0), c1 = _mm512_set1_ps(s0 + 1), c2 = _mm512_set1_ps(s0 + 2),
+           c3 = _mm512_set1_ps(s0 + 3), c4 = _mm512_set1_ps(s0 + 4), c5 = _mm512_set1_ps(s0 + 5),
+           c6 = _mm512_set1_ps(s0 + 6), c7 = _mm512_set1_ps(s0 + 7), c8 = _mm512_set1_ps(s0 + 8),
+           c9 = _mm512_set1_ps(s0 + 9), c10 = _mm512_set1_ps(s0 + 10), c11 = _mm512_set1_ps(s0 + 11);
+    for (long it = 0; it < iters; it++) FMA12(_mm512_fmadd_ps, x, y);
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
+    g_sink = (double)_mm512_reduce_add_ps(s);
+    return 2.0 * 16.0 * 12.0 * (double)iters;  // flops
 }
 __attribute__((target("avx2,fma"), noinline)) static double fma_loop256(long iters) {
-    __m256 acc[12], x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
-    for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
-    for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-        __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]));
-    }
-    __m256 s = acc[0];
-    for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, acc[i]);
+    __m256 x = _mm256_set1_ps(0.9999999f), y = _mm256_set1_ps(1e-7f);
+    // Start values the compiler cannot see (clang merges chains with known constant starts).
+    float s0 = (float)g_sink * 0.0f;
+    __m256 c0 = _mm256_set1_ps(s0), c1 = _mm256_set1_ps(s0 + 1), c2 = _mm256_set1_ps(s0 + 2),
+           c3 = _mm256_set1_ps(s0 + 3), c4 = _mm256_set1_ps(s0 + 4), c5 = _mm256_set1_ps(s0 + 5),
+           c6 = _mm256_set1_ps(s0 + 6), c7 = _mm256_set1_ps(s0 + 7), c8 = _mm256_set1_ps(s0 + 8),
+           c9 = _mm256_set1_ps(s0 + 9), c10 = _mm256_set1_ps(s0 + 10), c11 = _mm256_set1_ps(s0 + 11);
+    for (long it = 0; it < iters; it++) FMA12(_mm256_fmadd_ps, x, y);
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
+                             _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11)));
     float t[8];
     _mm256_storeu_ps(t, s);
-    return (double)(t[0] * 1e-30f) + 16.0 * 12.0 * (double)iters;
+    g_sink = (double)t[0];
+    return 2.0 * 8.0 * 12.0 * (double)iters;
 }
 #endif
 static double fma_loop_c(long iters) {
@@ -83,11 +98,12 @@ static double fma_loop_c(long iters) {
     for (long it = 0; it < iters; it++)
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 16; j++) acc[i][j] = acc[i][j] * 1.0000001f + 0.9999999f;
-    return (double)(acc[3][5] * 1e-30f) + 2.0 * 256.0 * (double)iters;
+    g_sink = (double)acc[3][5];
+    return 2.0 * 256.0 * (double)iters;
 }
 
 // Returns GFLOP/s of the FMA loop with nthreads threads (each thread runs its own loop).
-static double measure_peak(int nthreads, const char **kind) {
+static double measure_peak_iters(int nthreads, const char **kind, long iters, int reps) {
     double (*fn)(long) = fma_loop_c;
     *kind = "scalar C";
 #if defined(__x86_64__)
@@ -95,9 +111,8 @@ static double measure_peak(int nthreads, const char **kind) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) fn = fma_loop512, *kind = "AVX-512";
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fn = fma_loop256, *kind = "AVX2";
 #endif
-    const long iters = 20000000;
     double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < reps; rep++) {
         double flops = 0, t0 = now();
 #pragma omp parallel num_threads(nthreads) reduction(+ : flops)
         flops += fn(iters);
@@ -105,6 +120,25 @@ static double measure_peak(int nthreads, const char **kind) {
         if (flops / t > best) best = flops / t;
     }
     return best * 1e-9;
+}
+static double measure_peak(int nthreads, const char **kind) {
+    return measure_peak_iters(nthreads, kind, 20000000, 3);
+}
+static double peak_quick(int nthreads) {  // ~20 ms (the first few ms after idle run slow)
+    const char *kind;
+    return measure_peak_iters(nthreads, &kind, 2000000, 3);
+}
+
+// Mean time of an empty parallel region (fork/join) in microseconds.
+static double region_overhead_us(int nthreads) {
+    int n = 0;
+    double t0 = now();
+    while (now() - t0 < 0.2) {
+#pragma omp parallel num_threads(nthreads)
+        { __asm__ volatile("" ::: "memory"); }
+        n++;
+    }
+    return (now() - t0) / n * 1e6;
 }
 
 // Memory write+read bandwidth (GB/s): c[i] = a[i] + b[i] over 64 MB arrays.
@@ -178,21 +212,24 @@ static void prob_run(Prob *p, int beta, int serial) {
                                   (float)beta, p->C, p->ldc);
 }
 
-// Max over checked elements of |C - ref| / (|beta*C0| + sum_k |a b|); checks every element when
-// M*N*K is small, else all rows/columns near the edges plus a random sample.
+// Max over checked elements of |C - ref| / (|beta*C0| + sum_k |a b|) against a double reference;
+// checks every element when M*N*K is small, else the last rows and columns (edge tiles) and a
+// random sample. Padding columns of C (ldc > N) must be untouched (NaN for beta = 0, C0 else).
 static double prob_check(const Prob *p, int beta) {
     double worst = 0;
-    int full = (double)p->M * p->N * p->K <= 3e7;
-    long nsamp = full ? (long)p->M * p->N : 4000;
+    const int full = (double)p->M * p->N * p->K <= 3e7;
+    const long nsamp = full ? (long)p->M * p->N : 4000;
     for (long s = 0; s < nsamp; s++) {
         int i, j;
-        if (full) i = (int)(s / p->N), j = (int)(s % p->N);
-        else {
-            i = (int)((uint64_t)(frand() * 0.5f + 0.5f) * (uint64_t)0 + (uint64_t)(g_rng % (uint64_t)p->M));
+        if (full) {
+            i = (int)(s / p->N), j = (int)(s % p->N);
+        } else {
+            frand();
+            i = (int)(g_rng % (uint64_t)p->M);
             frand();
             j = (int)(g_rng % (uint64_t)p->N);
-            if (s < 64) i = p->M - 1 - (int)(s % 17);  // last rows (edge tiles)
-            if (s >= 64 && s < 128) j = p->N - 1 - (int)(s % 37);
+            if (s < 64) i = p->M - 1 - (int)(s % 17);              // last rows
+            else if (s < 128) j = p->N - 1 - (int)(s % 37);        // last columns
             if (i < 0) i = 0;
             if (j < 0) j = 0;
         }
@@ -205,9 +242,13 @@ static double prob_check(const Prob *p, int beta) {
         double got = p->C[(size_t)i * p->ldc + j];
         double err = isfinite(got) ? fabs(got - ref) / (mag > 0 ? mag : 1) : INFINITY;
         if (!(err <= worst)) worst = err;
-        for (int jj = p->N; jj < p->ldc && s == 0; jj++)  // padding untouched
-            if (memcmp(&p->C[(size_t)i * p->ldc + jj], beta ? &p->C0[(size_t)i * p->ldc + jj] : &p->C[0], 0) != 0) worst = INFINITY;
     }
+    for (int i = 0; i < p->M; i++)
+        for (int j = p->N; j < p->ldc; j++) {
+            float got = p->C[(size_t)i * p->ldc + j];
+            if (beta ? memcmp(&got, &p->C0[(size_t)i * p->ldc + j], sizeof got) != 0 : !isnan(got))
+                worst = INFINITY;
+        }
     return worst;
 }
 
@@ -227,6 +268,30 @@ static double time_gemm(Prob *p, int beta, int nthreads, double min_time) {
         if (reps > 2000) break;
     }
     return 2.0 * p->M * p->N * (double)p->K / best * 1e-9;
+}
+
+// The host may be shared (VMs): the 2-thread timing is only trusted when the FMA peak measured
+// just before and just after it is close to the machine's peak; retries a few times, else the
+// best timing seen is reported with a '*'.
+static double time_gemm_quiet(Prob *p, int beta, int nthreads, double min_time, double ref_peak,
+                              int *quiet) {
+    double best = 0;
+    *quiet = 0;
+    for (int attempt = 0; attempt < 12; attempt++) {
+        if (peak_quick(nthreads) < 0.85 * ref_peak) {
+            struct timespec ts = {0, 100000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        double g = time_gemm(p, beta, nthreads, min_time);
+        if (g > best) best = g;
+        if (peak_quick(nthreads) >= 0.85 * ref_peak) {
+            *quiet = 1;
+            return best;
+        }
+    }
+    if (best == 0) best = time_gemm(p, beta, nthreads, min_time);
+    return best;
 }
 
 int main(int argc, char **argv) {
@@ -262,6 +327,19 @@ int main(int argc, char **argv) {
            peak1, nthr2, peak2);
     printf("memory bandwidth (c=a+b): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", measure_bw(1),
            nthr2, measure_bw(nthr2));
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    printf("empty parallel region (%d threads, OMP_WAIT_POLICY=%s): %.1f us%s\n", nthr2,
+           wp ? wp : "unset", region_overhead_us(nthr2),
+           wp ? "" : "  (if this is ms, the VM punishes spin-waiting: try OMP_WAIT_POLICY=passive)");
+    if (peak2 < 1.5 * peak1 && nthr2 > 1) {  // the host was busy during the first measurement
+        for (int i = 0; i < 20 && peak2 < 1.5 * peak1; i++) {
+            struct timespec ts = {0, 200000000};
+            nanosleep(&ts, NULL);
+            double p = measure_peak(nthr2, &kind);
+            if (p > peak2) peak2 = p;
+        }
+        printf("re-measured %d-thread peak: %.1f GFLOP/s\n", nthr2, peak2);
+    }
 
     // Correctness in float: all transpose combinations, beta 0/1, padded strides, odd sizes.
     int failures = 0;
@@ -324,13 +402,18 @@ int main(int argc, char **argv) {
         Prob p;
         prob_make(&p, sh->tA, sh->tB, sh->M, sh->N, sh->K, 0);
         double g1 = time_gemm(&p, sh->beta, 1, min_time);
-        double g2 = time_gemm(&p, sh->beta, nthr2, min_time);
+        int quiet = 1;
+        double g2 = nthr2 > 1 ? time_gemm_quiet(&p, sh->beta, nthr2, min_time, peak2, &quiet)
+                              : time_gemm(&p, sh->beta, nthr2, min_time);
         prob_free(&p);
         char tr[3] = {sh->tA ? 't' : 'n', sh->tB ? 't' : 'n', 0};
-        printf("%-36s %5s %8.2g %5s | %8.1f %5.0f%% | %8.1f %5.0f%%\n", sh->name, tr, worst,
-               check ? (bitid ? "yes" : "NO") : "-", g1, 100 * g1 / peak1, g2, 100 * g2 / peak2);
+        printf("%-36s %5s %8.2g %5s | %8.1f %5.0f%% | %8.1f %5.0f%%%s\n", sh->name, tr, worst,
+               check ? (bitid ? "yes" : "NO") : "-", g1, 100 * g1 / peak1, g2, 100 * g2 / peak2,
+               quiet ? "" : " *host busy");
         fflush(stdout);
     }
+    printf("\n%%peak: of the measured FMA peak for that thread count. '*host busy': the other\n"
+           "vCPU was not fully available while timing (shared host); the number is a lower bound.\n");
     if (failures) printf("\n%d FAILURES\n", failures);
     return failures ? 1 : 0;
 }

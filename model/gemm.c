@@ -3,24 +3,43 @@
 // Per block of C (BLIS-like loop nest; micro-kernel contract in model/gemm_kernels.h):
 //   for each N block of NC columns:
 //     for each K block of KC:                   (first block starts from 0 or C, later ones from C)
-//       pack op(B)[KC, NC] into NR-wide panels  (zero padded at the N edge; stays in L2)
+//       pack op(B)[KC, NC] into NR-wide panels  (transB = 1: transposed; transB = 0 with rows
+//                                                <= 4 KB apart: read in place instead; the
+//                                                partial panel at the N edge: zero padded)
 //       for each MR-row micro-panel of op(A):   (read in place, prefetched one panel ahead;
-//                                                edge panels packed and zero padded)
+//                                                the partial panel at the M edge: packed)
 //         for each NR-wide panel of B:          micro-kernel on one MR x NR tile of C
-// A is never packed on the fast path: for transA = 0 the kernel broadcasts from MR rows of A,
-// for transA = 1 from MR consecutive values of a row of A^T.
+// A is not packed: for transA = 0 the kernel broadcasts from MR rows of A, for transA = 1 from
+// MR consecutive values of a row of A^T. The next K block of B is prefetched into L2 while the
+// current one is used, and the next C tile when it is to be read (beta = 1 or later K blocks).
+// The register tile (MR x NR) is chosen per call among the ISA's variants by the padding it
+// wastes on M and N (model/gemm_x86.c: AVX-512 14x32, 12x32, 8x32, 6x64, 16x16; AVX2 6x16).
 //
 // Determinism: every C element is one sequential FMA chain over k = 0..K-1 starting from
 // beta*C, whatever the tiling, the blocking and the thread count. gemm splits C into disjoint
 // blocks of whole tiles (never K), so it is bit-identical to gemm_serial for any thread count.
 #include "model/gemm.h"
 
-#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/gemm_kernels.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_in_parallel(void) { return 0; }
+static int omp_get_max_threads(void) { return 1; }
+static int omp_get_num_threads(void) { return 1; }
+static int omp_get_thread_num(void) { return 0; }
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p, rw, loc) __builtin_prefetch((p), (rw), (loc))
+#else
+#define PREFETCH(p, rw, loc) ((void)(p))
+#endif
 
 GemmTuning gemm_tuning;
 
@@ -29,39 +48,43 @@ GemmTuning gemm_tuning;
 // they use generic vector extensions (SSE/AVX/NEON... whatever the target has), else plain loops
 // that the compiler may vectorize. With FMA hardware and -ffp-contract=fast the update is an FMA.
 
+#if defined(__AVX__)
+#define PV_BYTES 32  // 16 ymm registers: 12 accumulators of 6 x 2 vectors fit
+#else
+#define PV_BYTES 16  // SSE2, NEON, ...
+#endif
+#define PV (PV_BYTES / (int)sizeof(real))  // reals per vector
+
 #if defined(__GNUC__) || defined(__clang__)
-#define PV (32 / (int)sizeof(real))  // reals per vector
-typedef real pvec __attribute__((vector_size(32)));
-static inline pvec pv_load(const real *p) {
-    pvec v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void pv_store(real *p, pvec v) { memcpy(p, &v, sizeof v); }
+typedef real pvec __attribute__((vector_size(PV_BYTES)));
+// (Macros, not functions: passing vectors by value may warn about the ABI.)
+#define PV_LOAD(v, p) memcpy(&(v), (p), sizeof(pvec))
+#define PV_STORE(p, v) memcpy((p), &(v), sizeof(pvec))
 
 #define PORTABLE_BODY(MR, NV, AIDX)                                                               \
     pvec acc[MR][NV];                                                                             \
     for (int r = 0; r < MR; r++)                                                                  \
-        for (int v = 0; v < NV; v++)                                                              \
-            acc[r][v] = load ? pv_load(c + r * ldc + v * PV) : (pvec){0};                         \
+        for (int v = 0; v < NV; v++) {                                                            \
+            acc[r][v] = (pvec){0};                                                                \
+            if (load) PV_LOAD(acc[r][v], c + r * ldc + v * PV);                                   \
+        }                                                                                         \
     for (int k = 0; k < K; k++) {                                                                 \
         pvec bv[NV];                                                                              \
-        for (int v = 0; v < NV; v++) bv[v] = pv_load(b + ((size_t)k * NV + v) * PV);             \
+        for (int v = 0; v < NV; v++) PV_LOAD(bv[v], b + (ptrdiff_t)k * sb + v * PV);              \
         for (int r = 0; r < MR; r++) {                                                            \
             const real ar = a[AIDX];                                                              \
             for (int v = 0; v < NV; v++) acc[r][v] += ar * bv[v];                                 \
         }                                                                                         \
     }                                                                                             \
     for (int r = 0; r < MR; r++)                                                                  \
-        for (int v = 0; v < NV; v++) pv_store(c + r * ldc + v * PV, acc[r][v]);
+        for (int v = 0; v < NV; v++) PV_STORE(c + r * ldc + v * PV, acc[r][v]);
 #else
-#define PV (32 / (int)sizeof(real))
 #define PORTABLE_BODY(MR, NV, AIDX)                                                               \
     real acc[MR][NV * PV];                                                                        \
     for (int r = 0; r < MR; r++)                                                                  \
         for (int j = 0; j < NV * PV; j++) acc[r][j] = load ? c[r * ldc + j] : (real)0;            \
     for (int k = 0; k < K; k++) {                                                                 \
-        const real *bk = b + (size_t)k * NV * PV;                                                 \
+        const real *bk = b + (ptrdiff_t)k * sb;                                                 \
         for (int r = 0; r < MR; r++) {                                                            \
             const real ar = a[AIDX];                                                              \
             for (int j = 0; j < NV * PV; j++) acc[r][j] += ar * bk[j];                            \
@@ -73,12 +96,12 @@ static inline void pv_store(real *p, pvec v) { memcpy(p, &v, sizeof v); }
 
 #define DEF_PORTABLE(MR, NV, COST)                                                                \
     static void kp_row_##MR##x##NV(int K, const real *a, ptrdiff_t sa, const real *an,            \
-                                   const real *b, real *c, ptrdiff_t ldc, int load) {             \
+                                   const real *b, ptrdiff_t sb, real *c, ptrdiff_t ldc, int load) {             \
         (void)an;                                                                                 \
         PORTABLE_BODY(MR, NV, r * sa + k)                                                         \
     }                                                                                             \
     static void kp_col_##MR##x##NV(int K, const real *a, ptrdiff_t sa, const real *an,            \
-                                   const real *b, real *c, ptrdiff_t ldc, int load) {             \
+                                   const real *b, ptrdiff_t sb, real *c, ptrdiff_t ldc, int load) {             \
         (void)an;                                                                                 \
         PORTABLE_BODY(MR, NV, (ptrdiff_t)k * sa + r)                                              \
     }                                                                                             \
@@ -95,9 +118,9 @@ static const GemmKernel *const gemm_kernels_portable[] = {&kp_6x2, &kp_4x1, NULL
 // ---------------------------------------------------------------------------------------------
 // Kernel selection.
 
-static const GemmKernel *const *g_list;      // the table in use
+static const GemmKernel *const *g_list;      // the selected table (NULL: the best supported)
 static const GemmKernel *g_forced[2];        // a single forced variant (as a table)
-static const char *g_name;
+static const char *g_name;                   // the selection's name
 
 static int isa_supported(int isa) {
 #ifdef GEMM_HAVE_X86
@@ -143,23 +166,17 @@ const GemmKernel *gemm_select_kernel(const char *name) {
     return list[0];
 }
 
+// No lazily initialised global: without a selection every call asks the CPU again (cheap: the
+// feature bits are read once at start-up), so concurrent first calls cannot race.
 static const GemmKernel *const *current_list(void) {
-    const GemmKernel *const *l = g_list;
-    if (!l) {
-        // Every thread computes the same answer; the store is atomic so it is never torn.
-        const char *name;
-        l = best_list(&name);
-#pragma omp atomic write
-        g_name = name;
-#pragma omp atomic write
-        g_list = l;
-    }
-    return l;
+    const char *name;
+    return g_list ? g_list : best_list(&name);
 }
 
 const char *gemm_kernel_name(void) {
-    current_list();
-    return g_name;
+    const char *name = g_name;
+    if (!g_list) best_list(&name);
+    return name;
 }
 
 // The variant with the least padded work: ceil(M/mr)*mr * ceil(N/nr)*nr * cost.
@@ -251,9 +268,15 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
         return;
     }
     const int mr = kd->mr, nr = kd->nr;
-    const int KC = gemm_tuning.kc > 0 ? gemm_tuning.kc : kd->kc;
+    // K block: the variant's, but at most 256 when the kernel walks A^T rows a page or more
+    // apart (each k is another page: the TLB runs out first).
+    int KC = gemm_tuning.kc > 0 ? gemm_tuning.kc : kd->kc;
+    if (gemm_tuning.kc <= 0 && tA && lda * (ptrdiff_t)sizeof(real) >= 4096 && KC > 256) KC = 256;
     const int NC = gemm_tuning.nc > 0 ? (gemm_tuning.nc + nr - 1) / nr * nr : kd->nc;
     const int prefetch = !gemm_tuning.no_prefetch;
+
+    const int direct_b = !tB && (gemm_tuning.direct_b == 2 ||
+                                 (gemm_tuning.direct_b == 0 && ldb * (ptrdiff_t)sizeof(real) <= 4096));
     const int kc_max = K < KC ? K : KC;
     const int nc_max = N < NC ? (N + nr - 1) / nr * nr : NC;
     const size_t nb = (size_t)kc_max * nc_max, na = (size_t)kc_max * mr, nt = (size_t)mr * nr;
@@ -277,7 +300,12 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
         for (int pc = 0; pc < K; pc += KC) {
             const int kcur = K - pc < KC ? K - pc : KC;
             const int load = pc > 0 || beta1;
-            pack_b(kd, tB, tB ? B + jc * ldb + pc : B + pc * ldb + jc, ldb, kcur, ncur, bp);
+            const real *bblk = tB ? B + jc * ldb + pc : B + pc * ldb + jc;
+            // B in place (transB = 0, rows close enough for the TLB) or packed; the partial
+            // panel at the N edge is always packed (zero padded).
+            const int ndirect = direct_b ? ncur / nr * nr : 0;
+            pack_b(kd, tB, tB ? bblk + ndirect * ldb : bblk + ndirect, ldb, kcur, ncur - ndirect,
+                   bp);
             // Prefetch (to L2) of the next K block of B, spread over this block's kernel calls.
             const int pc2 = pc + KC, k2 = K - pc2 < KC ? K - pc2 : KC;
             const real *bnext = pc2 >= K ? B : tB ? B + jc * ldb + pc2 : B + pc2 * ldb + jc;
@@ -287,6 +315,8 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
             const long ncalls = (long)((M + mr - 1) / mr) * ((ncur + nr - 1) / nr);
             const long per_call = (nlines + ncalls - 1) / ncalls;
             long line = 0;
+            ptrdiff_t pf_row = 0;
+            int pf_col = 0;
 
             for (int ir = 0; ir < M; ir += mr) {
                 const int mv = M - ir < mr ? M - ir : mr;
@@ -306,31 +336,36 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
                 for (int jr = 0; jr < ncur; jr += nr) {
                     const int nv = ncur - jr < nr ? ncur - jr : nr;
                     const int last = jr + nr >= ncur;
-                    const real *b = bp + (size_t)jr * kcur;
+                    const real *b = jr < ndirect ? bblk + jr : bp + (size_t)(jr - ndirect) * kcur;
+                    const ptrdiff_t sb = jr < ndirect ? ldb : nr;
                     real *c = C + ir * ldc + jc + jr;
-                    if (prefetch) {
-                        // Next C tile: same rows, next panel; or the next rows' first panel.
+                    if (prefetch && load) {
+                        // Next C tile (when it is read): same rows, next panel; or the next
+                        // rows' first panel.
                         const int rows = !last ? mv : (M - ir - mr < mr ? M - ir - mr : mr);
                         const real *cn = !last ? c + nr : rows > 0 ? C + (ir + mr) * ldc + jc : C;
                         const int cols = !last ? (ncur - jr - nr < nr ? ncur - jr - nr : nr)
                                                : (ncur < nr ? ncur : nr);
                         for (int r = 0; r < rows; r++)
                             for (int j = 0; j < cols; j += 64 / (int)sizeof(real))
-                                __builtin_prefetch(cn + r * ldc + j, 1, 3);
-                        for (long q = 0; q < per_call && line < nlines; q++, line++)
-                            __builtin_prefetch(bnext + (line / lines_per_row) * ldb +
-                                                   (line % lines_per_row) * (64 / (long)sizeof(real)),
-                                               0, 2);
+                                PREFETCH(cn + r * ldc + j, 1, 3);
+                    }
+                    if (prefetch) {
+                        for (long q = 0; q < per_call && line < nlines; q++, line++) {
+                            PREFETCH(bnext + pf_row * ldb + pf_col, 0, 2);
+                            pf_col += 64 / (int)sizeof(real);
+                            if (pf_col >= rowlen) pf_col = 0, pf_row++;
+                        }
                     }
                     // The next panel of A is prefetched during the last call on this one.
                     const real *pf = last ? an : a;
                     if (mv == mr && nv == nr) {
-                        kern(kcur, a, sa, pf, b, c, ldc, load);
+                        kern(kcur, a, sa, pf, b, sb, c, ldc, load);
                     } else {
                         if (load)
                             for (int r = 0; r < mv; r++)
                                 for (int j = 0; j < nv; j++) ct[r * nr + j] = c[r * ldc + j];
-                        kern(kcur, a, sa, pf, b, ct, nr, load);
+                        kern(kcur, a, sa, pf, b, sb, ct, nr, load);
                         for (int r = 0; r < mv; r++)
                             for (int j = 0; j < nv; j++) c[r * ldc + j] = ct[r * nr + j];
                     }
@@ -355,9 +390,8 @@ void gemm_serial(int transA, int transB, int M, int N, int K, const real *A, int
     gemm_block(gemm_kernel_for(M, N), transA, transB, M, N, K, A, lda, B, ldb, beta != 0, C, ldc);
 }
 
-// Threads split C into a pm x pn grid of blocks of whole MR x NR tiles (never K). The grid is
-// chosen by a cost model in units of one scalar FMA: each thread's padded compute, plus its
-// packing of B (every thread packs B for its own columns) and its reading of A.
+// Threads split C into a pm x pn grid of blocks of whole MR x NR tiles (never K); each block
+// runs the serial driver with its own packing.
 void gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B, int ldb,
           real beta, real *C, int ldc) {
     if (M <= 0 || N <= 0) return;
@@ -365,28 +399,25 @@ void gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, c
     const int beta1 = beta != 0;
     const int mt = (M + kd->mr - 1) / kd->mr, ntl = (N + kd->nr - 1) / kd->nr;
     int nthr = omp_in_parallel() ? 1 : omp_get_max_threads();
-    if (2.0 * M * N * (double)(K > 0 ? K : 1) < 3e5) nthr = 1;  // not worth waking threads
-    if (nthr > mt * ntl) nthr = mt * ntl;
+    if (2.0 * M * N * (double)(K > 0 ? K : 1) < 1e6) nthr = 1;  // not worth waking threads
+    if ((double)nthr > (double)mt * ntl) nthr = mt * ntl;
     if (nthr <= 1) {
         gemm_block(kd, transA, transB, M, N, K, A, lda, B, ldb, beta1, C, ldc);
         return;
     }
+    // Per-thread cost of a pm x pn grid, in scalar FMAs: the largest block's padded compute, plus
+    // its share of packing B (transposing costs more than copying) and of reading A.
     const double wb = transB ? 8.0 : 2.0, wa = 2.0, kk = K > 0 ? K : 1;
-    int pm = 0, pn = 0;
+    int pm = 1, pn = 1;
     double best = -1;
-    for (int q = 1; q <= nthr; q++) {  // q = pn; use every thread when the grid allows
-        const int p = nthr / q;
-        if (p * q != nthr || p > mt || q > ntl) continue;
-        if ((gemm_tuning.split == 1 && q != 1) || (gemm_tuning.split == 2 && p != 1)) continue;
-        const double rows = (double)((mt + p - 1) / p) * kd->mr;
-        const double cols = (double)((ntl + q - 1) / q) * kd->nr;
-        const double cost = rows * cols * kk + cols * kk * wb + rows * kk * wa;
-        if (best < 0 || cost < best) best = cost, pm = p, pn = q;
-    }
-    if (best < 0) {  // e.g. 3 threads on a 2 x 5 grid of tiles: split the longer side only
-        if (mt >= ntl) pm = nthr < mt ? nthr : mt, pn = 1;
-        else pn = nthr < ntl ? nthr : ntl, pm = 1;
-    }
+    for (int p = 1; p <= nthr && p <= mt; p++)
+        for (int q = 1; p * q <= nthr && q <= ntl; q++) {
+            if ((gemm_tuning.split == 1 && q != 1) || (gemm_tuning.split == 2 && p != 1)) continue;
+            const double rows = (double)((mt + p - 1) / p) * kd->mr;
+            const double cols = (double)((ntl + q - 1) / q) * kd->nr;
+            const double cost = rows * cols * kk + cols * kk * wb + rows * kk * wa;
+            if (best < 0 || cost < best * 0.999) best = cost, pm = p, pn = q;
+        }
     const int nwork = pm * pn;
 #pragma omp parallel num_threads(nwork)
     {

@@ -8,11 +8,12 @@
 // A micro-kernel computes one MR x NR tile of C:
 //   acc = load ? C : 0;  for k in 0..K-1: acc[r][j] = fma(A(r,k), Bp[k*NR + j], acc[r][j]);  C = acc
 // so every element is one sequential FMA chain over k (independent of the tiling, the cache
-// blocking and the thread count). Bp is a packed panel of B (K rows of NR values, 64-byte aligned).
+// blocking and the thread count). Bp(k, j) = b[k*sb + j]: a packed panel of B (sb = NR) or,
+// when transB = 0, B itself (sb = ldb).
 // A(r,k) = a[r*sa + k] for the `row` variant and a[k*sa + r] for the `col` variant. `an` is the
 // next micro-panel of A in the same layout, to prefetch (never dereferenced).
 typedef void (*gemm_kern_fn)(int K, const real *a, ptrdiff_t sa, const real *an, const real *b,
-                             real *c, ptrdiff_t ldc, int load);
+                             ptrdiff_t sb, real *c, ptrdiff_t ldc, int load);
 // Packs op(B)[0..kc, 0..nr) for transB = 1 (B stored [N,K], row j = column j of op(B)) into
 // dst[k*nr + j]; columns at or past nvalid are zero. Optional (NULL: the portable packer).
 typedef void (*gemm_packbt_fn)(int kc, int nvalid, const real *B, ptrdiff_t ldb, real *dst);
@@ -43,6 +44,7 @@ typedef struct {
     int kc, nc;          // override the variant's blocking
     int split;           // threads: 1 = split M only, 2 = split N only
     int no_prefetch;     // 1: no software prefetch of the next C tile / B block
+    int direct_b;        // 1: always pack B, 2: read B in place whenever transB = 0
 } GemmTuning;
 extern GemmTuning gemm_tuning;
 

@@ -124,8 +124,8 @@ TEST(gemm_padded_strides) {
     check_shape(40, 50, 60, 16);
 }
 
-// Sizes that cross the micro-tile (up to 16 rows / 32 columns) and cache-block edges
-// (KC = 256..512, MC ~ 100..200, NC multiple of the tile).
+// Sizes that cross the micro-tile (rows 4..14, columns 4..64) and cache-block edges (KC 256..512,
+// NC 256..512).
 TEST(gemm_block_edges) {
     check_shape(97, 161, 515, 0);
     check_shape(193, 67, 257, 1);
@@ -138,6 +138,8 @@ TEST(gemm_wide_and_tall) {
     check_shape(3, 1500, 40, 0);   // M small, N large: threads must split over N
     check_shape(1500, 5, 40, 2);   // M large, N small
     check_shape(9, 11, 4100, 0);   // long K (the dW shape)
+    check_shape(600, 20, 700, 0);  // transA rows >= 4 KB apart: smaller K block
+    check_shape(30, 700, 50, 3);   // transB = 0 rows > 4 KB apart: B packed, not read in place
 }
 
 TEST(gemm_k_zero) {
