@@ -112,6 +112,12 @@ typedef struct MixerKind {
     // with forward() to rounding.
     size_t (*state_size)(const void *st);
     void (*step)(const void *st, real *const *p, real *state, int t, const real *x, real *y);
+
+    // Work of one forward and one backward call on B sequences of T tokens, in FLOPs (a
+    // multiply-add counts 2): every matmul and mixing product the algorithm needs (recomputation
+    // not counted), for `make bench`'s GFLOP/s (optional; without it the bench counts only the
+    // model's own matmuls and says so).
+    void (*flops)(const void *st, int B, int T, double *fwd, double *bwd);
 } MixerKind;
 
 // The registry (model/mixers.c).

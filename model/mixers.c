@@ -5,7 +5,15 @@
 #include "model/mixer.h"
 
 #define MIXER_LIST(X) \
-    X(mixer_softmax)
+    X(mixer_softmax) \
+    X(mixer_linear) \
+    X(mixer_gla) \
+    X(mixer_mamba) \
+    X(mixer_decay) \
+    X(mixer_identity) \
+    X(mixer_relu2) \
+    X(mixer_cog) \
+    X(mixer_cosformer)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)

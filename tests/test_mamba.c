@@ -1,0 +1,297 @@
+// The Mamba block beyond the generic checks: finite differences with non-default options, several
+// scan chunks and channel blocks, both softplus branches and extreme step sizes; its per-channel
+// alpha_ij rebuilding the whole block's output; mamba_simple's init; bit-identical results for
+// 1 and 2 threads; the activation budget; the float exp and softplus of the scan.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/mamba_scan.h"
+#include "model/model.h"
+#include "tests/gradcheck.h"
+#include "tests/test.h"
+
+// Saved activation `name` of a rig (buffers are found by the names the mixer declares).
+static real *rig_act(MixerRig *r, const char *name) {
+    BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
+    int ns = 0, nt = 0;
+    r->kind->buffers(r->st, r->B, r->T, saved, &ns, scratch, &nt);
+    for (int i = 0; i < ns; i++)
+        if (!strcmp(saved[i].name, name)) return r->act[i];
+    test_fail(__FILE__, __LINE__, "mamba has no saved buffer '%s'", name);
+}
+
+static size_t param_count(MixerRig *r, const char *name) {
+    for (int i = 0; i < r->n_params; i++)
+        if (!strcmp(r->decl[i].name, name)) return r->count[i];
+    return 0;
+}
+
+// A rig with C = 12 (E = 24: a full block of 16 channels and a partial one), T = 37 (two full
+// scan chunks and a partial one), A_log spread away from its deterministic init.
+static void mamba_rig(MixerRig *r, Config *cfg, const char *opts, int C, int B, int T, uint64_t seed) {
+    test_config(cfg, opts);
+    rig_init(r, "mamba", cfg, C, 2, B, T, 0, 2, seed);
+    Rng rng;
+    rng_seed(&rng, seed + 100);
+    real *A_log = rig_param(r, "mamba.A_log");
+    for (size_t i = 0; i < param_count(r, "mamba.A_log"); i++) A_log[i] += (real)(0.5 * rng_normal(&rng));
+}
+
+// rig_check_grads with a chosen finite-difference step: at extreme step sizes the outputs are
+// ~40x larger and the roundoff of a 1e-6 step (~eps |loss| / h) exceeds the tolerance, while
+// 1e-5 keeps both truncation and roundoff near 3e-8.
+static void check_grads_step(MixerRig *r, double h, double rtol, double atol) {
+    size_t n = (size_t)r->B * r->T * r->dims.C;
+    rig_loss(r);
+    MixerIO io = rig_io(r);
+    io.dy = r->R;
+    io.dx = r->dx;
+    memset(r->dx, 0, sizeof(real) * n);
+    for (int k = 0; k < r->n_params; k++) memset(r->g[k], 0, sizeof(real) * r->count[k]);
+    r->kind->backward(r->st, &io);
+    check_grad("mamba d(input)", rig_loss, r, r->x, r->dx, n, h, rtol, atol);
+    for (int k = 0; k < r->n_params; k++)
+        check_grad(r->decl[k].name, rig_loss, r, r->p[k], r->g[k], r->count[k], h, rtol, atol);
+}
+
+TEST(mamba_backward_options_chunks_and_blocks) {
+    Config cfg;
+    MixerRig r;
+    mamba_rig(&r, &cfg, "d_state=3 d_conv=3 dt_rank=2", 12, 2, 37, 21);
+    rig_check_grads(&r, 1e-6, 1e-8);
+    rig_free(&r);
+    mamba_rig(&r, &cfg, "d_state=5 d_conv=1 expand=1 dt_rank=1", 4, 1, 18, 22);
+    rig_check_grads(&r, 1e-6, 1e-8);
+    rig_free(&r);
+}
+
+// Half the channels with delta's argument far above 20 (softplus is the identity there), half
+// in log1p(exp()); checked by finite differences, including the dt bias itself.
+TEST(mamba_backward_both_softplus_branches) {
+    Config cfg;
+    MixerRig r;
+    mamba_rig(&r, &cfg, "d_state=4 d_conv=2", 8, 1, 21, 23);
+    real *bias = rig_param(&r, "mamba.dt_proj.bias");
+    int E = (int)param_count(&r, "mamba.D");
+    for (int e = 0; e < E; e++) bias[e] = e % 2 ? 40 : -1;
+    rig_loss(&r);
+    const real *dt = rig_act(&r, "dt");
+    int above = 0, below = 0;
+    for (int i = 0; i < r.B * r.T * E; i++) {
+        CHECK(fabs(dt[i] - 20) > 1e-3, "delta's argument %g sits on the threshold", (double)dt[i]);
+        above += dt[i] > 20, below += dt[i] <= 20;
+    }
+    CHECK(above > 0 && below > 0);
+    check_grads_step(&r, 1e-5, 1e-6, 1e-7);
+    rig_free(&r);
+}
+
+static int all_finite(const real *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+// Large steps (dt bias 10: exp(delta A) underflows towards 0, the state forgets at once) and tiny
+// ones (dt bias -10: delta ~ 5e-5, the state barely moves): finite outputs and gradients that
+// still match finite differences.
+TEST(mamba_extreme_step_sizes) {
+    double biases[] = {10, -10};
+    for (int k = 0; k < 2; k++) {
+        Config cfg;
+        MixerRig r;
+        mamba_rig(&r, &cfg, "d_state=4", 8, 1, 20, 24 + k);
+        real *bias = rig_param(&r, "mamba.dt_proj.bias");
+        for (size_t e = 0; e < param_count(&r, "mamba.dt_proj.bias"); e++) bias[e] = (real)biases[k];
+        check_grads_step(&r, 1e-5, 1e-6, 1e-7);
+        size_t n = (size_t)r.B * r.T * r.dims.C;
+        CHECK(all_finite(r.y, n) && all_finite(r.dx, n), "dt bias %g", biases[k]);
+        for (int i = 0; i < r.n_params; i++)
+            CHECK(all_finite(r.g[i], r.count[i]), "dt bias %g: d(%s)", biases[k], r.decl[i].name);
+        rig_free(&r);
+    }
+}
+
+// Per channel, sum_j alpha_ij u_j + D u_i is the scan output with the D skip; gated by SiLU(z)
+// and projected by out_proj it must give the block's output.
+TEST(mamba_alpha_plus_D_rebuilds_block_output) {
+    Config cfg;
+    MixerRig r;
+    mamba_rig(&r, &cfg, "d_state=4 d_conv=3", 8, 2, 40, 26);
+    rig_loss(&r);
+    MixerIO io = rig_io(&r);
+    int T = r.T, C = r.dims.C, E = r.kind->n_maps(r.st);
+    CHECK(E == 16, "one map per channel: %d", E);
+    const real *xz = rig_act(&r, "xz"), *D = rig_param(&r, "mamba.D");
+    const real *W_out = rig_param(&r, "mamba.out_proj.weight");
+    real *a = mallocCheck(sizeof(real) * T * T), *u = mallocCheck(sizeof(real) * T);
+    real *ys = mallocCheck(sizeof(real) * T), *g = mallocCheck(sizeof(real) * T * E);
+    for (int b = 0; b < r.B; b++) {
+        for (int e = 0; e < E; e++) {
+            r.kind->attention(r.st, &io, b, e, a);
+            CHECK(r.kind->attention_values(r.st, &io, b, e, u, ys) == 1);
+            for (int i = 0; i < T; i++) {
+                double y = D[e] * u[i];
+                for (int j = 0; j <= i; j++) y += a[i * T + j] * u[j];
+                double z = xz[((size_t)b * T + i) * 2 * E + E + e];
+                g[i * E + e] = (real)(y * z / (1 + exp(-z)));
+            }
+        }
+        for (int i = 0; i < T; i++)
+            for (int c = 0; c < C; c++) {
+                double out = 0;
+                for (int e = 0; e < E; e++) out += g[i * E + e] * W_out[c * E + e];
+                double want = r.y[((size_t)b * T + i) * C + c];
+                CHECK(fabs(out - want) <= 1e-9 * (1 + fabs(want)), "b %d t %d c %d: %.15g vs %.15g", b, i, c, out, want);
+            }
+    }
+    free(a), free(u), free(ys), free(g);
+    rig_free(&r);
+}
+
+TEST(mamba_step_matches_forward_with_options) {
+    const char *opts[] = {"d_state=3 d_conv=1", "d_state=2 d_conv=5 expand=3 dt_rank=3"};
+    for (int k = 0; k < 2; k++) {
+        Config cfg;
+        MixerRig r;
+        mamba_rig(&r, &cfg, opts[k], 4, 2, 20, 27 + k);
+        rig_check_step(&r, 1e-10);
+        rig_free(&r);
+    }
+}
+
+// Forward and backward give the same bits with 1 and 2 threads (no sum is split across threads).
+TEST(mamba_bit_identical_for_one_and_two_threads) {
+    Config cfg;
+    MixerRig r;
+    omp_set_num_threads(2);  // before the buffers are sized for the thread count
+    mamba_rig(&r, &cfg, "d_state=3", 12, 3, 37, 29);
+    size_t n = (size_t)r.B * r.T * r.dims.C, total = n;
+    for (int i = 0; i < r.n_params; i++) total += r.count[i];
+    real *first = mallocCheck(sizeof(real) * (total + n));
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        MixerIO io = rig_io(&r);
+        r.kind->forward(r.st, &io);
+        io.dy = r.R;
+        io.dx = r.dx;
+        memset(r.dx, 0, sizeof(real) * n);
+        for (int i = 0; i < r.n_params; i++) memset(r.g[i], 0, sizeof(real) * r.count[i]);
+        r.kind->backward(r.st, &io);
+        real *out = threads == 1 ? first : mallocCheck(sizeof(real) * (total + n));
+        size_t off = 0;
+        memcpy(out + off, r.y, sizeof(real) * n), off += n;
+        memcpy(out + off, r.dx, sizeof(real) * n), off += n;
+        for (int i = 0; i < r.n_params; i++) memcpy(out + off, r.g[i], sizeof(real) * r.count[i]), off += r.count[i];
+        if (threads == 2) {
+            CHECK(!memcmp(first, out, sizeof(real) * (total + n)), "1 and 2 threads differ");
+            free(out);
+        }
+    }
+    free(first);
+    rig_free(&r);
+}
+
+// mamba_simple's init (reference/mixers.md section 4) and DESIGN.md's names and shapes.
+TEST(mamba_init_and_tensor_names) {
+    Config cfg;
+    test_config(&cfg, "mixer=mamba mlp=false");
+    ModelShape s = {.V = 16, .C = 32, .L = 2, .H = 2, .T = 8, .mlp = 0, .pos_emb = 1};
+    Model *m = model_create(&s, mixer_find("mamba"), &cfg, 2, 16);
+    model_init_weights(m, 5);
+    struct { const char *name; int ndim, s0, s1, decay; } want[] = {
+        {"h.1.mamba.in_proj.weight", 2, 128, 32, 1}, {"h.1.mamba.conv.weight", 2, 64, 4, 1},
+        {"h.1.mamba.conv.bias", 1, 64, 0, 0},        {"h.1.mamba.x_proj.weight", 2, 2 + 32, 64, 1},
+        {"h.1.mamba.dt_proj.weight", 2, 64, 2, 1},   {"h.1.mamba.dt_proj.bias", 1, 64, 0, 0},
+        {"h.1.mamba.A_log", 2, 64, 16, 0},           {"h.1.mamba.D", 1, 64, 0, 0},
+        {"h.1.mamba.out_proj.weight", 2, 32, 64, 1},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const TensorInfo *t = model_find_tensor(m, want[i].name);
+        CHECK(t, "no tensor %s", want[i].name);
+        CHECK(t->ndim == want[i].ndim && t->shape[0] == want[i].s0 && (t->ndim == 1 || t->shape[1] == want[i].s1),
+              "%s has the wrong shape", want[i].name);
+        CHECK(t->decay == want[i].decay, "%s: weight decay %d", want[i].name, t->decay);
+    }
+    const real *P = m->params;
+    const real *A_log = P + model_find_tensor(m, "h.0.mamba.A_log")->offset;
+    const real *dtb = P + model_find_tensor(m, "h.0.mamba.dt_proj.bias")->offset;
+    const real *D = P + model_find_tensor(m, "h.0.mamba.D")->offset;
+    for (int e = 0; e < 64; e++) {
+        for (int n = 0; n < 16; n++) CHECK_CLOSE(A_log[e * 16 + n], log(n + 1.0), 1e-15);
+        double dt = log1p(exp(dtb[e]));  // softplus undoes the inverse softplus
+        CHECK(dt >= 1e-3 * (1 - 1e-12) && dt <= 1e-1 * (1 + 1e-12), "dt %g", dt);
+        CHECK(D[e] == 1);
+    }
+    struct { const char *name; double bound; } uni[] = {
+        {"h.0.mamba.in_proj.weight", 1 / sqrt(32.0)}, {"h.0.mamba.conv.weight", 0.5},
+        {"h.0.mamba.conv.bias", 0.5}, {"h.0.mamba.x_proj.weight", 1 / sqrt(64.0)},
+        {"h.0.mamba.dt_proj.weight", 1 / sqrt(2.0)},
+        {"h.0.mamba.out_proj.weight", 1 / sqrt(64.0) / sqrt(2.0)},  // / sqrt(n_layer), no MLP
+    };
+    for (size_t i = 0; i < sizeof uni / sizeof uni[0]; i++) {
+        const TensorInfo *t = model_find_tensor(m, uni[i].name);
+        double mx = 0;
+        for (size_t k = 0; k < t->count; k++) mx = fmax(mx, fabs(P[t->offset + k]));
+        // uniform on (-bound, bound): the largest draw is close to the bound
+        CHECK(mx <= uni[i].bound && mx > 0.8 * uni[i].bound, "%s: max |w| %g, bound %g", uni[i].name, mx, uni[i].bound);
+    }
+    model_free(m);
+}
+
+// The training shape of the issue: 2 layers, d_model 64, T = 1024, batch 16 (MQAR vocabulary)
+// holds less than 1 GiB of activations in float (the arena is allocated, not touched).
+TEST(mamba_activations_fit_1GiB_at_T1024_B16) {
+    Config cfg;
+    test_config(&cfg, "mixer=mamba");
+    ModelShape s = {.V = 8192, .C = 64, .L = 2, .H = 1, .T = 1024, .mlp = 0, .pos_emb = 1};
+    Model *m = model_create(&s, mixer_find("mamba"), &cfg, 16, 16 * 1024);
+    double gib = (double)m->n_acts * sizeof(float) / (1 << 30);
+    CHECK(gib < 1, "%.3f GiB of activations", gib);
+    model_free(m);
+}
+
+static void bad_d_state(void *arg) {
+    Config cfg;
+    test_config(&cfg, arg);
+    MixerDims d = {8, 1, 4, 1, 0, 1, &cfg};
+    mixer_find("mamba")->create(&d);
+}
+
+TEST(mamba_rejects_bad_options) {
+    char err[512];
+    CHECK(test_fork(bad_d_state, "d_state=5000", err, sizeof err) == 2);
+    CHECK(strstr(err, "d_state"), "%s", err);
+    CHECK(test_fork(bad_d_state, "d_conv=0", err, sizeof err) == 2);
+    CHECK(strstr(err, "d_conv"), "%s", err);
+}
+
+// The float build's exp: within 2 ulp of exp on its range, exactly 1 at 0, 0 far below.
+TEST(mamba_float_exp_accuracy) {
+    double worst = 0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = (float)(-87.0 + 175.0 * i / 2000000);
+        double want = exp((double)x), got = mamba_expf(x);
+        double err = fabs(got - want) / want;
+        if (err > worst) worst = err;
+    }
+    CHECK(worst < 2.4e-7, "max relative error %g", worst);
+    CHECK(mamba_expf(0) == 1);
+    CHECK(mamba_expf(-100) == 0 && mamba_expf(-1e30f) == 0);
+    CHECK(isfinite(mamba_expf(100)) && mamba_expf(100) > 1e38f);
+}
+
+// The float build's softplus against log1p(exp(r)) in double, up to the threshold 20.
+TEST(mamba_float_softplus_accuracy) {
+    double worst = 0;
+    for (int i = 0; i <= 1000000; i++) {
+        float r = (float)(-80.0 + 100.0 * i / 1000000);
+        double want = log1p(exp((double)r)), got = mamba_softplusf(r);
+        double err = fabs(got - want) / want;
+        if (err > worst) worst = err;
+    }
+    CHECK(worst < 3e-7, "max relative error %g", worst);
+}

@@ -1,0 +1,109 @@
+// What the q/k/v mixers of model/qkv_common.c (decay, identity, relu2, cog, cosformer) share:
+// DESIGN.md's tensor names and shapes, bit-identical results for 1 and 2 threads, and the whole
+// model's gradients with a signed Cog layer (tests/test_model.c runs cog with its default
+// softmax ends, which at 2 layers are every layer).
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/model.h"
+#include "tests/gradcheck.h"
+#include "tests/test.h"
+
+static const char *const g_names[] = {"decay", "identity", "relu2", "cog", "cosformer"};
+
+TEST(qkv_mixers_tensor_names_and_shapes) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    for (int k = 0; k < 5; k++) {
+        MixerRig r;
+        int C = 12, H = 3, D = 4;
+        rig_init(&r, g_names[k], &cfg, C, H, 1, 3, 0, 2, 70);
+        int norm = !strcmp(g_names[k], "decay") || !strcmp(g_names[k], "identity");
+        CHECK(r.n_params == 4 + norm, "%s: %d tensors", g_names[k], r.n_params);
+        const ParamDecl want[] = {
+            {"attn.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0},
+            {"attn.qkv.bias", 1, {3 * C}, INIT_ZERO, 0, 0},
+            {"attn.proj.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0},
+            {"attn.proj.bias", 1, {C}, INIT_ZERO, 0, 0},
+            {"attn.norm.weight", 1, {D}, INIT_ONE, 0, 0},
+        };
+        for (int i = 0; i < r.n_params; i++) {
+            const ParamDecl *d = &r.decl[i];
+            CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init,
+                  "%s: tensor %d is %s", g_names[k], i, d->name);
+            for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j]);
+        }
+        CHECK(r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values);
+        rig_free(&r);
+    }
+}
+
+// Forward and backward give the same bits with 1 and 2 threads (no sum is split across threads).
+TEST(qkv_mixers_bit_identical_for_one_and_two_threads) {
+    Config cfg;
+    test_config(&cfg, "cog_softmax_ends=false");
+    for (int k = 0; k < 5; k++) {
+        MixerRig r;
+        omp_set_num_threads(2);  // before the buffers are sized for the thread count
+        rig_init(&r, g_names[k], &cfg, 8, 2, 3, 70, 0, 2, 71);
+        size_t n = (size_t)r.B * r.T * r.dims.C, total = 2 * n;
+        for (int i = 0; i < r.n_params; i++) total += r.count[i];
+        real *out[2];
+        for (int threads = 1; threads <= 2; threads++) {
+            omp_set_num_threads(threads);
+            MixerIO io = rig_io(&r);
+            r.kind->forward(r.st, &io);
+            io.dy = r.R;
+            io.dx = r.dx;
+            memset(r.dx, 0, sizeof(real) * n);
+            for (int i = 0; i < r.n_params; i++) memset(r.g[i], 0, sizeof(real) * r.count[i]);
+            r.kind->backward(r.st, &io);
+            real *o = out[threads - 1] = mallocCheck(sizeof(real) * total);
+            memcpy(o, r.y, sizeof(real) * n), o += n;
+            memcpy(o, r.dx, sizeof(real) * n), o += n;
+            for (int i = 0; i < r.n_params; i++) memcpy(o, r.g[i], sizeof(real) * r.count[i]), o += r.count[i];
+        }
+        CHECK(!memcmp(out[0], out[1], sizeof(real) * total), "%s: 1 and 2 threads differ", g_names[k]);
+        free(out[0]), free(out[1]);
+        rig_free(&r);
+    }
+}
+
+typedef struct {
+    Model *m;
+    int inputs[10], targets[10];
+} ModelCtx;
+
+static double model_loss(void *p) {
+    ModelCtx *c = p;
+    HeadStats s = model_forward(c->m, c->inputs, c->targets, 2, 5, 0);
+    return s.loss_sum / (double)s.n_counted;
+}
+
+TEST(model_gradients_with_signed_cog_layers) {
+    Config cfg;
+    test_config(&cfg, "cog_softmax_ends=false");
+    ModelShape s = {.V = 11, .C = 8, .L = 2, .H = 2, .T = 5, .mlp = 1, .pos_emb = 1};
+    ModelCtx c;
+    c.m = model_create(&s, mixer_find("cog"), &cfg, 2, 10);
+    model_init_weights(c.m, 3);
+    Rng rng;
+    rng_seed(&rng, 4);
+    for (size_t i = 0; i < c.m->n_params; i++) c.m->params[i] += (real)(0.3 * rng_normal(&rng));
+    for (int i = 0; i < 10; i++) {
+        c.inputs[i] = (int)rng_below(&rng, 11);
+        c.targets[i] = i % 3 == 1 ? -100 : (int)rng_below(&rng, 11);
+    }
+    model_zero_grad(c.m);
+    model_forward(c.m, c.inputs, c.targets, 2, 5, 1);
+    model_backward(c.m);
+    for (int i = 0; i < c.m->n_tensors; i++) {
+        const TensorInfo *t = &c.m->tensors[i];
+        check_grad(t->name, model_loss, &c, c.m->params + t->offset, c.m->grads + t->offset, t->count, 1e-6,
+                   1e-6, 1e-9);
+    }
+    model_free(c.m);
+}
