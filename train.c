@@ -14,9 +14,12 @@
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "data/task.h"
+#include "eval/sparsity.h"
+#include "eval/val_eval.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "text/sample.h"
 
 typedef struct {
     Config cfg;
@@ -26,6 +29,7 @@ typedef struct {
     Loader loader;
     char out_dir[1024];
     FILE *metrics;
+    FILE *sparsity;             // sparsity.jsonl, NULL when sparsity_every = 0 or no extractor
     int B, T;
     long steps;                 // total optimizer steps of the run
     long skipped;               // steps whose update nan_policy = skip dropped
@@ -181,44 +185,56 @@ static const char *first_non_finite(const Model *m, double loss) {
 
 // --- evaluation and the loop -------------------------------------------------------------------
 
-// Mean loss and accuracy over eval_batches batches of the validation set in loader order (all of
-// it when eval_batches = 0; the last batch may be short).
-static HeadStats evaluate_val(Trainer *tr) {
-    const Dataset *ds = &tr->task.val;
-    long limit = cfg_int(&tr->cfg, "eval_batches") * (long)tr->B;
-    long n = limit > 0 && limit < ds->n ? limit : ds->n;
-    HeadStats total = {0, 0, 0};
-    for (long i0 = 0; i0 < n; i0 += tr->B) {
-        int b = (int)(n - i0 < tr->B ? n - i0 : tr->B);
-        for (int r = 0; r < b; r++)
-            dataset_get(ds, i0 + r, tr->inputs + (size_t)r * tr->T, tr->targets + (size_t)r * tr->T);
-        HeadStats s = model_forward(tr->model, tr->inputs, tr->targets, b, tr->T, 0);
-        total.loss_sum += s.loss_sum;
-        total.n_counted += s.n_counted;
-        total.n_correct += s.n_correct;
-    }
-    return total;
-}
-
-// Logs validation loss and accuracy; returns the accuracy (-1 without a validation set).
-static double log_eval(Trainer *tr) {
-    if (!tr->task.has_val) return -1;
-    HeadStats s = evaluate_val(tr);
-    double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
-    double acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
+static void print_eval(Trainer *tr, const HeadStats *s) {
+    double loss = val_loss(s), acc = val_acc(s);
     fprintf(tr->metrics, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g}\n",
             tr->step, loss, acc);
     fflush(tr->metrics);
     progress_break();
     printf("step %6ld | val loss %.4f | val acc %.4f\n", tr->step, loss, acc);
     fflush(stdout);
-    return acc;
+}
+
+// The evaluations due at this step: validation loss and accuracy (eval.jsonl record) and the
+// sparsity pass (sparsity.jsonl). When both are due and the sparsity pass covers the whole
+// evaluation set, its forward passes give the validation figures too (bit-identical), so the
+// model runs once. Returns the validation accuracy, -1 when it was not measured.
+static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
+    const Config *c = &tr->cfg;
+    do_eval = do_eval && tr->task.has_val;
+    do_sparsity = do_sparsity && tr->sparsity && tr->task.has_val;
+    long eval_batches = cfg_int(c, "eval_batches"), rows = cfg_int(c, "sparsity_rows");
+    int have_stats = 0;
+    HeadStats stats = {0, 0, 0};
+    if (do_sparsity) {
+        SparsityResult r;
+        memset(&r, 0, sizeof r);
+        sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
+        sparsity_write_jsonl(tr->sparsity, tr->step, cfg_str(c, "mixer"), &r);
+        fflush(tr->sparsity);
+        if (rows == 0) {
+            stats = r.stats;
+            have_stats = 1;
+        }
+        sparsity_result_free(&r);
+    }
+    if (!do_eval) return -1;
+    if (!have_stats) stats = val_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches);
+    print_eval(tr, &stats);
+    return val_acc(&stats);
+}
+
+// Between optimizer steps only: sampling overwrites the model's activations.
+static void maybe_sample(Trainer *tr, int last) {
+    long every = cfg_int(&tr->cfg, "sample_every");
+    if (every && (tr->step % every == 0 || last)) sample_during_training(tr->model, &tr->cfg, tr->step, tr->metrics);
 }
 
 static void train_loop(Trainer *tr) {
     Config *c = &tr->cfg;
     Model *m = tr->model;
     long log_every = cfg_int(c, "log_every"), eval_every = cfg_int(c, "eval_every");
+    long sparsity_every = cfg_int(c, "sparsity_every");
     long save_every = cfg_int(c, "save_every");
     double lr_max = cfg_float(c, "lr"), min_lr = cfg_float(c, "min_lr"), clip = cfg_float(c, "grad_clip");
     long warmup = cfg_int(c, "warmup_steps");
@@ -229,7 +245,8 @@ static void train_loop(Trainer *tr) {
     double t_start = now_seconds();
     long start_step = tr->step;
     if (tr->step == 0) {
-        if (eval_every) log_eval(tr);
+        evaluate_step(tr, eval_every > 0, sparsity_every > 0);
+        maybe_sample(tr, 0);
         save_checkpoint(tr);
     }
     while (tr->step < tr->steps) {
@@ -285,13 +302,14 @@ static void train_loop(Trainer *tr) {
         progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps,
                       loss, acc, tok_s / 1e3, eta);
         int stop = 0;
-        if (eval_every && (tr->step % eval_every == 0 || last)) {
-            double val_acc = log_eval(tr);
-            if (stop_at_acc > 0 && val_acc >= stop_at_acc) {
-                printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
-                stop = 1;
-            }
+        int due_eval = eval_every && (tr->step % eval_every == 0 || last);
+        int due_sparsity = sparsity_every && (tr->step % sparsity_every == 0 || last);
+        double val_acc = evaluate_step(tr, due_eval, due_sparsity);
+        if (stop_at_acc > 0 && val_acc >= stop_at_acc) {
+            printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
+            stop = 1;
         }
+        maybe_sample(tr, last);
         if (stop_at_step && tr->step >= stop_at_step && !last) {
             printf("stop_at_step %ld reached (run again to continue)\n", stop_at_step);
             stop = 1;
@@ -370,6 +388,11 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr.out_dir);
     tr.metrics = fopen(path, tr.step > 0 ? "a" : "w");
     if (!tr.metrics) die_input("out_dir: cannot write '%s'", path);
+    if (cfg_int(c, "sparsity_every") > 0 && sparsity_supported(tr.model)) {
+        snprintf(path, sizeof path, "%s/sparsity.jsonl", tr.out_dir);
+        tr.sparsity = fopen(path, tr.step > 0 ? "a" : "w");
+        if (!tr.sparsity) die_input("out_dir: cannot write '%s'", path);
+    }
 
     printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
            argv[1], cfg_str(c, "mixer"), tr.model->s.L, tr.model->s.C, tr.model->s.H,
@@ -383,6 +406,7 @@ int main(int argc, char **argv) {
     train_loop(&tr);
 
     fclose(tr.metrics);
+    if (tr.sparsity) fclose(tr.sparsity);
     free(tr.inputs);
     free(tr.targets);
     loader_free(&tr.loader);

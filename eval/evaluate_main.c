@@ -1,0 +1,687 @@
+// ./evaluate PATH... [key=value ...]: val loss, task accuracy and per-head attention sparsity S(a)
+// of checkpoints (DESIGN.md sections 3, 5 and 8). PATH is a checkpoint or a run folder (then every
+// checkpoint in it, in step order); several PATHs are compared. Per run folder it writes eval.jsonl
+// and the figures (sparsity_steps.svg, sparsity_heatmap.svg, sparsity_recall_heatmap.svg,
+// loss_acc.svg, and sparsity_train.svg from the trainer's sparsity.jsonl when there is one); with
+// several runs also compare.svg. A checkpoint that cannot be read is reported and skipped.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/fpu.h"
+#include "core/io.h"
+#include "core/json.h"
+#include "core/keys.h"
+#include "core/progress.h"
+#include "data/task.h"
+#include "eval/sparsity.h"
+#include "eval/svg_plot.h"
+#include "eval/val_eval.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+
+// Keys that may differ from the checkpoint's config: they change how it is evaluated, not what
+// the model is. (Every KEY_RESUMABLE key, plus these.)
+static const char *g_extra_keys[] = {"batch_size", "val_data", "mqar_test_examples", "mqar_test_seed", NULL};
+
+typedef struct {
+    char *path;      // as given
+    char *dir;       // run folder (eval.jsonl and the figures go here)
+    int single;      // 1: PATH is one checkpoint (its records replace those of its step)
+    char **ckpts;    // checkpoints in step order
+    long *steps;
+    int n;
+    int evaluated;   // checkpoints read and evaluated
+} Target;
+
+// --- the records of a run folder, as plotted ------------------------------------------------------
+
+typedef struct {
+    char mixer[64], theory[16];
+    int n;                 // distinct steps, ascending
+    long *step;
+    double *loss, *acc;    // [n], NAN when missing
+    int L, H;
+    double *S, *S_recall, *S_pred, *S_recall_pred;  // [n * L * H]
+    double *S_onehot, *S_recall_onehot;              // [n * L * H] mean 1/sqrt(n) of the rows
+} RunData;
+
+static void run_data_free(RunData *d) {
+    free(d->step);
+    free(d->loss);
+    free(d->acc);
+    free(d->S);
+    free(d->S_recall);
+    free(d->S_pred);
+    free(d->S_recall_pred);
+    free(d->S_onehot);
+    free(d->S_recall_onehot);
+    memset(d, 0, sizeof *d);
+}
+
+static double num_or_nan(const JsonValue *o, const char *key) {
+    const JsonValue *v = json_get(o, key);
+    return v && v->type == JSON_NUMBER ? v->number : NAN;
+}
+
+static int cmp_long(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+static int step_index(const RunData *d, long step) {
+    long *p = bsearch(&step, d->step, (size_t)d->n, sizeof(long), cmp_long);
+    return p ? (int)(p - d->step) : -1;
+}
+
+// Reads eval.jsonl or sparsity.jsonl (lines that do not parse are ignored). 0 when the file has no
+// per-head records and no eval records.
+static int run_data_read(const char *path, RunData *d) {
+    memset(d, 0, sizeof *d);
+    size_t len;
+    char *text = read_file_text(path, &len);
+    if (!text) return 0;
+    int cap = 0, nv = 0;
+    JsonValue **vals = NULL;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char err[128];
+        JsonValue *v = n ? json_parse(line, n, err, sizeof err) : NULL;
+        if (v && v->type == JSON_OBJECT && json_get(v, "step")) {
+            if (nv == cap) vals = reallocCheck(vals, sizeof *vals * (size_t)(cap = cap ? 2 * cap : 256));
+            vals[nv++] = v;
+        } else if (v) json_free(v);
+        line += n + (end ? 1 : 0);
+    }
+    free(text);
+    long *steps = mallocCheck(sizeof(long) * (size_t)(nv + 1));
+    int ns = 0;
+    for (int i = 0; i < nv; i++) {
+        double l = num_or_nan(vals[i], "layer"), h = num_or_nan(vals[i], "head");
+        if (isfinite(l) && isfinite(h) && l >= 0 && h >= 0 && l < MAX_LAYERS && h < 4096) {
+            if ((int)l + 1 > d->L) d->L = (int)l + 1;
+            if ((int)h + 1 > d->H) d->H = (int)h + 1;
+        }
+        steps[ns++] = (long)num_or_nan(vals[i], "step");
+    }
+    qsort(steps, (size_t)ns, sizeof(long), cmp_long);
+    for (int i = 0; i < ns; i++)
+        if (d->n == 0 || steps[i] != steps[d->n - 1]) steps[d->n++] = steps[i];
+    d->step = steps;
+    size_t cells = (size_t)d->n * d->L * d->H;
+    d->loss = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
+    d->acc = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
+    for (int i = 0; i < d->n; i++) d->loss[i] = d->acc[i] = NAN;
+    double **arrs[6] = {&d->S, &d->S_recall, &d->S_pred, &d->S_recall_pred, &d->S_onehot, &d->S_recall_onehot};
+    for (int a = 0; a < 6; a++) {
+        *arrs[a] = mallocCheck(sizeof(double) * (cells + 1));
+        for (size_t i = 0; i < cells; i++) (*arrs[a])[i] = NAN;
+    }
+    int have = 0;
+    for (int i = 0; i < nv; i++) {
+        const JsonValue *v = vals[i];
+        int si = step_index(d, (long)num_or_nan(v, "step"));
+        const JsonValue *type = json_get(v, "type");
+        if (type && type->type == JSON_STRING && !strcmp(type->string, "eval")) {
+            d->loss[si] = num_or_nan(v, "loss");
+            d->acc[si] = num_or_nan(v, "acc");
+            have = 1;
+            continue;
+        }
+        double l = num_or_nan(v, "layer"), h = num_or_nan(v, "head");
+        if (!(isfinite(l) && isfinite(h) && l >= 0 && h >= 0 && l < d->L && h < d->H)) continue;
+        size_t c = ((size_t)si * d->L + (size_t)l) * d->H + (size_t)h;
+        d->S[c] = num_or_nan(v, "S");
+        d->S_recall[c] = num_or_nan(v, "S_recall");
+        d->S_pred[c] = num_or_nan(v, "S_pred");
+        d->S_recall_pred[c] = num_or_nan(v, "S_recall_pred");
+        d->S_onehot[c] = num_or_nan(v, "S_onehot");
+        d->S_recall_onehot[c] = num_or_nan(v, "S_recall_onehot");
+        const JsonValue *mx = json_get(v, "mixer"), *th = json_get(v, "theory");
+        if (mx && mx->type == JSON_STRING) snprintf(d->mixer, sizeof d->mixer, "%s", mx->string);
+        if (th && th->type == JSON_STRING) snprintf(d->theory, sizeof d->theory, "%s", th->string);
+        have = 1;
+    }
+    for (int i = 0; i < nv; i++) json_free(vals[i]);
+    free(vals);
+    return have;
+}
+
+// Mean over heads of one field at step index si, layer l (NAN when no head has it).
+static double head_mean(const RunData *d, const double *field, int si, int l) {
+    double s = 0;
+    int n = 0;
+    for (int h = 0; h < d->H; h++) {
+        double v = field[((size_t)si * d->L + l) * d->H + h];
+        if (isfinite(v)) s += v, n++;
+    }
+    return n ? s / n : NAN;
+}
+
+static int any_finite(const double *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i])) return 1;
+    return 0;
+}
+
+// --- figures ------------------------------------------------------------------------------------------
+
+static const char *base_name(const char *path) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    static char buf[256];
+    size_t s = n;
+    while (s > 0 && path[s - 1] != '/') s--;
+    snprintf(buf, sizeof buf, "%.*s", (int)(n - s), path + s);
+    return buf;
+}
+
+static void report_write(int rc, const char *path) {
+    if (rc != 0) fprintf(stderr, "evaluate: cannot write %s\n", path);
+    else printf("  wrote %s\n", path);
+}
+
+// S per head over steps: one column of panels per layer; row 1 all rows, row 2 query rows; the
+// theory's prediction dashed in the head's colour.
+static void plot_steps(const RunData *d, const char *path, const char *title) {
+    int L = d->L, H = d->H, n = d->n;
+    double *x = mallocCheck(sizeof(double) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) x[i] = (double)d->step[i];
+    size_t cells = (size_t)n * L * H;
+    int have_recall = any_finite(d->S_recall, cells);
+    int have_pred = any_finite(d->S_pred, cells);
+    int rows = have_recall ? 2 : 1;
+    PlotPanel *panels = callocCheck((size_t)rows * L, sizeof(PlotPanel));
+    PlotSeries *series = callocCheck((size_t)rows * L * (H * 2 + 1), sizeof(PlotSeries));
+    double *ys = mallocCheck(sizeof(double) * ((size_t)rows * L * (H * 2 + 1) * n + 1));
+    char (*titles)[96] = callocCheck((size_t)rows * L, sizeof *titles);
+    char (*labels)[48] = callocCheck((size_t)H * 2, sizeof *labels);
+    for (int h = 0; h < H; h++) {
+        if (H > 1) {
+            snprintf(labels[2 * h], sizeof labels[0], "head %d", h);
+            snprintf(labels[2 * h + 1], sizeof labels[0], "head %d predicted (%s)", h, d->theory);
+        } else {
+            snprintf(labels[0], sizeof labels[0], "measured");
+            snprintf(labels[1], sizeof labels[0], "predicted (%s)", d->theory);
+        }
+    }
+    int ns = 0;
+    double *yp = ys;
+    for (int r = 0; r < rows; r++)
+        for (int l = 0; l < L; l++) {
+            PlotPanel *p = &panels[r * L + l];
+            snprintf(titles[r * L + l], sizeof titles[0], r == 0 ? "layer %d: S over all rows" : "layer %d: S_recall over query rows", l);
+            p->title = titles[r * L + l];
+            p->xlabel = "step";
+            p->ylabel = r == 0 ? "S (1 = flat, 1/sqrt(n) = one-hot)" : "S_recall";
+            p->ymin = 0;
+            p->ymax = 1;
+            p->series = &series[ns];
+            const double *meas = r == 0 ? d->S : d->S_recall, *pred = r == 0 ? d->S_pred : d->S_recall_pred;
+            for (int h = 0; h < H; h++)
+                for (int k = 0; k < (have_pred ? 2 : 1); k++) {
+                    const double *src = k == 0 ? meas : pred;
+                    for (int i = 0; i < n; i++) yp[i] = src[((size_t)i * L + l) * H + h];
+                    series[ns] = (PlotSeries){x, yp, n, labels[2 * h + k], h, k};
+                    yp += n;
+                    ns++;
+                    p->n_series++;
+                }
+            // the one-hot floor 1/sqrt(n) of the same rows, when the records have it
+            const double *floor_s = r == 0 ? d->S_onehot : d->S_recall_onehot;
+            for (int i = 0; i < n; i++) yp[i] = head_mean(d, floor_s, i, l);
+            if (any_finite(yp, (size_t)n)) {
+                series[ns++] = (PlotSeries){x, yp, n, "one-hot (mean 1/sqrt(n))", -1, 2};
+                p->n_series++;
+                yp += n;
+            }
+        }
+    report_write(svg_line_figure(path, title, panels, rows * L, L), path);
+    free(x);
+    free(panels);
+    free(series);
+    free(ys);
+    free(titles);
+    free(labels);
+}
+
+static void plot_heatmap(const RunData *d, const double *field, const char *path, const char *what) {
+    int last = d->n - 1;
+    while (last >= 0 && !any_finite(field + (size_t)last * d->L * d->H, (size_t)d->L * d->H)) last--;
+    if (last < 0) return;
+    char title[160];
+    snprintf(title, sizeof title, "%s per head at step %ld (%s)", what, d->step[last], d->mixer);
+    report_write(svg_heatmap(path, title, field + (size_t)last * d->L * d->H, d->L, d->H, "layer", "head", what, 0, 1),
+                 path);
+}
+
+static void plot_loss_acc(const RunData *d, const char *path, const char *title) {
+    double *x = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
+    for (int i = 0; i < d->n; i++) x[i] = (double)d->step[i];
+    PlotSeries s_loss = {x, d->loss, d->n, "val loss", 0, 0}, s_acc = {x, d->acc, d->n, "val accuracy", 1, 0};
+    PlotPanel p[2] = {{"validation loss", "step", "cross-entropy (nats)", &s_loss, 1, 0, 0},
+                      {"validation accuracy", "step", "accuracy over target positions", &s_acc, 1, 0, 1}};
+    report_write(svg_line_figure(path, title, p, 2, 2), path);
+    free(x);
+}
+
+// Several runs: per layer, S_recall (solid) and S (dashed) averaged over heads, one colour per run;
+// then validation accuracy.
+static void plot_compare(RunData *runs, Target *tg, int n_runs, const char *path) {
+    int L = 0;
+    for (int r = 0; r < n_runs; r++)
+        if (runs[r].L > L) L = runs[r].L;
+    int np = L + 1;
+    PlotPanel *panels = callocCheck((size_t)np, sizeof(PlotPanel));
+    PlotSeries *series = callocCheck((size_t)np * n_runs * 2, sizeof(PlotSeries));
+    double **bufs = callocCheck((size_t)np * n_runs * 3, sizeof(double *));
+    char (*titles)[64] = callocCheck((size_t)np, sizeof *titles);
+    char (*labels)[3][400] = callocCheck((size_t)n_runs, sizeof *labels);
+    int nb = 0, ns = 0;
+    for (int r = 0; r < n_runs; r++) {
+        snprintf(labels[r][0], sizeof labels[r][0], "%s (%s) S_recall", runs[r].mixer, base_name(tg[r].dir));
+        snprintf(labels[r][1], sizeof labels[r][1], "%s (%s) S", runs[r].mixer, base_name(tg[r].dir));
+        snprintf(labels[r][2], sizeof labels[r][2], "%s (%s)", runs[r].mixer, base_name(tg[r].dir));
+    }
+    for (int l = 0; l <= L; l++) {
+        PlotPanel *p = &panels[l];
+        p->series = &series[ns];
+        p->xlabel = "step";
+        p->ymin = 0;
+        p->ymax = 1;
+        if (l < L) {
+            snprintf(titles[l], sizeof titles[l], "layer %d: S (mean over heads)", l);
+            p->ylabel = "S (1 = flat, 1/sqrt(n) = one-hot)";
+        } else {
+            snprintf(titles[l], sizeof titles[l], "validation accuracy");
+            p->ylabel = "accuracy";
+        }
+        p->title = titles[l];
+        for (int r = 0; r < n_runs; r++) {
+            RunData *d = &runs[r];
+            double *x = bufs[nb++] = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
+            for (int i = 0; i < d->n; i++) x[i] = (double)d->step[i];
+            if (l == L) {
+                series[ns++] = (PlotSeries){x, d->acc, d->n, labels[r][2], r, 0};
+                p->n_series++;
+                continue;
+            }
+            for (int k = 0; k < 2; k++) {
+                double *y = bufs[nb++] = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
+                for (int i = 0; i < d->n; i++) y[i] = l < d->L ? head_mean(d, k == 0 ? d->S_recall : d->S, i, l) : NAN;
+                series[ns++] = (PlotSeries){x, y, d->n, labels[r][k], r, k};
+                p->n_series++;
+            }
+        }
+    }
+    report_write(svg_line_figure(path, "attention sparsity across mixers", panels, np, np > 2 ? 2 : np), path);
+    for (int i = 0; i < nb; i++) free(bufs[i]);
+    free(bufs);
+    free(panels);
+    free(series);
+    free(titles);
+    free(labels);
+}
+
+static void draw_run_figures(Target *t, RunData *d) {
+    char path[1200], title[512];
+    printf("%s: %d checkpoints in eval.jsonl\n", t->dir, d->n);
+    snprintf(title, sizeof title, "attention sparsity S per head over training: %s (%s)", base_name(t->dir), d->mixer);
+    snprintf(path, sizeof path, "%s/sparsity_steps.svg", t->dir);
+    plot_steps(d, path, title);
+    snprintf(path, sizeof path, "%s/sparsity_heatmap.svg", t->dir);
+    plot_heatmap(d, d->S, path, "S");
+    snprintf(path, sizeof path, "%s/sparsity_recall_heatmap.svg", t->dir);
+    plot_heatmap(d, d->S_recall, path, "S_recall");
+    snprintf(title, sizeof title, "validation loss and accuracy: %s (%s)", base_name(t->dir), d->mixer);
+    snprintf(path, sizeof path, "%s/loss_acc.svg", t->dir);
+    plot_loss_acc(d, path, title);
+    // the trainer's denser log, when the run has one
+    RunData tr;
+    snprintf(path, sizeof path, "%s/sparsity.jsonl", t->dir);
+    if (run_data_read(path, &tr) && tr.L > 0) {
+        snprintf(title, sizeof title, "attention sparsity S during training (sparsity.jsonl): %s (%s)", base_name(t->dir),
+                 tr.mixer);
+        snprintf(path, sizeof path, "%s/sparsity_train.svg", t->dir);
+        plot_steps(&tr, path, title);
+    }
+    run_data_free(&tr);
+}
+
+// --- evaluation -------------------------------------------------------------------------------------
+
+typedef struct {
+    Config cfg;     // the config the model and task were built from
+    int built;
+    Task task;
+    Model *model;
+    int B, T;
+} Evaluator;
+
+static void evaluator_free(Evaluator *e) {
+    if (!e->built) return;
+    model_free(e->model);
+    task_close(&e->task);
+    config_free(&e->cfg);
+    e->built = 0;
+}
+
+static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
+    evaluator_free(e);
+    e->cfg = *c;  // takes ownership
+    task_open(&e->task, &e->cfg, 0);
+    if (!e->task.has_val) die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
+    e->B = (int)cfg_int(&e->cfg, "batch_size");
+    e->T = (int)cfg_int(&e->cfg, "seq_len");
+    ModelShape s = {
+        .V = e->task.vocab_size,
+        .C = (int)cfg_int(&e->cfg, "d_model"),
+        .L = (int)cfg_int(&e->cfg, "n_layer"),
+        .H = (int)cfg_int(&e->cfg, "n_head"),
+        .T = e->T,
+        .mlp = cfg_bool(&e->cfg, "mlp"),
+        .pos_emb = !strcmp(cfg_str(&e->cfg, "pos_emb"), "learned"),
+    };
+    const MixerKind *mk = mixer_find(cfg_str(&e->cfg, "mixer"));
+    if (!mk->attention) die_input("%s: mixer '%s' has no attention extractor yet", ckpt, mk->name);
+    e->model = model_create(&s, mk, &e->cfg, e->B, e->B * e->task.targets_per_seq);
+    e->built = 1;
+}
+
+// Lines of text with their "step", for merging eval.jsonl.
+typedef struct {
+    long step;
+    int order;
+    char *line;
+} Line;
+
+static int cmp_line(const void *a, const void *b) {
+    const Line *x = a, *y = b;
+    if (x->step != y->step) return (x->step > y->step) - (x->step < y->step);
+    return x->order - y->order;
+}
+
+static long line_step(const char *line) {
+    const char *p = strstr(line, "\"step\":");
+    return p ? strtol(p + 7, NULL, 10) : -1;
+}
+
+static void split_lines(char *text, Line **lines, int *n, int *cap, int keep_if_not_step_in, const long *steps,
+                        int n_steps) {
+    for (char *s = text; s && *s;) {
+        char *e = strchr(s, '\n');
+        if (e) *e = 0;
+        if (*s) {
+            long st = line_step(s);
+            int drop = 0;
+            if (keep_if_not_step_in)
+                for (int i = 0; i < n_steps; i++) drop |= steps[i] == st;
+            if (!drop) {
+                if (*n == *cap) *lines = reallocCheck(*lines, sizeof(Line) * (size_t)(*cap = *cap ? 2 * *cap : 256));
+                (*lines)[*n] = (Line){st, *n, s};
+                (*n)++;
+            }
+        }
+        s = e ? e + 1 : NULL;
+    }
+}
+
+// Writes dir/eval.jsonl: the new records, plus (single) the old records of other steps; step order.
+static void write_eval_jsonl(const Target *t, char *fresh, const long *steps, int n_steps) {
+    char path[1200], tmp[1300];
+    snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    Line *lines = NULL;
+    int n = 0, cap = 0;
+    char *old = t->single ? read_file_text(path, NULL) : NULL;
+    if (old) split_lines(old, &lines, &n, &cap, 1, steps, n_steps);
+    split_lines(fresh, &lines, &n, &cap, 0, NULL, 0);
+    qsort(lines, (size_t)n, sizeof(Line), cmp_line);
+    FILE *f = fopen(tmp, "w");
+    if (!f) die_input("%s: cannot write %s", t->path, tmp);
+    for (int i = 0; i < n; i++) fprintf(f, "%s\n", lines[i].line);
+    if (ferror(f) | fclose(f) || rename(tmp, path) != 0) die("%s: cannot write", path);
+    free(lines);
+    free(old);
+    printf("  wrote %s\n", path);
+}
+
+// One line per checkpoint: loss, accuracy and S per layer (mean over heads).
+static void print_summary(long step, double loss, double acc, const SparsityResult *r) {
+    char buf[1024];
+    int k = snprintf(buf, sizeof buf, "step %8ld | val loss %.4f | acc %.4f | S", step, loss, acc);
+    for (int l = 0; l < r->L && k < (int)sizeof buf - 40; l++) {
+        double s = 0, sr = 0;
+        for (int h = 0; h < r->H; h++) s += r->heads[l * r->H + h].S, sr += r->heads[l * r->H + h].S_recall;
+        k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d %.3f", l, s / r->H);
+        if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f)", sr / r->H);
+    }
+    progress_break();
+    printf("%s\n", buf);
+    fflush(stdout);
+}
+
+static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, int ti, int n_targets) {
+    char *fresh = NULL;
+    size_t fresh_len = 0;
+    FILE *out = open_memstream(&fresh, &fresh_len);
+    if (!out) die("out of memory");
+    long *done = mallocCheck(sizeof(long) * (size_t)t->n);
+    int n_done = 0;
+    double t0 = now_seconds();
+    printf("%s: %d checkpoint%s\n", t->path, t->n, t->n == 1 ? "" : "s");
+    for (int i = 0; i < t->n; i++) {
+        const char *ck = t->ckpts[i];
+        char eta[32] = "?";
+        if (i > 0) format_duration(eta, sizeof eta, (now_seconds() - t0) / i * (t->n - i));
+        progress_line("run %d/%d %s | checkpoint %d/%d (step %ld) | ETA %s", ti + 1, n_targets, base_name(t->dir), i + 1,
+                      t->n, t->steps[i], eta);
+        Config c;
+        long step;
+        char err[512];
+        if (ckpt_read_config(ck, &c, &step, err, sizeof err) != 0) {
+            progress_break();
+            fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
+            continue;
+        }
+        config_apply_args(&c, n_over, over);
+        if (!ev->built || config_first_difference(&ev->cfg, &c)) evaluator_build(ev, &c, ck);
+        else config_free(&c);
+        if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) {
+            progress_break();
+            fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
+            continue;
+        }
+        const Config *ec = &ev->cfg;
+        long eval_batches = cfg_int(ec, "eval_batches"), rows = cfg_int(ec, "sparsity_rows");
+        SparsityResult res = {0};
+        sparsity_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches, rows, &res);
+        // The sparsity pass ran the same sequences unless it measured a subset of rows.
+        HeadStats hs = rows > 0 ? val_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches) : res.stats;
+        double loss = val_loss(&hs), acc = val_acc(&hs);
+        const char *mixer = cfg_str(ec, "mixer");
+        fprintf(out, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g,\"checkpoint\":", step,
+                loss, acc);
+        json_write_string(out, base_name(ck));
+        fprintf(out, ",\"mixer\":");
+        json_write_string(out, mixer);
+        fprintf(out, ",\"sequences\":%ld}\n", res.sequences);
+        sparsity_write_records(out, "sparsity", step, mixer, &res);
+        print_summary(step, loss, acc, &res);
+        sparsity_result_free(&res);
+        done[n_done++] = step;
+    }
+    progress_break();
+    t->evaluated = n_done;
+    fclose(out);
+    if (n_done > 0) write_eval_jsonl(t, fresh, done, n_done);
+    free(fresh);
+    free(done);
+}
+
+// --- arguments ----------------------------------------------------------------------------------------
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: ./evaluate PATH... [key=value ...]\n"
+            "PATH: a checkpoint (ckpt_*.safetensors) or a run folder (every checkpoint in it, in step order);\n"
+            "several run folders are also compared in one figure.\n"
+            "For each checkpoint: val loss, task accuracy and per-head attention sparsity S(a) with the\n"
+            "theory's prediction; writes eval.jsonl and SVG figures into each run folder.\n"
+            "keys (default: the checkpoint's own value):\n"
+            "  eval_batches=N   validation batches (0 = the whole validation set)\n"
+            "  sparsity_rows=N  rows measured per checkpoint, evenly spaced (0 = all)\n"
+            "  batch_size=N     sequences per forward pass\n"
+            "  threads=N        OpenMP threads (0 = all cores)\n"
+            "  compare=FILE     where the several-run figure goes (default: compare.svg in the runs' common\n"
+            "                   parent folder, or in the current folder)\n"
+            "  also val_data, mqar_test_examples, mqar_test_seed and the run keys of ./train --help\n");
+}
+
+static int key_allowed(const KeyDef *k) {
+    if (k->flags & KEY_RESUMABLE) return 1;
+    for (int i = 0; g_extra_keys[i]; i++)
+        if (!strcmp(k->name, g_extra_keys[i])) return 1;
+    return 0;
+}
+
+static char *dir_of(const char *path) {
+    char *d = strdupCheck(path);
+    char *s = strrchr(d, '/');
+    if (!s) {
+        free(d);
+        return strdupCheck(".");
+    }
+    if (s == d) s[1] = 0;
+    else *s = 0;
+    return d;
+}
+
+static char *strip_slashes(const char *path) {
+    char *p = strdupCheck(path);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = 0;
+    return p;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    char **over = mallocCheck(sizeof(char *) * (size_t)argc);
+    Target *tg = callocCheck((size_t)argc, sizeof(Target));
+    int n_over = 0, n_tg = 0;
+    const char *compare = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], "compare=", 8)) compare = argv[i] + 8;
+        else if (strchr(argv[i], '=')) over[n_over++] = argv[i];
+        else if (argv[i][0] == '-') die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [key=value ...])", argv[i]);
+        else tg[n_tg++].path = strip_slashes(argv[i]);
+    }
+    if (n_tg == 0) {
+        usage(stderr);
+        die_input("command line: expected a checkpoint or a run folder");
+    }
+    if (compare && !*compare) die_input("compare: expected a file name, got ''");
+    // Check the overrides once, before any work.
+    Config probe;
+    config_init_all(&probe);
+    config_apply_args(&probe, n_over, over);
+    for (int i = 0; i < n_over; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(strchr(over[i], '=') - over[i]), over[i]);
+        for (char *e = key + strlen(key); e > key && (e[-1] == ' ' || e[-1] == '\t');) *--e = 0;
+        const KeyDef *k = config_find(&probe, key);
+        if (k && !key_allowed(k))
+            die_input("%s: fixed by the checkpoint (it changes the model or the data); ./evaluate accepts "
+                      "eval_batches, sparsity_rows, batch_size, threads, val_data and the other run keys", key);
+    }
+    if (cfg_int(&probe, "threads") > 0) omp_set_num_threads((int)cfg_int(&probe, "threads"));
+    config_free(&probe);
+    fpu_flush_denormals();
+
+    for (int i = 0; i < n_tg; i++) {
+        Target *t = &tg[i];
+        if (!path_exists(t->path)) die_input("%s: no such checkpoint or run folder", t->path);
+        if (is_directory(t->path)) {
+            t->dir = strdupCheck(t->path);
+            t->n = ckpt_list(t->path, &t->ckpts, &t->steps);
+            if (t->n == 0) die_input("%s: no checkpoints (ckpt_*.safetensors) in this folder", t->path);
+        } else {
+            t->dir = dir_of(t->path);
+            t->single = 1;
+            t->n = 1;
+            t->ckpts = mallocCheck(sizeof(char *));
+            t->steps = mallocCheck(sizeof(long));
+            t->ckpts[0] = strdupCheck(t->path);
+            const char *b = base_name(t->path);
+            t->steps[0] = !strncmp(b, "ckpt_", 5) ? atol(b + 5) : 0;
+        }
+    }
+
+    Evaluator ev;
+    memset(&ev, 0, sizeof ev);
+    int failed = 0;
+    char failed_path[1024] = "";
+    RunData *runs = callocCheck((size_t)n_tg, sizeof(RunData));
+    for (int i = 0; i < n_tg; i++) {
+        Target *t = &tg[i];
+        evaluate_target(t, n_over, over, &ev, i, n_tg);
+        if (t->evaluated == 0) {
+            if (!failed) snprintf(failed_path, sizeof failed_path, "%s", t->path);
+            failed = 1;
+            continue;
+        }
+        char path[1200];
+        snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
+        run_data_read(path, &runs[i]);
+        draw_run_figures(t, &runs[i]);
+    }
+    evaluator_free(&ev);
+
+    int n_good = 0;
+    for (int i = 0; i < n_tg; i++) n_good += runs[i].n > 0;
+    if (n_tg > 1 && n_good > 1) {
+        RunData *good = callocCheck((size_t)n_good, sizeof(RunData));
+        Target *gt = callocCheck((size_t)n_good, sizeof(Target));
+        int k = 0;
+        for (int i = 0; i < n_tg; i++)
+            if (runs[i].n > 0) good[k] = runs[i], gt[k++] = tg[i];
+        char def[1200];
+        if (!compare) {
+            // the runs' common parent folder, else the current folder
+            char *parent = dir_of(gt[0].dir);
+            int same = 1;
+            for (int i = 1; i < n_good; i++) {
+                char *p = dir_of(gt[i].dir);
+                same &= !strcmp(p, parent);
+                free(p);
+            }
+            snprintf(def, sizeof def, "%s/compare.svg", same ? parent : ".");
+            free(parent);
+            compare = def;
+        }
+        printf("comparing %d runs\n", n_good);
+        plot_compare(good, gt, n_good, compare);
+        free(good);
+        free(gt);
+    }
+    for (int i = 0; i < n_tg; i++) {
+        run_data_free(&runs[i]);
+        free(tg[i].path);
+        free(tg[i].dir);
+        for (int j = 0; j < tg[i].n; j++) free(tg[i].ckpts[j]);
+        free(tg[i].ckpts);
+        free(tg[i].steps);
+    }
+    free(runs);
+    free(tg);
+    free(over);
+    if (failed) die_input("%s: no checkpoint could be read", failed_path);
+    return 0;
+}

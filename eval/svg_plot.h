@@ -1,0 +1,30 @@
+// A small SVG writer for the evaluator's figures: panels of line plots (axes with ticks, labels, a
+// title and a legend each) and a heatmap with a colour bar. Files open in any browser. Writes go to
+// PATH.tmp, then a rename, so a reader never sees half a figure.
+#pragma once
+
+typedef struct {
+    const double *x, *y;  // [n] points; a non-finite y leaves a gap in the line
+    int n;
+    const char *label;    // legend entry (NULL: not in the legend)
+    int color;            // index into the palette (10 colours, then repeats); -1: grey
+    int dashed;           // 0: solid line with markers, 1: dashed with markers, 2: dotted, no markers
+} PlotSeries;
+
+typedef struct {
+    const char *title, *xlabel, *ylabel;
+    const PlotSeries *series;
+    int n_series;
+    double ymin, ymax;    // fixed y range when ymin < ymax; otherwise taken from the data
+} PlotPanel;
+
+// A figure of n_panels line plots, `cols` per row, under a title. 0, or -1 when it cannot write.
+int svg_line_figure(const char *path, const char *title, const PlotPanel *panels, int n_panels, int cols);
+
+// A heatmap of v[rows * cols] (row-major; a non-finite value is drawn grey), rows top to bottom,
+// each cell labelled with its value, a colour bar from vmin to vmax named value_label.
+int svg_heatmap(const char *path, const char *title, const double *v, int rows, int cols, const char *row_label,
+                const char *col_label, const char *value_label, double vmin, double vmax);
+
+// The palette colour of index i ("#rrggbb").
+const char *svg_color(int i);
