@@ -10,11 +10,11 @@ ALL_CFLAGS = -std=c11 $(OPT) $(ARCH) -ffp-contract=fast -fopenmp $(WARN) -D_GNU_
 LDLIBS   = -lz -lm
 LDFLAGS ?=
 
-LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c data/*.c eval/*.c tokenizer/*.c))
+LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c data/*.c eval/*.c text/*.c))
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
 F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
 TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
-PROGRAMS = train
+PROGRAMS = train evaluate tokenizer sample
 
 .PHONY: all test clean asan bench
 all: $(PROGRAMS) build/run_tests
@@ -23,6 +23,12 @@ train: build/f32/train.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 evaluate: build/f32/eval/evaluate_main.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+tokenizer: build/f32/text/tokenizer_main.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+sample: build/f32/text/sample_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 build/run_tests: $(TEST_OBJ) $(F64_OBJ)
@@ -39,6 +45,21 @@ build/f64/%.o: %.c
 # The test runner runs every case in its own process; arguments filter by substring.
 test: all
 	./build/run_tests $(T)
+
+# `make bench`: the gemm kernels, then every bench/*.conf model for every registered mixer
+# (bench/bench.c; results appended to bench/results.jsonl). BENCH_ARGS passes options, e.g.
+# BENCH_ARGS="--quick --only softmax". The PyTorch column needs /usr/bin/python3 with torch.
+BENCH_CONF ?= $(sort $(wildcard bench/*.conf))
+BENCH_ARGS ?=
+build/bench: build/f32/bench/bench.o build/f32/bench/peak.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/model/gemm.o build/f32/model/gemm_x86.o
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+bench: build/bench build/bench_gemm
+	./build/bench_gemm --quick --no-check
+	./build/bench $(BENCH_ARGS) $(BENCH_CONF)
 
 clean:
 	rm -rf build $(PROGRAMS)

@@ -12,6 +12,7 @@
 #include "model/gemm.h"
 #include "model/layers.h"
 #include "model/mixer.h"
+#include "model/vmath.h"
 
 #define QB 64  // query rows per block
 
@@ -69,13 +70,21 @@ static void block_probs(const Softmax *s, const real *q, const real *k, int i0, 
         real *row = S + (size_t)r * nk;
         if (recompute) {
             real l = lse[i];
-            for (int j = 0; j <= i; j++) row[j] = expr(row[j] * scale - l);
+#pragma omp simd
+            for (int j = 0; j <= i; j++) row[j] = vexpr(row[j] * scale - l);
         } else {
-            real m = row[0] * scale;
-            for (int j = 1; j <= i; j++) m = row[j] * scale > m ? row[j] * scale : m;
+            real m = row[0];
+#pragma omp simd reduction(max : m)
+            for (int j = 1; j <= i; j++) m = row[j] > m ? row[j] : m;
+            m *= scale;
             real sum = 0;
-            for (int j = 0; j <= i; j++) sum += row[j] = expr(row[j] * scale - m);
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j <= i; j++) {
+                row[j] = vexpr(row[j] * scale - m);
+                sum += row[j];
+            }
             real inv = 1 / sum;
+#pragma omp simd
             for (int j = 0; j <= i; j++) row[j] *= inv;
             lse[i] = m + logr(sum);
         }
@@ -211,6 +220,17 @@ static void softmax_step(const void *st, real *const *p, real *state, int t, con
     matmul_forward(y, o, p[P_PROJ_W], p[P_PROJ_B], 1, C, C);
 }
 
+// qkv and output projections, then per head q k^T and P v over the causal triangle; the backward
+// doubles both (dX and dW; dP, dV, dQ, dK). The recomputed scores are not counted.
+static void softmax_flops(const void *st, int B, int T, double *fwd, double *bwd) {
+    const Softmax *s = st;
+    double BT = (double)B * T, C = s->C;
+    double lin = 2 * BT * C * 3 * C + 2 * BT * C * C;
+    double mix = 2 * (double)B * C * T * (T + 1.0);
+    *fwd = lin + mix;
+    *bwd = 2 * lin + 2 * mix;
+}
+
 const MixerKind mixer_softmax = {
     .name = "softmax",
     .summary = "causal multi-head softmax attention, scale 1/sqrt(D) (GPT-2; Vaswani et al. 2017)",
@@ -228,4 +248,5 @@ const MixerKind mixer_softmax = {
     .attention_qk = softmax_attention_qk,
     .state_size = softmax_state_size,
     .step = softmax_step,
+    .flops = softmax_flops,
 };

@@ -28,6 +28,17 @@ void embedding_forward(real *out, const int *tokens, const real *wte, const real
 void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tokens, int B, int T,
                         int C);
 
+// Matmul precision of the whole process (config key `precision`): "fp32", or "bf16" = operands
+// rounded to bfloat16 with fp32 accumulation (model/gemm_bf16.h); weights, gradients and every
+// other op stay fp32. Dies with exit 2 naming the key when bf16 is asked of a CPU (or a build)
+// without AVX512-BF16.
+void matmul_set_precision(const char *name);
+int matmul_is_bf16(void);
+// gemm() (model/gemm.h) in the current precision: every matmul of the linear layers and the LM
+// head goes through it.
+void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
+                 int ldb, real beta, real *C, int ldc);
+
 // Linear layer in PyTorch layout: out[N,OC] = inp[N,IC] . w[OC,IC]^T + bias[OC] (bias may be NULL).
 void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC,
                     int OC);

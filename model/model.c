@@ -8,6 +8,7 @@
 #include "core/rng.h"
 #include "model/gemm.h"
 #include "model/layers.h"
+#include "model/vmath.h"
 
 #define ALIGN_REALS (64 / sizeof(real))
 
@@ -182,6 +183,7 @@ static void build_activations(Model *m) {
 Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
     if (s->L < 1 || s->L > MAX_LAYERS) die_input("n_layer: expected 1..%d, got %d", MAX_LAYERS, s->L);
     if (s->C % s->H) die_input("n_head: d_model %d is not divisible by n_head %d", s->C, s->H);
+    if (cfg && config_find(cfg, "precision")) matmul_set_precision(cfg_str(cfg, "precision"));
     Model *m = callocCheck(1, sizeof *m);
     m->s = *s;
     m->mixer = mixer;
@@ -270,23 +272,28 @@ static HeadStats head_forward(Model *m, int want_grad) {
     for (int r0 = 0; r0 < M; r0 += m->head_chunk) {
         int n = M - r0 < m->head_chunk ? M - r0 : m->head_chunk;
         const real *h = m->h_rows + (size_t)r0 * C;
-        gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V);
+        matmul_gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V);
         double loss = 0;
         long correct = 0;
 #pragma omp parallel for schedule(static) reduction(+ : correct)
         for (int r = 0; r < n; r++) {
             real *z = m->logits + (size_t)r * V;
             int target = m->targets[m->rows[r0 + r]];
+            // (vectorized passes: max, first index of the max, sum of exp, gradient)
+            real mx = z[0];
+#pragma omp simd reduction(max : mx)
+            for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
             int arg = 0;
-            for (int v = 1; v < V; v++)
-                if (z[v] > z[arg]) arg = v;
+            while (arg < V - 1 && !(z[arg] == mx)) arg++;
             correct += arg == target;
-            real mx = z[arg], sum = 0;
-            for (int v = 0; v < V; v++) sum += expr(z[v] - mx);
+            real sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int v = 0; v < V; v++) sum += vexpr(z[v] - mx);
             real lse = mx + logr(sum);
             m->row_loss[r0 + r] = lse - z[target];
             if (want_grad) {
-                for (int v = 0; v < V; v++) z[v] = expr(z[v] - lse) * inv_M;
+#pragma omp simd
+                for (int v = 0; v < V; v++) z[v] = vexpr(z[v] - lse) * inv_M;
                 z[target] -= inv_M;
             }
         }
@@ -294,8 +301,8 @@ static HeadStats head_forward(Model *m, int want_grad) {
         st.loss_sum += loss;
         st.n_correct += correct;
         if (want_grad) {
-            gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C);
-            gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C);
+            matmul_gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C);
+            matmul_gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C);
         }
     }
     return st;
@@ -374,7 +381,7 @@ void model_backward(Model *m) {
 
 void model_logits_at(const Model *m, int b, int t, real *logits) {
     const real *h = m->lnf + ((size_t)b * m->cur_T + t) * m->s.C;
-    gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V);
+    matmul_gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V);
 }
 
 size_t model_activation_bytes(const Model *m) { return m->n_acts * sizeof(real); }

@@ -1,0 +1,605 @@
+// `make bench`: trains the model of each bench/*.conf for a few steps after a warm-up, once per
+// mixer of the registry (and per seq_len of a sweep), and prints and appends to
+// bench/results.jsonl: tokens/s, ms/step, achieved GFLOP/s, the share of the fp32 FMA peak the
+// bench measures itself, peak RSS, threads, precision; beside it PyTorch's figure for the same
+// softmax model (bench/torch_ref.py, when /usr/bin/python3 has torch) and llm.c's (from the conf).
+//
+// Usage: build/bench [options] CONF... [key=value ...]
+//   --only SUBSTR    run only rows whose "config/mixer" contains SUBSTR
+//   --mixers A,B     only these mixers (default: the conf's bench_mixers, normally all)
+//   --steps N, --warmup N   override the confs' bench_steps / bench_warmup
+//   --quick          1 warm-up step, 3 timed steps, first seq_len of a sweep only
+//   --threads N      OpenMP threads (default: the conf's `threads`, 0 = OpenMP default)
+//   --no-torch       skip the PyTorch comparison;  --python PATH (default /usr/bin/python3)
+//   --out FILE       results file (default bench/results.jsonl; "-" = none)
+//   --wait-quiet S   before each row wait up to S seconds for a second in which other processes
+//                    use under 5% of the CPUs (a shared host)
+//   key=value        applied to every conf after it is loaded (e.g. precision=bf16)
+//
+// Trustworthy figures on a shared host: every row runs in its own process (its peak RSS is its
+// own); a short FMA-peak probe runs right before and right after the timed steps, and when either
+// falls below 85% of the peak measured at start (another process held a core) the row is redone,
+// up to 3 times, else flagged "busy" (a lower bound); so is a row during which other processes
+// used over 5% of the CPUs (/proc/stat minus our own CPU time: it sees other containers too). The figure is the best step time of the
+// timed steps (the median is in results.jsonl).
+//
+// FLOPs: the model's own matmuls (MLP, LM head at the positions with a loss: 2 per multiply-add,
+// backward 2x forward) plus the mixer's flops() (model/mixer.h); a mixer without flops() is
+// counted without its own work and flagged.
+#include <errno.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/peak.h"
+#include "core/config.h"
+#include "core/fpu.h"
+#include "core/io.h"
+#include "core/keys.h"
+#include "core/rng.h"
+#include "data/task.h"
+#include "model/model.h"
+#include "model/optim.h"
+
+#ifdef REAL_DOUBLE
+#error "the bench measures the float build"
+#endif
+
+static const KeyDef g_bench_keys[] = {
+    {"bench_data", KEY_ENUM, "task", 0, "task|lm", 0, "bench", "task: the config's task (MQAR); lm: random tokens, a loss at every position"},
+    {"bench_mixers", KEY_STRING, "all", 0, 0, 0, "bench", "comma list of mixers, or all (the registry)"},
+    {"bench_seq_lens", KEY_STRING, "", 0, 0, 0, "bench", "comma list of seq_len values to sweep (empty: seq_len)"},
+    {"bench_tokens", KEY_INT, "0", RANGE_NONNEG, 0, 0, "bench", "sweep: batch_size = bench_tokens / seq_len (0: batch_size)"},
+    {"bench_warmup", KEY_INT, "2", RANGE_NONNEG, 0, 0, "bench", "untimed steps first"},
+    {"bench_steps", KEY_INT, "5", RANGE_POS, 0, 0, "bench", "timed steps"},
+    {"bench_torch", KEY_BOOL, "true", 0, 0, 0, "bench", "compare softmax with bench/torch_ref.py"},
+    {"bench_llmc", KEY_FLOAT, "0", RANGE_NONNEG, 0, 0, "bench", "llm.c train_gpt2 tokens/s on this shape (issue 7's table; 0 = none)"},
+    {"bench_timeout", KEY_INT, "900", RANGE_POS, 0, 0, "bench", "seconds before a row is abandoned"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef struct {
+    int ok;                  // 0: the child died (err says how)
+    char err[200];
+    int threads, B, T, V, C, L, H, mlp;
+    double ms_best, ms_median, fwd_ms, bwd_ms, opt_ms;  // per step; phases at the best step
+    double flop_step;        // FLOPs of one training step (model + mixer)
+    int mixer_flops;         // 1: the mixer counted its own work
+    double act_mb, rss_mb;   // activation arena, peak resident set
+    double probe_lo;         // lowest quick peak probe around the timed steps (GFLOP/s)
+    double others;           // share of the CPUs other processes used during the timed steps
+    int attempts, busy;
+    double loss;
+} Result;
+
+typedef struct {
+    const char *only, *mixers, *python, *out;
+    int steps, warmup, quick, threads, torch;
+    double wait_quiet;       // seconds to wait for a quiet machine before each row
+    int n_over;
+    char **over;             // key=value overrides
+    double peak, peak_bf16;  // measured at start (threads of the run)
+} Options;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void load_config(Config *c, const char *path, const Options *o) {
+    config_init_all(c);
+    config_add_keys(c, g_bench_keys);
+    config_load_file(c, path);
+    config_apply_args(c, o->n_over, o->over);
+}
+
+static double model_flops(const Model *m, int B, int T, int n_rows, double *mixer_part, int *has) {
+    const ModelShape *s = &m->s;
+    double BT = (double)B * T, C = s->C;
+    double fwd = 2.0 * n_rows * C * s->V, bwd = 4.0 * n_rows * C * s->V;  // head
+    if (s->mlp) fwd += s->L * 16 * BT * C * C, bwd += s->L * 32 * BT * C * C;
+    *mixer_part = 0;
+    *has = m->mixer->flops != NULL;
+    if (m->mixer->flops)
+        for (int l = 0; l < s->L; l++) {
+            double f = 0, b = 0;
+            m->mixer->flops(m->mixer_state[l], B, T, &f, &b);
+            *mixer_part += f + b;
+        }
+    return fwd + bwd + *mixer_part;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Other processes' CPU use while we time: the machine's busy CPU seconds (/proc/stat, which
+// counts every process of this VM, also in other containers) minus our own (getrusage).
+
+typedef struct {
+    double wall, machine, self;
+} CpuMark;
+
+static CpuMark cpu_mark(void) {
+    CpuMark k = {peak_now(), 0, 0};
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    if (f) {
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6], &v[7]) == 8)  // user nice system idle iowait irq softirq steal
+            k.machine = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
+        fclose(f);
+    }
+    for (int who = 0; who < 2; who++) {  // this process and its waited-for children
+        struct rusage ru;
+        getrusage(who ? RUSAGE_CHILDREN : RUSAGE_SELF, &ru);
+        k.self += (double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+                  1e-6 * ru.ru_stime.tv_usec;
+    }
+    return k;
+}
+
+// Share of the machine's CPUs that other processes used between a and b (0 when unknown).
+static double others_share(CpuMark a, CpuMark b) {
+    if (a.machine <= 0 || b.wall <= a.wall) return 0;
+    double other = (b.machine - a.machine) - (b.self - a.self);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double share = other / ((b.wall - a.wall) * (double)(ncpu > 0 ? ncpu : 1));
+    return share < 0 ? 0 : share;
+}
+
+// Waits (up to max_s seconds) for one second in which other processes use under 5% of the CPUs;
+// returns their share in the last second sampled.
+static double wait_quiet(double max_s) {
+    double t0 = peak_now(), share = 0;
+    do {
+        CpuMark a = cpu_mark();
+        nanosleep(&(struct timespec){1, 0}, NULL);
+        share = others_share(a, cpu_mark());
+    } while (share > 0.05 && peak_now() - t0 < max_s);
+    return share;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One row, in a child process.
+
+static void run_row(const char *conf, const char *mixer, int T, int B, const Options *o, Result *r) {
+    Config cfg;
+    load_config(&cfg, conf, o);
+    char buf[64];
+    config_set(&cfg, "mixer", mixer, "bench");
+    snprintf(buf, sizeof buf, "%d", T);
+    config_set(&cfg, "seq_len", buf, "bench");
+    snprintf(buf, sizeof buf, "%d", B);
+    config_set(&cfg, "batch_size", buf, "bench");
+    int threads = o->threads ? o->threads : (int)cfg_int(&cfg, "threads");
+    if (threads > 0) omp_set_num_threads(threads);
+    fpu_flush_denormals();
+    r->threads = omp_get_max_threads();
+    alarm((unsigned)cfg_int(&cfg, "bench_timeout"));
+
+    int lm = !strcmp(cfg_str(&cfg, "bench_data"), "lm");
+    Task task;
+    memset(&task, 0, sizeof task);
+    int V = (int)cfg_int(&cfg, "vocab_size"), per_seq = T;
+    if (!lm) {
+        task_open(&task, &cfg, 1);
+        V = task.vocab_size;
+        per_seq = task.targets_per_seq;
+    } else if (V <= 0) {
+        die_input("vocab_size: bench_data = lm needs vocab_size > 0");
+    }
+    ModelShape s = {
+        .V = V, .C = (int)cfg_int(&cfg, "d_model"), .L = (int)cfg_int(&cfg, "n_layer"),
+        .H = (int)cfg_int(&cfg, "n_head"), .T = T, .mlp = cfg_bool(&cfg, "mlp"),
+        .pos_emb = !strcmp(cfg_str(&cfg, "pos_emb"), "learned"),
+    };
+    r->B = B, r->T = T, r->V = V, r->C = s.C, r->L = s.L, r->H = s.H, r->mlp = s.mlp;
+    const MixerKind *mk = mixer_find(mixer);
+    Model *m = model_create(&s, mk, &cfg, B, B * per_seq);
+    model_init_weights(m, (uint64_t)cfg_int(&cfg, "seed"));
+    r->act_mb = (double)model_activation_bytes(m) / 1048576.0;
+    Optimizer opt;
+    optim_init(&opt, !strcmp(cfg_str(&cfg, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, m->n_params,
+               cfg_float(&cfg, "beta1"), cfg_float(&cfg, "beta2"), cfg_float(&cfg, "eps"),
+               cfg_float(&cfg, "weight_decay"));
+    Loader ld;
+    if (!lm) loader_init(&ld, &task.train, B, 1, 0);
+    int32_t *in = mallocCheck(sizeof(int32_t) * B * T), *tg = mallocCheck(sizeof(int32_t) * B * T);
+    Rng rng;
+    rng_seed(&rng, 1234);
+    double lr = cfg_float(&cfg, "lr"), clip = cfg_float(&cfg, "grad_clip");
+
+    int warm = o->warmup >= 0 ? o->warmup : (int)cfg_int(&cfg, "bench_warmup");
+    int steps = o->steps > 0 ? o->steps : (int)cfg_int(&cfg, "bench_steps");
+    double *ms = mallocCheck(sizeof(double) * steps);
+    double best_total = 1e30;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        r->attempts = attempt + 1;
+        double before = peak_fp32_quick(r->threads);
+        CpuMark m0 = cpu_mark();
+        double best = 1e30, fwd = 0, bwd = 0, upd = 0;
+        for (int it = 0; it < warm + steps; it++) {
+            if (lm)
+                for (int i = 0; i < B * T; i++) in[i] = (int32_t)(rng_below(&rng, (uint64_t)V)),
+                                                 tg[i] = (int32_t)(rng_below(&rng, (uint64_t)V));
+            else
+                loader_next(&ld, in, tg);
+            double t0 = peak_now();
+            model_zero_grad(m);
+            HeadStats hs = model_forward(m, in, tg, B, T, 1);
+            double t1 = peak_now();
+            model_backward(m);
+            double t2 = peak_now();
+            double norm = grad_global_norm(m->grads, m->n_params);
+            if (clip > 0) grad_clip(m->grads, m->n_params, norm, clip);
+            optim_step(&opt, m, lr);
+            double t3 = peak_now();
+            r->loss = hs.n_counted ? hs.loss_sum / (double)hs.n_counted : 0;
+            if (it < warm) continue;
+            ms[it - warm] = (t3 - t0) * 1e3;
+            if (t3 - t0 < best) best = t3 - t0, fwd = t1 - t0, bwd = t2 - t1, upd = t3 - t2;
+        }
+        double others = others_share(m0, cpu_mark());
+        double after = peak_fp32_quick(r->threads);
+        double lo = before < after ? before : after;
+        if (best < best_total) {
+            best_total = best;
+            qsort(ms, (size_t)steps, sizeof(double), cmp_double);
+            r->ms_best = best * 1e3, r->ms_median = ms[steps / 2];
+            r->fwd_ms = fwd * 1e3, r->bwd_ms = bwd * 1e3, r->opt_ms = upd * 1e3;
+            r->probe_lo = lo;
+            r->others = others;
+        }
+        r->busy = lo < 0.85 * o->peak || others > 0.05;
+        if (!r->busy) break;
+        struct timespec ts = {0, 300000000};
+        nanosleep(&ts, NULL);
+    }
+    double mixer_part;
+    r->flop_step = model_flops(m, B, T, m->n_rows, &mixer_part, &r->mixer_flops);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r->rss_mb = (double)ru.ru_maxrss / 1024.0;
+    r->ok = 1;
+}
+
+// Runs run_row in a fresh process (peak RSS per row; a crashing or slow mixer costs one row).
+static Result run_row_isolated(const char *conf, const char *mixer, int T, int B, const Options *o) {
+    Result r;
+    memset(&r, 0, sizeof r);
+    int fd[2];
+    if (pipe(fd) != 0) die("pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fd[0]);
+        Result c;
+        memset(&c, 0, sizeof c);
+        run_row(conf, mixer, T, B, o, &c);
+        if (write(fd[1], &c, sizeof c) != (ssize_t)sizeof c) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    ssize_t got = 0, n;
+    while (got < (ssize_t)sizeof r && (n = read(fd[0], (char *)&r + got, sizeof r - got)) > 0) got += n;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (got != (ssize_t)sizeof r || !r.ok) {
+        memset(&r, 0, sizeof r);
+        if (WIFSIGNALED(st))
+            snprintf(r.err, sizeof r.err, "%s", WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)));
+        else
+            snprintf(r.err, sizeof r.err, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    return r;
+}
+
+// Peaks for the run's thread count, measured in a child (the parent never starts OpenMP threads,
+// so fork stays safe).
+static void measure_peaks(Options *o) {
+    int fd[2];
+    if (pipe(fd) != 0) die("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (o->threads > 0) omp_set_num_threads(o->threads);
+        // The best of several tries: on a shared host one try can lose a core to another process
+        // (the n-thread peak of a quiet host is about n times the 1-thread peak).
+        const char *kind;
+        int n = omp_get_max_threads();
+        double one = peak_fp32(1, &kind), p[2] = {0, 0};
+        for (int i = 0; i < 10 && p[0] < 0.95 * n * one; i++) {
+            if (i) nanosleep(&(struct timespec){0, 300000000}, NULL);
+            double f = peak_fp32(n, &kind), b = peak_bf16(n);
+            p[0] = f > p[0] ? f : p[0], p[1] = b > p[1] ? b : p[1];
+        }
+        if (write(fd[1], p, sizeof p) != (ssize_t)sizeof p) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    double p[2] = {0, 0};
+    if (read(fd[0], p, sizeof p) != (ssize_t)sizeof p) die("peak measurement failed");
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    o->peak = p[0], o->peak_bf16 = p[1];
+}
+
+// ---------------------------------------------------------------------------------------------
+// PyTorch: bench/torch_ref.py in a subprocess; tokens/s, or 0 (why in *note).
+
+static int g_torch_missing;
+
+static double torch_tokens_per_s(const Options *o, const Config *c, const Result *r, int per_seq_targets,
+                                 char *note, size_t nn) {
+    *note = 0;
+    if (g_torch_missing) return 0;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s bench/torch_ref.py --V %d --T %d --B %d --C %d --L %d --H %d --mlp %d --pos-emb %d "
+             "--targets %d --threads %d --steps %d --warmup %d --lr %g --weight-decay %g --clip %g 2>&1",
+             o->python, r->V, r->T, r->B, r->C, r->L, r->H, r->mlp,
+             !strcmp(cfg_str(c, "pos_emb"), "learned"), per_seq_targets, r->threads,
+             o->steps > 0 ? o->steps : (int)cfg_int(c, "bench_steps"),
+             o->warmup >= 0 ? o->warmup : (int)cfg_int(c, "bench_warmup"), cfg_float(c, "lr"),
+             cfg_float(c, "weight_decay"), cfg_float(c, "grad_clip"));
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (!p) return snprintf(note, nn, "cannot run %s", o->python), 0;
+    char line[512];
+    double tok = 0;
+    while (fgets(line, sizeof line, p)) {
+        char *q = strstr(line, "tokens_per_s=");
+        if (q) tok = atof(q + 13);
+        else if (strstr(line, "skipped")) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(note, nn, "%.200s", line);
+        }
+    }
+    int st = pclose(p);
+    if (tok <= 0) {
+        if (!*note) snprintf(note, nn, "torch_ref.py failed (status %d)", st);
+        g_torch_missing = 1;  // do not retry for every row
+    }
+    return tok;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static void json_str(FILE *f, const char *k, const char *v) {
+    fprintf(f, "\"%s\":\"", k);
+    for (; *v; v++) {
+        if (*v == '"' || *v == '\\') fputc('\\', f);
+        if ((unsigned char)*v >= 0x20) fputc(*v, f);
+    }
+    fputs("\",", f);
+}
+
+static void cpu_name(char *buf, size_t n) {
+    snprintf(buf, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            char *v = strchr(line, ':') + 2;
+            v[strcspn(v, "\n")] = 0;
+            snprintf(buf, n, "%s", v);
+            break;
+        }
+    fclose(f);
+}
+
+static double load1(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static int parse_list(const char *s, char out[][64], int cap) {
+    int n = 0;
+    while (*s && n < cap) {
+        size_t k = strcspn(s, ",");
+        snprintf(out[n], 64, "%.*s", (int)k, s);
+        char *e = out[n] + strlen(out[n]);
+        while (e > out[n] && e[-1] == ' ') *--e = 0;
+        char *b = out[n];
+        while (*b == ' ') b++;
+        if (*b) memmove(out[n], b, strlen(b) + 1), n++;
+        s += k + (s[k] == ',');
+    }
+    return n;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: build/bench [--only S] [--mixers A,B] [--steps N] [--warmup N] [--quick] "
+                    "[--threads N] [--no-torch] [--python PATH] [--out FILE] [--wait-quiet S] CONF... [key=value ...]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    Options o = {.python = "/usr/bin/python3", .out = "bench/results.jsonl", .steps = 0, .warmup = -1, .torch = 1};
+    const char *confs[256];
+    int n_conf = 0;
+    char **over = mallocCheck(sizeof(char *) * (size_t)argc);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+#define ARG() (i + 1 < argc ? argv[++i] : (usage(), ""))
+        if (!strcmp(a, "--only")) o.only = ARG();
+        else if (!strcmp(a, "--mixers")) o.mixers = ARG();
+        else if (!strcmp(a, "--steps")) o.steps = atoi(ARG());
+        else if (!strcmp(a, "--warmup")) o.warmup = atoi(ARG());
+        else if (!strcmp(a, "--threads")) o.threads = atoi(ARG());
+        else if (!strcmp(a, "--python")) o.python = ARG();
+        else if (!strcmp(a, "--out")) o.out = ARG();
+        else if (!strcmp(a, "--wait-quiet")) o.wait_quiet = atof(ARG());
+        else if (!strcmp(a, "--quick")) o.quick = 1;
+        else if (!strcmp(a, "--no-torch")) o.torch = 0;
+        else if (a[0] == '-') usage();
+        else if (strchr(a, '=')) over[o.n_over++] = argv[i];
+        else if (n_conf < 256) confs[n_conf++] = a;
+#undef ARG
+    }
+    if (!n_conf) usage();
+    o.over = over;
+    if (o.quick) {
+        if (o.steps <= 0) o.steps = 3;
+        if (o.warmup < 0) o.warmup = 1;
+    }
+    char cpu[256], date[64];
+    cpu_name(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", localtime(&now));
+    const char *wp = getenv("OMP_WAIT_POLICY");
+    double l0 = load1();
+    if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
+    measure_peaks(&o);
+    printf("%s | %s | load %.2f | OMP_WAIT_POLICY=%s\n", date, cpu, l0, wp ? wp : "unset");
+    printf("measured peak: fp32 FMA %.1f GFLOP/s, bf16 dot product %.1f GFLOP/s (threads as below)\n",
+           o.peak, o.peak_bf16);
+    if (l0 > 0.5) printf("note: load average %.2f: other processes share the cores; see 'busy' flags\n", l0);
+    FILE *out = strcmp(o.out, "-") ? fopen(o.out, "a") : NULL;
+    if (strcmp(o.out, "-") && !out) die_input("--out: cannot append to '%s'", o.out);
+
+    for (int ci = 0; ci < n_conf; ci++) {
+        Config cfg;
+        load_config(&cfg, confs[ci], &o);
+        char cname[160];
+        const char *base = strrchr(confs[ci], '/');
+        snprintf(cname, sizeof cname, "%.150s", base ? base + 1 : confs[ci]);
+        if (strstr(cname, ".conf")) *strstr(cname, ".conf") = 0;
+        char mix[32][64], lens[16][64];
+        int n_mix;
+        const char *ml = o.mixers ? o.mixers : cfg_str(&cfg, "bench_mixers");
+        if (!strcmp(ml, "all")) {
+            n_mix = mixer_count() < 32 ? mixer_count() : 32;
+            for (int i = 0; i < n_mix; i++) snprintf(mix[i], 64, "%s", mixer_at(i)->name);
+        } else {
+            n_mix = parse_list(ml, mix, 32);
+        }
+        int n_len = parse_list(cfg_str(&cfg, "bench_seq_lens"), lens, 16);
+        if (!n_len) snprintf(lens[0], 64, "%ld", cfg_int(&cfg, "seq_len")), n_len = 1;
+        if (o.quick) n_len = 1;
+        const char *prec = config_find(&cfg, "precision") ? cfg_str(&cfg, "precision") : "fp32";
+        double llmc = cfg_float(&cfg, "bench_llmc");
+        int per_seq = !strcmp(cfg_str(&cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(&cfg, "mqar_kv_pairs");
+        printf("\n== %s (%s): V=%ld d=%ld L=%ld H=%ld mlp=%s, %s, precision %s\n", cname, confs[ci],
+               cfg_int(&cfg, "vocab_size"), cfg_int(&cfg, "d_model"), cfg_int(&cfg, "n_layer"),
+               cfg_int(&cfg, "n_head"), cfg_bool(&cfg, "mlp") ? "yes" : "no",
+               per_seq < 0 ? "loss at every position" : "MQAR (loss at the queries)", prec);
+        printf("%-9s %5s %4s %3s %9s %8s %8s %6s %7s %7s %9s %7s %7s\n", "mixer", "T", "B", "thr",
+               "tok/s", "ms/step", "GFLOP/s", "%peak", "act MB", "RSS MB", "torch", "x torch", "x llm.c");
+        double base_tok[16] = {0};  // softmax tokens/s per seq_len, for the sweep summary
+        double tok_of[32][16];
+        memset(tok_of, 0, sizeof tok_of);
+        for (int mi = 0; mi < n_mix; mi++) {
+            if (!mixer_find(mix[mi])) {
+                printf("%-9s unknown mixer (known: %s)\n", mix[mi], mixer_choices());
+                continue;
+            }
+            for (int li = 0; li < n_len; li++) {
+                char rowname[240];
+                snprintf(rowname, sizeof rowname, "%.150s/%.63s", cname, mix[mi]);
+                if (o.only && !strstr(rowname, o.only)) continue;
+                int T = atoi(lens[li]);
+                long tokens = cfg_int(&cfg, "bench_tokens");
+                int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(&cfg, "batch_size");
+                if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
+                Result r = run_row_isolated(confs[ci], mix[mi], T, B, &o);
+                if (!r.ok) {
+                    printf("%-9s %5d %4d  failed: %s\n", mix[mi], T, B, r.err);
+                    fflush(stdout);
+                    continue;
+                }
+                double tok = (double)B * T / (r.ms_best * 1e-3);
+                double gf = r.flop_step / (r.ms_best * 1e-3) * 1e-9;
+                double torch = 0;
+                char note[256] = "";
+                int is_softmax = !strcmp(mix[mi], "softmax");
+                int torch_busy = 0;
+                if (is_softmax && o.torch && cfg_bool(&cfg, "bench_torch")) {
+                    double share = 0;
+                    for (int attempt = 0; attempt < 3 && (attempt == 0 || torch_busy); attempt++) {
+                        if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
+                        CpuMark t0 = cpu_mark();
+                        double t = torch_tokens_per_s(&o, &cfg, &r, per_seq, note, sizeof note);
+                        double sh = others_share(t0, cpu_mark());
+                        if (t > torch) torch = t, share = sh;  // the best try
+                        torch_busy = torch > 0 && sh > 0.05;
+                        if (t <= 0) break;
+                    }
+                    torch_busy = torch > 0 && share > 0.05;
+                    if (torch_busy && !*note)
+                        snprintf(note, sizeof note, "busy: other processes used %.0f%% of the CPUs during the PyTorch run",
+                                 100 * share);
+                }
+                double vs_llmc = is_softmax && llmc > 0 && li == 0 ? tok / llmc : 0;
+                char ts[16] = "-", vt[16] = "-", vl[16] = "-";
+                if (torch > 0) snprintf(ts, sizeof ts, "%.0f", torch), snprintf(vt, sizeof vt, "%.2fx", tok / torch);
+                if (vs_llmc > 0) snprintf(vl, sizeof vl, "%.1fx", vs_llmc);
+                printf("%-9s %5d %4d %3d %9.0f %8.1f %8.1f %5.1f%% %7.1f %7.1f %9s %7s %7s%s%s\n", mix[mi],
+                       T, B, r.threads, tok, r.ms_best, gf, 100 * gf / o.peak, r.act_mb, r.rss_mb, ts, vt,
+                       vl, r.mixer_flops ? "" : "  (mixer has no flops(): its work is not counted)",
+                       r.busy ? "  busy" : "");
+                if (r.busy) printf("%-9s %5s      busy: other processes used %.0f%% of the CPUs while timing (best of %d tries)\n", "", "", 100 * r.others, r.attempts);
+                printf("%-9s %5s      fwd %.1f ms, bwd %.1f ms, grad norm + optimizer %.1f ms; median step %.1f ms; loss %.3f\n",
+                       "", "", r.fwd_ms, r.bwd_ms, r.opt_ms, r.ms_median, r.loss);
+                if (*note) printf("%-9s %5s      torch: %s\n", "", "", note);
+                fflush(stdout);
+                if (mi < 32 && li < 16) tok_of[mi][li] = tok;
+                if (is_softmax && li < 16) base_tok[li] = tok;
+                if (out) {
+                    fputc('{', out);
+                    json_str(out, "date", date);
+                    json_str(out, "cpu", cpu);
+                    json_str(out, "config", cname);
+                    json_str(out, "mixer", mix[mi]);
+                    json_str(out, "precision", prec);
+                    fprintf(out, "\"threads\":%d,\"B\":%d,\"T\":%d,\"V\":%d,\"d_model\":%d,\"n_layer\":%d,"
+                                 "\"n_head\":%d,\"mlp\":%d,\"tokens_per_s\":%.1f,\"ms_per_step\":%.3f,"
+                                 "\"ms_median\":%.3f,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,\"opt_ms\":%.3f,"
+                                 "\"gflop_per_step\":%.4f,\"gflops\":%.2f,\"peak_gflops\":%.1f,"
+                                 "\"pct_peak\":%.2f,\"mixer_flops\":%s,\"act_mb\":%.1f,\"peak_rss_mb\":%.1f,"
+                                 "\"busy\":%s,\"others_cpu\":%.3f,\"attempts\":%d,\"load1\":%.2f,",
+                            r.threads, B, T, r.V, r.C, r.L, r.H, r.mlp, tok, r.ms_best, r.ms_median,
+                            r.fwd_ms, r.bwd_ms, r.opt_ms, r.flop_step * 1e-9, gf, o.peak, 100 * gf / o.peak,
+                            r.mixer_flops ? "true" : "false", r.act_mb, r.rss_mb, r.busy ? "true" : "false",
+                            r.others, r.attempts, load1());
+                    if (torch > 0)
+                        fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", torch,
+                                tok / torch, torch_busy ? "true" : "false");
+                    if (vs_llmc > 0) fprintf(out, "\"llmc_tokens_per_s\":%.1f,\"vs_llmc\":%.3f,", llmc, vs_llmc);
+                    fprintf(out, "\"omp_wait_policy\":\"%s\"}\n", wp ? wp : "unset");
+                    fflush(out);
+                }
+            }
+        }
+        if (n_len > 1) {  // the sweep's summary: per-token cost growth and speed against softmax
+            printf("per-token cost T=%s vs T=%s, and tokens/s against softmax per T:\n", lens[n_len - 1], lens[0]);
+            for (int mi = 0; mi < n_mix && mi < 32; mi++) {
+                if (tok_of[mi][0] <= 0) continue;
+                printf("  %-9s", mix[mi]);
+                if (tok_of[mi][n_len - 1] > 0) printf(" %5.2fx cost |", tok_of[mi][0] / tok_of[mi][n_len - 1]);
+                for (int li = 0; li < n_len && li < 16; li++)
+                    if (base_tok[li] > 0 && tok_of[mi][li] > 0) printf(" T=%s %.2fx", lens[li], tok_of[mi][li] / base_tok[li]);
+                printf("\n");
+            }
+        }
+        config_free(&cfg);
+    }
+    if (out) fclose(out);
+    printf("\n%%peak: of the fp32 FMA peak measured above. busy: another process held a core during the\n"
+           "timing (lower bound). Results appended to %s.\n", o.out);
+    free(over);
+    return 0;
+}
