@@ -2,10 +2,34 @@
 
 #include <errno.h>
 #include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
+
+// Every config error goes through fail(): by default the one-line exit 2 of die_input; inside
+// config_try_load_text it returns the message to the caller instead (evaluate skips a checkpoint
+// with a bad config; the fuzz target must not exit). Not thread-safe: one trap at a time.
+static jmp_buf *g_trap;
+static char *g_trap_err;
+static size_t g_trap_len;
+
+__attribute__((format(printf, 1, 2))) _Noreturn static void fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (g_trap) {
+        vsnprintf(g_trap_err, g_trap_len, fmt, ap);
+        va_end(ap);
+        longjmp(*g_trap, 1);
+    }
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    die_input("%s", msg);
+}
 
 void config_init(Config *c) { memset(c, 0, sizeof *c); }
 
@@ -101,7 +125,7 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
         int bad = *value == 0 || *end != 0 || errno != 0 || v > 2147483647L || v < -2147483647L;
         if (!bad && d->range == RANGE_POS && v <= 0) bad = 1;
         if (!bad && d->range == RANGE_NONNEG && v < 0) bad = 1;
-        if (bad) die_input("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
+        if (bad) fail("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
         snprintf(buf, sizeof buf, "%ld", v);
         return strdupCheck(buf);
     }
@@ -115,13 +139,13 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
         if (!bad && d->range == RANGE_POS && !(v > 0)) bad = 1;
         if (!bad && d->range == RANGE_NONNEG && !(v >= 0)) bad = 1;
         if (!bad && d->range == RANGE_UNIT && !(v >= 0 && v < 1)) bad = 1;
-        if (bad) die_input("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
+        if (bad) fail("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
         format_double(buf, sizeof buf, v);
         return strdupCheck(buf);
     }
     case KEY_BOOL:
         if (strcmp(value, "true") && strcmp(value, "false"))
-            die_input("%s: %s: expected true or false, got '%s'", o, d->name, value);
+            fail("%s: %s: expected true or false, got '%s'", o, d->name, value);
         return strdupCheck(value);
     case KEY_ENUM: {
         size_t n = strlen(value);
@@ -132,10 +156,10 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
             if (!bar) break;
             p = bar + 1;
         }
-        die_input("%s: %s: expected one of %s, got '%s'", o, d->name, d->choices, value);
+        fail("%s: %s: expected one of %s, got '%s'", o, d->name, d->choices, value);
     }
     case KEY_STRING:
-        if (strchr(value, '#')) die_input("%s: %s: a value may not contain '#'", o, d->name);
+        if (strchr(value, '#')) fail("%s: %s: a value may not contain '#'", o, d->name);
         return strdupCheck(value);
     }
     die("unreachable");
@@ -145,8 +169,8 @@ void config_set(Config *c, const char *key, const char *value, const char *origi
     int i = config_index(c, key);
     if (i < 0) {
         const char *near = nearest_key(c, key);
-        if (near) die_input("%s: unknown key '%s' (did you mean '%s'?)", where(origin), key, near);
-        die_input("%s: unknown key '%s'", where(origin), key);
+        if (near) fail("%s: unknown key '%s' (did you mean '%s'?)", where(origin), key, near);
+        fail("%s: unknown key '%s'", where(origin), key);
     }
     char *v = canonical_value(c->keys[i], value, origin);
     free(c->value[i]);
@@ -171,20 +195,20 @@ static void parse_text(Config *c, const char *text, const char *name, const char
         char *s = trim(line);
         if (*s) {
             char *eq = strchr(s, '=');
-            if (!eq) die_input("%s: expected 'key = value', got '%s'", origin, s);
+            if (!eq) fail("%s: expected 'key = value', got '%s'", origin, s);
             *eq = 0;
             char *key = trim(s), *value = trim(eq + 1);
-            if (!*key) die_input("%s: expected 'key = value', got '= %s'", origin, value);
+            if (!*key) fail("%s: expected 'key = value', got '= %s'", origin, value);
             if (strcmp(key, "include") == 0) {
-                if (!path) die_input("%s: include is not allowed here", origin);
-                if (!*value) die_input("%s: include: expected a file name", origin);
+                if (!path) fail("%s: include is not allowed here", origin);
+                if (!*value) fail("%s: include: expected a file name", origin);
                 if (c->include_depth >= 16)
-                    die_input("%s: include: nested more than 16 deep (an include cycle?)", origin);
+                    fail("%s: include: nested more than 16 deep (an include cycle?)", origin);
                 char *inc = path_relative_to(path, value);
                 size_t len;
                 char *body = read_file_text(inc, &len);
                 if (!body)
-                    die_input("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
+                    fail("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
                 c->include_depth++;
                 parse_text(c, body, inc, inc);
                 c->include_depth--;
@@ -200,9 +224,9 @@ static void parse_text(Config *c, const char *text, const char *name, const char
 }
 
 void config_load_file(Config *c, const char *path) {
-    if (is_directory(path)) die_input("%s: is a folder, expected a config file", path);
+    if (is_directory(path)) fail("%s: is a folder, expected a config file", path);
     char *body = read_file_text(path, NULL);
-    if (!body) die_input("%s: cannot open config (%s)", path, strerror(errno));
+    if (!body) fail("%s: cannot open config (%s)", path, strerror(errno));
     parse_text(c, body, path, path);
     free(body);
 }
@@ -211,11 +235,26 @@ void config_load_text(Config *c, const char *text, const char *origin) {
     parse_text(c, text, origin, NULL);
 }
 
+int config_try_load_text(Config *c, const char *text, const char *origin, char *err, size_t errlen) {
+    jmp_buf trap;
+    // parse_text's line copy leaks on a failure (one string per error): the price of not exiting.
+    if (setjmp(trap)) {
+        g_trap = NULL;
+        return -1;
+    }
+    g_trap = &trap;
+    g_trap_err = err;
+    g_trap_len = errlen;
+    parse_text(c, text, origin, NULL);
+    g_trap = NULL;
+    return 0;
+}
+
 void config_apply_args(Config *c, int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         char *arg = strdupCheck(argv[i]);
         char *eq = strchr(arg, '=');
-        if (!eq || eq == arg) die_input("command line: expected key=value, got '%s'", argv[i]);
+        if (!eq || eq == arg) fail("command line: expected key=value, got '%s'", argv[i]);
         *eq = 0;
         config_set(c, trim(arg), trim(eq + 1), "command line");
         free(arg);

@@ -43,6 +43,8 @@ void config_free(Config *c);
 void config_load_file(Config *c, const char *path);
 // Parses config text; `origin` names it in errors (e.g. a checkpoint's path).
 void config_load_text(Config *c, const char *text, const char *origin);
+// The same, but a bad line returns -1 with the one-line message in err instead of exiting.
+int config_try_load_text(Config *c, const char *text, const char *origin, char *err, size_t errlen);
 // Applies `key=value` arguments (exit 2 naming the argument on error).
 void config_apply_args(Config *c, int argc, char **argv);
 // Sets one key; origin names the place for messages. Returns 0, or exits 2 on a bad key/value.

@@ -109,10 +109,12 @@ int ckpt_read_config(const char *path, Config *cfg, long *step, char *err, size_
         return -1;
     }
     config_init_all(cfg);
-    // A bad config inside a checkpoint is reported like any config error (exit 2).
-    char origin[1100];
-    snprintf(origin, sizeof origin, "%s (config)", path);
-    config_load_text(cfg, st_meta(&st, "config"), origin);
+    // A bad config inside a checkpoint is reported like a damaged file (the caller decides).
+    if (config_try_load_text(cfg, st_meta(&st, "config"), "metadata config", err, errlen) != 0) {
+        config_free(cfg);
+        st_free(&st);
+        return -1;
+    }
     if (step) *step = s;
     st_free(&st);
     return 0;

@@ -91,7 +91,8 @@ typedef struct MixerKind {
     // (n_head, or every channel for Mamba; maps m*H/n_maps.. belong to head m / (n_maps/H)).
     int (*n_maps)(const void *st);
     // After forward(io): a[T*T] row-major, a[i*T + j] = a_ij for j <= i and 0 for j > i, for
-    // batch row b and map m.
+    // batch row b and map m. The evaluator calls attention and attention_qk from several
+    // threads at once for different (b, m) after one forward: they may only read io and st.
     void (*attention)(const void *st, const MixerIO *io, int b, int m, real *a);
     // What map m of batch row b acts on, so tests can check the extractor: v[T * W] and
     // o[T * W] with o_i = sum_j a_ij v_j exactly (before any output norm, gate, skip or

@@ -95,3 +95,20 @@ TEST(config_command_line_errors) {
     CHECK(test_fork(apply_bad_arg, "n_layer", err, sizeof err) == 2);
     CHECK(strstr(err, "command line: expected key=value, got 'n_layer'"), "%s", err);
 }
+
+// The non-exiting loader (checkpoints' configs, fuzzing) reports the same one-line messages,
+// and leaves the exiting loader as it was.
+TEST(config_try_load_text_returns_the_error) {
+    Config c;
+    config_init_all(&c);
+    char err[256] = "";
+    CHECK(config_try_load_text(&c, "lr = 2e-3\nn_layer = 3\n", "meta", err, sizeof err) == 0, "%s", err);
+    CHECK(cfg_int(&c, "n_layer") == 3, "n_layer %ld", cfg_int(&c, "n_layer"));
+    CHECK(config_try_load_text(&c, "lr = 1e-3\nlr = abc\n", "meta", err, sizeof err) == -1, "accepted");
+    CHECK(!strcmp(err, "meta:2: lr: expected a positive number, got 'abc'"), "%s", err);
+    CHECK(config_try_load_text(&c, "include = x.conf\n", "meta", err, sizeof err) == -1, "accepted");
+    CHECK(strstr(err, "meta:1: include is not allowed here"), "%s", err);
+    config_free(&c);
+    const char *p = test_write_file("y.conf", "d_model = -1\n");
+    expect_error(p, "y.conf:1: d_model: expected");
+}
