@@ -401,6 +401,20 @@ static void mamba_step(const void *st, real *const *p, real *state, int t, const
     matmul_forward(y, g, p[P_OUT_W], NULL, 1, E, m->C);
 }
 
+// Per token: the four projections (in_proj C -> 2E, x_proj E -> R+2N, dt_proj R -> E, out_proj
+// E -> C), the depthwise conv, and the scan, whose update h = exp(delta A) h + delta B x and read
+// y = C.h cost about 6 FLOPs per state (the exp counted as one). Backward: twice the projections
+// and conv; the scan's reverse pass about twice its forward, plus the forward recomputed from
+// the saved states, which the note on FLOPs in mixer.h leaves out.
+static void mamba_flops(const void *st, int B, int T, double *fwd, double *bwd) {
+    const Mamba *m = st;
+    double BT = (double)B * T, C = m->C, E = m->E, N = m->N, K = m->K, R = m->R;
+    double proj = 2 * BT * (C * 2 * E + E * (R + 2 * N) + R * E + E * C) + 2 * BT * E * K;
+    double scan = BT * E * N * 6;
+    *fwd = proj + scan;
+    *bwd = 2 * proj + 2 * scan;
+}
+
 const MixerKind mixer_mamba = {
     .name = "mamba",
     .summary = "Mamba block: selective scan S6 with conv, gate and D skip (Gu & Dao 2023, mamba_simple)",
@@ -418,4 +432,5 @@ const MixerKind mixer_mamba = {
     .theory = THEORY_NONE,
     .state_size = mamba_state_size,
     .step = mamba_step,
+    .flops = mamba_flops,
 };
