@@ -1,0 +1,45 @@
+// A sweep's summary (README "Sweeps"): what each point's run folder says (metrics.jsonl,
+// sparsity.jsonl), tables per point and grouped over seeds (summary.md, summary.csv,
+// summary_groups.csv) and figures (accuracy vs d_model per mixer, S per mixer over steps).
+#pragma once
+#include <stdio.h>
+
+#include "core/config.h"
+#include "ablation/sweep_file.h"
+
+#define SUMMARY_TARGET_ACC 0.99
+
+typedef enum { RUN_MISSING, RUN_PARTIAL, RUN_DONE, RUN_FAILED } RunStatus;
+
+typedef struct {
+    RunStatus status;          // from the folder; RUN_FAILED is set by the caller that ran it
+    int has_metrics;           // the folder has a metrics.jsonl
+    int exit_code;             // RUN_FAILED: the exit status of ./train
+    long step;                 // last step logged
+    double final_loss;         // last eval record's loss (NAN: none)
+    double best_acc;           // highest eval accuracy (NAN: none)
+    long steps_to_target;      // first eval step with acc >= SUMMARY_TARGET_ACC; -1: never
+    double minutes_to_target;  // training time to that step, from the train records (NAN: unknown)
+    double minutes;            // training time to the last train record (NAN: no train records)
+    double tok_per_s;          // mean over the train records (NAN: none)
+    // sparsity.jsonl at its last step
+    long S_step;               // -1: no sparsity records
+    int n_layers;
+    double *S_mean, *S_min, *S_recall;  // [n_layers]: mean and min over heads of S, mean S_recall
+    double S_min_all, S_mean_all, S_recall_min_all;  // over every (layer, head)
+    // per sparsity step: the most focused layer's S (the min over layers of the mean over heads)
+    int n_curve;
+    double *curve_step, *curve_S;
+} RunSummary;
+
+// Reads a run folder (missing files give RUN_MISSING; unreadable lines are skipped).
+void run_summary_read(const char *dir, RunSummary *r);
+void run_summary_free(RunSummary *r);
+// 1 when the folder's metrics.jsonl ends with the {"type":"done"} record ./train writes when a
+// run is complete (all its steps, or stop_at_acc reached).
+int run_finished(const char *dir);
+
+// Writes summary.md, summary.csv, summary_groups.csv and the figures into sw->out. configs are
+// the points' effective configs (for mixer, plot_x, ...), runs what their folders hold. Prints
+// what it wrote to `log` (when not NULL). 0, or -1 when a file could not be written.
+int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, FILE *log);

@@ -1,0 +1,308 @@
+// Sweeps (ablation/): the sweep file parser and its grid/zip expansion in process, then ./sweep
+// end to end on tiny MQAR runs (a few steps of a 2-layer d_model 8-16 model: well under a second each).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ablation/summary.h"
+#include "ablation/sweep_file.h"
+#include "core/io.h"
+#include "tests/test.h"
+
+static int parse(const char *text, SweepFile *sw, char *err, size_t n) {
+    return sweep_parse(text, strlen(text), "x.sweep", sw, err, n);
+}
+
+TEST(sweep_grid_expands_in_file_order_first_axis_slowest) {
+    SweepFile sw;
+    char err[512];
+    int rc = parse("# a grid\nbase = b.conf\nsteps = 5\nmixer = softmax, linear\nd_model = 64, 128\nseed = 0, 1, 2\n",
+                   &sw, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    CHECK(sw.n_points == 12 && sw.n_dims == 3, "%d points, %d dims", sw.n_points, sw.n_dims);
+    CHECK(!strcmp(sw.name, "x") && !strcmp(sw.out, "checkpoints/x") && sw.jobs == 1, "%s %s %d", sw.name, sw.out, sw.jobs);
+    CHECK(!strcmp(sw.point_names[0], "mixer=softmax,d_model=64,seed=0"), "%s", sw.point_names[0]);
+    CHECK(!strcmp(sw.point_names[1], "mixer=softmax,d_model=64,seed=1"), "%s", sw.point_names[1]);
+    CHECK(!strcmp(sw.point_names[3], "mixer=softmax,d_model=128,seed=0"), "%s", sw.point_names[3]);
+    CHECK(!strcmp(sw.point_names[11], "mixer=linear,d_model=128,seed=2"), "%s", sw.point_names[11]);
+    int steps = sweep_entry_index(&sw, "steps"), seed = sweep_entry_index(&sw, "seed");
+    CHECK(!sweep_entry_varies(&sw, steps) && !strcmp(sweep_value(&sw, 7, steps), "5"));
+    CHECK(!strcmp(sweep_value(&sw, 7, seed), "1"));
+    // the command of a point: train, the base next to the sweep file, every key, out_dir, threads
+    char **argv = sweep_point_argv(&sw, 4, "./train", 3);
+    char line[1024] = "";
+    for (int i = 0; argv[i]; i++) snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", argv[i]);
+    CHECK(!strcmp(line, "./train b.conf steps=5 mixer=softmax d_model=128 seed=1 "
+                        "out_dir=checkpoints/x/mixer=softmax,d_model=128,seed=1 threads=3"), "%s", line);
+    sweep_free_argv(argv);
+    sweep_free(&sw);
+}
+
+TEST(sweep_zip_pairs_axes_and_names_by_the_first_key) {
+    SweepFile sw;
+    char err[512];
+    const char *text = "name = cells\nout = /tmp/o\njobs = 3\n"
+                       "mixer = softmax, mamba\npos_emb = learned, none\nzip = mixer, pos_emb\n"
+                       "seq_len = 64, 128\nmqar_kv_pairs = 4, 8\nlr = 1e-3, 1e-2\n"
+                       "zip = seq_len, mqar_kv_pairs\n";
+    CHECK(parse(text, &sw, err, sizeof err) == 0, "%s", err);
+    CHECK(sw.n_points == 8 && sw.n_dims == 3 && sw.jobs == 3, "%d %d", sw.n_points, sw.n_dims);
+    // mixer names its zip (its values differ); pos_emb follows it
+    CHECK(!strcmp(sw.point_names[0], "mixer=softmax,seq_len=64,lr=1e-3"), "%s", sw.point_names[0]);
+    CHECK(!strcmp(sw.point_names[7], "mixer=mamba,seq_len=128,lr=1e-2"), "%s", sw.point_names[7]);
+    int pe = sweep_entry_index(&sw, "pos_emb"), kv = sweep_entry_index(&sw, "mqar_kv_pairs");
+    CHECK(!strcmp(sweep_value(&sw, 5, pe), "none") && !strcmp(sweep_value(&sw, 5, kv), "4"));
+    CHECK(!strcmp(sweep_value(&sw, 6, kv), "8"));
+    char *dir = sweep_point_dir(&sw, 7);
+    CHECK(!strcmp(dir, "/tmp/o/mixer=mamba,seq_len=128,lr=1e-2"), "%s", dir);
+    free(dir);
+    sweep_free(&sw);
+    // a zip whose first key repeats a value is named by all its keys; quoted values keep commas
+    CHECK(parse("a.b = 1, 1, 2\nc = x, y, y\nzip = a.b, c\nsample_prompt = \"1,2\", \"3\"\n", &sw, err, sizeof err) == 0,
+          "%s", err);
+    CHECK(sw.n_points == 6 && !strcmp(sw.point_names[0], "a.b=1,c=x,sample_prompt=1_2"), "%s", sw.point_names[0]);
+    CHECK(!strcmp(sweep_value(&sw, 0, sweep_entry_index(&sw, "sample_prompt")), "1,2"));
+    sweep_free(&sw);
+    // base as an axis: named by file name, paths relative to the sweep file and tidied
+    CHECK(sweep_parse("base = ../b.conf, ./d/../../e.conf, /abs/f.conf\n", 48, "cfg/abl/x.sweep", &sw, err, sizeof err) == 0,
+          "%s", err);
+    CHECK(sw.n_points == 3 && !strcmp(sw.point_names[1], "base=e"), "%s", sw.point_names[1]);
+    static const char *want_base[3] = {"cfg/b.conf", "cfg/e.conf", "/abs/f.conf"};
+    for (int i = 0; i < 3; i++) {
+        char *b = sweep_base_path(&sw, sweep_value(&sw, i, sw.base_entry));
+        CHECK(!strcmp(b, want_base[i]), "%s", b);
+        free(b);
+    }
+    sweep_free(&sw);
+    // no axes: one point named run
+    CHECK(parse("steps = 3\n", &sw, err, sizeof err) == 0 && sw.n_points == 1 && !strcmp(sw.point_names[0], "run"));
+    sweep_free(&sw);
+}
+
+// Every syntax error: -1 with one line naming the file and line.
+TEST(sweep_parse_errors_name_file_and_line) {
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"steps = 3\nlr = 1e-3, , 1e-2\n", "x.sweep:2: lr: an empty value in the list"},
+        {"lr = 1e-3,\n", "x.sweep:1: lr: an empty value in the list"},
+        {"\n\nlr =\n", "x.sweep:3: lr: no value"},
+        {"a = 1, 2\nb = 1, 2, 3\nzip = a, b\n", "x.sweep:3: zip: axes of different lengths: a has 2 values (line 1), b has 3"},
+        {"a = 1, 2\nzip = a, c\n", "x.sweep:2: zip: 'c' is not set in this file"},
+        {"a = 1, 2\nb = 3, 4\nzip = a\n", "x.sweep:3: zip: expected two or more keys"},
+        {"a = 1, 2\nb = 3, 4\nc = 5, 6\nzip = a, b\nzip = b, c\n", "x.sweep:5: zip: 'b' is already in the zip at line 4"},
+        {"lr = 1\nlr = 2\n", "x.sweep:2: lr: set twice (first at line 1)"},
+        {"lr = 1e-3, 1e-3\n", "x.sweep:1: lr: the value '1e-3' appears twice"},
+        {"train_data = a/b, a_b\n", "x.sweep:1: train_data: two points get the same folder name"},
+        {"out_dir = x\n", "x.sweep:1: out_dir: the sweep sets each point's out_dir"},
+        {"include = a.conf\n", "x.sweep:1: include: not in a sweep file"},
+        {"just words\n", "x.sweep:1: expected 'key = value'"},
+        {"jobs = 0\n", "x.sweep:1: jobs: expected a positive integer"},
+        {"name = a/b\n", "x.sweep:1: name: expected letters"},
+        {"p = \"abc\n", "x.sweep:1: p: a quoted value has no closing"},
+        {"p = \"a\"b\n", "x.sweep:1: p: text after a closing"},
+        {"a = 0,1,2,3,4,5,6,7,8,9\nb = 0,1,2,3,4,5,6,7,8,9\nc = 0,1,2,3,4,5,6,7,8,9\nd = 0,1,2,3,4,5,6,7,8,9\n"
+         "e = 0,1\n",
+         "x.sweep: more than 10000 points"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SweepFile sw;
+        char err[512];
+        int rc = parse(cases[i].text, &sw, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, cases[i].want) && !strchr(err, '\n'), "case %zu: rc %d, '%s' (want '%s')", i, rc,
+              err, cases[i].want);
+        CHECK(sw.n_points == 0 && sw.entries == NULL);
+        sweep_free(&sw);
+    }
+    // any bytes: a NUL is refused, not read past
+    SweepFile sw;
+    char err[256];
+    CHECK(sweep_parse("lr = 1\0x", 8, "x.sweep", &sw, err, sizeof err) == -1 && strstr(err, "x.sweep:1: a NUL byte"), "%s", err);
+}
+
+// A run folder with known records: the summary's numbers by hand.
+TEST(sweep_run_summary_reads_metrics_and_sparsity) {
+    const char *dir = test_tmpdir();
+    test_write_file("metrics.jsonl",
+                    "{\"type\":\"eval\",\"step\":0,\"split\":\"val\",\"loss\":9,\"acc\":0}\n"
+                    "{\"type\":\"train\",\"step\":10,\"loss\":5,\"acc\":0.2,\"tok_per_s\":1000,\"ms_per_step\":100}\n"
+                    "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":4,\"acc\":0.5}\n"
+                    "{\"type\":\"train\",\"step\":20,\"loss\":1,\"acc\":0.9,\"tok_per_s\":3000,\"ms_per_step\":200}\n"
+                    "{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":0.5,\"acc\":0.995}\n"
+                    "{\"type\":\"train\",\"step\":30,\"loss\":1,\"acc\":0.9,\"tok_per_s\":2000,\"ms_per_step\":300}\n"
+                    "{\"type\":\"eval\",\"step\":30,\"split\":\"val\",\"loss\":0.25,\"acc\":0.993}\n"
+                    "{\"type\":\"done\",\"step\":30,\"reason\":\"steps\"}\n");
+    test_write_file("sparsity.jsonl",
+                    "{\"step\":0,\"layer\":0,\"head\":0,\"S\":0.9,\"S_recall\":0.9}\n"
+                    "{\"step\":0,\"layer\":1,\"head\":0,\"S\":0.8,\"S_recall\":0.8}\n"
+                    "{\"step\":30,\"layer\":0,\"head\":0,\"S\":0.4,\"S_recall\":0.5}\n"
+                    "{\"step\":30,\"layer\":0,\"head\":1,\"S\":0.6,\"S_recall\":null}\n"
+                    "{\"step\":30,\"layer\":1,\"head\":0,\"S\":0.3,\"S_recall\":0.2}\n"
+                    "{\"step\":30,\"layer\":1,\"head\":1,\"S\":0.5,\"S_recall\":0.4}\n"
+                    "{\"step\":40,\"layer\":0,\"he");  // a line cut off by a kill is skipped
+    RunSummary r;
+    run_summary_read(dir, &r);
+    CHECK(r.status == RUN_DONE && r.step == 30 && run_finished(dir));
+    CHECK_CLOSE(r.final_loss, 0.25, 1e-12);
+    CHECK_CLOSE(r.best_acc, 0.995, 1e-12);
+    CHECK(r.steps_to_target == 20, "%ld", r.steps_to_target);
+    CHECK_CLOSE(r.minutes_to_target, (10 * 100.0 + 10 * 200.0) / 60000, 1e-12);
+    CHECK_CLOSE(r.minutes, 6000.0 / 60000, 1e-12);
+    CHECK_CLOSE(r.tok_per_s, 2000, 1e-12);
+    CHECK(r.S_step == 30 && r.n_layers == 2);
+    CHECK_CLOSE(r.S_mean[0], 0.5, 1e-12);
+    CHECK_CLOSE(r.S_min[0], 0.4, 1e-12);
+    CHECK_CLOSE(r.S_recall[0], 0.5, 1e-12);
+    CHECK_CLOSE(r.S_mean[1], 0.4, 1e-12);
+    CHECK_CLOSE(r.S_min_all, 0.3, 1e-12);
+    CHECK_CLOSE(r.S_mean_all, 0.45, 1e-12);
+    CHECK_CLOSE(r.S_recall_min_all, 0.2, 1e-12);
+    CHECK(r.n_curve == 2 && r.curve_step[1] == 30);
+    CHECK_CLOSE(r.curve_S[0], 0.8, 1e-12);
+    CHECK_CLOSE(r.curve_S[1], 0.4, 1e-12);
+    run_summary_free(&r);
+    // not finished: the last record is not done
+    test_write_file("metrics.jsonl", "{\"type\":\"done\",\"step\":30,\"reason\":\"steps\"}\n{\"type\":\"train\",\"step\":31}\n");
+    run_summary_read(dir, &r);
+    CHECK(r.status == RUN_PARTIAL && !run_finished(dir) && r.steps_to_target < 0 && isnan(r.best_acc));
+    run_summary_free(&r);
+    run_summary_read(test_path("nothing"), &r);
+    CHECK(r.status == RUN_MISSING && !run_finished(test_path("nothing")));
+    run_summary_free(&r);
+}
+
+// --- ./sweep end to end ------------------------------------------------------------------------------
+
+// A tiny MQAR base config next to the sweep files.
+static void tiny_base(void) {
+    test_write_file("tiny.conf", "mlp = false\nvocab_size = 64\nseq_len = 32\nmqar_kv_pairs = 4\n"
+                                 "mqar_train_examples = 256\nmqar_test_examples = 32\nd_model = 8\nbatch_size = 8\n"
+                                 "lr = 3e-3\nsteps = 4\nlog_every = 1\neval_every = 2\nsparsity_every = 2\nsave_every = 2\n");
+}
+
+// Writes a sweep file "<name>.sweep" with its out folder in the scratch folder; returns the path.
+static const char *sweep_file(const char *name, const char *body) {
+    tiny_base();
+    char text[2048], file[256];
+    snprintf(text, sizeof text, "base = tiny.conf\nout = %s/out_%s\n%s", test_tmpdir(), name, body);
+    snprintf(file, sizeof file, "%s.sweep", name);
+    return test_write_file(file, text);
+}
+
+static char *read_out(const char *name, const char *file) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/out_%s/%s", test_tmpdir(), name, file);
+    return read_file_text(p, NULL);
+}
+
+// Bad input stops before anything runs: exit 2, one line naming file:line.
+TEST(sweep_bad_sweep_files_exit_2_before_running) {
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"steps = 2\nn_heads = 1, 2\n", "bad0.sweep:4: unknown key 'n_heads' (did you mean 'n_head'?)"},
+        {"lr = 1e-3, 2e-3, abc\n", "bad1.sweep:3: lr: expected a positive number, got 'abc'"},
+        {"mixer = softmax, nope\n", "bad2.sweep:3: mixer: expected one of softmax|"},
+        {"lr = 1e-3,,1e-2\n", "bad3.sweep:3: lr: an empty value in the list"},
+        {"a = 1, 2\nlr = 1e-3\nzip = a, lr\n", "bad4.sweep:5: zip: axes of different lengths"},
+        {"plot_x = dmodel\n", "bad5.sweep:3: plot_x: unknown key 'dmodel'"},
+        {"base = missing.conf\n", "bad6.sweep:3: base: set twice (first at line 1)"},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "bad%zu", i);
+        const char *f = sweep_file(name, cases[i].body);
+        int st = test_run(out, sizeof out, "./sweep %s", f);
+        char *nl = strchr(out, '\n');
+        CHECK(st == 2 && strstr(out, cases[i].want) && (!nl || !nl[1]), "case %zu: exit %d: %s (want %s)", i, st, out,
+              cases[i].want);
+        char p[512];
+        snprintf(p, sizeof p, "%s/out_%s", test_tmpdir(), name);
+        CHECK(!path_exists(p), "case %zu: the sweep created %s", i, p);
+    }
+    // a base that does not exist, and bad flags
+    const char *f = test_write_file("nobase.sweep", "base = missing.conf\nlr = 1e-3, 1e-2\n");
+    int st = test_run(out, sizeof out, "./sweep %s", f);
+    CHECK(st == 2 && strstr(out, "nobase.sweep:1: base: cannot open"), "%d %s", st, out);
+    st = test_run(out, sizeof out, "./sweep %s --jobs 0", f);
+    CHECK(st == 2 && strstr(out, "--jobs: expected a positive integer"), "%d %s", st, out);
+    st = test_run(out, sizeof out, "./sweep %s --frobnicate", f);
+    CHECK(st == 2 && strstr(out, "unknown option '--frobnicate'"), "%d %s", st, out);
+}
+
+static long file_size(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0 ? (long)s.st_size : -1;
+}
+
+// Runs the points (two at a time), skips them when run again, resumes an interrupted one, goes
+// on past a failed one and exits 1 naming it.
+TEST(sweep_runs_points_skips_finished_resumes_and_survives_a_failure) {
+    const char *f = sweep_file("run", "jobs = 2\nmixer = softmax, linear\nn_head = 1, 3\n");
+    char out[8192], cmd[8300];
+    // interrupt point 1 (softmax, n_head 1) half way through with its own printed command
+    int st = test_run(out, sizeof out, "./sweep %s --print | head -1", f);
+    CHECK(st == 0 && !strncmp(out, "./train ", 8) && strstr(out, "n_head=1") && strstr(out, " threads="), "%s", out);
+    out[strcspn(out, "\n")] = 0;
+    snprintf(cmd, sizeof cmd, "%s stop_at_step=2", out);
+    st = test_run(out, sizeof out, "%s", cmd);
+    CHECK(st == 0 && strstr(out, "stop_at_step 2 reached"), "%d %s", st, out);
+
+    st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
+    CHECK(st == 1, "exit %d: %s", st, out);
+    CHECK(strstr(out, "4 points, 2 at a time, threads=1 each"), "%s", out);
+    // n_head 3 does not divide d_model 8: both such points fail, the others finish
+    CHECK(strstr(out, "mixer=softmax,n_head=3: FAILED (exit 2)") && strstr(out, "not divisible by n_head 3"), "%s", out);
+    CHECK(strstr(out, "mixer=linear,n_head=3: FAILED (exit 2)"), "%s", out);
+    CHECK(strstr(out, "mixer=softmax,n_head=1: done") && strstr(out, "mixer=linear,n_head=1: done"), "%s", out);
+    CHECK(strstr(out, "4 run, 0 skipped (finished before), 2 failed") && strstr(out, "failed points:\n  mixer=softmax,n_head=3 (exit 2)"),
+          "%s", out);
+    char *log = read_out("run", "mixer=softmax,n_head=1/train.log");
+    CHECK(log && strstr(log, "== sweep run, point 1/4") && strstr(log, "resuming from") && strstr(log, "step 2"), "%s", log);
+    char *csv = read_out("run", "summary.csv");
+    CHECK(csv && strstr(csv, "\"mixer=softmax,n_head=1\",softmax,1,done,,4,") &&
+              strstr(csv, "\"mixer=linear,n_head=3\",linear,3,failed,2,"), "%s", csv);
+
+    // again: the finished points are skipped (their logs untouched), the failed ones run again
+    char p[1024];
+    snprintf(p, sizeof p, "%s/out_run/mixer=linear,n_head=1/train.log", test_tmpdir());
+    long before = file_size(p);
+    st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
+    CHECK(st == 1 && strstr(out, "mixer=softmax,n_head=1: finished before, skipped") &&
+              strstr(out, "mixer=linear,n_head=1: finished before, skipped") && strstr(out, "2 run, 2 skipped"), "%s", out);
+    CHECK(file_size(p) == before, "a finished point ran again");
+    // --unfinished prints only the failed points' commands
+    st = test_run(out, sizeof out, "./sweep %s --print --unfinished", f);
+    CHECK(st == 0 && strstr(out, "n_head=3") && !strstr(out, "n_head=1"), "%s", out);
+}
+
+// --print gives commands that run anywhere; --collect summarises the folders they made.
+TEST(sweep_print_then_collect_builds_the_summary) {
+    const char *f = sweep_file("col", "mixer = softmax, linear\nd_model = 8, 16\nseed = 0, 1\n");
+    char out[16384];
+    int st = test_run(out, sizeof out, "./sweep %s --print --jobs 2 --threads 4", f);
+    int lines = 0;
+    for (char *c = out; *c; c++) lines += *c == '\n';
+    CHECK(st == 0 && lines == 8 && strstr(out, "threads=2\n"), "%d %d %s", st, lines, out);
+    // run all but the last point, as a scheduler would
+    st = test_run(out, sizeof out, "./sweep %s --print --threads 1 | head -7 | sh > /dev/null 2>&1", f);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./sweep %s --collect", f);
+    CHECK(st == 0 && strstr(out, "7 done, 0 partial, 0 failed, 1 missing"), "%d %s", st, out);
+    CHECK(strstr(out, "## Grouped over `seed`") && strstr(out, "| softmax | 8 | 2/2 | 0/2 |") &&
+              strstr(out, "| linear | 16 | 1/2 | 0/1 |"), "%s", out);
+    CHECK(strstr(out, "| linear | 16 | 1 | missing | - |"), "%s", out);
+    char *csv = read_out("col", "summary.csv");
+    CHECK(csv && !strncmp(csv, "point,mixer,d_model,seed,status,", 32) && strstr(csv, "S_recall_L1"), "%s", csv);
+    char *groups = read_out("col", "summary_groups.csv");
+    CHECK(groups && strstr(groups, "\nsoftmax,8,2,2,0,") && strstr(groups, "\nlinear,16,2,1,0,"), "%s", groups);
+    char *svg = read_out("col", "acc_vs_d_model.svg");
+    CHECK(svg && strstr(svg, "<svg") && strstr(svg, ">softmax<") && strstr(svg, ">linear<"), "no accuracy figure");
+    svg = read_out("col", "S_steps.svg");
+    CHECK(svg && strstr(svg, "mixer = softmax") && strstr(svg, "d_model=16"), "no S figure");
+    char *md = read_out("col", "summary.md");
+    CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
+}
