@@ -5,16 +5,19 @@ CC      ?= cc
 ARCH    ?= -march=native
 OPT     ?= -O3
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+# clang reports each `#pragma omp simd` loop it cannot vectorize (calls to exp without a vector libm)
+CLANG_WARN = -Wno-pass-failed
+WARN    += $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),$(CLANG_WARN))
 CFLAGS  ?=
 ALL_CFLAGS = -std=c11 $(OPT) $(ARCH) -ffp-contract=fast -fopenmp $(WARN) -D_GNU_SOURCE -I. $(CFLAGS)
 LDLIBS   = -lz -lm
 LDFLAGS ?=
 
-LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c data/*.c eval/*.c text/*.c))
+LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c data/*.c eval/*.c text/*.c ablation/*.c))
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
 F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
 TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
-PROGRAMS = train evaluate tokenizer sample
+PROGRAMS = train evaluate tokenizer sample sweep
 
 .PHONY: all test clean asan bench
 all: $(PROGRAMS) build/run_tests
@@ -29,6 +32,9 @@ tokenizer: build/f32/text/tokenizer_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 sample: build/f32/text/sample_main.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+sweep: build/f32/ablation/sweep_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 build/run_tests: $(TEST_OBJ) $(F64_OBJ)
@@ -60,6 +66,9 @@ build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/model/gemm.o build/f32/
 bench: build/bench build/bench_gemm
 	./build/bench_gemm --quick --no-check
 	./build/bench $(BENCH_ARGS) $(BENCH_CONF)
+
+# asan, valgrind, fuzz, faults, clang-check, arm64-test: README "Reliability"
+include tests/reliability.mk
 
 clean:
 	rm -rf build $(PROGRAMS)

@@ -1,11 +1,13 @@
 // ./train CONFIG [key=value ...]: config -> model -> loop (data, forward, backward, step, log,
 // eval, save) with everything written to out_dir (DESIGN.md sections 3 to 5).
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/fpu.h"
@@ -95,6 +97,11 @@ static Model *build_model(Trainer *tr) {
     };
     const MixerKind *mk = mixer_find(cfg_str(c, "mixer"));
     return model_create(&s, mk, c, tr->B, tr->B * tr->task.targets_per_seq);
+}
+
+// A log line that cannot be written (disk full) stops the run: the logs are part of its result.
+static void flush_log(const Trainer *tr, FILE *f, const char *name) {
+    if (fflush(f) != 0 || ferror(f)) die("%s/%s: write error (%s)", tr->out_dir, name, strerror(errno));
 }
 
 // --- checkpoints and resume ------------------------------------------------------------------
@@ -189,7 +196,7 @@ static void print_eval(Trainer *tr, const HeadStats *s) {
     double loss = val_loss(s), acc = val_acc(s);
     fprintf(tr->metrics, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g}\n",
             tr->step, loss, acc);
-    fflush(tr->metrics);
+    flush_log(tr, tr->metrics, "metrics.jsonl");
     progress_break();
     printf("step %6ld | val loss %.4f | val acc %.4f\n", tr->step, loss, acc);
     fflush(stdout);
@@ -211,7 +218,7 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         memset(&r, 0, sizeof r);
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
         sparsity_write_jsonl(tr->sparsity, tr->step, cfg_str(c, "mixer"), &r);
-        fflush(tr->sparsity);
+        flush_log(tr, tr->sparsity, "sparsity.jsonl");
         if (rows == 0) {
             stats = r.stats;
             have_stats = 1;
@@ -244,6 +251,7 @@ static void train_loop(Trainer *tr) {
     LrSchedule sched = !strcmp(sch, "constant") ? LR_CONSTANT : !strcmp(sch, "linear") ? LR_LINEAR : LR_COSINE;
     double t_start = now_seconds();
     long start_step = tr->step;
+    const char *finished = NULL;  // why the run is complete: "steps" or "stop_at_acc"
     if (tr->step == 0) {
         evaluate_step(tr, eval_every > 0, sparsity_every > 0);
         maybe_sample(tr, 0);
@@ -273,7 +281,7 @@ static void train_loop(Trainer *tr) {
             tr->step++;
             fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"skip\",\"skipped\":%ld}\n",
                     tr->step, where, tr->skipped);
-            fflush(tr->metrics);
+            flush_log(tr, tr->metrics, "metrics.jsonl");
             printf("step %ld: non-finite value, first in %s: update skipped (%ld so far)\n", tr->step, where, tr->skipped);
             continue;
         }
@@ -289,7 +297,7 @@ static void train_loop(Trainer *tr) {
                     "{\"type\":\"train\",\"step\":%ld,\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,"
                     "\"grad_norm\":%.9g,\"tok_per_s\":%.0f,\"ms_per_step\":%.3f}\n",
                     tr->step, loss, acc, lr, norm, tok_s, dt * 1e3);
-            fflush(tr->metrics);
+            flush_log(tr, tr->metrics, "metrics.jsonl");
             if (!progress_enabled()) {
                 printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
                        tr->step, tr->steps, loss, acc, lr, norm, tok_s);
@@ -308,6 +316,7 @@ static void train_loop(Trainer *tr) {
         if (stop_at_acc > 0 && val_acc >= stop_at_acc) {
             printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
             stop = 1;
+            finished = "stop_at_acc";
         }
         maybe_sample(tr, last);
         if (stop_at_step && tr->step >= stop_at_step && !last) {
@@ -323,6 +332,12 @@ static void train_loop(Trainer *tr) {
         if (stop) break;
     }
     progress_break();
+    // A complete run ends its log with a done record (./sweep skips such runs).
+    if (!finished && tr->step == tr->steps) finished = "steps";
+    if (finished && tr->step > start_step) {
+        fprintf(tr->metrics, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, finished);
+        flush_log(tr, tr->metrics, "metrics.jsonl");
+    }
     char took[32];
     format_duration(took, sizeof took, now_seconds() - t_start);
     printf("done: %ld steps in %s\n", tr->step - start_step, took);
@@ -356,12 +371,18 @@ int main(int argc, char **argv) {
 
     const char *export_dir = cfg_str(c, "export_data");
     // A run folder that cannot be written is refused before any work.
-    if (!*export_dir && mkdir_p(tr.out_dir) != 0) die_input("out_dir: cannot create '%s'", tr.out_dir);
+    if (!*export_dir && path_exists(tr.out_dir) && !is_directory(tr.out_dir))
+        die_input("out_dir: '%s' is a file, expected a folder", tr.out_dir);
+    if (!*export_dir && mkdir_p(tr.out_dir) != 0)
+        die_input("out_dir: cannot create '%s' (%s)", tr.out_dir, strerror(errno));
+    if (!*export_dir && access(tr.out_dir, W_OK | X_OK) != 0)
+        die_input("out_dir: cannot write in '%s' (%s)", tr.out_dir, strerror(errno));
     char *resume = *export_dir ? NULL : choose_resume(&tr);
     task_open(&tr.task, c, 1);
     if (*export_dir) {
         export_data(&tr, export_dir);
         task_close(&tr.task);
+        config_free(c);
         return 0;
     }
     long steps = cfg_int(c, "steps");

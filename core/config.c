@@ -16,6 +16,7 @@
 static jmp_buf *g_trap;
 static char *g_trap_err;
 static size_t g_trap_len;
+static char *g_trap_copy;  // parse_text's line copy under the trap (freed when it fires)
 
 __attribute__((format(printf, 1, 2))) _Noreturn static void fail(const char *fmt, ...) {
     va_list ap;
@@ -182,6 +183,7 @@ void config_set(Config *c, const char *key, const char *value, const char *origi
 // Parses text line by line. `path` is the file (for includes) or NULL for text that may not include.
 static void parse_text(Config *c, const char *text, const char *name, const char *path) {
     char *copy = strdupCheck(text);
+    if (g_trap) g_trap_copy = copy;  // no includes under the trap: one copy at a time
     char *line = copy;
     int lineno = 0;
     while (line) {
@@ -209,6 +211,7 @@ static void parse_text(Config *c, const char *text, const char *name, const char
                 char *body = read_file_text(inc, &len);
                 if (!body)
                     fail("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
+                if (strlen(body) != len) fail("%s: a NUL byte at offset %zu: not a config file", inc, strlen(body));
                 c->include_depth++;
                 parse_text(c, body, inc, inc);
                 c->include_depth--;
@@ -225,8 +228,11 @@ static void parse_text(Config *c, const char *text, const char *name, const char
 
 void config_load_file(Config *c, const char *path) {
     if (is_directory(path)) fail("%s: is a folder, expected a config file", path);
-    char *body = read_file_text(path, NULL);
+    size_t len;
+    char *body = read_file_text(path, &len);
     if (!body) fail("%s: cannot open config (%s)", path, strerror(errno));
+    // the text would end at it: a binary file could pass for an empty config
+    if (strlen(body) != len) fail("%s: a NUL byte at offset %zu: not a config file", path, strlen(body));
     parse_text(c, body, path, path);
     free(body);
 }
@@ -237,9 +243,10 @@ void config_load_text(Config *c, const char *text, const char *origin) {
 
 int config_try_load_text(Config *c, const char *text, const char *origin, char *err, size_t errlen) {
     jmp_buf trap;
-    // parse_text's line copy leaks on a failure (one string per error): the price of not exiting.
     if (setjmp(trap)) {
         g_trap = NULL;
+        free(g_trap_copy);
+        g_trap_copy = NULL;
         return -1;
     }
     g_trap = &trap;
@@ -247,6 +254,7 @@ int config_try_load_text(Config *c, const char *text, const char *origin, char *
     g_trap_len = errlen;
     parse_text(c, text, origin, NULL);
     g_trap = NULL;
+    g_trap_copy = NULL;  // parse_text freed it
     return 0;
 }
 
@@ -284,9 +292,9 @@ void config_write(const Config *c, FILE *f) {
         fprintf(f, "%s# %s\n", n_done > 1 ? "\n" : "", sec);
         for (int j = i; j < c->n_keys; j++) {
             if (strcmp(c->keys[j]->section, sec)) continue;
-            char kv[512];
-            snprintf(kv, sizeof kv, "%s = %s", c->keys[j]->name, c->value[j]);
-            fprintf(f, "%-40s # %s\n", kv, c->keys[j]->help);
+            // no fixed buffer: a long value (a path, a prompt) must come back whole
+            int w = fprintf(f, "%s = %s", c->keys[j]->name, c->value[j]);
+            fprintf(f, "%*s # %s\n", w < 40 ? 40 - w : 0, "", c->keys[j]->help);
         }
     }
 }

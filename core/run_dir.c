@@ -40,7 +40,7 @@ int run_dir_checkpoints(const char *dir, char ***paths, long **steps) {
         found[n++] = step;
     }
     closedir(d);
-    qsort(found, (size_t)n, sizeof(long), by_step);
+    if (n) qsort(found, (size_t)n, sizeof(long), by_step);  // found is NULL when n = 0
     *paths = callocCheck((size_t)n + 1, sizeof(char *));
     for (int i = 0; i < n; i++) {
         (*paths)[i] = mallocCheck(strlen(dir) + 40);

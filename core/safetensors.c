@@ -116,8 +116,9 @@ int st_read(const char *path, SafeTensors *st, char *err, size_t errlen) {
     size_t pos = 0;
     for (int i = 0; i < st->n_tensors; i++) {
         if (sorted[i].begin != pos) {
-            free(sorted);
-            return ERR("tensor '%s': data_offsets overlap or leave a hole", sorted[i].name);
+            int rc = ERR("tensor '%s': data_offsets overlap or leave a hole", sorted[i].name);
+            free(sorted);  // after the message: it names one of these entries
+            return rc;
         }
         pos = sorted[i].end;
     }

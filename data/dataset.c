@@ -45,6 +45,10 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
         Shard *s = &ds->shards[i];
         shard_open(s, paths[i]);
         uint32_t mx = shard_check_tokens(s, vocab_size);
+        // vocab_size = 0 takes it from the data: a garbage token would size the embedding
+        if (vocab_size == 0 && mx >= DATASET_MAX_VOCAB)
+            die_input("%s: token %u is larger than any vocabulary (at most %d tokens): a corrupted shard?",
+                      paths[i], mx, DATASET_MAX_VOCAB);
         if (mx > max_tok) max_tok = mx;
         total += s->ntok;
         if (s->ntok > largest) largest = s->ntok;
@@ -57,8 +61,6 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
     if (ds->n == 0)
         die_input("%s: no file matching '%s' holds seq_len + 1 = %d tokens (the largest has %ld; "
                   "sequences do not cross files)", key, glob_pattern, T + 1, largest);
-    if (vocab_size == 0 && max_tok >= (uint32_t)INT32_MAX)
-        die_input("%s: token %u is too large for a vocabulary", key, max_tok);
     ds->vocab_size = vocab_size > 0 ? vocab_size : (int)max_tok + 1;
     free_paths(paths, n);
 }

@@ -24,7 +24,8 @@ typedef struct {
 void dataset_mqar(Dataset *ds, const MqarSpec *spec);
 // Token shards matching a glob (sorted by name). key names the config key for error messages.
 // vocab_size > 0: any token >= vocab_size is an error naming the file; vocab_size == 0: it is
-// taken as max token + 1.
+// taken as max token + 1, at most DATASET_MAX_VOCAB (a larger token exits 2 naming the file).
+#define DATASET_MAX_VOCAB (1 << 24)
 void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int T, int vocab_size);
 void dataset_free(Dataset *ds);
 // Copies sequence i: inputs[T] and targets[T] (targets < 0 are ignored by the loss).

@@ -440,7 +440,7 @@ static void write_eval_jsonl(const Target *t, char *fresh, const long *steps, in
     char *old = t->single ? read_file_text(path, NULL) : NULL;
     if (old) split_lines(old, &lines, &n, &cap, 1, steps, n_steps);
     split_lines(fresh, &lines, &n, &cap, 0, NULL, 0);
-    qsort(lines, (size_t)n, sizeof(Line), cmp_line);
+    if (n) qsort(lines, (size_t)n, sizeof(Line), cmp_line);  // lines is NULL when n = 0
     FILE *f = fopen(tmp, "w");
     if (!f) die_input("%s: cannot write %s", t->path, tmp);
     for (int i = 0; i < n; i++) fprintf(f, "%s\n", lines[i].line);

@@ -16,8 +16,10 @@ static inline real vexpr(real x) { return exp(x); }
 // degree 7 (truncation < 6e-9, below float rounding); max error about 2 ulp. Like expf under
 // flush-to-zero: 0 below -86.5 (results under 3e-38), +inf above ln(FLT_MAX), NaN stays NaN.
 static inline float vexpr(float x) {
-    float xc = x < -86.5f ? -86.5f : x;
-    xc = xc > 88.72283f ? 88.72283f : xc;
+    // a NaN x becomes -86.5 here (converting NaN to an integer below is undefined) and is
+    // returned as is at the end
+    float xc = x > -86.5f ? x : -86.5f;
+    xc = xc < 88.72283f ? xc : 88.72283f;
     const float shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
     float t = xc * 1.44269504088896341f + shift;
     float n = t - shift;  // -125 <= n <= 128
@@ -36,6 +38,7 @@ static inline float vexpr(float x) {
     memcpy(&half_scale, &bits, sizeof half_scale);
     float e = p * half_scale * 2.0f;
     e = x < -86.5f ? 0.0f : e;
-    return x > 88.72283f ? HUGE_VALF : e;
+    e = x > 88.72283f ? HUGE_VALF : e;
+    return x == x ? e : x;
 }
 #endif

@@ -144,6 +144,10 @@ static int cmp_case(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    // OpenMP threads that spin at barriers cost milliseconds per parallel region when another
+    // process holds the other core (CI machines, parallel builds); the tests' own programs
+    // inherit this too. A user's setting wins.
+    setenv("OMP_WAIT_POLICY", "passive", 0);
     qsort(g_tests, (size_t)g_ntests, sizeof g_tests[0], cmp_case);
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     int passed = 0, failed = 0;

@@ -74,7 +74,7 @@ TEST(bf16_gemm_matches_rounded_operands_and_is_thread_invariant) {
     "eval_every=0 save_every=0 steps=80 threads=2"
 
 static void train_losses(const char *dir, double *loss, int *n) {
-    char path[512];
+    char path[1100];  // dir may be up to 1023 bytes
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     char *text = read_file_text(path, NULL);
     CHECK(text, "cannot read %s", path);

@@ -75,7 +75,8 @@ TEST(train_metrics_records_follow_design) {
     CHECK(strstr(text, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":"), "%s", text);
     int lines = 0;
     for (char *q = text; *q; q++) lines += *q == '\n';
-    CHECK(lines == 12, "%d lines", lines);  // 10 train + eval at 0 and 10
+    CHECK(lines == 13, "%d lines", lines);  // 10 train + eval at 0 and 10 + done
+    CHECK(strstr(text, "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n"), "%s", text);
 }
 
 TEST(train_bad_input_exits_2_with_one_line) {

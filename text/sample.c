@@ -202,8 +202,8 @@ void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
     progress_break();
     if (b) {  // text: on lines of its own, as it would read
         printf("step %6ld | sample:\n", step);
-        fwrite(ptext.v, 1, ptext.n, stdout);
-        fwrite(text.v, 1, text.n, stdout);
+        if (ptext.n) fwrite(ptext.v, 1, ptext.n, stdout);  // .v is NULL when empty
+        if (text.n) fwrite(text.v, 1, text.n, stdout);
         if (!text.n || text.v[text.n - 1] != '\n') fputc('\n', stdout);
     } else {
         printf("step %6ld | sample: %.*s | %.*s\n", step, (int)ptext.n, ptext.n ? (char *)ptext.v : "", (int)text.n,
