@@ -385,6 +385,7 @@ int main(int argc, char **argv) {
         config_free(c);
         return 0;
     }
+    if (cfg_int(c, "sample_every") > 0) sample_check_tokenizer(c);
     long steps = cfg_int(c, "steps");
     if (steps == 0) {
         double epochs = cfg_float(c, "epochs");

@@ -91,6 +91,11 @@ TEST(train_bad_input_exits_2_with_one_line) {
     CHECK(st == 2 && strstr(out, "n_head: d_model 30 is not divisible by n_head 4"), "%d %s", st, out);
     st = test_run(out, sizeof out, "./train %s " TINY " seq_len=63 out_dir=%s/x", tiny_conf(), test_tmpdir());
     CHECK(st == 2 && strstr(out, "mqar:"), "%d %s", st, out);
+    // a missing tokenizer is refused before any training (nothing printed but the error)
+    st = test_run(out, sizeof out, "./train %s " TINY " sample_every=5 tokenizer=%s/no.bpe out_dir=%s/x", tiny_conf(),
+                  test_tmpdir(), test_tmpdir());
+    CHECK(st == 2 && strstr(out, "tokenizer: ") && strstr(out, "no.bpe") && !strchr(strchr(out, '\n') + 1, '\n'),
+          "%d %s", st, out);
 }
 
 TEST(train_export_data_writes_task_sets) {

@@ -168,7 +168,8 @@ static void ids_text(const uint32_t *t, size_t n, ByteBuf *out) {
     }
 }
 
-void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
+// The config's tokenizer, loaded once (NULL when the key is empty); a bad file exits 2.
+static Bpe *training_tokenizer(const Config *cfg) {
     static char *loaded_path;
     static Bpe *bpe;
     const char *path = cfg_str(cfg, "tokenizer");
@@ -180,7 +181,13 @@ void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
         if (!bpe) die_input("tokenizer: %s", err);
         loaded_path = strdupCheck(path);
     }
-    Bpe *b = *path ? bpe : NULL;
+    return *path ? bpe : NULL;
+}
+
+void sample_check_tokenizer(const Config *cfg) { training_tokenizer(cfg); }
+
+void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
+    Bpe *b = training_tokenizer(cfg);
     const char *prompt = cfg_str(cfg, "sample_prompt");
     TokBuf pt = {0}, gen = {0};
     prompt_tokens(b, prompt, m->s.V, "sample_prompt", &pt);

@@ -37,3 +37,5 @@ void json_write_bytes(FILE *f, const uint8_t *p, size_t n);
 // log. Text through the `tokenizer` file (loaded once; a bad one exits 2); token ids without
 // one. Call it between optimizer steps: the prefix fallback overwrites the model's activations.
 void sample_during_training(Model *m, const Config *cfg, long step, FILE *log);
+// Loads the `tokenizer` file now, so a bad one stops the trainer before any work (exit 2).
+void sample_check_tokenizer(const Config *cfg);
