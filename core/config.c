@@ -180,6 +180,9 @@ void config_set(Config *c, const char *key, const char *value, const char *origi
     c->origin[i] = origin ? strdupCheck(origin) : NULL;
 }
 
+// A config file is text of a few KiB; this bounds what /dev/zero or a mistaken data file costs.
+#define CONFIG_MAX_BYTES (16u << 20)
+
 // Parses text line by line. `path` is the file (for includes) or NULL for text that may not include.
 static void parse_text(Config *c, const char *text, const char *name, const char *path) {
     char *copy = strdupCheck(text);
@@ -208,7 +211,8 @@ static void parse_text(Config *c, const char *text, const char *name, const char
                     fail("%s: include: nested more than 16 deep (an include cycle?)", origin);
                 char *inc = path_relative_to(path, value);
                 size_t len;
-                char *body = read_file_text(inc, &len);
+                char *body = read_file_text_max(inc, CONFIG_MAX_BYTES, &len);
+                if (!body && errno == EFBIG) fail("%s: include: '%s' is larger than 16 MiB: not a config file", origin, inc);
                 if (!body)
                     fail("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
                 if (strlen(body) != len) fail("%s: a NUL byte at offset %zu: not a config file", inc, strlen(body));
@@ -229,7 +233,8 @@ static void parse_text(Config *c, const char *text, const char *name, const char
 void config_load_file(Config *c, const char *path) {
     if (is_directory(path)) fail("%s: is a folder, expected a config file", path);
     size_t len;
-    char *body = read_file_text(path, &len);
+    char *body = read_file_text_max(path, CONFIG_MAX_BYTES, &len);
+    if (!body && errno == EFBIG) fail("%s: larger than 16 MiB: not a config file", path);
     if (!body) fail("%s: cannot open config (%s)", path, strerror(errno));
     // the text would end at it: a binary file could pass for an empty config
     if (strlen(body) != len) fail("%s: a NUL byte at offset %zu: not a config file", path, strlen(body));

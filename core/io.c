@@ -90,7 +90,9 @@ char *strdupCheck(const char *s) {
     return d;
 }
 
-char *read_file_text(const char *path, size_t *len) {
+char *read_file_text(const char *path, size_t *len) { return read_file_text_max(path, (size_t)-1, len); }
+
+char *read_file_text_max(const char *path, size_t max, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
@@ -99,13 +101,13 @@ char *read_file_text(const char *path, size_t *len) {
         if (n + 1 >= cap) buf = reallocCheck(buf, cap *= 2);
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
-        if (got == 0) break;
+        if (got == 0 || n > max) break;
     }
-    int err = ferror(f);
+    int err = ferror(f) ? EIO : n > max ? EFBIG : 0;
     fclose(f);
     if (err) {
         free(buf);
-        errno = EIO;
+        errno = err;
         return NULL;
     }
     buf[n] = 0;

@@ -20,6 +20,8 @@ char *strdupCheck(const char *s);
 
 // Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.
 char *read_file_text(const char *path, size_t *len);
+// The same, refusing files (or endless devices) longer than max bytes: NULL, errno EFBIG.
+char *read_file_text_max(const char *path, size_t max, size_t *len);
 // Creates a directory and its parents; 0 on success.
 int mkdir_p(const char *path);
 // Path of `rel` interpreted relative to the folder of `base_file` (absolute `rel` is kept).

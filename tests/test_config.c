@@ -79,6 +79,9 @@ TEST(config_missing_include_and_cycle) {
     test_write_file("p.conf", "include = q.conf\n");
     expect_error(test_write_file("q.conf", "include = p.conf\n"), "include: nested more than 16 deep");
     expect_error(test_path("absent.conf"), "absent.conf: cannot open config");
+    // an endless file is refused, not read until memory runs out
+    expect_error("/dev/zero", "/dev/zero: larger than 16 MiB: not a config file");
+    expect_error(test_write_file("z.conf", "include = /dev/zero\n"), "z.conf:1: include: '/dev/zero' is larger than 16 MiB");
 }
 
 static void apply_bad_arg(void *arg) {
