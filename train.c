@@ -317,8 +317,10 @@ static void train_loop(Trainer *tr) {
             printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
             stop = 1;
             finished = "stop_at_acc";
+            // the run ends here: its final attention sparsity belongs in the log
+            if (!due_sparsity && sparsity_every) evaluate_step(tr, 0, 1);
         }
-        maybe_sample(tr, last);
+        maybe_sample(tr, last || finished);
         if (stop_at_step && tr->step >= stop_at_step && !last) {
             printf("stop_at_step %ld reached (run again to continue)\n", stop_at_step);
             stop = 1;

@@ -142,3 +142,27 @@ TEST(train_bit_identical_for_one_and_two_threads) {
     char *a = train_losses(p1), *b = train_losses(p2);
     CHECK(strlen(a) > 50 && !strcmp(a, b), "1 thread:\n%s\n2 threads:\n%s", a, b);
 }
+
+// stop_at_acc ends the run at the evaluation that reaches it, with a done record, a checkpoint
+// and the attention sparsity of that final step (even off the sparsity_every grid).
+TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
+    const char *conf = tiny_conf();
+    char out[4096];
+    int st = test_run(out, sizeof out, "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.02 out_dir=%s/s",
+                      conf, test_tmpdir());
+    CHECK(st == 0 && strstr(out, ">= stop_at_acc 0.02: stopping at step "), "%s", out);
+    long step = atol(strstr(out, "stopping at step ") + 17);
+    CHECK(step > 0 && step < 200 && step % 3 == 0, "step %ld", step);
+    char p[512], want[128];
+    snprintf(p, sizeof p, "%s/s/metrics.jsonl", test_tmpdir());
+    char *text = read_file_text(p, NULL);
+    snprintf(want, sizeof want, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"stop_at_acc\"}\n", step);
+    CHECK(text && strstr(text, want), "%s", text);
+    snprintf(p, sizeof p, "%s/s/sparsity.jsonl", test_tmpdir());
+    char *sp = read_file_text(p, NULL);
+    snprintf(want, sizeof want, "{\"step\":%ld,\"layer\":1,\"head\":1,", step);
+    CHECK(sp && strstr(sp, "{\"step\":0,") && strstr(sp, want), "no final sparsity record for step %ld:\n%s", step, sp);
+    snprintf(p, sizeof p, "%s/s/ckpt_%08ld.safetensors", test_tmpdir(), step);
+    CHECK(path_exists(p), "%s missing", p);
+    free(text), free(sp);
+}
