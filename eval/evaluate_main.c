@@ -579,7 +579,8 @@ int main(int argc, char **argv) {
     const char *compare = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "compare=", 8)) compare = argv[i] + 8;
-        else if (strchr(argv[i], '=')) over[n_over++] = argv[i];
+        // ./sweep names run folders key=value: an existing path is a path
+        else if (strchr(argv[i], '=') && !path_exists(argv[i])) over[n_over++] = argv[i];
         else if (argv[i][0] == '-') die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [key=value ...])", argv[i]);
         else tg[n_tg++].path = strip_slashes(argv[i]);
     }

@@ -180,6 +180,10 @@ TEST(evaluate_compares_several_runs) {
     st = test_run(out, sizeof out, "./evaluate %s %s threads=1", a, b);
     CHECK(st == 0, "%s", out);
     check_svg(test_tmpdir(), "compare.svg", "layer 1: S (mean over heads)");
+    // ./sweep's run folders are named key=value: an existing path is a path, not a key
+    const char *swept = tiny_run("seed=1", "softmax");
+    st = test_run(out, sizeof out, "./evaluate %s threads=1", swept);
+    CHECK(st == 0 && count(out, "| val loss ") == 4, "exit %d: %s", st, out);
 }
 
 TEST(evaluate_bad_arguments_exit_2) {
