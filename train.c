@@ -146,6 +146,26 @@ static char *choose_resume(Trainer *tr) {
     return newest;
 }
 
+// With resume = auto, a run whose log ends with {"type":"done",...,"reason":"stop_at_acc"} at
+// the step of the checkpoint it would resume from is complete: running its command again (a
+// sweep's --print line on a cluster, say) must not train it on. Returns that step, or -1.
+static long completed_at_acc(const Trainer *tr, long ckpt_step) {
+    if (strcmp(cfg_str(&tr->cfg, "resume"), "auto") || cfg_float(&tr->cfg, "stop_at_acc") <= 0) return -1;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    char *text = read_file_text(path, NULL);
+    if (!text) return -1;
+    long step = -1;
+    char *last = strstr(text, "{\"type\":\"done\",");
+    for (char *q = last; q; q = strstr(q + 1, "{\"type\":\"done\",")) last = q;
+    long s;
+    if (last && !strchr(last, '\n')[1] && sscanf(last, "{\"type\":\"done\",\"step\":%ld,", &s) == 1 &&
+        strstr(last, "\"reason\":\"stop_at_acc\"") && s == ckpt_step)
+        step = s;
+    free(text);
+    return step;
+}
+
 // Refuses a checkpoint whose model shape or data differ from the config.
 static void check_resume_config(Trainer *tr, const char *path) {
     Config saved;
@@ -404,6 +424,12 @@ int main(int argc, char **argv) {
     tr.inputs = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
     tr.targets = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
     if (resume) resume_from(&tr, resume);
+    long done_at = resume ? completed_at_acc(&tr, tr.step) : -1;
+    if (done_at >= 0) {
+        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
+               "(resume = %s trains it on)\n", tr.out_dir, done_at, resume);
+        return 0;
+    }
     else if (*cfg_str(c, "init_from")) init_from(&tr, cfg_str(c, "init_from"));
     free(resume);
 

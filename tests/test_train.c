@@ -164,5 +164,18 @@ TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
     CHECK(sp && strstr(sp, "{\"step\":0,") && strstr(sp, want), "no final sparsity record for step %ld:\n%s", step, sp);
     snprintf(p, sizeof p, "%s/s/ckpt_%08ld.safetensors", test_tmpdir(), step);
     CHECK(path_exists(p), "%s missing", p);
-    free(text), free(sp);
+    // the same command again finds the run complete and leaves it as it is
+    char again[4096];
+    st = test_run(again, sizeof again, "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.02 out_dir=%s/s",
+                  conf, test_tmpdir());
+    CHECK(st == 0 && strstr(again, "the run is complete") && strstr(again, "nothing to do"), "%s", again);
+    snprintf(p, sizeof p, "%s/s/metrics.jsonl", test_tmpdir());
+    char *text2 = read_file_text(p, NULL);
+    CHECK(text2 && !strcmp(text, text2), "metrics.jsonl changed");
+    // an explicit checkpoint trains on
+    snprintf(p, sizeof p, "%s/s/ckpt_%08ld.safetensors", test_tmpdir(), step);
+    st = test_run(again, sizeof again, "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.9 resume=%s stop_at_step=%ld out_dir=%s/s",
+                  conf, p, step + 2, test_tmpdir());
+    CHECK(st == 0 && strstr(again, "resuming from") && strstr(again, "stop_at_step"), "%s", again);
+    free(text), free(text2), free(sp);
 }
