@@ -1,6 +1,7 @@
 #include "tests/gradcheck.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,4 +238,26 @@ void rig_check_qk(MixerRig *r, double tol) {
             }
         }
     free(a), free(q), free(k);
+}
+
+void rig_check_thread_invariance(MixerRig *r) {
+    size_t n = (size_t)r->B * r->T * r->dims.C, total = 2 * n;
+    for (int i = 0; i < r->n_params; i++) total += r->count[i];
+    real *out[2];
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        MixerIO io = rig_io(r);
+        r->kind->forward(r->st, &io);
+        io.dy = r->R;
+        io.dx = r->dx;
+        memset(r->dx, 0, sizeof(real) * n);
+        for (int i = 0; i < r->n_params; i++) memset(r->g[i], 0, sizeof(real) * r->count[i]);
+        r->kind->backward(r->st, &io);
+        real *o = out[threads - 1] = mallocCheck(sizeof(real) * total);
+        memcpy(o, r->y, sizeof(real) * n), o += n;
+        memcpy(o, r->dx, sizeof(real) * n), o += n;
+        for (int i = 0; i < r->n_params; i++) memcpy(o, r->g[i], sizeof(real) * r->count[i]), o += r->count[i];
+    }
+    CHECK(!memcmp(out[0], out[1], sizeof(real) * total), "%s: 1 and 2 threads differ", r->kind->name);
+    free(out[0]), free(out[1]);
 }

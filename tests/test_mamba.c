@@ -167,31 +167,9 @@ TEST(mamba_step_matches_forward_with_options) {
 TEST(mamba_bit_identical_for_one_and_two_threads) {
     Config cfg;
     MixerRig r;
-    omp_set_num_threads(2);  // before the buffers are sized for the thread count
+    omp_set_num_threads(2);
     mamba_rig(&r, &cfg, "d_state=3", 12, 3, 37, 29);
-    size_t n = (size_t)r.B * r.T * r.dims.C, total = n;
-    for (int i = 0; i < r.n_params; i++) total += r.count[i];
-    real *first = mallocCheck(sizeof(real) * (total + n));
-    for (int threads = 1; threads <= 2; threads++) {
-        omp_set_num_threads(threads);
-        MixerIO io = rig_io(&r);
-        r.kind->forward(r.st, &io);
-        io.dy = r.R;
-        io.dx = r.dx;
-        memset(r.dx, 0, sizeof(real) * n);
-        for (int i = 0; i < r.n_params; i++) memset(r.g[i], 0, sizeof(real) * r.count[i]);
-        r.kind->backward(r.st, &io);
-        real *out = threads == 1 ? first : mallocCheck(sizeof(real) * (total + n));
-        size_t off = 0;
-        memcpy(out + off, r.y, sizeof(real) * n), off += n;
-        memcpy(out + off, r.dx, sizeof(real) * n), off += n;
-        for (int i = 0; i < r.n_params; i++) memcpy(out + off, r.g[i], sizeof(real) * r.count[i]), off += r.count[i];
-        if (threads == 2) {
-            CHECK(!memcmp(first, out, sizeof(real) * (total + n)), "1 and 2 threads differ");
-            free(out);
-        }
-    }
-    free(first);
+    rig_check_thread_invariance(&r);
     rig_free(&r);
 }
 

@@ -1,6 +1,8 @@
 // Every registered mixer, through the MixerKind interface alone: backward against finite
 // differences for the input and every parameter, and the materialized attention maps against
 // the outputs. Mixer-specific cases live in tests/test_<mixer>.c.
+#include <omp.h>
+
 #include "model/mixer.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
@@ -46,6 +48,20 @@ TEST(every_mixer_theory_queries_and_keys_reproduce_maps) {
         MixerRig r;
         rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 9, 1, 3, 14);
         rig_check_qk(&r, 1e-10);
+        rig_free(&r);
+    }
+}
+
+// No sum is split differently for another thread count: forward and backward give the same bits.
+TEST(every_mixer_bit_identical_for_one_and_two_threads) {
+    Config cfg;
+    test_config(&cfg, "cog_softmax_ends=false");
+    for (int i = 0; i < mixer_count(); i++) {
+        MixerRig r;
+        omp_set_num_threads(2);  // before the rig sizes its buffers for the thread count
+        // T = 70: past one 64-token chunk or query block; B = 3: an odd split over 2 threads
+        rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 3, 70, 0, 2, 15);
+        rig_check_thread_invariance(&r);
         rig_free(&r);
     }
 }
