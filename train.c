@@ -374,6 +374,18 @@ static void write_config(Trainer *tr) {
     fcloseCheck(f, path);
 }
 
+static void trainer_free(Trainer *tr) {
+    if (tr->metrics) fclose(tr->metrics);
+    if (tr->sparsity) fclose(tr->sparsity);
+    free(tr->inputs);
+    free(tr->targets);
+    loader_free(&tr->loader);
+    optim_free(&tr->opt);
+    model_free(tr->model);
+    task_close(&tr->task);
+    config_free(&tr->cfg);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage();
@@ -424,14 +436,16 @@ int main(int argc, char **argv) {
     tr.inputs = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
     tr.targets = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
     if (resume) resume_from(&tr, resume);
+    else if (*cfg_str(c, "init_from")) init_from(&tr, cfg_str(c, "init_from"));
     long done_at = resume ? completed_at_acc(&tr, tr.step) : -1;
-    if (done_at >= 0) {
+    if (done_at >= 0)
         printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
                "(resume = %s trains it on)\n", tr.out_dir, done_at, resume);
+    free(resume);
+    if (done_at >= 0) {
+        trainer_free(&tr);
         return 0;
     }
-    else if (*cfg_str(c, "init_from")) init_from(&tr, cfg_str(c, "init_from"));
-    free(resume);
 
     write_config(&tr);
     char path[1200];
@@ -454,15 +468,6 @@ int main(int argc, char **argv) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     train_loop(&tr);
-
-    fclose(tr.metrics);
-    if (tr.sparsity) fclose(tr.sparsity);
-    free(tr.inputs);
-    free(tr.targets);
-    loader_free(&tr.loader);
-    optim_free(&tr.opt);
-    model_free(tr.model);
-    task_close(&tr.task);
-    config_free(c);
+    trainer_free(&tr);
     return g_interrupted ? 128 + g_interrupted : 0;
 }

@@ -271,4 +271,15 @@ TEST(keep_last_and_init_from) {
     CHECK(!strncmp(loss1, loss2, 20), "%.30s vs %.30s", loss1, loss2);
     st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=2 d_model=32 out_dir=%s/f init_from=%s", test_tmpdir(), paths[1]);
     CHECK(st == 2 && strstr(out, "init_from:") && strstr(out, "shape"), "%d %s", st, out);
+    // the same init_from command run again after an interruption resumes; it does not start over
+    const char *g = strdupCheck(test_path("g")), *h = strdupCheck(test_path("h"));
+    st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=6 out_dir=%s init_from=%s", g, paths[1]);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=6 stop_at_step=3 out_dir=%s init_from=%s", h, paths[1]);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=6 out_dir=%s init_from=%s", h, paths[1]);
+    CHECK(st == 0 && strstr(out, "resuming from") && !strstr(out, "initialised from"), "%s", out);
+    char *lg = losses(g), *lh = losses(h);
+    strip_timing(lg), strip_timing(lh);
+    CHECK(!strcmp(lg, lh), "interrupted init_from run differs:\n%s\nvs\n%s", lg, lh);
 }
