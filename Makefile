@@ -60,7 +60,7 @@ BENCH_ARGS ?=
 build/bench: build/f32/bench/bench.o build/f32/bench/peak.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/model/gemm.o build/f32/model/gemm_x86.o
+build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/bench/peak.o build/f32/model/gemm.o build/f32/model/gemm_x86.o
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 bench: build/bench build/bench_gemm

@@ -16,20 +16,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/peak.h"
 #include "model/gemm.h"
 #include "model/gemm_kernels.h"
 
 #ifdef REAL_DOUBLE
 #error "bench_gemm measures the float build; compile without -DREAL_DOUBLE"
 #endif
-
-static volatile double g_sink;  // keeps the FMA loops' results alive
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static uint64_t g_rng = 88172645463325252ull;
 static float frand(void) {
@@ -48,97 +41,16 @@ static float *falloc(size_t n) {
     return p;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Peak FMA throughput: 12 independent accumulator chains per thread (enough to cover latency x
-// pipes on current cores); flops = 2 * lanes * FMAs.
-#if defined(__x86_64__)
-#include <immintrin.h>
-// 12 independent chains in named variables (an array would be kept in memory).
-#define FMA12(F, X, Y)                                                                            \
-    c0 = F(c0, X, Y), c1 = F(c1, X, Y), c2 = F(c2, X, Y), c3 = F(c3, X, Y), c4 = F(c4, X, Y),     \
-    c5 = F(c5, X, Y), c6 = F(c6, X, Y), c7 = F(c7, X, Y), c8 = F(c8, X, Y), c9 = F(c9, X, Y),     \
-    c10 = F(c10, X, Y), c11 = F(c11, X, Y)
-__attribute__((target("avx512f,fma"), noinline)) static double fma_loop512(long iters) {
-    __m512 x = _mm512_set1_ps(0.9999999f), y = _mm512_set1_ps(1e-7f);
-    // Start values the compiler cannot see (clang merges chains with known constant starts).
-    float s0 = (float)g_sink * 0.0f;
-    __m512 c0 = _mm512_set1_ps(s0), c1 = _mm512_set1_ps(s0 + 1), c2 = _mm512_set1_ps(s0 + 2),
-           c3 = _mm512_set1_ps(s0 + 3), c4 = _mm512_set1_ps(s0 + 4), c5 = _mm512_set1_ps(s0 + 5),
-           c6 = _mm512_set1_ps(s0 + 6), c7 = _mm512_set1_ps(s0 + 7), c8 = _mm512_set1_ps(s0 + 8),
-           c9 = _mm512_set1_ps(s0 + 9), c10 = _mm512_set1_ps(s0 + 10), c11 = _mm512_set1_ps(s0 + 11);
-    for (long it = 0; it < iters; it++) FMA12(_mm512_fmadd_ps, x, y);
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
-                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
-    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
-    g_sink = (double)_mm512_reduce_add_ps(s);
-    return 2.0 * 16.0 * 12.0 * (double)iters;  // flops
-}
-__attribute__((target("avx2,fma"), noinline)) static double fma_loop256(long iters) {
-    __m256 x = _mm256_set1_ps(0.9999999f), y = _mm256_set1_ps(1e-7f);
-    // Start values the compiler cannot see (clang merges chains with known constant starts).
-    float s0 = (float)g_sink * 0.0f;
-    __m256 c0 = _mm256_set1_ps(s0), c1 = _mm256_set1_ps(s0 + 1), c2 = _mm256_set1_ps(s0 + 2),
-           c3 = _mm256_set1_ps(s0 + 3), c4 = _mm256_set1_ps(s0 + 4), c5 = _mm256_set1_ps(s0 + 5),
-           c6 = _mm256_set1_ps(s0 + 6), c7 = _mm256_set1_ps(s0 + 7), c8 = _mm256_set1_ps(s0 + 8),
-           c9 = _mm256_set1_ps(s0 + 9), c10 = _mm256_set1_ps(s0 + 10), c11 = _mm256_set1_ps(s0 + 11);
-    for (long it = 0; it < iters; it++) FMA12(_mm256_fmadd_ps, x, y);
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
-                             _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7)));
-    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11)));
-    float t[8];
-    _mm256_storeu_ps(t, s);
-    g_sink = (double)t[0];
-    return 2.0 * 8.0 * 12.0 * (double)iters;
-}
-#endif
-static double fma_loop_c(long iters) {
-    float acc[16][16];
-    for (int i = 0; i < 16; i++)
-        for (int j = 0; j < 16; j++) acc[i][j] = (float)j;
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < 16; i++)
-            for (int j = 0; j < 16; j++) acc[i][j] = acc[i][j] * 1.0000001f + 0.9999999f;
-    g_sink = (double)acc[3][5];
-    return 2.0 * 256.0 * (double)iters;
-}
-
-// Returns GFLOP/s of the FMA loop with nthreads threads (each thread runs its own loop).
-static double measure_peak_iters(int nthreads, const char **kind, long iters, int reps) {
-    double (*fn)(long) = fma_loop_c;
-    *kind = "scalar C";
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) fn = fma_loop512, *kind = "AVX-512";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fn = fma_loop256, *kind = "AVX2";
-#endif
-    double best = 0;
-    for (int rep = 0; rep < reps; rep++) {
-        double flops = 0, t0 = now();
-#pragma omp parallel num_threads(nthreads) reduction(+ : flops)
-        flops += fn(iters);
-        double t = now() - t0;
-        if (flops / t > best) best = flops / t;
-    }
-    return best * 1e-9;
-}
-static double measure_peak(int nthreads, const char **kind) {
-    return measure_peak_iters(nthreads, kind, 20000000, 3);
-}
-static double peak_quick(int nthreads) {  // ~20 ms (the first few ms after idle run slow)
-    const char *kind;
-    return measure_peak_iters(nthreads, &kind, 2000000, 3);
-}
-
 // Mean time of an empty parallel region (fork/join) in microseconds.
 static double region_overhead_us(int nthreads) {
     int n = 0;
-    double t0 = now();
-    while (now() - t0 < 0.2) {
+    double t0 = peak_now();
+    while (peak_now() - t0 < 0.2) {
 #pragma omp parallel num_threads(nthreads)
         { __asm__ volatile("" ::: "memory"); }
         n++;
     }
-    return (now() - t0) / n * 1e6;
+    return (peak_now() - t0) / n * 1e6;
 }
 
 // Memory write+read bandwidth (GB/s): c[i] = a[i] + b[i] over 64 MB arrays.
@@ -149,10 +61,10 @@ static double measure_bw(int nthreads) {
     for (size_t i = 0; i < n; i++) a[i] = 1, b[i] = 2, c[i] = 0;
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
-        double t0 = now();
+        double t0 = peak_now();
 #pragma omp parallel for num_threads(nthreads)
         for (size_t i = 0; i < n; i++) c[i] = a[i] + b[i];
-        double t = now() - t0;
+        double t = peak_now() - t0;
         double bw = 3.0 * n * sizeof(float) / t * 1e-9;
         if (bw > best) best = bw;
     }
@@ -260,9 +172,9 @@ static double time_gemm(Prob *p, int beta, int nthreads, double min_time) {
     double best = 1e30, total = 0;
     int reps = 0;
     while (total < min_time || reps < 3) {
-        double t0 = now();
+        double t0 = peak_now();
         gemm(p->tA, p->tB, p->M, p->N, p->K, p->A, p->lda, p->B, p->ldb, (float)beta, p->C, p->ldc);
-        double t = now() - t0;
+        double t = peak_now() - t0;
         total += t, reps++;
         if (t < best) best = t;
         if (reps > 2000) break;
@@ -278,14 +190,14 @@ static double time_gemm_quiet(Prob *p, int beta, int nthreads, double min_time, 
     double best = 0;
     *quiet = 0;
     for (int attempt = 0; attempt < 12; attempt++) {
-        if (peak_quick(nthreads) < 0.85 * ref_peak) {
+        if (peak_fp32_quick(nthreads) < 0.85 * ref_peak) {
             struct timespec ts = {0, 100000000};
             nanosleep(&ts, NULL);
             continue;
         }
         double g = time_gemm(p, beta, nthreads, min_time);
         if (g > best) best = g;
-        if (peak_quick(nthreads) >= 0.85 * ref_peak) {
+        if (peak_fp32_quick(nthreads) >= 0.85 * ref_peak) {
             *quiet = 1;
             return best;
         }
@@ -320,7 +232,7 @@ int main(int argc, char **argv) {
     int maxthr = omp_get_max_threads();
     int nthr2 = maxthr >= 2 ? 2 : 1;
     const char *kind;
-    double peak1 = measure_peak(1, &kind), peak2 = measure_peak(nthr2, &kind);
+    double peak1 = peak_fp32(1, &kind), peak2 = peak_fp32(nthr2, &kind);
     printf("kernels: %s (first variant %s: MR=%d NR=%d KC=%d NC=%d)\n", gemm_kernel_name(), kd->name,
            kd->mr, kd->nr, kd->kc, kd->nc);
     printf("measured fp32 FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", kind,
@@ -335,7 +247,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 20 && peak2 < 1.5 * peak1; i++) {
             struct timespec ts = {0, 200000000};
             nanosleep(&ts, NULL);
-            double p = measure_peak(nthr2, &kind);
+            double p = peak_fp32(nthr2, &kind);
             if (p > peak2) peak2 = p;
         }
         printf("re-measured %d-thread peak: %.1f GFLOP/s\n", nthr2, peak2);
