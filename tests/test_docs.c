@@ -5,7 +5,7 @@
 
 #include "core/io.h"
 #include "core/keys.h"
-#include "model/mixer.h"
+#include "model/mixers/mixer.h"
 #include "tests/test.h"
 
 TEST(readme_documents_every_key_and_mixer) {
