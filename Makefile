@@ -13,11 +13,11 @@ ALL_CFLAGS = -std=c11 $(OPT) $(ARCH) -ffp-contract=fast -fopenmp $(WARN) -D_GNU_
 LDLIBS   = -lz -lm
 LDFLAGS ?=
 
-LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c data/*.c eval/*.c text/*.c ablation/*.c))
+LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c model/mixers/*.c model/kernels/*.c data/*.c eval/*.c tokenizer/*.c trainer/*.c ablation/*.c))
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
 F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
 TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
-PROGRAMS = train evaluate tokenizer sample sweep
+PROGRAMS = train evaluate tokenize sample sweep
 
 .PHONY: all test clean asan bench
 all: $(PROGRAMS) build/run_tests
@@ -28,10 +28,10 @@ train: build/f32/train.o $(F32_OBJ)
 evaluate: build/f32/eval/evaluate_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-tokenizer: build/f32/text/tokenizer_main.o $(F32_OBJ)
+tokenize: build/f32/tokenizer/tokenize_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-sample: build/f32/text/sample_main.o $(F32_OBJ)
+sample: build/f32/model/sample_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 sweep: build/f32/ablation/sweep_main.o $(F32_OBJ)
@@ -60,7 +60,7 @@ BENCH_ARGS ?=
 build/bench: build/f32/bench/bench.o build/f32/bench/peak.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/bench/peak.o build/f32/model/gemm.o build/f32/model/gemm_x86.o
+build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/bench/peak.o build/f32/model/kernels/gemm.o build/f32/model/kernels/gemm_x86.o
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 bench: build/bench build/bench_gemm

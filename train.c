@@ -18,10 +18,10 @@
 #include "data/task.h"
 #include "eval/sparsity.h"
 #include "eval/val_eval.h"
-#include "model/checkpoint.h"
+#include "trainer/checkpoint.h"
 #include "model/model.h"
-#include "model/optim.h"
-#include "text/sample.h"
+#include "trainer/optim.h"
+#include "model/sample.h"
 
 typedef struct {
     Config cfg;

@@ -24,7 +24,7 @@
 // timed steps (the median is in results.jsonl).
 //
 // FLOPs: the model's own matmuls (MLP, LM head at the positions with a loss: 2 per multiply-add,
-// backward 2x forward) plus the mixer's flops() (model/mixer.h); a mixer without flops() is
+// backward 2x forward) plus the mixer's flops() (model/mixers/mixer.h); a mixer without flops() is
 // counted without its own work and flagged.
 #include <errno.h>
 #include <omp.h>
@@ -46,7 +46,7 @@
 #include "core/rng.h"
 #include "data/task.h"
 #include "model/model.h"
-#include "model/optim.h"
+#include "trainer/optim.h"
 
 #ifdef REAL_DOUBLE
 #error "the bench measures the float build"

@@ -1,7 +1,7 @@
 // Standalone gemm benchmark and float-mode check (the test runner builds in double).
 // Build by hand (float, as the programs are built):
 //   cc -std=c11 -O3 -march=native -ffp-contract=fast -fopenmp -D_GNU_SOURCE -I.
-//      bench/bench_gemm.c model/gemm.c model/gemm_x86.c -o /tmp/bench_gemm -lm
+//      bench/bench_gemm.c model/kernels/gemm.c model/kernels/gemm_x86.c -o /tmp/bench_gemm -lm
 // Usage: bench_gemm [--kernel NAME] [--quick] [--no-check] [--shape SUBSTRING]
 //   NAME: avx512, avx2, portable (a whole table) or one variant (avx512_14x2, avx512_6x4, ...).
 //   Tuning through the environment: GEMM_KC, GEMM_NC, GEMM_SPLIT (1 = M, 2 = N), GEMM_NOPF=1.
@@ -17,8 +17,8 @@
 #include <time.h>
 
 #include "bench/peak.h"
-#include "model/gemm.h"
-#include "model/gemm_kernels.h"
+#include "model/kernels/gemm.h"
+#include "model/kernels/gemm_kernels.h"
 
 #ifdef REAL_DOUBLE
 #error "bench_gemm measures the float build; compile without -DREAL_DOUBLE"

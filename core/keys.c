@@ -1,6 +1,6 @@
 #include "core/keys.h"
 
-#include "model/mixer.h"
+#include "model/mixers/mixer.h"
 
 // Sections name the groups of config.conf and of the README's key table.
 static KeyDef g_keys[] = {
@@ -26,7 +26,7 @@ static KeyDef g_keys[] = {
     {"mqar_seed", KEY_INT, "0", RANGE_NONNEG, 0, 0, "data", "MQAR training set seed (zoology: 0)"},
     {"mqar_test_seed", KEY_INT, "10", RANGE_NONNEG, 0, 0, "data", "MQAR test set seed (zoology: 10)"},
     {"mqar_random_filler", KEY_BOOL, "false", 0, 0, 0, "data", "filler tokens random instead of 0"},
-    {"tokenizer", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "data", "BPE file of the text shards (./tokenizer train), so samples print text"},
+    {"tokenizer", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "data", "BPE file of the text shards (./tokenize train), so samples print text"},
     // optimisation
     {"optimizer", KEY_ENUM, "adamw", 0, "adamw|sgd", 0, "optimisation", "adamw or sgd (no momentum)"},
     {"lr", KEY_FLOAT, "1e-3", RANGE_POS, 0, 0, "optimisation", "peak learning rate"},

@@ -20,7 +20,7 @@
 #include "eval/sparsity.h"
 #include "eval/svg_plot.h"
 #include "eval/val_eval.h"
-#include "model/checkpoint.h"
+#include "trainer/checkpoint.h"
 #include "model/model.h"
 
 // Keys that may differ from the checkpoint's config: they change how it is evaluated, not what

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "model/gemm.h"
+#include "model/kernels/gemm.h"
 #include "model/layers.h"
 
 Generator *generator_create(Model *m, int recurrent) {

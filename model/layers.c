@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "model/gemm.h"
-#include "model/gemm_bf16.h"
-#include "model/vmath.h"
+#include "model/kernels/gemm.h"
+#include "model/kernels/gemm_bf16.h"
+#include "model/kernels/vmath.h"
 
 // Row-chunk size of every reduction over rows: fixed, so sums do not depend on the thread count.
 #define ROW_CHUNK 256

@@ -29,12 +29,12 @@ void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tok
                         int C);
 
 // Matmul precision of the whole process (config key `precision`): "fp32", or "bf16" = operands
-// rounded to bfloat16 with fp32 accumulation (model/gemm_bf16.h); weights, gradients and every
+// rounded to bfloat16 with fp32 accumulation (model/kernels/gemm_bf16.h); weights, gradients and every
 // other op stay fp32. Dies with exit 2 naming the key when bf16 is asked of a CPU (or a build)
 // without AVX512-BF16.
 void matmul_set_precision(const char *name);
 int matmul_is_bf16(void);
-// gemm() (model/gemm.h) in the current precision: every matmul of the linear layers and the LM
+// gemm() (model/kernels/gemm.h) in the current precision: every matmul of the linear layers and the LM
 // head goes through it.
 void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
                  int ldb, real beta, real *C, int ldc);

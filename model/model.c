@@ -6,9 +6,9 @@
 
 #include "core/io.h"
 #include "core/rng.h"
-#include "model/gemm.h"
+#include "model/kernels/gemm.h"
 #include "model/layers.h"
-#include "model/vmath.h"
+#include "model/kernels/vmath.h"
 
 #define ALIGN_REALS (64 / sizeof(real))
 

@@ -7,7 +7,7 @@
 
 #include "core/config.h"
 #include "core/real.h"
-#include "model/mixer.h"
+#include "model/mixers/mixer.h"
 
 #define MAX_LAYERS 64
 

@@ -6,7 +6,7 @@
 #include "core/config.h"
 #include "core/real.h"
 #include "core/rng.h"
-#include "model/mixer.h"
+#include "model/mixers/mixer.h"
 
 void fill_normal(real *x, size_t n, Rng *rng, double scale);
 // Central difference of f with respect to x[i] (step h), restoring x[i].

@@ -10,9 +10,9 @@
 #include "core/io.h"
 #include "core/rng.h"
 #include "tests/test.h"
-#include "text/bpe.h"
-#include "text/bpe_train.h"
-#include "text/chunks.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/bpe_train.h"
+#include "tokenizer/chunks.h"
 
 static int one_line(const char *s) { return *s && strchr(s, '\n') == s + strlen(s) - 1; }
 
@@ -369,14 +369,14 @@ TEST(bpe_gzip_and_plain_input_give_the_same_tokens) {
     fcloseCheck(f, plain);
     write_gz(gz, (const char *)big.v, big.n);
     char out[4096];
-    int st = test_run(out, sizeof out, "./tokenizer train %s vocab_size=600 out=%s", plain, test_path("p.bpe"));
+    int st = test_run(out, sizeof out, "./tokenize train %s vocab_size=600 out=%s", plain, test_path("p.bpe"));
     CHECK(st == 0, "%s", out);
-    st = test_run(out, sizeof out, "./tokenizer train %s vocab_size=600 out=%s", gz, test_path("g.bpe"));
+    st = test_run(out, sizeof out, "./tokenize train %s vocab_size=600 out=%s", gz, test_path("g.bpe"));
     CHECK(st == 0, "%s", out);
     size_t l1, l2;
     char *b1 = read_file_text(test_path("p.bpe"), &l1), *b2 = read_file_text(test_path("g.bpe"), &l2);
     CHECK(l1 == l2 && !memcmp(b1, b2, l1), "gzip and plain training differ");
-    st = test_run(out, sizeof out, "./tokenizer encode %s tokenizer=%s > %s && ./tokenizer encode %s tokenizer=%s > %s && cmp %s %s",
+    st = test_run(out, sizeof out, "./tokenize encode %s tokenizer=%s > %s && ./tokenize encode %s tokenizer=%s > %s && cmp %s %s",
                   plain, test_path("p.bpe"), test_path("p.ids"), gz, test_path("p.bpe"), test_path("g.ids"),
                   test_path("p.ids"), test_path("g.ids"));
     CHECK(st == 0, "gzip and plain encode differ: %s", out);
@@ -393,7 +393,7 @@ TEST(bpe_gzip_and_plain_input_give_the_same_tokens) {
         p = end;
     }
     // encode | decode round-trips the file
-    st = test_run(out, sizeof out, "./tokenizer encode %s tokenizer=%s | ./tokenizer decode tokenizer=%s | cmp - %s", gz,
+    st = test_run(out, sizeof out, "./tokenize encode %s tokenizer=%s | ./tokenize decode tokenizer=%s | cmp - %s", gz,
                   test_path("p.bpe"), test_path("p.bpe"), plain);
     CHECK(st == 0, "encode | decode: %s", out);
     free(ids);
@@ -450,7 +450,7 @@ TEST(bpe_missing_or_damaged_tokenizer_is_one_line_exit_2) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[2048];
-        const char *cmds[] = {"./tokenizer encode %s tokenizer=%s", "./tokenizer prepare %s tokenizer=%s out=%s/x"};
+        const char *cmds[] = {"./tokenize encode %s tokenizer=%s", "./tokenize prepare %s tokenizer=%s out=%s/x"};
         for (int c = 0; c < 2; c++) {
             int st = c == 0 ? test_run(out, sizeof out, cmds[0], input, cases[i].path)
                             : test_run(out, sizeof out, cmds[1], input, cases[i].path, test_tmpdir());
@@ -470,7 +470,7 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
     const char *input = test_write_file("in.txt", "hello world\n");
     const char *tok = test_path("t.bpe");
     char out[2048];
-    CHECK(test_run(out, sizeof out, "./tokenizer train %s vocab_size=512 out=%s", input, tok) == 0, "%s", out);
+    CHECK(test_run(out, sizeof out, "./tokenize train %s vocab_size=512 out=%s", input, tok) == 0, "%s", out);
     struct {
         const char *args, *want;
     } cases[] = {
@@ -502,8 +502,8 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
                 *o = 0;
             }
         }
-        int st = test_run(out, sizeof out, "./tokenizer %s", args);
-        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "./tokenizer %s: exit %d: '%s' (want '%s')", args, st,
+        int st = test_run(out, sizeof out, "./tokenize %s", args);
+        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "./tokenize %s: exit %d: '%s' (want '%s')", args, st,
               out, cases[i].want);
     }
 }

@@ -8,7 +8,7 @@
 #include "core/json.h"
 #include "core/keys.h"
 #include "core/safetensors.h"
-#include "model/checkpoint.h"
+#include "trainer/checkpoint.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 

@@ -1,4 +1,4 @@
-// Fixed-decay linear attention beyond the generic checks: the chunk kernel (model/linear_chunk.c,
+// Fixed-decay linear attention beyond the generic checks: the chunk kernel (model/mixers/linear_chunk.c,
 // shared with identity and cosformer) against the plain sum and finite differences for several
 // decays and lengths, the mixer across several chunks (finite differences, maps, step), the
 // per-head gammas and the option, and the closed form of DESIGN.md section 8 when q.k is constant.
@@ -7,7 +7,7 @@
 
 #include "core/io.h"
 #include "eval/sparsity.h"
-#include "model/linear_chunk.h"
+#include "model/mixers/linear_chunk.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 

@@ -7,7 +7,7 @@
 
 #include "core/io.h"
 #include "core/keys.h"
-#include "model/mixer.h"
+#include "model/mixers/mixer.h"
 #include "tests/test.h"
 
 // --- keys and mixers ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gemm.h"
+#include "model/kernels/gemm.h"
 #include "tests/test.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;

@@ -10,9 +10,9 @@
 #include "model/generate.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
-#include "text/bpe_train.h"
-#include "text/chunks.h"
-#include "text/sample.h"
+#include "tokenizer/bpe_train.h"
+#include "tokenizer/chunks.h"
+#include "model/sample.h"
 
 static Model *tiny_model(const char *mixer, int mlp, int pos_emb, int T, const Config *cfg, uint64_t seed) {
     ModelShape s = {.V = 13, .C = 8, .L = 2, .H = 2, .T = T, .mlp = mlp, .pos_emb = pos_emb};

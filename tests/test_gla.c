@@ -1,4 +1,4 @@
-// GLA beyond the generic checks: the scan kernel (model/gla_scan.c) chunked against the plain
+// GLA beyond the generic checks: the scan kernel (model/mixers/gla_scan.c) chunked against the plain
 // recurrence and the plain sum over a_ij, with strong and weak decays and a mix of chunked and
 // recurrent chunks, and against finite differences for every input including the log gates; the
 // layer against a naive fp64 transcription of its definition, across chunks with options, its
@@ -11,7 +11,7 @@
 
 #include "core/io.h"
 #include "core/keys.h"
-#include "model/gla_scan.h"
+#include "model/mixers/gla_scan.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 

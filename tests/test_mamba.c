@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "model/mamba_scan.h"
+#include "model/mixers/mamba_scan.h"
 #include "model/model.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"

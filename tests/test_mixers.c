@@ -3,7 +3,7 @@
 // the outputs. Mixer-specific cases live in tests/test_<mixer>.c.
 #include <omp.h>
 
-#include "model/mixer.h"
+#include "model/mixers/mixer.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 

@@ -7,7 +7,7 @@
 
 #include "core/io.h"
 #include "model/model.h"
-#include "model/optim.h"
+#include "trainer/optim.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "model/gemm_bf16.h"
+#include "model/kernels/gemm_bf16.h"
 #include "tests/test.h"
 
 // Round to the nearest bf16, ties to even (finite inputs).

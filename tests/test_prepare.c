@@ -10,9 +10,9 @@
 #include "core/io.h"
 #include "data/shards.h"
 #include "tests/test.h"
-#include "text/bpe_train.h"
-#include "text/chunks.h"
-#include "text/prepare.h"
+#include "tokenizer/bpe_train.h"
+#include "tokenizer/chunks.h"
+#include "tokenizer/prepare.h"
 
 static int one_line(const char *s) { return *s && strchr(s, '\n') == s + strlen(s) - 1; }
 
@@ -187,9 +187,9 @@ static const char *tiny_text_run(const char *dir) {
     bytebuf_append(&corpus, "", 1);
     const char *in = test_write_file("corpus.txt", (const char *)corpus.v);
     free(corpus.v);
-    int st = test_run(out, sizeof out, "./tokenizer train %s vocab_size=320 out=%s/tok.bpe", in, dir);
+    int st = test_run(out, sizeof out, "./tokenize train %s vocab_size=320 out=%s/tok.bpe", in, dir);
     CHECK(st == 0, "%s", out);
-    st = test_run(out, sizeof out, "./tokenizer prepare %s tokenizer=%s/tok.bpe out=%s/c val_fraction=0.1", in, dir, dir);
+    st = test_run(out, sizeof out, "./tokenize prepare %s tokenizer=%s/tok.bpe out=%s/c val_fraction=0.1", in, dir, dir);
     CHECK(st == 0 && strstr(out, "train with:"), "%s", out);
     st = test_run(out, sizeof out,
                   "./train configs/text_tiny.conf train_data='%s/c_train_*.bin' val_data='%s/c_val_*.bin' tokenizer=%s/tok.bpe "
@@ -225,7 +225,7 @@ TEST(text_pipeline_tokenize_prepare_train_sample) {
     CHECK(st == 2 && one_line(out), "exit %d: %s", st, out);
 }
 
-// Needs train.c to call sample_during_training (text/sample.h) every sample_every steps.
+// Needs train.c to call sample_during_training (model/sample.h) every sample_every steps.
 TEST(train_prints_and_logs_samples_every_sample_every) {
     const char *dir = test_tmpdir();
     const char *out = tiny_text_run(dir);

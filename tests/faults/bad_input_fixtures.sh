@@ -17,10 +17,10 @@ printf 'X' | dd of=crc.safetensors bs=1 seek=20000 conv=notrunc 2> /dev/null
 head -c 10000 run/ckpt_00000002.safetensors > short.safetensors
 printf 'not a checkpoint at all' > junk.safetensors
 printf 'the cat sat on the mat, the cat ate the rat\n\nthe end of the cat\n' > text.txt
-"$P/tokenizer" train text.txt vocab_size=270 out=tok.bpe > /dev/null
+"$P/tokenize" train text.txt vocab_size=270 out=tok.bpe > /dev/null
 sed 's/^97 116/97 117/' tok.bpe > edited.bpe
 head -c 100 tok.bpe > short.bpe
-"$P/tokenizer" encode text.txt tokenizer=tok.bpe out=ok.bin > /dev/null 2>&1
+"$P/tokenize" encode text.txt tokenizer=tok.bpe out=ok.bin > /dev/null 2>&1
 head -c 1030 ok.bin > short.bin
 cp ok.bin magic.bin && printf '\001' | dd of=magic.bin bs=1 seek=0 conv=notrunc 2> /dev/null
 cp ok.bin tail.bin && printf 'xy' >> tail.bin

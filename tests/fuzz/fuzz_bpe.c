@@ -1,4 +1,4 @@
-// Fuzz target: the tokenizer file loader (text/bpe.c bpe_read). The input is a tokenizer file;
+// Fuzz target: the tokenizer file loader (tokenizer/bpe.c bpe_read). The input is a tokenizer file;
 // when its last line is not a `crc32` line, the correct one is appended, so mutations of the
 // body get past the CRC check (inputs that end with one test the check itself). Properties:
 // bpe_read returns a tokenizer or a one-line message naming the file, never crashes; a tokenizer
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "text/bpe.h"
+#include "tokenizer/bpe.h"
 #include "tests/fuzz/fuzz.h"
 
 typedef struct {

@@ -1,5 +1,5 @@
 // Fuzz target: the safetensors reader (core/safetensors.c) and the checkpoint loader on top of it
-// (model/checkpoint.c). The input is a file. st_read must accept it or return an error, never
+// (trainer/checkpoint.c). The input is a file. st_read must accept it or return an error, never
 // crash; an accepted file's tensors lie inside its data section. Then the same file with its
 // "crc32" metadata recomputed (so mutations get past the CRC) goes to ckpt_read_config and
 // ckpt_load into a fixed small model (softmax, d_model 8, 1 layer, vocabulary 16, 8 tokens),
@@ -12,7 +12,7 @@
 
 #include "core/keys.h"
 #include "core/safetensors.h"
-#include "model/checkpoint.h"
+#include "trainer/checkpoint.h"
 #include "tests/fuzz/fuzz.h"
 
 static Model *g_model;

@@ -1,0 +1,436 @@
+// General matrix multiply: packed, cache-blocked, register-tiled; OpenMP over tiles of C.
+//
+// Per block of C (BLIS-like loop nest; micro-kernel contract in model/kernels/gemm_kernels.h):
+//   for each N block of NC columns:
+//     for each K block of KC:                   (first block starts from 0 or C, later ones from C)
+//       pack op(B)[KC, NC] into NR-wide panels  (transB = 1: transposed; transB = 0 with rows
+//                                                <= 4 KB apart: read in place instead; the
+//                                                partial panel at the N edge: zero padded)
+//       for each MR-row micro-panel of op(A):   (read in place, prefetched one panel ahead;
+//                                                the partial panel at the M edge: packed)
+//         for each NR-wide panel of B:          micro-kernel on one MR x NR tile of C
+// A is not packed: for transA = 0 the kernel broadcasts from MR rows of A, for transA = 1 from
+// MR consecutive values of a row of A^T. The next K block of B is prefetched into L2 while the
+// current one is used, and the next C tile when it is to be read (beta = 1 or later K blocks).
+// The register tile (MR x NR) is chosen per call among the ISA's variants by the padding it
+// wastes on M and N (model/kernels/gemm_x86.c: AVX-512 14x32, 12x32, 8x32, 6x64, 16x16; AVX2 6x16).
+//
+// Determinism: every C element is one sequential FMA chain over k = 0..K-1 starting from
+// beta*C, whatever the tiling, the blocking and the thread count. gemm splits C into disjoint
+// blocks of whole tiles (never K), so it is bit-identical to gemm_serial for any thread count.
+#include "model/kernels/gemm.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/kernels/gemm_kernels.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_in_parallel(void) { return 0; }
+static int omp_get_max_threads(void) { return 1; }
+static int omp_get_num_threads(void) { return 1; }
+static int omp_get_thread_num(void) { return 0; }
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p, rw, loc) __builtin_prefetch((p), (rw), (loc))
+#else
+#define PREFETCH(p, rw, loc) ((void)(p))
+#endif
+
+GemmTuning gemm_tuning;
+
+// ---------------------------------------------------------------------------------------------
+// Portable micro-kernels (any C11 compiler; the double build always uses them). With GCC/Clang
+// they use generic vector extensions (SSE/AVX/NEON... whatever the target has), else plain loops
+// that the compiler may vectorize. With FMA hardware and -ffp-contract=fast the update is an FMA.
+
+#if defined(__AVX__)
+#define PV_BYTES 32  // 16 ymm registers: 12 accumulators of 6 x 2 vectors fit
+#else
+#define PV_BYTES 16  // SSE2, NEON, ...
+#endif
+#define PV (PV_BYTES / (int)sizeof(real))  // reals per vector
+
+#if defined(__GNUC__) || defined(__clang__)
+typedef real pvec __attribute__((vector_size(PV_BYTES)));
+// (Macros, not functions: passing vectors by value may warn about the ABI.)
+#define PV_LOAD(v, p) memcpy(&(v), (p), sizeof(pvec))
+#define PV_STORE(p, v) memcpy((p), &(v), sizeof(pvec))
+
+#define PORTABLE_BODY(MR, NV, AIDX)                                                               \
+    pvec acc[MR][NV];                                                                             \
+    for (int r = 0; r < MR; r++)                                                                  \
+        for (int v = 0; v < NV; v++) {                                                            \
+            acc[r][v] = (pvec){0};                                                                \
+            if (load) PV_LOAD(acc[r][v], c + r * ldc + v * PV);                                   \
+        }                                                                                         \
+    for (int k = 0; k < K; k++) {                                                                 \
+        pvec bv[NV];                                                                              \
+        for (int v = 0; v < NV; v++) PV_LOAD(bv[v], b + (ptrdiff_t)k * sb + v * PV);              \
+        for (int r = 0; r < MR; r++) {                                                            \
+            const real ar = a[AIDX];                                                              \
+            for (int v = 0; v < NV; v++) acc[r][v] += ar * bv[v];                                 \
+        }                                                                                         \
+    }                                                                                             \
+    for (int r = 0; r < MR; r++)                                                                  \
+        for (int v = 0; v < NV; v++) PV_STORE(c + r * ldc + v * PV, acc[r][v]);
+#else
+#define PORTABLE_BODY(MR, NV, AIDX)                                                               \
+    real acc[MR][NV * PV];                                                                        \
+    for (int r = 0; r < MR; r++)                                                                  \
+        for (int j = 0; j < NV * PV; j++) acc[r][j] = load ? c[r * ldc + j] : (real)0;            \
+    for (int k = 0; k < K; k++) {                                                                 \
+        const real *bk = b + (ptrdiff_t)k * sb;                                                 \
+        for (int r = 0; r < MR; r++) {                                                            \
+            const real ar = a[AIDX];                                                              \
+            for (int j = 0; j < NV * PV; j++) acc[r][j] += ar * bk[j];                            \
+        }                                                                                         \
+    }                                                                                             \
+    for (int r = 0; r < MR; r++)                                                                  \
+        for (int j = 0; j < NV * PV; j++) c[r * ldc + j] = acc[r][j];
+#endif
+
+#define DEF_PORTABLE(MR, NV, COST)                                                                \
+    static void kp_row_##MR##x##NV(int K, const real *a, ptrdiff_t sa, const real *an,            \
+                                   const real *b, ptrdiff_t sb, real *c, ptrdiff_t ldc, int load) {             \
+        (void)an;                                                                                 \
+        PORTABLE_BODY(MR, NV, r * sa + k)                                                         \
+    }                                                                                             \
+    static void kp_col_##MR##x##NV(int K, const real *a, ptrdiff_t sa, const real *an,            \
+                                   const real *b, ptrdiff_t sb, real *c, ptrdiff_t ldc, int load) {             \
+        (void)an;                                                                                 \
+        PORTABLE_BODY(MR, NV, (ptrdiff_t)k * sa + r)                                              \
+    }                                                                                             \
+    static const GemmKernel kp_##MR##x##NV = {                                                    \
+        .name = "portable_" #MR "x" #NV, .mr = MR, .nr = NV * PV, .kc = 256, .nc = 512,           \
+        .cost = COST, .row = kp_row_##MR##x##NV, .col = kp_col_##MR##x##NV, .packbt = NULL,       \
+    };
+
+DEF_PORTABLE(6, 2, 1.0)
+DEF_PORTABLE(4, 1, 1.3)
+
+static const GemmKernel *const gemm_kernels_portable[] = {&kp_6x2, &kp_4x1, NULL};
+
+// ---------------------------------------------------------------------------------------------
+// Kernel selection.
+
+static const GemmKernel *const *g_list;      // the selected table (NULL: the best supported)
+static const GemmKernel *g_forced[2];        // a single forced variant (as a table)
+static const char *g_name;                   // the selection's name
+
+static int isa_supported(int isa) {
+#ifdef GEMM_HAVE_X86
+    __builtin_cpu_init();
+    if (isa == 2)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("fma");
+    if (isa == 1) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return isa == 0;
+}
+
+static const GemmKernel *const *best_list(const char **name) {
+#ifdef GEMM_HAVE_X86
+    if (isa_supported(2)) return *name = "avx512", gemm_kernels_avx512;
+    if (isa_supported(1)) return *name = "avx2", gemm_kernels_avx2;
+#endif
+    return *name = "portable", gemm_kernels_portable;
+}
+
+const GemmKernel *gemm_select_kernel(const char *name) {
+    const GemmKernel *const *list = NULL;
+    const char *lname = name;
+    if (!name) list = best_list(&lname);
+    const struct { const char *name; int isa; const GemmKernel *const *list; } tables[] = {
+        {"portable", 0, gemm_kernels_portable},
+#ifdef GEMM_HAVE_X86
+        {"avx2", 1, gemm_kernels_avx2},
+        {"avx512", 2, gemm_kernels_avx512},
+#endif
+    };
+    for (size_t t = 0; !list && t < sizeof tables / sizeof tables[0]; t++) {
+        if (!isa_supported(tables[t].isa)) continue;
+        if (!strcmp(name, tables[t].name)) list = tables[t].list;
+        for (int i = 0; !list && tables[t].list[i]; i++)
+            if (!strcmp(name, tables[t].list[i]->name)) {
+                g_forced[0] = tables[t].list[i], g_forced[1] = NULL;
+                list = g_forced;
+            }
+    }
+    if (!list) return NULL;
+    g_list = list, g_name = lname;
+    return list[0];
+}
+
+// No lazily initialised global: without a selection every call asks the CPU again (cheap: the
+// feature bits are read once at start-up), so concurrent first calls cannot race.
+static const GemmKernel *const *current_list(void) {
+    const char *name;
+    return g_list ? g_list : best_list(&name);
+}
+
+const char *gemm_kernel_name(void) {
+    const char *name = g_name;
+    if (!g_list) best_list(&name);
+    return name;
+}
+
+// The variant with the least padded work: ceil(M/mr)*mr * ceil(N/nr)*nr * cost.
+const GemmKernel *gemm_kernel_for(int M, int N) {
+    const GemmKernel *const *l = current_list();
+    const GemmKernel *best = l[0];
+    double best_cost = -1;
+    for (int i = 0; l[i]; i++) {
+        double m = (double)((M + l[i]->mr - 1) / l[i]->mr * l[i]->mr);
+        double n = (double)((N + l[i]->nr - 1) / l[i]->nr * l[i]->nr);
+        double cost = m * n * l[i]->cost;
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = l[i];
+    }
+    return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread scratch (packed B block, packed edge panel of A, edge tile of C), grown on demand.
+
+static _Thread_local real *tl_scratch;
+static _Thread_local size_t tl_scratch_n;
+
+static real *scratch(size_t n) {
+    if (n > tl_scratch_n) {
+        free(tl_scratch);
+        size_t bytes = (n * sizeof(real) + 63) & ~(size_t)63;
+        tl_scratch = aligned_alloc(64, bytes);
+        tl_scratch_n = tl_scratch ? n : 0;
+    }
+    return tl_scratch;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packing.
+
+// op(B)[0..kc, 0..nc) (B points at op(B)(0,0)) into panels of nr columns: panel p holds
+// dst[p*kc*nr + k*nr + j] = op(B)(k, p*nr + j), zero for columns >= nc.
+static void pack_b(const GemmKernel *kd, int tB, const real *B, ptrdiff_t ldb, int kc, int nc,
+                   real *dst) {
+    const int nr = kd->nr;
+    for (int jp = 0; jp < nc; jp += nr) {
+        const int nv = nc - jp < nr ? nc - jp : nr;
+        real *d = dst + (size_t)jp * kc;
+        if (!tB) {
+            const real *s = B + jp;
+            if (nv == nr) {
+                for (int k = 0; k < kc; k++) memcpy(d + (size_t)k * nr, s + k * ldb, sizeof(real) * nr);
+            } else {
+                for (int k = 0; k < kc; k++) {
+                    for (int j = 0; j < nv; j++) d[(size_t)k * nr + j] = s[k * ldb + j];
+                    for (int j = nv; j < nr; j++) d[(size_t)k * nr + j] = 0;
+                }
+            }
+        } else if (kd->packbt) {
+            kd->packbt(kc, nv, B + jp * ldb, ldb, d);
+        } else {
+            for (int j = 0; j < nv; j++) {
+                const real *s = B + (jp + j) * ldb;
+                for (int k = 0; k < kc; k++) d[(size_t)k * nr + j] = s[k];
+            }
+            for (int j = nv; j < nr; j++)
+                for (int k = 0; k < kc; k++) d[(size_t)k * nr + j] = 0;
+        }
+    }
+}
+
+// An edge micro-panel of op(A) (mv < mr rows) into dst[k*mr + r]; rows >= mv are zero.
+static void pack_a(int tA, const real *A, ptrdiff_t lda, int kc, int mv, int mr, real *dst) {
+    memset(dst, 0, sizeof(real) * (size_t)kc * mr);
+    if (tA) {
+        for (int k = 0; k < kc; k++)
+            for (int r = 0; r < mv; r++) dst[(size_t)k * mr + r] = A[k * lda + r];
+    } else {
+        for (int r = 0; r < mv; r++)
+            for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = A[r * lda + k];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The serial blocked driver on one block of C (pointers already offset to the block).
+
+static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K, const real *A,
+                       ptrdiff_t lda, const real *B, ptrdiff_t ldb, int beta1, real *C,
+                       ptrdiff_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (!beta1)
+            for (int i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(real) * (size_t)N);
+        return;
+    }
+    const int mr = kd->mr, nr = kd->nr;
+    // K block: the variant's, but at most 256 when the kernel walks A^T rows a page or more
+    // apart (each k is another page: the TLB runs out first).
+    int KC = gemm_tuning.kc > 0 ? gemm_tuning.kc : kd->kc;
+    if (gemm_tuning.kc <= 0 && tA && lda * (ptrdiff_t)sizeof(real) >= 4096 && KC > 256) KC = 256;
+    const int NC = gemm_tuning.nc > 0 ? (gemm_tuning.nc + nr - 1) / nr * nr : kd->nc;
+    const int prefetch = !gemm_tuning.no_prefetch;
+
+    const int direct_b = !tB && (gemm_tuning.direct_b == 2 ||
+                                 (gemm_tuning.direct_b == 0 && ldb * (ptrdiff_t)sizeof(real) <= 4096));
+    const int kc_max = K < KC ? K : KC;
+    const int nc_max = N < NC ? (N + nr - 1) / nr * nr : NC;
+    const size_t nb = (size_t)kc_max * nc_max, na = (size_t)kc_max * mr, nt = (size_t)mr * nr;
+    real *bp = scratch(nb + na + nt);
+    if (!bp) {  // out of memory: a plain loop in the same order (k ascending from beta*C)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                real s = beta1 ? C[i * ldc + j] : 0;
+                for (int k = 0; k < K; k++)
+                    s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
+                C[i * ldc + j] = s;
+            }
+        return;
+    }
+    real *ap = bp + nb, *ct = ap + na;
+    // A micro-panel (rows ir.., k pc..) in place: row layout for transA = 0, column layout else.
+#define A_PANEL(ir, pc) (tA ? A + (pc) * lda + (ir) : A + (ir) * lda + (pc))
+
+    for (int jc = 0; jc < N; jc += NC) {
+        const int ncur = N - jc < NC ? N - jc : NC;
+        for (int pc = 0; pc < K; pc += KC) {
+            const int kcur = K - pc < KC ? K - pc : KC;
+            const int load = pc > 0 || beta1;
+            const real *bblk = tB ? B + jc * ldb + pc : B + pc * ldb + jc;
+            // B in place (transB = 0, rows close enough for the TLB) or packed; the partial
+            // panel at the N edge is always packed (zero padded).
+            const int ndirect = direct_b ? ncur / nr * nr : 0;
+            pack_b(kd, tB, tB ? bblk + ndirect * ldb : bblk + ndirect, ldb, kcur, ncur - ndirect,
+                   bp);
+            // Prefetch (to L2) of the next K block of B, spread over this block's kernel calls.
+            const int pc2 = pc + KC, k2 = K - pc2 < KC ? K - pc2 : KC;
+            const real *bnext = pc2 >= K ? B : tB ? B + jc * ldb + pc2 : B + pc2 * ldb + jc;
+            const int nrows = tB ? ncur : k2, rowlen = tB ? k2 : ncur;  // as stored
+            const int lines_per_row = (int)((rowlen * sizeof(real) + 63) / 64);
+            const long nlines = prefetch && pc2 < K ? (long)nrows * lines_per_row : 0;
+            const long ncalls = (long)((M + mr - 1) / mr) * ((ncur + nr - 1) / nr);
+            const long per_call = (nlines + ncalls - 1) / ncalls;
+            long line = 0;
+            ptrdiff_t pf_row = 0;
+            int pf_col = 0;
+
+            for (int ir = 0; ir < M; ir += mr) {
+                const int mv = M - ir < mr ? M - ir : mr;
+                const real *a, *an;
+                ptrdiff_t sa;
+                gemm_kern_fn kern;
+                // The next panel to prefetch: next rows, or the first rows of the next K block.
+                if (ir + mr < M) an = A_PANEL(ir + mr, pc);
+                else an = A_PANEL(0, pc2 < K ? pc2 : pc);
+                if (mv == mr) {
+                    a = A_PANEL(ir, pc), sa = lda, kern = tA ? kd->col : kd->row;
+                } else {
+                    pack_a(tA, A_PANEL(ir, pc), lda, kcur, mv, mr, ap);
+                    a = ap, sa = mr, kern = kd->col;
+                    an = ap;
+                }
+                for (int jr = 0; jr < ncur; jr += nr) {
+                    const int nv = ncur - jr < nr ? ncur - jr : nr;
+                    const int last = jr + nr >= ncur;
+                    const real *b = jr < ndirect ? bblk + jr : bp + (size_t)(jr - ndirect) * kcur;
+                    const ptrdiff_t sb = jr < ndirect ? ldb : nr;
+                    real *c = C + ir * ldc + jc + jr;
+                    if (prefetch && load) {
+                        // Next C tile (when it is read): same rows, next panel; or the next
+                        // rows' first panel.
+                        const int rows = !last ? mv : (M - ir - mr < mr ? M - ir - mr : mr);
+                        const real *cn = !last ? c + nr : rows > 0 ? C + (ir + mr) * ldc + jc : C;
+                        const int cols = !last ? (ncur - jr - nr < nr ? ncur - jr - nr : nr)
+                                               : (ncur < nr ? ncur : nr);
+                        for (int r = 0; r < rows; r++)
+                            for (int j = 0; j < cols; j += 64 / (int)sizeof(real))
+                                PREFETCH(cn + r * ldc + j, 1, 3);
+                    }
+                    if (prefetch) {
+                        for (long q = 0; q < per_call && line < nlines; q++, line++) {
+                            PREFETCH(bnext + pf_row * ldb + pf_col, 0, 2);
+                            pf_col += 64 / (int)sizeof(real);
+                            if (pf_col >= rowlen) pf_col = 0, pf_row++;
+                        }
+                    }
+                    // The next panel of A is prefetched during the last call on this one.
+                    const real *pf = last ? an : a;
+                    if (mv == mr && nv == nr) {
+                        kern(kcur, a, sa, pf, b, sb, c, ldc, load);
+                    } else {
+                        if (load)
+                            for (int r = 0; r < mv; r++)
+                                for (int j = 0; j < nv; j++) ct[r * nr + j] = c[r * ldc + j];
+                        kern(kcur, a, sa, pf, b, sb, ct, nr, load);
+                        for (int r = 0; r < mv; r++)
+                            for (int j = 0; j < nv; j++) c[r * ldc + j] = ct[r * nr + j];
+                    }
+                }
+            }
+        }
+    }
+#undef A_PANEL
+}
+
+// Offsets the operands to the C block [i0, i0+m) x [j0, j0+n) and runs the serial driver.
+static void gemm_sub(const GemmKernel *kd, int tA, int tB, int i0, int m, int j0, int n, int K,
+                     const real *A, ptrdiff_t lda, const real *B, ptrdiff_t ldb, int beta1, real *C,
+                     ptrdiff_t ldc) {
+    gemm_block(kd, tA, tB, m, n, K, tA ? A + i0 : A + i0 * lda, lda, tB ? B + j0 * ldb : B + j0,
+               ldb, beta1, C + i0 * ldc + j0, ldc);
+}
+
+void gemm_serial(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
+                 int ldb, real beta, real *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    gemm_block(gemm_kernel_for(M, N), transA, transB, M, N, K, A, lda, B, ldb, beta != 0, C, ldc);
+}
+
+// Threads split C into a pm x pn grid of blocks of whole MR x NR tiles (never K); each block
+// runs the serial driver with its own packing.
+void gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B, int ldb,
+          real beta, real *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    const GemmKernel *kd = gemm_kernel_for(M, N);
+    const int beta1 = beta != 0;
+    const int mt = (M + kd->mr - 1) / kd->mr, ntl = (N + kd->nr - 1) / kd->nr;
+    int nthr = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (2.0 * M * N * (double)(K > 0 ? K : 1) < 1e6) nthr = 1;  // not worth waking threads
+    if ((double)nthr > (double)mt * ntl) nthr = mt * ntl;
+    if (nthr <= 1) {
+        gemm_block(kd, transA, transB, M, N, K, A, lda, B, ldb, beta1, C, ldc);
+        return;
+    }
+    // Per-thread cost of a pm x pn grid, in scalar FMAs: the largest block's padded compute, plus
+    // its share of packing B (transposing costs more than copying) and of reading A.
+    const double wb = transB ? 8.0 : 2.0, wa = 2.0, kk = K > 0 ? K : 1;
+    int pm = 1, pn = 1;
+    double best = -1;
+    for (int p = 1; p <= nthr && p <= mt; p++)
+        for (int q = 1; p * q <= nthr && q <= ntl; q++) {
+            if ((gemm_tuning.split == 1 && q != 1) || (gemm_tuning.split == 2 && p != 1)) continue;
+            const double rows = (double)((mt + p - 1) / p) * kd->mr;
+            const double cols = (double)((ntl + q - 1) / q) * kd->nr;
+            const double cost = rows * cols * kk + cols * kk * wb + rows * kk * wa;
+            if (best < 0 || cost < best * 0.999) best = cost, pm = p, pn = q;
+        }
+    const int nwork = pm * pn;
+#pragma omp parallel num_threads(nwork)
+    {
+        const int nth = omp_get_num_threads();
+        for (int w = omp_get_thread_num(); w < nwork; w += nth) {
+            const int wi = w / pn, wj = w % pn;
+            const int t0 = (int)((long)mt * wi / pm), t1 = (int)((long)mt * (wi + 1) / pm);
+            const int u0 = (int)((long)ntl * wj / pn), u1 = (int)((long)ntl * (wj + 1) / pn);
+            int i0 = t0 * kd->mr, i1 = t1 * kd->mr, j0 = u0 * kd->nr, j1 = u1 * kd->nr;
+            if (i1 > M) i1 = M;
+            if (j1 > N) j1 = N;
+            if (i1 > i0 && j1 > j0)
+                gemm_sub(kd, transA, transB, i0, i1 - i0, j0, j1 - j0, K, A, lda, B, ldb, beta1, C, ldc);
+        }
+    }
+}

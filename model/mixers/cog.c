@@ -1,0 +1,240 @@
+// Cog attention (Lv et al. 2024, arXiv 2411.07176; trestad/CogAttn's Cogformer; reference/mixers.md
+// section 5): signed weights from a softmax over the magnitudes of the scores, per head
+//   p_ij = q_i . k_j / sqrt(D),  a_ij = sign(p_ij) softmax_j(|p_ij|) over j <= i,  o_i = sum_j a_ij v_j,
+// so sum_j |a_ij| = 1 and a head can subtract a value as well as add it (sign(0) = 0). Cogformer
+// keeps plain softmax attention in the first and the last layer (`cog_softmax_ends`). Forward and
+// backward work on blocks of QB query rows like attn_softmax.c, saving the log-sum-exp of each
+// row; backward: dp_ij = m_ij dA_ij - a_ij Dlt_i (m = the softmax, dA_ij = dO_i.v_j,
+// Dlt_i = dO_i.o_i), which is softmax's P (dP - Dlt) when every sign is +1.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/kernels/gemm.h"
+#include "model/mixers/qkv_common.h"
+#include "model/kernels/vmath.h"
+
+#define QB 64  // query rows per block
+
+typedef struct {
+    QkvShape s;
+    int is_signed;  // 0: this layer is one of the softmax ends
+} Cog;
+
+enum { A_LSE = QKV_N_SAVED };      // saved: log-sum-exp of |p| (or p) per row [B, H, T]
+enum { S_BLOCK = QKV_N_SCRATCH };  // scratch: per-thread blocks [3, QB, T]
+
+static const KeyDef cog_keys[] = {
+    {"cog_softmax_ends", KEY_BOOL, "true", 0, 0, 0, "model",
+     "cog: plain softmax attention in the first and the last layer, as Cogformer does"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+static void *cog_create(const MixerDims *d) {
+    Cog *m = mallocCheck(sizeof *m);
+    qkv_shape(&m->s, d, 0);
+    int end = d->layer == 0 || d->layer == d->n_layer - 1;
+    m->is_signed = !(end && cfg_bool(d->cfg, "cog_softmax_ends"));
+    return m;
+}
+
+static void cog_destroy(void *st) { free(st); }
+
+static int cog_params(const void *st, ParamDecl *out) { return qkv_params(&((const Cog *)st)->s, out); }
+
+static void cog_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
+                        int *n_scratch) {
+    const Cog *m = st;
+    qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
+    saved[A_LSE] = (BufDecl){"lse", (size_t)B * m->s.H * T};
+    *n_saved = A_LSE + 1;
+    scratch[S_BLOCK] = (BufDecl){"blocks", (size_t)omp_get_max_threads() * 3 * QB * T};
+    *n_scratch = S_BLOCK + 1;
+}
+
+// sign(p) as a real: +1, -1, or 0 for p = 0 (torch.sign)
+static inline real sgn(real p) { return (real)((p > 0) - (p < 0)); }
+
+// Weights of query rows [i0, i1) against keys [0, i1) (row stride i1, 0 above the diagonal):
+// A = sign(p) m (signed) or m, with m = softmax of |p| (signed) or p, and M = m when not NULL.
+// The row's log-sum-exp is computed into lse[i] (recompute = 0) or read from it.
+static void block_weights(const Cog *c, const real *q, const real *k, int ldq, int i0, int i1, real *A,
+                          real *M, real *lse, int recompute) {
+    int nk = i1, sg = c->is_signed;
+    real scale = 1 / sqrtr((real)c->s.D);
+    gemm_serial(0, 1, i1 - i0, nk, c->s.D, q + (size_t)i0 * ldq, ldq, k, ldq, 0, A, nk);
+    for (int i = i0; i < i1; i++) {
+        real *row = A + (size_t)(i - i0) * nk, *mrow = M ? M + (size_t)(i - i0) * nk : NULL;
+        if (!recompute) {  // one exp per weight: signed exponentials, then divided by their sum
+            real mx = -INFINITY, sum = 0;
+#pragma omp simd reduction(max : mx)
+            for (int j = 0; j <= i; j++) {
+                real p = row[j] *= scale, a = sg ? fabsr(p) : p;
+                mx = a > mx ? a : mx;
+            }
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j <= i; j++) {
+                real p = row[j], e = vexpr((sg ? fabsr(p) : p) - mx);
+                sum += e;
+                row[j] = sg ? e * sgn(p) : e;
+            }
+            real inv = 1 / sum;
+#pragma omp simd
+            for (int j = 0; j <= i; j++) row[j] *= inv;
+            lse[i] = mx + logr(sum);
+        } else if (mrow) {
+            real l = lse[i];
+#pragma omp simd
+            for (int j = 0; j <= i; j++) {
+                real p = row[j] * scale, w = vexpr((sg ? fabsr(p) : p) - l);
+                mrow[j] = w;
+                row[j] = sg ? w * sgn(p) : w;
+            }
+        } else {
+            real l = lse[i];
+#pragma omp simd
+            for (int j = 0; j <= i; j++) {
+                real p = row[j] * scale, w = vexpr((sg ? fabsr(p) : p) - l);
+                row[j] = sg ? w * sgn(p) : w;
+            }
+        }
+        for (int j = i + 1; j < nk; j++) {
+            row[j] = 0;
+            if (mrow) mrow[j] = 0;
+        }
+    }
+}
+
+static void cog_forward(const void *st, MixerIO *io) {
+    const Cog *m = st;
+    int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
+    qkv_in_forward(&m->s, io);
+    const real *qkv = io->act[QKV_A_QKV];
+    real *att = io->act[QKV_A_ATT], *lse = io->act[A_LSE];
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < io->B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        real *A = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 3 * QB * m->s.T;
+        const real *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
+        real *o = att + (size_t)b * T * C + h * D;
+        for (int i0 = 0; i0 < T; i0 += QB) {
+            int i1 = i0 + QB < T ? i0 + QB : T;
+            block_weights(m, q, k, C3, i0, i1, A, NULL, lse + (size_t)bh * T, 0);
+            gemm_serial(0, 0, i1 - i0, D, i1, A, i1, v, C3, 0, o + (size_t)i0 * C, C);
+        }
+    }
+    qkv_out_forward(&m->s, io);
+}
+
+static void cog_backward(const void *st, MixerIO *io) {
+    const Cog *m = st;
+    int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
+    const real *datt = qkv_out_backward(&m->s, io);
+    const real *qkv = io->act[QKV_A_QKV], *att = io->act[QKV_A_ATT];
+    real *lse = io->act[A_LSE], *dqkv = io->tmp[QKV_S_DQKV], scale = 1 / sqrtr((real)D);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < io->B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        real *A = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 3 * QB * m->s.T;
+        real *M = A + (size_t)QB * m->s.T, *dP = M + (size_t)QB * m->s.T;
+        size_t off = (size_t)b * T * C3 + h * D;
+        const real *q = qkv + off, *k = q + C, *v = q + 2 * C;
+        real *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
+        const real *o = att + (size_t)b * T * C + h * D, *dout = datt + (size_t)b * T * C + h * D;
+        for (int i0 = 0; i0 < T; i0 += QB) {
+            int i1 = i0 + QB < T ? i0 + QB : T, nq = i1 - i0;
+            block_weights(m, q, k, C3, i0, i1, A, M, lse + (size_t)bh * T, 1);
+            // dA = dO V^T, then dp = (m dA - a Dlt_i) / sqrt(D), Dlt_i = dO_i . o_i
+            gemm_serial(0, 1, nq, i1, D, dout + (size_t)i0 * C, C, v, C3, 0, dP, i1);
+            for (int r = 0; r < nq; r++) {
+                int i = i0 + r;
+                const real *doi = dout + (size_t)i * C, *oi = o + (size_t)i * C;
+                real dlt = 0;
+                for (int d = 0; d < D; d++) dlt += doi[d] * oi[d];
+                real *ar = A + (size_t)r * i1, *mr = M + (size_t)r * i1, *dpr = dP + (size_t)r * i1;
+                for (int j = 0; j <= i; j++) dpr[j] = (mr[j] * dpr[j] - ar[j] * dlt) * scale;
+                for (int j = i + 1; j < i1; j++) dpr[j] = 0;
+            }
+            // dV[0:i1] += A^T dO;  dQ[i0:i1] += dp K;  dK[0:i1] += dp^T Q
+            gemm_serial(1, 0, i1, D, nq, A, i1, dout + (size_t)i0 * C, C, 1, dv, C3);
+            gemm_serial(0, 0, nq, D, i1, dP, i1, k, C3, 1, dq + (size_t)i0 * C3, C3);
+            gemm_serial(1, 0, i1, D, nq, dP, i1, q + (size_t)i0 * C3, C3, 1, dk, C3);
+        }
+    }
+    qkv_in_backward(&m->s, io);
+}
+
+static int cog_n_maps(const void *st) { return ((const Cog *)st)->s.H; }
+
+static void cog_attention(const void *st, const MixerIO *io, int b, int h, real *a) {
+    const Cog *m = st;
+    int T = io->T, C3 = 3 * m->s.C;
+    const real *q = io->act[QKV_A_QKV] + (size_t)b * T * C3 + h * m->s.D;
+    real *l = io->act[A_LSE] + ((size_t)b * m->s.H + h) * T;
+    block_weights(m, q, q + m->s.C, C3, 0, T, a, NULL, l, 1);
+}
+
+static int cog_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {
+    return qkv_attention_values(&((const Cog *)st)->s, io, b, m, v, o);
+}
+
+// KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C], scores [T].
+static size_t cog_state_size(const void *st) {
+    const Cog *m = st;
+    return (size_t)2 * m->s.T * m->s.C + 4 * (size_t)m->s.C + (size_t)m->s.T;
+}
+
+static void cog_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
+    const Cog *m = st;
+    int C = m->s.C, D = m->s.D;
+    real *kc = state, *vc = kc + (size_t)m->s.T * C, *qkv = vc + (size_t)m->s.T * C, *o = qkv + 3 * C;
+    real *sc = o + C, scale = 1 / sqrtr((real)D);
+    qkv_step_in(&m->s, p, x, qkv);
+    memcpy(kc + (size_t)t * C, qkv + C, sizeof(real) * C);
+    memcpy(vc + (size_t)t * C, qkv + 2 * C, sizeof(real) * C);
+    for (int h = 0; h < m->s.H; h++) {
+        real mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= t; j++) {
+            real d = 0;
+            for (int i = 0; i < D; i++) d += qkv[h * D + i] * kc[(size_t)j * C + h * D + i];
+            sc[j] = d * scale;
+            real s = m->is_signed ? fabsr(sc[j]) : sc[j];
+            mx = s > mx ? s : mx;
+        }
+        for (int j = 0; j <= t; j++) {
+            real e = expr((m->is_signed ? fabsr(sc[j]) : sc[j]) - mx);
+            sum += e;
+            sc[j] = !m->is_signed || sc[j] > 0 ? e : sc[j] < 0 ? -e : 0;
+        }
+        for (int i = 0; i < D; i++) o[h * D + i] = 0;
+        for (int j = 0; j <= t; j++)
+            for (int i = 0; i < D; i++) o[h * D + i] += sc[j] / sum * vc[(size_t)j * C + h * D + i];
+    }
+    qkv_step_out(&m->s, p, o, y);
+}
+
+// Per head q k^T and A v over the causal triangle, as softmax.
+static void cog_flops(const void *st, int B, int T, double *fwd, double *bwd) {
+    const Cog *m = st;
+    qkv_flops(&m->s, B, T, 2.0 * B * m->s.C * T * (T + 1.0), fwd, bwd);
+}
+
+const MixerKind mixer_cog = {
+    .name = "cog",
+    .summary = "signed Cog attention a_ij = sign(p_ij) softmax_j(|p_ij|), softmax in the end layers (Cogformer, Lv et al. 2024)",
+    .options = cog_keys,
+    .create = cog_create,
+    .destroy = cog_destroy,
+    .params = cog_params,
+    .buffers = cog_buffers,
+    .forward = cog_forward,
+    .backward = cog_backward,
+    .n_maps = cog_n_maps,
+    .attention = cog_attention,
+    .attention_values = cog_attention_values,
+    .state_size = cog_state_size,
+    .step = cog_step,
+    .flops = cog_flops,
+};

@@ -1,0 +1,129 @@
+// The mixer interface: the swappable attention block of every layer. A mixer is one file that
+// fills one MixerKind and is listed once in model/mixers/registry.c. The model owns all memory: a mixer
+// declares its parameter tensors and activation buffers, and the model carves them out of its
+// parameter arena (one per tensor, same order for gradients and optimizer state) and activation
+// arena. Conventions (as in llm.c): forward overwrites its outputs; backward ACCUMULATES (+=) into
+// parameter gradients and into dx.
+#pragma once
+#include <stddef.h>
+
+#include "core/config.h"
+#include "core/real.h"
+#include "core/rng.h"
+
+#define MIXER_MAX_TENSORS 16
+#define MIXER_MAX_BUFFERS 16
+
+typedef enum {
+    INIT_ZERO,        // 0
+    INIT_ONE,         // 1
+    INIT_NORMAL,      // N(0, arg), arg = 0 means 0.02
+    INIT_NORMAL_OUT,  // N(0, 0.02 / sqrt(2 * n_layer)): output projections into the residual stream
+    INIT_UNIFORM,     // U(-arg, arg)
+    INIT_CUSTOM,      // the mixer's init_custom() fills it
+} InitKind;
+
+typedef struct {
+    char name[48];    // relative to the layer: "attn.qkv.weight" becomes "h.<l>.attn.qkv.weight"
+    int ndim;
+    int shape[4];
+    InitKind init;
+    double arg;
+    int no_decay;     // 1: no weight decay even when 2-D (e.g. Mamba's A_log)
+} ParamDecl;
+
+typedef struct {
+    char name[32];    // for messages and memory reports
+    size_t count;     // number of reals
+} BufDecl;
+
+// What the model knows when it builds a layer's mixer.
+typedef struct {
+    int C;            // d_model
+    int H;            // n_head
+    int T;            // seq_len: the longest sequence any call will pass
+    int B;            // batch_size: the largest batch any call will pass
+    int layer, n_layer;
+    const Config *cfg;  // the mixer reads its own option keys here
+} MixerDims;
+
+// One call's tensors. Pointers to parameters, gradients and buffers follow declaration order.
+typedef struct {
+    int B, T;          // this call's batch and length (B <= dims.B, T <= dims.T)
+    real **p;          // parameters
+    real **g;          // gradients (backward only)
+    real **act;        // this layer's saved activations (written by forward, read by backward)
+    real **tmp;        // scratch shared by all layers (valid during one forward or backward call)
+    const real *x;     // [B, T, C] input (ln_1 output)
+    real *y;           // [B, T, C] forward output
+    const real *dy;    // [B, T, C] backward: gradient w.r.t. y
+    real *dx;          // [B, T, C] backward: gradient w.r.t. x, accumulated
+} MixerIO;
+
+// Closed forms of DESIGN.md section 8 that the evaluator can put beside a measured S(a).
+typedef enum {
+    THEORY_NONE,
+    THEORY_EXP,     // softmax: S = exp(-sigma^2 |q|^2 / 2) for Gaussian keys (q already scaled)
+    THEORY_LINEAR,  // non-negative linear attention: S = 1/sqrt(1 + q'Sigma q / (q'mu)^2) of phi(k)
+    THEORY_DECAY,   // fixed decay lambda: S = sqrt((1-l^n)/(n(1-l)) (1+l)/(1+l^n)) when q.k is constant
+} Theory;
+
+typedef struct MixerKind {
+    const char *name;      // the value of the `mixer` config key
+    const char *summary;   // one line: what it is and where it comes from
+    const KeyDef *options; // config keys this mixer adds (terminated by name == NULL), or NULL
+
+    // Per layer: read options from d->cfg, check shapes (die_input naming the key), return state.
+    void *(*create)(const MixerDims *d);
+    void (*destroy)(void *st);
+    // Declares parameter tensors into out[]; returns how many.
+    int (*params)(const void *st, ParamDecl *out);
+    // Fills tensor `index` when it is declared INIT_CUSTOM, drawing from rng.
+    void (*init_custom)(const void *st, int index, real *w, Rng *rng);
+    // Declares the saved activations of one layer and the scratch shared by all layers, for
+    // calls with up to B sequences of T tokens.
+    void (*buffers)(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
+                    int *n_scratch);
+    void (*forward)(const void *st, MixerIO *io);
+    void (*backward)(const void *st, MixerIO *io);
+
+    // Attention maps for the evaluator (reference/mixers.md section 6): n_maps per sequence
+    // (n_head, or every channel for Mamba; maps m*H/n_maps.. belong to head m / (n_maps/H)).
+    int (*n_maps)(const void *st);
+    // After forward(io): a[T*T] row-major, a[i*T + j] = a_ij for j <= i and 0 for j > i, for
+    // batch row b and map m. The evaluator calls attention and attention_qk from several
+    // threads at once for different (b, m) after one forward: they may only read io and st.
+    void (*attention)(const void *st, const MixerIO *io, int b, int m, real *a);
+    // What map m of batch row b acts on, so tests can check the extractor: v[T * W] and
+    // o[T * W] with o_i = sum_j a_ij v_j exactly (before any output norm, gate, skip or
+    // projection). Returns W (<= 4 * C; callers size the buffers for that).
+    int (*attention_values)(const void *st, const MixerIO *io, int b, int m, real *v, real *o);
+
+    // Closed-form sparsity prediction (optional). attention_qk gives map m's queries and keys as
+    // the theory uses them, q[T*K] and k[T*K] (THEORY_EXP: scaled q and k, a_ij ~ exp(q_i.k_j);
+    // THEORY_LINEAR: phi(q), phi(k)); returns K. decay_rate gives THEORY_DECAY's lambda.
+    Theory theory;
+    int (*attention_qk)(const void *st, const MixerIO *io, int b, int m, real *q, real *k);
+    double (*decay_rate)(const void *st, int m);
+
+    // Generation one token at a time (optional; without it the sampler reruns the prefix).
+    // state_size: reals of one sequence's state (a KV cache for softmax, K x V matrices for the
+    // linear mixers, conv and scan state for Mamba), zeroed before position 0. step consumes the
+    // input x[C] (ln_1 output) of position t, updates the state and writes y[C]; it must agree
+    // with forward() to rounding.
+    size_t (*state_size)(const void *st);
+    void (*step)(const void *st, real *const *p, real *state, int t, const real *x, real *y);
+
+    // Work of one forward and one backward call on B sequences of T tokens, in FLOPs (a
+    // multiply-add counts 2): every matmul and mixing product the algorithm needs (recomputation
+    // not counted), for `make bench`'s GFLOP/s (optional; without it the bench counts only the
+    // model's own matmuls and says so).
+    void (*flops)(const void *st, int B, int T, double *fwd, double *bwd);
+} MixerKind;
+
+// The registry (model/mixers/registry.c).
+const MixerKind *mixer_find(const char *name);
+int mixer_count(void);
+const MixerKind *mixer_at(int i);
+// "softmax|linear|..." for the `mixer` key's choices.
+const char *mixer_choices(void);

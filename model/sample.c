@@ -1,0 +1,232 @@
+#include "model/sample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/progress.h"
+
+int sample_next(const real *logits, int limit, double temperature, int top_k, Rng *rng) {
+    if (temperature <= 0 || top_k == 1) {
+        int best = 0;
+        for (int v = 1; v < limit; v++)
+            if (logits[v] > logits[best]) best = v;
+        return best;
+    }
+    int k = top_k <= 0 || top_k > limit ? limit : top_k;
+    // the k largest, kept sorted (largest first; equal logits by lower id)
+    int *idx = mallocCheck(sizeof(int) * (size_t)k);
+    int n = 0;
+    for (int v = 0; v < limit; v++) {
+        if (n == k && !(logits[v] > logits[idx[k - 1]])) continue;
+        int i = n < k ? n++ : k - 1;
+        while (i > 0 && logits[v] > logits[idx[i - 1]]) {
+            idx[i] = idx[i - 1];
+            i--;
+        }
+        idx[i] = v;
+    }
+    double *p = mallocCheck(sizeof(double) * (size_t)k), sum = 0, mx = logits[idx[0]];
+    for (int i = 0; i < k; i++) sum += p[i] = exp(((double)logits[idx[i]] - mx) / temperature);
+    double u = rng_uniform(rng) * sum, acc = 0;
+    int pick = idx[k - 1];
+    for (int i = 0; i < k; i++) {
+        acc += p[i];
+        if (u < acc) {
+            pick = idx[i];
+            break;
+        }
+    }
+    free(idx);
+    free(p);
+    return pick;
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+size_t unescape_prompt(const char *s, uint8_t *out, const char *key) {
+    size_t n = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p != '\\') {
+            out[n++] = (uint8_t)*p;
+            continue;
+        }
+        p++;
+        switch (*p) {
+        case 'n': out[n++] = '\n'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'r': out[n++] = '\r'; break;
+        case '\\': out[n++] = '\\'; break;
+        case 'x':
+            if (hex_digit(p[1]) >= 0 && hex_digit(p[2]) >= 0) {
+                out[n++] = (uint8_t)(hex_digit(p[1]) * 16 + hex_digit(p[2]));
+                p += 2;
+                break;
+            }
+            // fall through
+        default:
+            die_input("%s: unknown escape '\\%.3s' (expected \\n, \\t, \\r, \\\\ or \\xNN)", key, p);
+        }
+    }
+    return n;
+}
+
+void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, TokBuf *out) {
+    out->n = 0;
+    if (bpe) {
+        tokbuf_push(out, (uint32_t)bpe->eot);
+        uint8_t *bytes = mallocCheck(strlen(prompt) + 1);
+        size_t n = unescape_prompt(prompt, bytes, key);
+        bpe_encode(bpe, bytes, n, out);
+        free(bytes);
+    } else {
+        const char *p = prompt;
+        for (;;) {
+            while (*p == ' ' || *p == ',') p++;
+            if (!*p) break;
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || (*end && *end != ' ' && *end != ','))
+                die_input("%s: without a tokenizer the prompt is token ids separated by spaces, got '%s'", key, prompt);
+            if (v < 0 || v >= vocab) die_input("%s: token %ld is outside the vocabulary [0, %d)", key, v, vocab);
+            tokbuf_push(out, (uint32_t)v);
+            p = end;
+        }
+        if (out->n == 0) tokbuf_push(out, 0);
+    }
+    for (size_t i = 0; i < out->n; i++)
+        if (out->v[i] >= (uint32_t)vocab)
+            die_input("%s: the prompt needs token %u but the model's vocabulary has %d (a different tokenizer?)", key,
+                      out->v[i], vocab);
+}
+
+void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature,
+                     int top_k, int limit, Rng *rng, token_fn fn, void *ctx) {
+    const real *logits = NULL;
+    generator_reset(g);
+    for (size_t i = 0; i < n_prompt; i++) logits = generator_feed(g, (int)prompt[i]);
+    for (int i = 0; i < n; i++) {
+        int tok = sample_next(logits, limit, temperature, top_k, rng);
+        fn(ctx, (uint32_t)tok);
+        if (i + 1 < n) logits = generator_feed(g, tok);
+    }
+}
+
+// Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one.
+static int utf8_len(const uint8_t *p, size_t n) {
+    uint8_t c = p[0];
+    int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (!len || (size_t)len > n) return 0;
+    for (int i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
+    for (int i = 1; i < len; i++) cp = cp << 6 | (p[i] & 0x3fu);
+    static const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;  // overlong, surrogate
+    return len;
+}
+
+void json_write_bytes(FILE *f, const uint8_t *p, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        int len = utf8_len(p + i, n - i);
+        if (!len) {
+            fputs("\\ufffd", f);
+            i++;
+        } else if (len > 1) {
+            fwrite(p + i, 1, (size_t)len, f);
+            i += (size_t)len;
+        } else {
+            if (c == '"') fputs("\\\"", f);
+            else if (c == '\\') fputs("\\\\", f);
+            else if (c == '\n') fputs("\\n", f);
+            else if (c == '\r') fputs("\\r", f);
+            else if (c == '\t') fputs("\\t", f);
+            else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+            else fputc(c, f);
+            i++;
+        }
+    }
+    fputc('"', f);
+}
+
+static void collect(void *ctx, uint32_t tok) { tokbuf_push(ctx, tok); }
+
+// Token ids as text: "12 7 0".
+static void ids_text(const uint32_t *t, size_t n, ByteBuf *out) {
+    for (size_t i = 0; i < n; i++) {
+        char s[16];
+        int k = snprintf(s, sizeof s, i ? " %u" : "%u", t[i]);
+        bytebuf_append(out, s, (size_t)k);
+    }
+}
+
+// The config's tokenizer, loaded once (NULL when the key is empty); a bad file exits 2.
+static Bpe *training_tokenizer(const Config *cfg) {
+    static char *loaded_path;
+    static Bpe *bpe;
+    const char *path = cfg_str(cfg, "tokenizer");
+    if (*path && (!loaded_path || strcmp(loaded_path, path))) {
+        bpe_free(bpe);
+        free(loaded_path);
+        char err[1024];
+        bpe = bpe_read(path, err, sizeof err);
+        if (!bpe) die_input("tokenizer: %s", err);
+        loaded_path = strdupCheck(path);
+    }
+    return *path ? bpe : NULL;
+}
+
+void sample_check_tokenizer(const Config *cfg) { training_tokenizer(cfg); }
+
+void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
+    Bpe *b = training_tokenizer(cfg);
+    const char *prompt = cfg_str(cfg, "sample_prompt");
+    TokBuf pt = {0}, gen = {0};
+    prompt_tokens(b, prompt, m->s.V, "sample_prompt", &pt);
+    int limit = b && b->vocab_size < m->s.V ? b->vocab_size : m->s.V;
+    Rng rng;
+    rng_seed(&rng, seed_mix((uint64_t)cfg_int(cfg, "seed"), (uint64_t)step));
+    Generator *g = generator_create(m, -1);
+    sample_generate(g, pt.v, pt.n, (int)cfg_int(cfg, "sample_tokens"), cfg_float(cfg, "sample_temperature"),
+                    (int)cfg_int(cfg, "sample_top_k"), limit, &rng, collect, &gen);
+    generator_free(g);
+    ByteBuf ptext = {0}, text = {0};
+    if (b) {
+        bpe_decode(b, pt.v + 1, pt.n - 1, &ptext);  // the prompt without the leading <|endoftext|>
+        bpe_decode(b, gen.v, gen.n, &text);
+    } else {
+        ids_text(pt.v, pt.n, &ptext);
+        ids_text(gen.v, gen.n, &text);
+    }
+    progress_break();
+    if (b) {  // text: on lines of its own, as it would read
+        printf("step %6ld | sample:\n", step);
+        if (ptext.n) fwrite(ptext.v, 1, ptext.n, stdout);  // .v is NULL when empty
+        if (text.n) fwrite(text.v, 1, text.n, stdout);
+        if (!text.n || text.v[text.n - 1] != '\n') fputc('\n', stdout);
+    } else {
+        printf("step %6ld | sample: %.*s | %.*s\n", step, (int)ptext.n, ptext.n ? (char *)ptext.v : "", (int)text.n,
+               text.n ? (char *)text.v : "");
+    }
+    fflush(stdout);
+    if (log) {
+        fprintf(log, "{\"type\":\"sample\",\"step\":%ld,\"prompt\":", step);
+        json_write_bytes(log, ptext.v, ptext.n);
+        fputs(",\"text\":", log);
+        json_write_bytes(log, text.v, text.n);
+        fputs("}\n", log);
+        fflush(log);
+    }
+    free(pt.v);
+    free(gen.v);
+    free(ptext.v);
+    free(text.v);
+}

@@ -1,0 +1,41 @@
+// Sampling text from a model: the next-token rule (temperature, top-k), prompts, generation
+// through model/generate.h, and the trainer's `sample_every` hook.
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/config.h"
+#include "core/rng.h"
+#include "model/generate.h"
+#include "tokenizer/bpe.h"
+
+// The next token from logits[V], only among ids < limit: temperature 0 takes the argmax (the
+// lowest id among equals); otherwise softmax(logits / temperature) over the top_k largest (all
+// when top_k = 0; ties by lower id), drawn with one rng_uniform.
+int sample_next(const real *logits, int limit, double temperature, int top_k, Rng *rng);
+
+// Replaces the escapes \n \t \r \\ \xNN in s (so prompts can hold newlines and edge spaces).
+// Returns the byte count written to out (at most strlen(s)); exits 2 naming `key` on a bad escape.
+size_t unescape_prompt(const char *s, uint8_t *out, const char *key);
+
+// The tokens generation starts from. With a tokenizer: <|endoftext|> (a document starts), then
+// the prompt text (escapes replaced) encoded. Without one (MQAR), the prompt is token ids
+// separated by spaces, or token 0 when empty. Tokens must be < vocab (exit 2 naming key).
+void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, TokBuf *out);
+
+typedef void (*token_fn)(void *ctx, uint32_t token);
+// Feeds prompt[n_prompt] (n_prompt >= 1), then draws n tokens, calling fn on each as it comes.
+void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature,
+                     int top_k, int limit, Rng *rng, token_fn fn, void *ctx);
+
+// Writes bytes as a JSON string: escapes, and U+FFFD for bytes that are not valid UTF-8.
+void json_write_bytes(FILE *f, const uint8_t *p, size_t n);
+
+// The trainer's hook for `sample_every`: draws `sample_tokens` tokens after `sample_prompt`
+// (temperature `sample_temperature`, `sample_top_k`, seeded by seed and step, so training itself
+// is unaffected), prints them and appends {"type":"sample","step":..,"prompt":..,"text":..} to
+// log. Text through the `tokenizer` file (loaded once; a bad one exits 2); token ids without
+// one. Call it between optimizer steps: the prefix fallback overwrites the model's activations.
+void sample_during_training(Model *m, const Config *cfg, long step, FILE *log);
+// Loads the `tokenizer` file now, so a bad one stops the trainer before any work (exit 2).
+void sample_check_tokenizer(const Config *cfg);
