@@ -1,5 +1,6 @@
-# Reliability targets (README "Reliability"), included by the Makefile. Each variant builds the
-# programs and the test runner into its own folder, so none clashes with build/f32 and build/f64:
+# Reliability targets (docs/reliability.md#reliability-targets), included by the Makefile. Each
+# variant builds the programs and the test runner into its own folder, so none clashes with
+# build/f32 and build/f64:
 #   make asan          the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind      a short training of every mixer under valgrind memcheck (tests/valgrind.sh)
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (tests/fuzz/)
