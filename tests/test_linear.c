@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/mixers/linear_naive.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
@@ -29,8 +30,7 @@ static void qkv_of(MixerRig *r, int b, int t, int h, double *q, double *k, doubl
 }
 
 
-// The recurrence S_t = S_{t-1} + phi(k_t) v_t^T, z_t = z_{t-1} + phi(k_t),
-// o_t = S_t^T phi(q_t) / (phi(q_t).z_t + 1e-6) in fp64 against the chunked form's o (the
+// The plain recurrence (linear_elu1_naive) in fp64 against the chunked form's o (the
 // attention_values outputs) and y = o Wproj^T + b. Head 1's queries are pushed to ~-25, so
 // phi(q).z ~ 1e-9 and the 1e-6 dominates its denominators.
 TEST(linear_chunked_form_matches_recurrence) {
@@ -45,33 +45,28 @@ TEST(linear_chunked_form_matches_recurrence) {
     MixerIO io = rig_io(&r);
     real *v = mallocCheck(sizeof(real) * T * 4 * C), *o = mallocCheck(sizeof(real) * T * 4 * C);
     double *att = mallocCheck(sizeof(double) * T * C);
+    double *q = mallocCheck(sizeof(double) * T * D), *k = mallocCheck(sizeof(double) * T * D);
+    double *vv = mallocCheck(sizeof(double) * T * D), *want = mallocCheck(sizeof(double) * T * D);
+    double *mag = mallocCheck(sizeof(double) * T * D);
     int eps_dominated = 0;
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             CHECK(r.kind->attention_values(r.st, &io, b, h, v, o) == D);
-            double S[4][4] = {{0}}, Sabs[4][4] = {{0}}, z[4] = {0};
+            for (int t = 0; t < T; t++) qkv_of(&r, b, t, h, q + t * D, k + t * D, vv + t * D);
+            linear_elu1_naive(T, D, q, k, vv, want, mag);
             for (int t = 0; t < T; t++) {
-                double q[4], k[4], vv[4], den = 1e-6, num[4] = {0}, mag[4] = {0};
-                qkv_of(&r, b, t, h, q, k, vv);
+                double den = 1e-6;  // the denominator, to count the rows the 1e-6 dominates
                 for (int c = 0; c < D; c++) {
-                    z[c] += phi(k[c]);
-                    den += phi(q[c]) * z[c];
-                    for (int w = 0; w < D; w++) {
-                        S[c][w] += phi(k[c]) * vv[w];
-                        Sabs[c][w] += phi(k[c]) * fabs(vv[w]);
-                    }
+                    double z = 0;
+                    for (int j = 0; j <= t; j++) z += phi(k[j * D + c]);
+                    den += phi(q[t * D + c]) * z;
                 }
-                for (int c = 0; c < D; c++)
-                    for (int w = 0; w < D; w++) {
-                        num[w] += S[c][w] * phi(q[c]);
-                        mag[w] += Sabs[c][w] * phi(q[c]);
-                    }
                 eps_dominated += den < 2e-6;
                 for (int w = 0; w < D; w++) {
-                    att[t * C + h * D + w] = num[w] / den;
+                    att[t * C + h * D + w] = want[t * D + w];
                     // relative to sum_j |a_ij v_j|: o can be tiny by cancellation
-                    CHECK(fabs(o[t * D + w] - num[w] / den) <= 1e-13 * mag[w] / den, "b %d h %d t %d: %.17g vs %.17g",
-                          b, h, t, (double)o[t * D + w], num[w] / den);
+                    CHECK(fabs(o[t * D + w] - want[t * D + w]) <= 1e-13 * mag[t * D + w], "b %d h %d t %d: %.17g vs %.17g",
+                          b, h, t, (double)o[t * D + w], want[t * D + w]);
                 }
             }
         }
@@ -86,7 +81,7 @@ TEST(linear_chunked_form_matches_recurrence) {
     CHECK(eps_dominated > T, "%d rows with the 1e-6 dominating", eps_dominated);
     rig_check_attention(&r, 1e-9);
     rig_check_step(&r, 1e-10);
-    free(v), free(o), free(att);
+    free(v), free(o), free(att), free(q), free(k), free(vv), free(want), free(mag);
     rig_free(&r);
 }
 
