@@ -70,7 +70,7 @@ bench: build/bench build/bench_gemm
 	./build/bench_gemm --quick --no-check
 	./build/bench $(BENCH_ARGS) $(BENCH_CONF)
 
-# asan, valgrind, fuzz, faults, clang-check, arm64-test: README "Reliability"
+# asan, valgrind, fuzz, faults, clang-check, arm64-test: docs/reliability.md#reliability-targets
 include tests/reliability.mk
 
 clean:

@@ -1,5 +1,5 @@
 // ./train CONFIG [key=value ...]: config -> model -> loop (data, forward, backward, step, log,
-// eval, save) with everything written to out_dir (DESIGN.md sections 3 to 5).
+// eval, save) with everything written to out_dir (docs/design.md#programs, docs/outputs.md).
 #include <errno.h>
 #include <math.h>
 #include <omp.h>

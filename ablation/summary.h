@@ -1,4 +1,4 @@
-// A sweep's summary (README "Sweeps"): what each point's run folder says (metrics.jsonl,
+// A sweep's summary (docs/sweeps.md#the-summary): what each point's run folder says (metrics.jsonl,
 // sparsity.jsonl), tables per point and grouped over seeds (summary.md, summary.csv,
 // summary_groups.csv) and figures (accuracy vs d_model per mixer, S per mixer over steps).
 #pragma once

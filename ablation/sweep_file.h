@@ -1,5 +1,6 @@
-// Sweep files (README "Sweeps"): a base config, keys fixed for every point and axes of values;
-// the points are the grid product of the axes, with `zip` groups of axes that vary together.
+// Sweep files (docs/sweeps.md#the-sweep-file): a base config, keys fixed for every point and axes
+// of values; the points are the grid product of the axes, with `zip` groups of axes that vary
+// together.
 //
 //   name = mqar_mixers              # default: the file name without .sweep
 //   base = ../mqar_base.conf        # config every point starts from (relative to this file)

@@ -1,6 +1,6 @@
 // ./sweep FILE [--jobs N] [--threads N] [--out DIR] [--print [--unfinished] | --collect]:
-// every point of a sweep file as its own ./train run, `jobs` at a time, then a summary (README
-// "Sweeps"). Exit status: 0 when every point succeeded, 1 when one failed, 2 for bad input,
+// every point of a sweep file as its own ./train run, `jobs` at a time, then a summary
+// (docs/sweeps.md). Exit status: 0 when every point succeeded, 1 when one failed, 2 for bad input,
 // 128 + signal when interrupted.
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-// Config files (DESIGN.md section 4): flat `key = value` lines, `#` comments, `include = FILE`
+// Config files (docs/config.md#syntax): flat `key = value` lines, `#` comments, `include = FILE`
 // (relative to the including file; later lines override), then `key=value` arguments that win.
 // Every key is declared in a KeyDef table; values are validated as they are read and a bad one
 // stops the program with `file:line: ...` and exit status 2.
@@ -20,7 +20,7 @@ typedef struct {
     KeyRange range;
     const char *choices;  // KEY_ENUM: "a|b|c"
     int flags;
-    const char *section;  // heading in config.conf and the README: "model", "data", ...
+    const char *section;  // heading in config.conf and docs/config.md: "model", "data", ...
     const char *help;     // one line
 } KeyDef;
 

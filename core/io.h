@@ -1,6 +1,6 @@
 // Error exits and checked I/O wrappers (llm.c's xxxCheck style).
-// Exit status contract (DESIGN.md section 3): 2 = bad input (config, file, arguments), with one
-// line on stderr naming the file, line or key; 1 = anything else.
+// Exit status contract (docs/design.md#exit-status): 2 = bad input (config, file, arguments), with
+// one line on stderr naming the file, line or key; 1 = anything else.
 #pragma once
 #include <stddef.h>
 #include <stdio.h>

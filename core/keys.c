@@ -2,7 +2,7 @@
 
 #include "model/mixers/mixer.h"
 
-// Sections name the groups of config.conf and of the README's key table.
+// Sections name the groups of config.conf and of the key tables in docs/config.md.
 static KeyDef g_keys[] = {
     // model
     {"mixer", KEY_ENUM, "softmax", 0, NULL /* set from the registry */, 0, "model", "attention block of every layer"},

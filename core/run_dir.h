@@ -1,5 +1,5 @@
-// The files of a run folder (DESIGN.md section 5): checkpoints ckpt_%08d.safetensors, the
-// `latest` pointer, and the jsonl logs that a resumed run continues.
+// The files of a run folder (docs/outputs.md#the-run-folder): checkpoints ckpt_%08d.safetensors,
+// the `latest` pointer, and the jsonl logs that a resumed run continues.
 #pragma once
 
 // Checkpoints in dir in step order (allocated paths "dir/ckpt_%08d.safetensors" and steps);

@@ -33,8 +33,8 @@ void dataset_get(const Dataset *ds, long i, int32_t *inputs, int32_t *targets);
 
 // The training loader. Its whole state is `pos` (sequences consumed since the start), so resuming is
 // loader_init + setting pos. Epoch e = sequences [e*n, (e+1)*n) of the stream.
-// shuffle = 0: the exact order of DESIGN.md section 5 (shards: batch k of a shard is the B*T+1
-// tokens from token k*B*T; a shard's tail that cannot hold a whole batch is skipped).
+// shuffle = 0: the exact order of docs/text.md#token-shards (shards: batch k of a shard is the
+// B*T+1 tokens from token k*B*T; a shard's tail that cannot hold a whole batch is skipped).
 // shuffle = 1: every epoch a fresh permutation drawn from (seed, epoch).
 typedef struct {
     const Dataset *ds;
@@ -57,6 +57,6 @@ void loader_next(Loader *ld, int32_t *inputs, int32_t *targets);
 // Sequences per epoch as the loader sees them (for `epochs` -> steps).
 long loader_epoch_size(const Loader *ld);
 
-// Writes DESIGN.md section 7's export format: 256 int32 header (magic 20241122, version 1, N, L),
-// int32 inputs [N, L], then int32 labels [N, L] (-100 where there is no label).
+// Writes the export format of docs/mqar.md#exporting-the-data: 256 int32 header (magic 20241122,
+// version 1, N, L), int32 inputs [N, L], then int32 labels [N, L] (-100 where there is no label).
 void dataset_export(const Dataset *ds, const char *path);

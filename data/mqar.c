@@ -1,5 +1,5 @@
 // MQAR generator: a C transcription of zoology's multiquery_ar (numpy legacy RandomState), in the
-// exact order in which it consumes the MT19937 stream (reference/recall.md section (a)):
+// exact order in which it consumes the MT19937 stream (docs/mqar.md#the-generator):
 //   1. keys of every example (a full Fisher-Yates shuffle of the key vocabulary per example),
 //   2. values of every example (likewise over the value vocabulary),
 //   3. query gaps of every example (legacy choice(replace=False, p) with a power-law p),

@@ -1,4 +1,4 @@
-// MQAR, the multi-query associative recall task of Zoology (reference/recall.md section (a)).
+// MQAR, the multi-query associative recall task of Zoology (docs/mqar.md).
 // With random_filler = 0 the generator reproduces zoology's numpy code token for token.
 #pragma once
 #include <stdint.h>

@@ -1,5 +1,5 @@
 // MT19937 with numpy's legacy RandomState draws on top of it, so MQAR reproduces zoology's numpy
-// code token for token (reference/recall.md section (a)). Not the project's general RNG (core/rng.h).
+// code token for token (docs/mqar.md#the-generator). Not the project's general RNG (core/rng.h).
 #pragma once
 #include <stdint.h>
 

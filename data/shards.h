@@ -1,4 +1,4 @@
-// llm.c token shards (DESIGN.md section 5): a 1024-byte header of 256 little-endian int32
+// llm.c token shards (docs/text.md#token-shards): a 1024-byte header of 256 little-endian int32
 // (magic, version, token count), then the tokens: uint16 (magic 20240520, version 1) or uint32
 // (magic 20240801, version 7). Files are memory-mapped read-only and validated on open.
 #pragma once

@@ -1,5 +1,5 @@
 // ./evaluate PATH... [key=value ...]: val loss, task accuracy and per-head attention sparsity S(a)
-// of checkpoints (DESIGN.md sections 3, 5 and 8). PATH is a checkpoint or a run folder (then every
+// of checkpoints (docs/sparsity.md#evaluate). PATH is a checkpoint or a run folder (then every
 // checkpoint in it, in step order); several PATHs are compared. Per run folder it writes eval.jsonl
 // and the figures (sparsity_steps.svg, sparsity_heatmap.svg, sparsity_recall_heatmap.svg,
 // loss_acc.svg, and sparsity_train.svg from the trainer's sparsity.jsonl when there is one); with

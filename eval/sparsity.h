@@ -1,6 +1,6 @@
-// Attention sparsity S(a) per (layer, head) (DESIGN.md section 8), with the seeds' closed-form
-// predictions beside the measurement. For query row i of a map with weights a_i1..a_in (n = i+1,
-// the causal prefix):
+// Attention sparsity S(a) per (layer, head) (docs/sparsity.md#definition), with the seeds'
+// closed-form predictions beside the measurement. For query row i of a map with weights a_i1..a_in
+// (n = i+1, the causal prefix):
 //   S = (sum_j |a_ij| / n) / sqrt(sum_j a_ij^2 / n)          in [1/sqrt(n), 1]: one-hot .. flat
 //   entropy = H(w) / log n of w_j = |a_ij| / sum_l |a_il|     in [0, 1] (1 when n = 1, like S)
 //   max_weight = max_j w_j, neg_mass = sum of w_j where a_ij < 0 (signed mixers)
@@ -23,7 +23,7 @@ typedef struct {
 // Fills st for the weights a[0..n), n >= 1; returns 0 when every weight is zero (row skipped).
 int sparsity_row(const real *a, int n, RowStats *st);
 
-// Closed forms (DESIGN.md section 8).
+// Closed forms (docs/sparsity.md#closed-forms).
 // Fixed decay a_ij = lambda^(i-j) over n positions: sqrt((1-l^n)/(n(1-l)) (1+l)/(1+l^n)).
 double theory_decay_S(double lambda, int n);
 // Gaussian keys with per-dimension variance sigma2, scaled query of squared norm q2:
@@ -76,7 +76,7 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
                    SparsityResult *out);
 void sparsity_result_free(SparsityResult *r);
 
-// Writes one sparsity.jsonl record per (layer, head) (DESIGN.md section 5):
+// Writes one sparsity.jsonl record per (layer, head) (docs/sparsity.md#sparsityjsonl):
 // {"step":..,"layer":..,"head":..,"mixer":"softmax","S":..,"S_recall":..,"rows":..,
 //  "rows_recall":..,"entropy":..,"max_weight":..,"neg_mass":..,"S_onehot":..,"S_recall_onehot":..,
 //  "theory":"exp","S_pred":..,

@@ -1,4 +1,4 @@
-// The decoder-only transformer (DESIGN.md section 6): token (+ learned position) embedding,
+// The decoder-only transformer (docs/design.md#the-model): token (+ learned position) embedding,
 // n_layer pre-LN blocks x += mixer(ln_1(x)); x += mlp(ln_2(x)) (when mlp), final LayerNorm, and
 // the LM head tied to wte. One parameter arena and one activation arena, carved by tables.
 #pragma once
@@ -18,7 +18,7 @@ typedef struct {
 } ModelShape;
 
 typedef struct {
-    char name[64];      // DESIGN.md section 6 name, e.g. "h.0.attn.qkv.weight"
+    char name[64];      // docs/design.md#tensor-names, e.g. "h.0.attn.qkv.weight"
     int ndim, shape[4];
     size_t offset, count;  // in reals, into the parameter arena (offsets 64-byte aligned)
     InitKind init;

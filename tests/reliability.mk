@@ -1,12 +1,13 @@
-# Reliability targets (README "Reliability"), included by the Makefile. Each variant builds the
-# programs and the test runner into its own folder, so none clashes with build/f32 and build/f64:
+# Reliability targets (docs/reliability.md#reliability-targets), included by the Makefile. Each
+# variant builds the programs and the test runner into its own folder, so none clashes with
+# build/f32 and build/f64:
 #   make asan          the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind      a short training of every mixer under valgrind memcheck (tests/valgrind.sh)
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64, `make test` under qemu-user
-# Run a variant's tests from its folder: the tests call ./train etc. and read README.md, configs/
+# Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
 # and tests/ (linked into the folder).
 # Debian 12 packages: valgrind; clang libomp-dev libclang-rt-14-dev (clang-check, fuzz);
 # gcc-aarch64-linux-gnu libc6-arm64-cross qemu-user, and zlib for arm64:
@@ -27,7 +28,7 @@ $($(1)_DIR)/f64/%.o: %.c
 $(foreach p,$(PROGRAMS),$(eval $(call variant_program,$(1),$(p),$(call main_obj,$(p)),f32)))
 $(eval $(call variant_program,$(1),run_tests,$(patsubst %.c,%.o,$(wildcard tests/*.c)),f64))
 $($(1)_DIR)/ready: $(addprefix $($(1)_DIR)/$(if $($(1)_RUNNER),bin/),$(PROGRAMS) run_tests)
-	ln -sfn ../../README.md ../../configs ../../tests $($(1)_DIR)/
+	ln -sfn ../../README.md ../../docs ../../configs ../../tests $($(1)_DIR)/
 	$(if $($(1)_RUNNER),for p in $(PROGRAMS) run_tests; do printf '#!/bin/sh\nexec $($(1)_RUNNER) -0 "$$$$0" "$$$$(dirname "$$$$0")/bin/%s" "$$$$@"\n' $$$$p > $($(1)_DIR)/$$$$p; chmod +x $($(1)_DIR)/$$$$p; done)
 	touch $$@
 endef

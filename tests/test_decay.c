@@ -1,7 +1,8 @@
 // Fixed-decay linear attention beyond the generic checks: the chunk kernel (model/mixers/linear_chunk.c,
 // shared with identity and cosformer) against the plain sum and finite differences for several
 // decays and lengths, the mixer across several chunks (finite differences, maps, step), the
-// per-head gammas and the option, and the closed form of DESIGN.md section 8 when q.k is constant.
+// per-head gammas and the option, and the closed form of docs/sparsity.md#closed-forms when q.k is
+// constant.
 #include <math.h>
 #include <stdlib.h>
 

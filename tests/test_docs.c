@@ -1,26 +1,289 @@
-// The README is the front door: it must document every config key and every mixer.
+// The documentation follows the code: docs/config.md documents every config key, docs/mixers.md
+// has a section for every registered mixer, and every reference to a docs page (and heading)
+// anywhere in the repository resolves. The repository owns its design: nothing cites a document
+// that lives outside it.
+#include <ctype.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/io.h"
 #include "core/keys.h"
 #include "model/mixers/mixer.h"
 #include "tests/test.h"
 
-TEST(readme_documents_every_key_and_mixer) {
-    char *readme = read_file_text("README.md", NULL);
-    CHECK(readme, "run the tests from the repository root");
+// --- headings and anchors ----------------------------------------------------------------------
+
+// GitHub's anchor of a heading's text: lowercase; letters, digits, '-' and '_' kept, spaces
+// become '-', everything else (backticks, dots, slashes, parentheses, ...) is dropped.
+static void anchor_of(const char *text, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (isalnum(c) || c == '-' || c == '_') out[o++] = (char)tolower(c);
+        else if (c == ' ') out[o++] = '-';
+    }
+    out[o] = 0;
+}
+
+// The anchors of a markdown file's headings (outside code fences), with GitHub's -1, -2, ...
+// suffixes for repeats, as one string "\n<a>\n<b>\n...".
+static char *md_anchors(const char *md) {
+    size_t cap = strlen(md) + 16, len = 0;
+    char *out = callocCheck(cap, 1);
+    out[len++] = '\n';
+    int fence = 0;
+    for (const char *line = md; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        if (n >= 3 && !strncmp(line, "```", 3)) fence = !fence;
+        size_t h = 0;
+        while (h < n && h < 7 && line[h] == '#') h++;
+        if (!fence && h >= 1 && h <= 6 && h < n && line[h] == ' ') {
+            char a[256], want[300];
+            anchor_of(line + h + 1, n - h - 1, a, sizeof a);
+            snprintf(want, sizeof want, "\n%s\n", a);
+            char unique[300];
+            snprintf(unique, sizeof unique, "%s", a);
+            for (int k = 1; strstr(out, want); k++) {  // a repeated heading gets -k
+                snprintf(unique, sizeof unique, "%s-%d", a, k);
+                snprintf(want, sizeof want, "\n%s\n", unique);
+            }
+            size_t u = strlen(unique);
+            CHECK(len + u + 2 < cap);
+            memcpy(out + len, unique, u);
+            len += u;
+            out[len++] = '\n';
+            out[len] = 0;
+        }
+        line = end ? end + 1 : line + n;
+    }
+    return out;
+}
+
+// 1 when the markdown file at path exists and (when anchor is non-empty) has that heading.
+static int md_has(const char *path, const char *anchor, int *exists) {
+    char *md = read_file_text(path, NULL);
+    *exists = md != NULL;
+    if (!md) return 0;
+    if (!*anchor) {
+        free(md);
+        return 1;
+    }
+    char *anchors = md_anchors(md), want[300];
+    snprintf(want, sizeof want, "\n%s\n", anchor);
+    int ok = strstr(anchors, want) != NULL;
+    free(anchors);
+    free(md);
+    return ok;
+}
+
+// --- keys and mixers ---------------------------------------------------------------------------
+
+// 1 when some table row of md has `name` in its first cell.
+static int table_row_names(const char *md, const char *name) {
+    char want[128];
+    snprintf(want, sizeof want, "`%s`", name);
+    for (const char *line = md; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, "| ", 2)) continue;
+        const char *cell_end = strstr(line + 2, " |");
+        const char *nl = strchr(line, '\n');
+        if (!cell_end || (nl && cell_end > nl)) continue;
+        const char *hit = strstr(line + 2, want);
+        if (hit && hit < cell_end) return 1;
+    }
+    return 0;
+}
+
+TEST(docs_config_documents_every_key) {
+    char *md = read_file_text("docs/config.md", NULL);
+    CHECK(md, "run the tests from the repository root (docs/config.md not found)");
     Config c;
     config_init_all(&c);
+    for (int i = 0; i < c.n_keys; i++)
+        CHECK(table_row_names(md, c.keys[i]->name), "docs/config.md has no table row for the key `%s`",
+              c.keys[i]->name);
+    free(md);
+}
+
+TEST(docs_mixers_has_a_section_for_every_mixer) {
+    char *md = read_file_text("docs/mixers.md", NULL);
+    CHECK(md, "docs/mixers.md not found");
     char want[128];
-    for (int i = 0; i < c.n_keys; i++) {
-        snprintf(want, sizeof want, "`%s`", c.keys[i]->name);
-        CHECK(strstr(readme, want), "README.md does not document the key %s", want);
-    }
     for (int i = 0; i < mixer_count(); i++) {
+        snprintf(want, sizeof want, "\n## %s\n", mixer_at(i)->name);
+        CHECK(strstr(md, want), "docs/mixers.md has no '## %s' section", mixer_at(i)->name);
         snprintf(want, sizeof want, "| `%s` |", mixer_at(i)->name);
-        CHECK(strstr(readme, want), "README.md's mixer table lacks %s", want);
+        CHECK(strstr(md, want), "docs/mixers.md's table lacks %s", want);
     }
+    free(md);
+}
+
+TEST(readme_links_every_docs_page) {
+    char *readme = read_file_text("README.md", NULL);
+    CHECK(readme, "README.md not found");
+    DIR *d = opendir("docs");
+    CHECK(d, "no docs/ folder");
+    int pages = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md")) continue;
+        char want[300];
+        snprintf(want, sizeof want, "(docs/%s)", e->d_name);
+        CHECK(strstr(readme, want), "README.md does not link docs/%s", e->d_name);
+        pages++;
+    }
+    closedir(d);
+    CHECK(pages >= 10, "only %d docs pages", pages);
     free(readme);
+}
+
+// --- references anywhere in the repository -----------------------------------------------------
+
+typedef struct {
+    int files, refs;
+    char bad[4096];  // the first problems found, one a line
+    size_t bad_len;
+} Scan;
+
+static void report(Scan *s, const char *fmt, const char *a, const char *b, const char *c) {
+    if (s->bad_len + 300 >= sizeof s->bad) return;
+    s->bad_len += (size_t)snprintf(s->bad + s->bad_len, sizeof s->bad - s->bad_len, fmt, a, b, c);
+}
+
+static int scanned_name(const char *name) {
+    static const char *exts[] = {".c", ".h", ".mk", ".sh", ".conf", ".sweep", ".py", ".md", NULL};
+    if (!strcmp(name, "Makefile")) return 1;
+    size_t n = strlen(name);
+    for (int i = 0; exts[i]; i++) {
+        size_t m = strlen(exts[i]);
+        if (n > m && !strcmp(name + n - m, exts[i])) return 1;
+    }
+    return 0;
+}
+
+// Checks one reference: a docs page from the root, or a page relative to dir, with an optional anchor.
+static void check_target(Scan *s, const char *file, const char *dir, const char *target, size_t n) {
+    char t[512], path[1024];
+    if (n >= sizeof t) n = sizeof t - 1;
+    memcpy(t, target, n);
+    t[n] = 0;
+    char *hash = strchr(t, '#');
+    const char *anchor = "";
+    if (hash) *hash = 0, anchor = hash + 1;
+    if (*t) snprintf(path, sizeof path, "%s%s", dir, t);
+    else snprintf(path, sizeof path, "%s", file);  // "#anchor": this file
+    s->refs++;
+    size_t pl = strlen(path);
+    if (pl < 3 || strcmp(path + pl - 3, ".md")) {  // a figure or another file: it must exist
+        struct stat st;
+        if (stat(path, &st)) report(s, "%s: '%s': no such file (%s)\n", file, t, path);
+        return;
+    }
+    int exists;
+    if (!md_has(path, anchor, &exists)) {
+        if (!exists) report(s, "%s: '%s': no such file (%s)\n", file, t, path);
+        else report(s, "%s: %s has no heading whose anchor is '#%s'\n", file, path, anchor);
+    }
+}
+
+// Every `docs/<page>.md[#anchor]` in the text (paths from the repository root), and in markdown
+// files every relative link `](target)` (relative to the file).
+static void scan_text(Scan *s, const char *file, const char *text) {
+    for (const char *p = text; (p = strstr(p, "docs/")); p += 5) {
+        const char *q = p + 5;
+        while (isalnum((unsigned char)*q) || *q == '_' || *q == '-') q++;
+        if (q == p + 5 || strncmp(q, ".md", 3)) continue;
+        q += 3;
+        if (*q == '#') {
+            q++;
+            while (isalnum((unsigned char)*q) || *q == '_' || *q == '-') q++;
+        }
+        check_target(s, file, "", p, (size_t)(q - p));
+    }
+    size_t fl = strlen(file);
+    if (fl < 3 || strcmp(file + fl - 3, ".md")) return;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (slash) slash[1] = 0;
+    else dir[0] = 0;
+    int fence = 0;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        if (n >= 3 && !strncmp(line, "```", 3)) fence = !fence;
+        for (const char *p = line; !fence && p < line + n && (p = strstr(p, "](")) && p < line + n; p += 2) {
+            const char *t = p + 2, *close = t;
+            while (close < line + n && *close != ')' && *close != ' ') close++;
+            if (close >= line + n || *close != ')') continue;
+            if (strstr(t, "://") && strstr(t, "://") < close) continue;  // a web address
+            if (!strncmp(t, "mailto:", 7)) continue;
+            check_target(s, file, dir, t, (size_t)(close - t));
+        }
+        line = end ? end + 1 : line + n;
+    }
+}
+
+// Words no file may contain: the design lives in docs/, not in documents outside the repository.
+// (Spelled in two pieces so that this file does not match itself.)
+static void check_outside_citations(Scan *s, const char *file, const char *text) {
+    char design[16], refdir[16];
+    snprintf(design, sizeof design, "%s%s", "DESIGN", ".md");
+    snprintf(refdir, sizeof refdir, "%s%s", "reference", "/");
+    if (strstr(text, design)) report(s, "%s: cites %s (point at docs/<page>.md#<section>)\n", file, design, "");
+    if (strstr(text, refdir)) report(s, "%s: cites %s (point at docs/<page>.md#<section>)\n", file, refdir, "");
+}
+
+static void walk(Scan *s, const char *dir, int top) {
+    DIR *d = opendir(*dir ? dir : ".");
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (name[0] == '.' && (!name[1] || !strcmp(name, "..") || !strcmp(name, ".git"))) continue;
+        if (top && (!strncmp(name, "build", 5) || !strcmp(name, "checkpoints"))) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s%s", dir, name);
+        struct stat st;
+        if (stat(path, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            char sub[1040];
+            snprintf(sub, sizeof sub, "%s/", path);
+            walk(s, sub, 0);
+        } else if (S_ISREG(st.st_mode) && scanned_name(name)) {
+            char *text = read_file_text(path, NULL);
+            if (!text) continue;
+            s->files++;
+            scan_text(s, path, text);
+            check_outside_citations(s, path, text);
+            free(text);
+        }
+    }
+    closedir(d);
+}
+
+TEST(docs_references_resolve) {
+    CHECK(path_exists("docs/design.md"), "run the tests from the repository root");
+    Scan *s = callocCheck(1, sizeof *s);
+    walk(s, "", 1);
+    CHECK(s->bad_len == 0, "%d files, %d references; broken:\n%s", s->files, s->refs, s->bad);
+    CHECK(s->files >= 50 && s->refs >= 50, "only %d files and %d references scanned", s->files, s->refs);
+    free(s);
+}
+
+// The checker itself: anchors as GitHub makes them, and a broken reference is reported.
+TEST(docs_anchor_rules) {
+    char a[128];
+    const char *h = "Attention sparsity S(a) and `./evaluate`";
+    anchor_of(h, strlen(h), a, sizeof a);
+    CHECK(!strcmp(a, "attention-sparsity-sa-and-evaluate"), "%s", a);
+    char *anchors = md_anchors("# T\n## sparsity.jsonl\n```\n## not a heading\n```\n## A b\n### A b\n");
+    CHECK(!strcmp(anchors, "\nt\nsparsityjsonl\na-b\na-b-1\n"), "%s", anchors);
+    free(anchors);
+    Scan *s = callocCheck(1, sizeof *s);
+    scan_text(s, "x.c", "see " "docs" "/design.md#no-such-heading and " "docs" "/nope.md");
+    CHECK(s->refs == 2 && strstr(s->bad, "no-such-heading") && strstr(s->bad, "nope.md"), "%s", s->bad);
+    free(s);
 }

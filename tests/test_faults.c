@@ -181,14 +181,14 @@ TEST(faults_long_value_survives_the_effective_config) {
 
 TEST(faults_garbage_token_in_a_shard_is_bad_input_naming_the_file) {
     // vocab_size = 0 took the vocabulary from the largest token: 2312681882 sized the embedding
-    // table; now refused naming the file (the README's table runs the command line too)
+    // table; now refused naming the file (docs/reliability.md's table runs the command line too)
     char out[4096];
     int st = test_run(out, sizeof out, RUN " task=shards vocab_size=0 train_data=tests/fuzz/regress/shards/token_beyond_any_vocabulary.bin "
                       "val_data=tests/fuzz/regress/shards/token_beyond_any_vocabulary.bin out_dir=%s/g", test_tmpdir());
     CHECK(st == 2 && strstr(out, "token_beyond_any_vocabulary.bin: token 2312681882 is larger than any vocabulary"), "exit %d: %s", st, out);
 }
 
-// --- README "Bad input": every row with exit 2 whose command cell is a plain command -------------
+// --- docs/reliability.md#bad-input: every row with exit 2 whose command cell is a plain command ---
 
 // Replaces every 8-digit hex word of a line about a CRC32 by "########".
 static void mask_crc(char *s) {
@@ -216,11 +216,11 @@ static char *code_cell(const char *cell) {
     return out;
 }
 
-TEST(faults_readme_bad_input_table_is_what_the_programs_print) {
-    char *readme = read_file_text("README.md", NULL);
-    CHECK(readme, "cannot read README.md");
-    char *sec = strstr(readme, "\n## Bad input\n");
-    CHECK(sec, "README.md has no 'Bad input' section");
+TEST(faults_docs_bad_input_table_is_what_the_programs_print) {
+    char *doc = read_file_text("docs/reliability.md", NULL);
+    CHECK(doc, "cannot read docs/reliability.md");
+    char *sec = strstr(doc, "\n## Bad input\n");
+    CHECK(sec, "docs/reliability.md has no 'Bad input' section");
     char *end = strstr(sec + 5, "\n## ");
     if (end) *end = 0;
     char cwd[1024], out[8192];
@@ -251,8 +251,9 @@ TEST(faults_readme_bad_input_table_is_what_the_programs_print) {
         out[n - 1] = 0;
         mask_crc(out);
         mask_crc(want);
-        CHECK(st == 2 && !strcmp(out, want), "%s:\n  README: %s (exit 2)\n  prints: %s (exit %d)", cmd, want, out, st);
+        CHECK(st == 2 && !strcmp(out, want), "%s:\n  docs/reliability.md: %s (exit 2)\n  prints: %s (exit %d)", cmd, want, out, st);
         rows++;
     }
     CHECK(rows >= 40, "only %d rows checked", rows);
+    free(doc);
 }

@@ -224,7 +224,7 @@ static void lin1(const real *W, const real *x, int out, int in, double *y) {
     }
 }
 
-// DESIGN.md section 6 transcribed in fp64 for a B = 1 rig: checks y and every map entry.
+// docs/mixers.md#gla transcribed in fp64 for a B = 1 rig: checks y and every map entry.
 TEST(gla_layer_matches_its_definition) {
     Config cfg;
     test_config(&cfg, "gla_gate_norm=3");

@@ -1,7 +1,7 @@
 // elu+1 linear attention beyond the generic checks: the chunked O(T) form against a plain fp64
 // recurrence over several chunks (also where the 1e-6 in the denominator dominates), finite
 // differences across chunks, the map and THEORY_LINEAR's phi(q), phi(k) against their
-// definitions, DESIGN.md's names and shapes, and thread-count independence.
+// definitions, the names and shapes of docs/design.md#tensor-names, and thread-count independence.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-// The batch loader (DESIGN.md section 5): the exact sequential order over shards, shuffled epochs,
-// resume from pos, and the export format of section 7.
+// The batch loader (docs/text.md#token-shards): the exact sequential order over shards, shuffled
+// epochs, resume from pos, and the export format of docs/mqar.md#exporting-the-data.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,7 +205,8 @@ TEST(loader_shard_smaller_than_a_batch_exits_2) {
     CHECK(strstr(err, "small.bin") && strstr(err, "33"), "message: %s", err);
 }
 
-// DESIGN.md section 7: 256 int32 header (20241122, 1, N, L, zeros), inputs [N, L], labels [N, L].
+// docs/mqar.md#exporting-the-data: 256 int32 header (20241122, 1, N, L, zeros), inputs [N, L],
+// labels [N, L].
 TEST(loader_export_format) {
     MqarSpec s = {.vocab_size = 64, .seq_len = 16, .kv_pairs = 2, .power_a = 0.01, .seed = 9, .n_examples = 5};
     Dataset ds;

@@ -173,7 +173,8 @@ TEST(mamba_bit_identical_for_one_and_two_threads) {
     rig_free(&r);
 }
 
-// mamba_simple's init (reference/mixers.md section 4) and DESIGN.md's names and shapes.
+// mamba_simple's init (docs/mixers.md#mamba) and the names and shapes of
+// docs/design.md#tensor-names.
 TEST(mamba_init_and_tensor_names) {
     Config cfg;
     test_config(&cfg, "mixer=mamba mlp=false");

@@ -1,5 +1,5 @@
 // MQAR: known answers from zoology's numpy generator (numpy 1.24 legacy RandomState, see
-// reference/recall.md section (a)), layout invariants, and spec validation.
+// docs/mqar.md#the-generator), layout invariants, and spec validation.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,8 +94,8 @@ TEST(mqar_legacy_shuffle_equals_interval_loop) {
     free(a), free(b);
 }
 
-// Zoology's paper test set: V=8192, L=64, K=4, N=3000, seed=10. (Its md5s of the int64 arrays are
-// recall.md's 6f54b473642673e3 / 4040894a66b6929a.)
+// Zoology's paper test set: V=8192, L=64, K=4, N=3000, seed=10. (The md5s of numpy's int64
+// arrays begin 6f54b473642673e3 / 4040894a66b6929a.)
 TEST(mqar_matches_numpy_v8192_seed10) {
     MqarSpec s = spec(8192, 64, 4, 3000, 10);
     int32_t *x, *y;
@@ -113,7 +113,7 @@ TEST(mqar_matches_numpy_v8192_seed10) {
     free(x), free(y);
 }
 
-// Zoology's basic example (Based-era train seed): recall.md's ex0.
+// Zoology's basic example (Based-era train seed): its first example, as numpy gives it.
 TEST(mqar_matches_numpy_v256_seed843828734) {
     MqarSpec s = spec(256, 64, 4, 10000, 843828734u);
     int32_t *x, *y;
@@ -162,7 +162,8 @@ TEST(mqar_matches_numpy_v8192_seed0_full_train_set) {
     free(x), free(y);
 }
 
-// recall.md's docstring example (V=12, K=2, L=16): keys 2, 4; values 8, 7; gaps 4, 1.
+// The docstring example of Zoology's multiquery_ar (V=12, K=2, L=16): keys 2, 4; values 8, 7;
+// gaps 4, 1.
 TEST(mqar_layout_docstring_example) {
     const int keys[2] = {2, 4}, values[2] = {8, 7}, gaps[2] = {4, 1};
     int32_t x[16], y[16];

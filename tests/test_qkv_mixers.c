@@ -1,7 +1,7 @@
 // What the q/k/v mixers of model/mixers/qkv_common.c (decay, identity, relu2, cog, cosformer) share:
-// DESIGN.md's tensor names and shapes, bit-identical results for 1 and 2 threads, and the whole
-// model's gradients with a signed Cog layer (tests/test_model.c runs cog with its default
-// softmax ends, which at 2 layers are every layer).
+// the tensor names and shapes of docs/design.md#tensor-names, bit-identical results for 1 and 2
+// threads, and the whole model's gradients with a signed Cog layer (tests/test_model.c runs cog
+// with its default softmax ends, which at 2 layers are every layer).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

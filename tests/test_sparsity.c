@@ -34,7 +34,7 @@ TEST(sparsity_of_known_rows) {
         CHECK_CLOSE(st.max_weight, 1.0 / n, 1e-12);
         CHECK_CLOSE(st.neg_mass, 0, 0);
     }
-    // geometric decay a_ij = lambda^(i-j): the closed form of DESIGN.md section 8
+    // geometric decay a_ij = lambda^(i-j): the closed form of docs/sparsity.md#closed-forms
     const double lambdas[] = {0, 0.3, 0.9, 0.99, 0.999, 1};
     const int ns[] = {1, 2, 7, 64, 500};
     for (int li = 0; li < 6; li++)

@@ -4,7 +4,7 @@
 // text. Encoding splits the text into chunks (tokenizer/chunks.h) and applies, inside each chunk, the
 // lowest-ranked merge present (leftmost first) until none applies: the order training learned them.
 //
-// File format (text, one item a line; see README "Text"):
+// File format (text, one item a line; docs/text.md#the-tokenizer-file):
 //   attnscope-bpe 1
 //   # comment lines start with '#'
 //   vocab_size 512              256 + merges + special tokens

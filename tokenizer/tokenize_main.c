@@ -26,7 +26,7 @@ static void usage(FILE *f) {
             "standard input when no INPUT is given). train learns byte-level BPE merges; prepare\n"
             "writes PREFIX_train_000.bin, PREFIX_val_000.bin, ... (llm.c token shards) for\n"
             "`task = shards`; encode prints token ids (or writes one shard with out=); decode\n"
-            "turns token ids (text, or an llm.c shard) back into bytes. See README.md, Text.\n");
+            "turns token ids (text, or an llm.c shard) back into bytes. See docs/text.md.\n");
 }
 
 static const KeyDef k_train[] = {

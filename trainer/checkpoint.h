@@ -1,4 +1,4 @@
-// Checkpoints (DESIGN.md section 5): the model's tensors as F32 under their DESIGN names, AdamW
+// Checkpoints (docs/checkpoints.md#format): the model's tensors as F32 under their names, AdamW
 // state as optim.m.<name> / optim.v.<name>, and __metadata__ with the format version, the
 // effective config, the step, the data-loader and RNG state and the CRC32 of the data section.
 #pragma once

@@ -1,5 +1,5 @@
-// Cog attention (Lv et al. 2024, arXiv 2411.07176; trestad/CogAttn's Cogformer; reference/mixers.md
-// section 5): signed weights from a softmax over the magnitudes of the scores, per head
+// Cog attention (Lv et al. 2024, arXiv 2411.07176; trestad/CogAttn's Cogformer;
+// docs/mixers.md#cog): signed weights from a softmax over the magnitudes of the scores, per head
 //   p_ij = q_i . k_j / sqrt(D),  a_ij = sign(p_ij) softmax_j(|p_ij|) over j <= i,  o_i = sum_j a_ij v_j,
 // so sum_j |a_ij| = 1 and a head can subtract a value as well as add it (sign(0) = 0). Cogformer
 // keeps plain softmax attention in the first and the last layer (`cog_softmax_ends`). Forward and

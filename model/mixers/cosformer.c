@@ -1,4 +1,4 @@
-// cosFormer (Qin et al. 2022; OpenNLPLab/cosFormer, reference/mixers.md section 5), per head:
+// cosFormer (Qin et al. 2022; OpenNLPLab/cosFormer; docs/mixers.md#cosformer), per head:
 //   a_ij = relu(q_i).relu(k_j) cos(pi (i-j) / (2M)) / max(den_i, 1e-6),  o_i = sum_j a_ij v_j,
 //   den_i = sum_{j<=i} relu(q_i).relu(k_j) cos(pi (i-j) / (2M)),
 // with M = seq_len fixed (the configured length, the paper's max(src_len, tgt_len) for causal LM),

@@ -1,5 +1,5 @@
 // Fixed-decay linear attention (RetNet's retention without xPos and gate; fla's naive_retention,
-// reference/mixers.md section 5), per head h:
+// docs/mixers.md#decay), per head h:
 //   S_t = gamma_h S_{t-1} + k_t v_t^T,  o_t = S_t^T q_t / sqrt(D)
 //   i.e. a_ij = (q_i . k_j / sqrt(D)) gamma_h^(i-j) for j <= i,
 // gamma_h = 1 - 2^(-5-h) (torchscale) or one `decay_gamma` for every head, then a per-head

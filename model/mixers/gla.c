@@ -1,5 +1,5 @@
 // Gated linear attention layer with the defaults of flash-linear-attention's GatedLinearAttention
-// (DESIGN.md section 6, reference/mixers.md section 3), Kd = C/2 and Vd = C over n_head heads:
+// (docs/mixers.md#gla), Kd = C/2 and Vd = C over n_head heads:
 //   q = x Wq^T, k = x Wk^T [Kd];  v = x Wv^T, r = x Wg^T [Vd]     (no biases)
 //   gk = (x W1^T) W2^T + b2 [Kd] (rank gla_gate_rank);  g = logsigmoid(gk) / gla_gate_norm <= 0
 //   per head: S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T,  o_t = S_t^T q_t / sqrt(Kd/n_head)

@@ -1,4 +1,4 @@
-// Gated linear attention (GLA, Yang et al. 2023; reference/mixers.md section 3) for one sequence
+// Gated linear attention (GLA, Yang et al. 2023; docs/mixers.md#gla) for one sequence
 // and head, with a per-key-channel LOG gate g_t <= 0:
 //   S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T     (K x V),     o_t = scale S_t^T q_t
 // Q, K, G [T, K] and V, O [T, V] are row-major with the given row strides.

@@ -1,4 +1,4 @@
-// Linear attention with no feature map (reference/mixers.md section 2, "unnormalized variant"):
+// Linear attention with no feature map (docs/mixers.md#identity, the "unnormalized variant"):
 //   a_ij = q_i . k_j / sqrt(D) for j <= i,  o_i = sum_j a_ij v_j = S_i^T q_i / sqrt(D),
 //   S_i = S_{i-1} + k_i v_i^T,
 // signed and unnormalised, then a per-head RMSNorm (as fla's LinearAttention layer does in place

@@ -1,5 +1,5 @@
 // Causal linear attention (Katharopoulos et al. 2020; fast-transformers' CausalLinearAttention;
-// reference/mixers.md section 2), per head, phi(x) = elu(x) + 1 > 0, no scale:
+// docs/mixers.md#linear), per head, phi(x) = elu(x) + 1 > 0, no scale:
 //   S_t = S_{t-1} + phi(k_t) v_t^T,  z_t = z_{t-1} + phi(k_t),
 //   o_t = S_t^T phi(q_t) / (phi(q_t) . z_t + 1e-6),   a_ij = phi(q_i).phi(k_j) / den_i,
 // with attn.qkv and attn.proj exactly as softmax (model/mixers/qkv_common.c, no norm). Training: the

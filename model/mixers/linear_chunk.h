@@ -1,5 +1,5 @@
 // Causal linear attention with a constant scalar decay g, for one sequence and head, in chunks
-// (reference/mixers.md sections 2 and 5; fla's naive_chunk form):
+// (docs/mixers.md#linear and #decay; fla's naive_chunk form):
 //   O_i = scale sum_{j<=i} g^(i-j) (Q_i . K_j) V_j            Q, K [T, K], V, O [T, W]
 // equivalently the recurrence S_i = g S_{i-1} + K_i V_i^T, O_i = scale S_i^T Q_i. Chunks of
 // L = LIN_CHUNK tokens: within a chunk the L x L decayed scores, across chunks the K x W state,

@@ -1,4 +1,4 @@
-// Mamba block (Gu & Dao 2023; mamba_simple's defaults), reference/mixers.md section 4:
+// Mamba block (Gu & Dao 2023; mamba_simple's defaults; docs/mixers.md#mamba):
 //   [x, z] = h W_in^T;  v = causal depthwise conv(x) + b_conv;  u = SiLU(v)
 //   [dt_low, B, C] = u W_x^T;  delta = softplus(dt_low W_dt^T + b_dt) (linear above 20)
 //   selective scan with A = -exp(A_log) (model/mixers/mamba_scan.c): ys_t = sum_n C_t[n] h_t[n]
@@ -320,7 +320,7 @@ static void mamba_backward(const void *st, MixerIO *io) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Attention maps (reference/mixers.md section 4): channel e is a one-dimensional linear RNN with
+// Attention maps (docs/mixers.md#mamba): channel e is a one-dimensional linear RNN with
 //   alpha_ij = sum_n C_i[n] exp(A[e,n] sum_{t=j+1..i} delta_t) delta_j B_j[n],
 // so ys_i = sum_j alpha_ij u_j. Rows walk j from i down with a running product of exp(delta A).
 

@@ -1,4 +1,4 @@
-// Mamba's selective scan (S6, reference/mixers.md section 4) on CPU, per channel e and state n:
+// Mamba's selective scan (S6, docs/mixers.md#mamba) on CPU, per channel e and state n:
 //   h_t[e,n] = exp(delta_t[e] A[e,n]) h_{t-1}[e,n] + delta_t[e] B_t[n] u_t[e]
 //   ys_t[e]  = sum_n C_t[n] h_t[e,n]                     (the D skip and the z gate are the caller's)
 // Work is split into tasks of (sequence b, block of MAMBA_EB consecutive channels), run in

@@ -60,7 +60,7 @@ typedef struct {
     real *dx;          // [B, T, C] backward: gradient w.r.t. x, accumulated
 } MixerIO;
 
-// Closed forms of DESIGN.md section 8 that the evaluator can put beside a measured S(a).
+// Closed forms (docs/sparsity.md#closed-forms) that the evaluator can put beside a measured S(a).
 typedef enum {
     THEORY_NONE,
     THEORY_EXP,     // softmax: S = exp(-sigma^2 |q|^2 / 2) for Gaussian keys (q already scaled)
@@ -87,8 +87,9 @@ typedef struct MixerKind {
     void (*forward)(const void *st, MixerIO *io);
     void (*backward)(const void *st, MixerIO *io);
 
-    // Attention maps for the evaluator (reference/mixers.md section 6): n_maps per sequence
-    // (n_head, or every channel for Mamba; maps m*H/n_maps.. belong to head m / (n_maps/H)).
+    // Attention maps for the evaluator (docs/mixers.md#attention-maps-at-a-glance): n_maps per
+    // sequence (n_head, or every channel for Mamba; maps m*H/n_maps.. belong to head m /
+    // (n_maps/H)).
     int (*n_maps)(const void *st);
     // After forward(io): a[T*T] row-major, a[i*T + j] = a_ij for j <= i and 0 for j > i, for
     // batch row b and map m. The evaluator calls attention and attention_qk from several

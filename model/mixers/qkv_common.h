@@ -1,7 +1,7 @@
 // Plumbing shared by the q/k/v mixers other than softmax (decay, identity, relu2, cog, cosformer):
-// the tensors of DESIGN.md section 6, the input projection, an optional per-head RMSNorm between
-// the mixing and the output projection, and the output projection. Each mixer only writes its
-// per-head mixing o = mix(q, k, v) and its backward:
+// the tensors of docs/design.md#tensor-names, the input projection, an optional per-head RMSNorm
+// between the mixing and the output projection, and the output projection. Each mixer only writes
+// its per-head mixing o = mix(q, k, v) and its backward:
 //   qkv = x Wqkv^T + bqkv                  [B,T,3C]: q, k, v; head h owns columns h*D..h*D+D-1
 //   att = mix(q, k, v)                     [B,T,C]   the mixer's output before any norm
 //   nrm = att * rstd * w  per head         [B,T,C]   only with the norm (eps 1e-5, w [D] shared)

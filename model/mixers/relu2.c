@@ -1,4 +1,4 @@
-// relu^2 attention (GAU / FLASH, Hua et al. 2022; reference/mixers.md section 5), per head:
+// relu^2 attention (GAU / FLASH, Hua et al. 2022; docs/mixers.md#relu2), per head:
 //   a_ij = relu(q_i . k_j / n + b)^2 for j <= i (0 above the diagonal),  o_i = sum_j a_ij v_j,
 // n = seq_len (the configured length, fixed, not the call's), b = `relu2_bias`; then the output
 // projection. No normalisation: rows do not sum to 1 and every score <= 0 gives an exact zero.

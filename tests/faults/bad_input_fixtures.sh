@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes, in the current folder, the files the README's "Bad input" table runs its commands on
-# (tests/test_faults.c runs every row and compares the message and the exit status).
+# Makes, in the current folder, the files the table of docs/reliability.md#bad-input runs its
+# commands on (tests/test_faults.c runs every row and compares the message and the exit status).
 # Usage: cd SCRATCH && bash PATH/TO/bad_input_fixtures.sh PROGRAM_FOLDER
 set -euo pipefail
 P=$1
