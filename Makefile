@@ -17,7 +17,7 @@ LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c model/mixers/*.c 
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
 F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
 TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
-PROGRAMS = train evaluate tokenize sample sweep
+PROGRAMS = train evaluate tokenize sample sweep export
 
 .PHONY: all test clean asan bench
 all: $(PROGRAMS) build/run_tests
@@ -35,6 +35,9 @@ sample: build/f32/model/sample_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 sweep: build/f32/ablation/sweep_main.o $(F32_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+export: build/f32/trainer/export_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 build/run_tests: $(TEST_OBJ) $(F64_OBJ)

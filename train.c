@@ -19,6 +19,7 @@
 #include "eval/sparsity.h"
 #include "eval/val_eval.h"
 #include "trainer/checkpoint.h"
+#include "trainer/llmc.h"
 #include "model/model.h"
 #include "trainer/optim.h"
 #include "model/sample.h"
@@ -396,6 +397,9 @@ int main(int argc, char **argv) {
     config_init_all(&tr.cfg);
     config_load_file(&tr.cfg, argv[1]);
     config_apply_args(&tr.cfg, argc - 2, argv + 2);
+    // An llm.c GPT-2 file as init_from sets the model's shape from its header.
+    if (*cfg_str(&tr.cfg, "init_from") && llmc_is_model_file(cfg_str(&tr.cfg, "init_from")))
+        llmc_shape_config(&tr.cfg, cfg_str(&tr.cfg, "init_from"));
     Config *c = &tr.cfg;
     if (cfg_int(c, "threads") > 0) omp_set_num_threads((int)cfg_int(c, "threads"));
     fpu_flush_denormals();

@@ -79,13 +79,16 @@ size_t unescape_prompt(const char *s, uint8_t *out, const char *key) {
 
 void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, TokBuf *out) {
     out->n = 0;
-    if (bpe) {
+    if (bpe && !bpe->decode_only) {
         tokbuf_push(out, (uint32_t)bpe->eot);
         uint8_t *bytes = mallocCheck(strlen(prompt) + 1);
         size_t n = unescape_prompt(prompt, bytes, key);
         bpe_encode(bpe, bytes, n, out);
         free(bytes);
     } else {
+        // A decode-only tokenizer (llm.c's file) has no merges: the prompt is token ids after
+        // <|endoftext|>, as llm.c starts its samples.
+        if (bpe) tokbuf_push(out, (uint32_t)bpe->eot);
         const char *p = prompt;
         for (;;) {
             while (*p == ' ' || *p == ',') p++;
@@ -93,7 +96,8 @@ void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, Tok
             char *end;
             long v = strtol(p, &end, 10);
             if (end == p || (*end && *end != ' ' && *end != ','))
-                die_input("%s: without a tokenizer the prompt is token ids separated by spaces, got '%s'", key, prompt);
+                die_input("%s: %s the prompt is token ids separated by spaces, got '%s'", key,
+                          bpe ? "with llm.c's tokenizer file (it cannot encode text)" : "without a tokenizer", prompt);
             if (v < 0 || v >= vocab) die_input("%s: token %ld is outside the vocabulary [0, %d)", key, v, vocab);
             tokbuf_push(out, (uint32_t)v);
             p = end;

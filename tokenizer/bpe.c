@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "core/io.h"
+#include "tokenizer/llmc_tokenizer.h"
 #include "tokenizer/chunks.h"
 
 void tokbuf_push(TokBuf *b, uint32_t t) {
@@ -193,6 +194,11 @@ Bpe *bpe_read(const char *path, char *err, size_t errlen) {
     if (!text) {
         snprintf(err, errlen, "%s: cannot open tokenizer (%s)", path, strerror(errno));
         return NULL;
+    }
+    if (llmc_is_tokenizer((const uint8_t *)text, len)) {
+        b = llmc_tokenizer_parse(path, (const uint8_t *)text, len, err, errlen);
+        free(text);
+        return b;
     }
     size_t magic = strlen(BPE_MAGIC);
     if (len < magic + 1 || memcmp(text, BPE_MAGIC, magic) || text[magic] != '\n')

@@ -42,6 +42,7 @@ typedef struct {
     int n_merges;
     int n_special;
     int eot;                // id of <|endoftext|>
+    int decode_only;        // 1: llm.c's tokenizer file (token bytes, no merges): decodes, cannot encode
     uint32_t (*merges)[2];  // [n_merges]: the pair that id 256 + k is made of
     char **special;         // [n_special] names
     // decoding: token id -> its bytes
@@ -60,7 +61,7 @@ typedef struct {
 Bpe *bpe_create(const uint32_t (*merges)[2], int n_merges);
 void bpe_free(Bpe *b);
 
-// Reads a tokenizer file; NULL with a one-line message naming the file (and line) on any problem.
+// Reads a tokenizer file (this project's, or llm.c's binary one as a decode-only tokenizer); NULL with a one-line message naming the file (and line) on any problem.
 Bpe *bpe_read(const char *path, char *err, size_t errlen);
 // bpe_read, exiting 2 with that message (a missing or damaged tokenizer is bad input).
 Bpe *bpe_load(const char *path);

@@ -11,6 +11,7 @@
 #include "core/keys.h"
 #include "core/run_dir.h"
 #include "core/safetensors.h"
+#include "trainer/llmc.h"
 
 // Adds one tensor of the model's table (converted to F32) under name.
 static void add_tensor(StWriter *w, const char *name, const TensorInfo *t, const real *src) {
@@ -100,6 +101,10 @@ static int parse_long(const char *s, long *out) {
 }
 
 int ckpt_read_config(const char *path, Config *cfg, long *step, char *err, size_t errlen) {
+    if (llmc_is_model_file(path)) {  // llm.c's GPT-2 file: its header is the config, step 0
+        if (step) *step = 0;
+        return llmc_read_config(path, cfg, err, errlen);
+    }
     SafeTensors st;
     if (open_checked(path, &st, err, errlen) != 0) return -1;
     long s;
@@ -156,6 +161,13 @@ static void copy_tensor(real *dst, const StTensor *f, const SafeTensors *st) {
 }
 
 int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *err, size_t errlen) {
+    if (llmc_is_model_file(path)) {
+        if (opt || ts) {
+            snprintf(err, errlen, "an llm.c model file holds weights only: use it as init_from, not to resume");
+            return -1;
+        }
+        return llmc_load(path, m, err, errlen);
+    }
     SafeTensors st;
     if (open_checked(path, &st, err, errlen) != 0) return -1;
     int want_moments = opt && opt->kind == OPT_ADAMW;

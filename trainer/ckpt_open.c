@@ -1,0 +1,44 @@
+// Opening a trained model (ckpt_open.h).
+#include "trainer/ckpt_open.h"
+
+#include <string.h>
+
+#include "core/io.h"
+#include "core/run_dir.h"
+#include "trainer/checkpoint.h"
+
+char *ckpt_resolve(const char *arg) {
+    if (!is_directory(arg)) {
+        if (!path_exists(arg)) die_input("%s: cannot open (no such file)", arg);
+        return strdupCheck(arg);
+    }
+    char *ckpt = run_dir_latest(arg);
+    if (!ckpt) {
+        char **paths;
+        long *steps;
+        int n = run_dir_checkpoints(arg, &paths, &steps);
+        if (n) ckpt = strdupCheck(paths[n - 1]);
+        run_dir_free_list(paths, steps, n);
+    }
+    if (!ckpt) die_input("%s: no checkpoint in this folder", arg);
+    return ckpt;
+}
+
+Model *ckpt_open_model(const char *path, Config *cfg, int B, int rows_max) {
+    char err[1024];
+    long step;
+    if (ckpt_read_config(path, cfg, &step, err, sizeof err) != 0) die_input("%s: %s", path, err);
+    ModelShape s = {
+        .V = (int)cfg_int(cfg, "vocab_size"),
+        .C = (int)cfg_int(cfg, "d_model"),
+        .L = (int)cfg_int(cfg, "n_layer"),
+        .H = (int)cfg_int(cfg, "n_head"),
+        .T = (int)cfg_int(cfg, "seq_len"),
+        .mlp = cfg_bool(cfg, "mlp"),
+        .pos_emb = !strcmp(cfg_str(cfg, "pos_emb"), "learned"),
+    };
+    if (s.V <= 0) die_input("%s: the checkpoint's config has no vocab_size", path);
+    Model *m = model_create(&s, mixer_find(cfg_str(cfg, "mixer")), cfg, B, rows_max);
+    if (ckpt_load(path, m, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", path, err);
+    return m;
+}
