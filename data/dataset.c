@@ -186,26 +186,20 @@ void dataset_export(const Dataset *ds, const char *path) {
     header[1] = EXPORT_VERSION;
     header[2] = (int32_t)ds->n;
     header[3] = T;
-    size_t plen = strlen(path);
-    char *tmp = mallocCheck(plen + 5);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopenCheck(tmp, "wb");
-    fwriteCheck(header, sizeof header, 1, f, tmp);
+    AtomicFile out;
+    atomic_open(&out, path);
+    fwriteCheck(header, sizeof header, 1, out.f, out.tmp);
     if (ds->inputs) {  // int32 inputs [N, T], then labels [N, T] (little-endian host)
-        fwriteCheck(ds->inputs, sizeof(int32_t), (size_t)ds->n * T, f, tmp);
-        fwriteCheck(ds->labels, sizeof(int32_t), (size_t)ds->n * T, f, tmp);
+        fwriteCheck(ds->inputs, sizeof(int32_t), (size_t)ds->n * T, out.f, out.tmp);
+        fwriteCheck(ds->labels, sizeof(int32_t), (size_t)ds->n * T, out.f, out.tmp);
     } else {  // shards: the windows' inputs, then their targets
         int32_t *x = mallocCheck((size_t)T * sizeof(int32_t)), *y = mallocCheck((size_t)T * sizeof(int32_t));
         for (int pass = 0; pass < 2; pass++)
             for (long i = 0; i < ds->n; i++) {
                 dataset_get(ds, i, x, y);
-                fwriteCheck(pass ? y : x, sizeof(int32_t), (size_t)T, f, tmp);
+                fwriteCheck(pass ? y : x, sizeof(int32_t), (size_t)T, out.f, out.tmp);
             }
         free(x), free(y);
     }
-    if (fflush(f) != 0) die("%s: write error (%s)", tmp, strerror(errno));
-    fcloseCheck(f, tmp);
-    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
-    free(tmp);
+    atomic_close(&out);
 }

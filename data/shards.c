@@ -125,14 +125,11 @@ void shard_write(const char *path, const uint32_t *tokens, long n, int wide) {
     header[0] = wide ? SHARD_MAGIC_U32 : SHARD_MAGIC_U16;
     header[1] = wide ? SHARD_VERSION_U32 : SHARD_VERSION_U16;
     header[2] = (int32_t)n;
-    size_t plen = strlen(path);
-    char *tmp = mallocCheck(plen + 5);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopenCheck(tmp, "wb");
-    fwriteCheck(header, sizeof header, 1, f, tmp);
+    AtomicFile out;
+    atomic_open(&out, path);
+    fwriteCheck(header, sizeof header, 1, out.f, out.tmp);
     if (wide) {
-        fwriteCheck(tokens, sizeof *tokens, (size_t)n, f, tmp);
+        fwriteCheck(tokens, sizeof *tokens, (size_t)n, out.f, out.tmp);
     } else {
         uint16_t buf[4096];
         for (long i = 0; i < n;) {
@@ -143,11 +140,9 @@ void shard_write(const char *path, const uint32_t *tokens, long n, int wide) {
                         tokens[i + j], i + j);
                 buf[j] = (uint16_t)tokens[i + j];
             }
-            fwriteCheck(buf, sizeof *buf, (size_t)m, f, tmp);
+            fwriteCheck(buf, sizeof *buf, (size_t)m, out.f, out.tmp);
             i += m;
         }
     }
-    fcloseCheck(f, tmp);
-    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
-    free(tmp);
+    atomic_close(&out);
 }

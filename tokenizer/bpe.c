@@ -140,15 +140,10 @@ void bpe_save(const Bpe *b, const char *path) {
     }
     uint32_t crc = (uint32_t)crc32(0L, t.v, (uInt)t.n);
     bprintf(&t, "crc32 %08x\n", crc);
-    char *tmp = mallocCheck(strlen(path) + 5);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) die_input("%s: cannot write (%s)", tmp, strerror(errno));
-    fwriteCheck(t.v, 1, t.n, f, tmp);
-    if (fflush(f) != 0) die("%s: write error (%s)", tmp, strerror(errno));
-    fcloseCheck(f, tmp);
-    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
-    free(tmp);
+    AtomicFile out;
+    atomic_open(&out, path);
+    fwriteCheck(t.v, 1, t.n, out.f, out.tmp);
+    atomic_close(&out);
     free(t.v);
 }
 
