@@ -119,20 +119,21 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
     switch (d->type) {
     case KEY_INT: {
         static const char *what[] = {"an integer", "a positive integer", "a non-negative integer",
-                                     "an integer"};
+                                     "an integer", "0 (all cores) or 1 to 1024"};
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
         int bad = *value == 0 || *end != 0 || errno != 0 || v > 2147483647L || v < -2147483647L;
         if (!bad && d->range == RANGE_POS && v <= 0) bad = 1;
         if (!bad && d->range == RANGE_NONNEG && v < 0) bad = 1;
+        if (!bad && d->range == RANGE_THREADS && (v < 0 || v > CONFIG_MAX_THREADS)) bad = 1;
         if (bad) fail("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
         snprintf(buf, sizeof buf, "%ld", v);
         return strdupCheck(buf);
     }
     case KEY_FLOAT: {
         static const char *what[] = {"a number", "a positive number", "a non-negative number",
-                                     "a number in [0, 1)"};
+                                     "a number in [0, 1)", "a number"};
         char *end;
         errno = 0;
         double v = strtod(value, &end);

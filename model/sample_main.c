@@ -21,7 +21,7 @@ static const KeyDef k_sample[] = {
     {"seed", KEY_INT, "1", RANGE_NONNEG, 0, 0, "", "sampling seed"},
     {"tokenizer", KEY_STRING, "", 0, 0, 0, "", "tokenizer file (default: the run's `tokenizer` key)"},
     {"cache", KEY_BOOL, "true", 0, 0, 0, "", "true: the mixers' step() (KV cache / recurrent state); false: re-run the prefix"},
-    {"threads", KEY_INT, "1", RANGE_NONNEG, 0, 0, "", "OpenMP threads (0 = OpenMP default)"},
+    {"threads", KEY_INT, "1", RANGE_THREADS, 0, 0, "", "OpenMP threads (0 = OpenMP default, at most 1024)"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 

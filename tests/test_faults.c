@@ -8,11 +8,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/config.h"
 #include "core/io.h"
 #include "core/keys.h"
 #include "core/safetensors.h"
+#include "model/model.h"
+#include "trainer/checkpoint.h"
+#include "trainer/optim.h"
 #include "tests/test.h"
 
 // 1 thread (bit-identical resume), a checkpoint after every step.
@@ -255,4 +259,195 @@ TEST(faults_readme_bad_input_table_is_what_the_programs_print) {
         rows++;
     }
     CHECK(rows >= 40, "only %d rows checked", rows);
+}
+
+// --- Reliability II (issue 18) ----------------------------------------------------------------
+
+// A small model's checkpoint (step 2, data_pos 32, seed 7) at path; returns the model.
+static Model *small_checkpoint(const char *path, Config *cfg, Optimizer *opt) {
+    config_init_all(cfg);
+    char *args[] = {"d_model=8", "n_head=2", "n_layer=1", "vocab_size=16", "seq_len=8"};
+    config_apply_args(cfg, 5, args);
+    ModelShape s = {.V = 16, .C = 8, .L = 1, .H = 2, .T = 8, .mlp = 1, .pos_emb = 1};
+    Model *m = model_create(&s, mixer_find("softmax"), cfg, 1, 8);
+    model_init_weights(m, 1);
+    optim_init(opt, OPT_ADAMW, m->n_params, 0.9, 0.999, 1e-8, 0.1);
+    for (size_t i = 0; i < m->n_params; i++) opt->m[i] = 0.001f * (float)i, opt->v[i] = 1e-6f;
+    TrainState ts = {2, 32, 7, 2};
+    char err[256];
+    CHECK(ckpt_save(path, m, opt, cfg, &ts, err, sizeof err) == 0, "%s", err);
+    return m;
+}
+
+// The file with `from` (once, in the header) replaced by `to`, the header length adjusted.
+static void write_edited(const char *src, const char *dst, const char *from, const char *to) {
+    size_t len;
+    char *buf = read_file_text(src, &len);
+    CHECK(buf);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | (unsigned char)buf[i];
+    char *hdr = strndup(buf + 8, hlen);
+    char *at = strstr(hdr, from);
+    CHECK(at, "'%s' is not in the header", from);
+    CHECK(!strstr(at + 1, from), "'%s' is in the header twice", from);
+    size_t nlen = hlen - strlen(from) + strlen(to);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)nlen >> (8 * i));
+    FILE *f = fopenCheck(dst, "wb");
+    fwriteCheck(len8, 1, 8, f, dst);
+    fwriteCheck(hdr, 1, (size_t)(at - hdr), f, dst);
+    fwriteCheck(to, 1, strlen(to), f, dst);
+    fwriteCheck(at + strlen(from), 1, strlen(at + strlen(from)), f, dst);
+    fwriteCheck(buf + 8 + hlen, 1, len - 8 - hlen, f, dst);
+    fcloseCheck(f, dst);
+    free(hdr);
+    free(buf);
+}
+
+// ckpt_load and ckpt_read_config both refuse path with a message containing want, model unchanged.
+static void expect_refused(const char *path, Model *m, Optimizer *opt, const char *want) {
+    char err[512];
+    real *before = mallocCheck(sizeof(real) * m->n_params);
+    memcpy(before, m->params, sizeof(real) * m->n_params);
+    TrainState ts;
+    CHECK(ckpt_load(path, m, opt, &ts, err, sizeof err) == -1, "%s loaded", path);
+    CHECK(strstr(err, want), "%s: '%s', expected '%s'", path, err, want);
+    CHECK(!memcmp(before, m->params, sizeof(real) * m->n_params), "a refused load changed the model");
+    Config c;
+    long step;
+    CHECK(ckpt_read_config(path, &c, &step, err, sizeof err) == -1, "%s: config read", path);
+    free(before);
+}
+
+// The "step":"2" edit and a swap of two tensors' data_offsets loaded silently while the CRC
+// covered the data only; each metadata field edited is refused too.
+TEST(faults_checkpoint_header_edits_are_refused) {
+    Config cfg;
+    Optimizer opt;
+    const char *good = strdupCheck(test_path("good.safetensors"));
+    Model *m = small_checkpoint(good, &cfg, &opt);
+    char err[512];
+    TrainState ts;
+    CHECK(ckpt_load(good, m, &opt, &ts, err, sizeof err) == 0 && ts.step == 2, "%s", err);
+    const char *bad = test_path("edited.safetensors");
+    static const char *edits[][2] = {
+        {"\"step\":\"2\"", "\"step\":\"3\""},
+        {"\"data_pos\":\"32\"", "\"data_pos\":\"33\""},
+        {"\"data_seed\":\"7\"", "\"data_seed\":\"8\""},
+        {"\"optimizer_steps\":\"2\"", "\"optimizer_steps\":\"1\""},
+        {"\"optimizer\":\"adamw\"", "\"optimizer\":\"sgd\""},
+        {"\"rng\":\"xoshiro", "\"rng\":\"Xoshiro"},
+        {"d_model = 8", "d_model = 8 "},
+        {"lr = 0.001", "lr = 0.002"},
+        {"\"wte\":{\"dtype\":\"F32\",\"shape\":[16,8]", "\"wte\":{\"dtype\":\"F32\",\"shape\":[8,16]"},  // [V, C] as [C, V]
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        write_edited(good, bad, edits[i][0], edits[i][1]);
+        expect_refused(bad, m, &opt, "CRC32 of the file is ");
+    }
+    // a changed format is not this trainer's checkpoint (format 1 with this file's CRC: refused too)
+    write_edited(good, bad, "attnscope-checkpoint-2", "attnscope-checkpoint-3");
+    expect_refused(bad, m, &opt, "not a checkpoint of this trainer");
+    write_edited(good, bad, "attnscope-checkpoint-2", "attnscope-checkpoint-1");
+    expect_refused(bad, m, &opt, "CRC32 of the data section is ");
+    // the two AdamW moments of wte swap places: same sizes, a valid container
+    SafeTensors st;
+    CHECK(st_read(good, &st, err, sizeof err) == 0, "%s", err);
+    const StTensor *a = st_find(&st, "optim.m.wte"), *b = st_find(&st, "optim.v.wte");
+    char oa[128], ob[128], tmp_path[600];
+    snprintf(oa, sizeof oa, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin, a->end);
+    snprintf(ob, sizeof ob, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin, b->end);
+    char na[128], nb[128];
+    snprintf(na, sizeof na, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin, b->end);
+    snprintf(nb, sizeof nb, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin, a->end);
+    st_free(&st);
+    snprintf(tmp_path, sizeof tmp_path, "%s", test_path("half.safetensors"));
+    write_edited(good, tmp_path, oa, na);
+    write_edited(tmp_path, bad, ob, nb);
+    CHECK(st_read(bad, &st, err, sizeof err) == 0, "the swap is a valid container: %s", err);
+    st_free(&st);
+    expect_refused(bad, m, &opt, "CRC32 of the file is ");
+    // one bit of every 5th byte of the first 4 KiB of the header, one at a time: none loads (105
+    // of 300 random flips did)
+    size_t len;
+    char *buf = read_file_text(good, &len);
+    int accepted = 0, tried = 0;
+    for (size_t byte = 8; byte < 8 + 4096 && byte < len; byte += 5) {
+        char bit = (char)(1 << (byte % 8));
+        buf[byte] ^= bit;
+        FILE *f = fopenCheck(bad, "wb");
+        fwriteCheck(buf, 1, len, f, bad);
+        fcloseCheck(f, bad);
+        buf[byte] ^= bit;
+        accepted += ckpt_load(bad, m, &opt, &ts, err, sizeof err) == 0;
+        tried++;
+    }
+    CHECK(accepted == 0 && tried > 800, "%d of %d header bit flips loaded", accepted, tried);
+    free(buf);
+}
+
+// A checkpoint of format 1 (CRC of the data only) as the trainer wrote them before.
+static void write_format1(const char *src, const char *dst) {
+    SafeTensors st;
+    char err[256];
+    CHECK(st_read(src, &st, err, sizeof err) == 0, "%s", err);
+    char from[32], to[32];
+    snprintf(from, sizeof from, "\"crc32\":\"%s\"", st_meta(&st, "crc32"));
+    snprintf(to, sizeof to, "\"crc32\":\"%08lx\"", crc32(0L, st.data, (uInt)st.data_len));
+    st_free(&st);
+    const char *mid = test_path("v1_mid.safetensors");
+    write_edited(src, mid, "attnscope-checkpoint-2", "attnscope-checkpoint-1");
+    write_edited(mid, dst, from, to);
+}
+
+static void load_twice(void *path) {
+    Config cfg;
+    Optimizer opt;
+    Model *m = small_checkpoint(test_path("other.safetensors"), &cfg, &opt);
+    char err[512];
+    TrainState ts;
+    for (int i = 0; i < 2; i++)
+        if (ckpt_load(path, m, &opt, &ts, err, sizeof err) != 0 || ts.step != 2) die("%s", err);
+    exit(0);
+}
+
+TEST(faults_checkpoint_of_format_1_loads_with_one_warning) {
+    Config cfg;
+    Optimizer opt;
+    const char *good = strdupCheck(test_path("good.safetensors"));
+    Model *m = small_checkpoint(good, &cfg, &opt);
+    const char *v1 = strdupCheck(test_path("v1.safetensors"));
+    write_format1(good, v1);
+    char err[1024];
+    int st = test_fork(load_twice, (void *)v1, err, sizeof err);
+    CHECK(st == 0, "exit %d: %s", st, err);
+    CHECK(strstr(err, "warning: ") && strstr(err, "v1.safetensors: a checkpoint of format attnscope-checkpoint-1, "
+                                                  "whose CRC does not cover its header") &&
+          strchr(err, '\n')[1] == 0, "not one warning line: '%s'", err);
+    // its data is still checked
+    size_t len;
+    char *buf = read_file_text(v1, &len);
+    buf[len - 5] ^= 4;
+    FILE *f = fopenCheck(v1, "wb");
+    fwriteCheck(buf, 1, len, f, v1);
+    fcloseCheck(f, v1);
+    free(buf);
+    expect_refused(v1, m, &opt, "CRC32 of the data section is ");
+}
+
+// One line and exit 2 where libgomp crashed (threads=100000: exit 139) or printed its own error.
+TEST(faults_threads_beyond_1024_are_refused_by_every_program) {
+    char out[4096];
+    const char *progs[] = {"./train /dev/null", "./sample nothing.safetensors", "./evaluate nothing"};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) {
+            const char *v = k ? "100000" : "1025";
+            int st = test_run(out, sizeof out, "%s threads=%s 2>&1 > /dev/null", progs[i], v);
+            char want[200];
+            snprintf(want, sizeof want, "command line: threads: expected 0 (all cores) or 1 to 1024, got '%s'\n", v);
+            CHECK(st == 2 && !strcmp(out, want), "%s threads=%s: exit %d: %s", progs[i], v, st, out);
+        }
+    const char *conf = test_write_file("t.conf", "threads = 50000\n");
+    int st = test_run(out, sizeof out, "./train %s 2>&1 > /dev/null", conf);
+    CHECK(st == 2 && strstr(out, "t.conf:1: threads: expected 0 (all cores) or 1 to 1024, got '50000'\n"), "exit %d: %s", st, out);
 }

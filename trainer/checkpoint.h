@@ -1,6 +1,6 @@
 // Checkpoints (DESIGN.md section 5): the model's tensors as F32 under their DESIGN names, AdamW
 // state as optim.m.<name> / optim.v.<name>, and __metadata__ with the format version, the
-// effective config, the step, the data-loader and RNG state and the CRC32 of the data section.
+// effective config, the step, the data-loader and RNG state and a CRC32 of the whole file.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -9,7 +9,10 @@
 #include "model/model.h"
 #include "trainer/optim.h"
 
-#define CKPT_FORMAT "attnscope-checkpoint-1"
+// Format 2: the metadata "crc32" covers the whole file, header included (st_file_crc32).
+// Format 1 (before): it covered the data section only; such files still load, with a warning.
+#define CKPT_FORMAT "attnscope-checkpoint-2"
+#define CKPT_FORMAT_V1 "attnscope-checkpoint-1"
 
 typedef struct {
     long step;             // optimizer steps done
