@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -66,6 +67,13 @@ static void on_signal(int sig) {
     g_interrupted = sig;
     signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
+
+// Run by ./sweep, a ./train ends soon after its sweep does (kill -9 of the sweep must not leave
+// orphans training): on Linux the sweep asks the kernel for SIGTERM (PR_SET_PDEATHSIG); elsewhere
+// this check between steps sees the parent gone. ATTNSCOPE_PARENT_PID is set by ./sweep.
+static pid_t g_parent_pid;
+
+static int parent_gone(void) { return g_parent_pid > 0 && getppid() != g_parent_pid; }
 
 static void usage(void) {
     Config c;
@@ -133,9 +141,13 @@ static void save_checkpoint(Trainer *tr) {
     snprintf(name, sizeof name, "ckpt_%08ld.safetensors", tr->step);
     snprintf(path, sizeof path, "%s/%s", tr->out_dir, name);
     TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t};
-    if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0)
-        die("%s: checkpoint not saved: %s (the previous checkpoint is intact)", path, err);
-    if (run_dir_set_latest(tr->out_dir, name) != 0) die("%s/latest: cannot update", tr->out_dir);
+    if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0) {
+        char *latest = run_dir_latest(tr->out_dir);
+        die("%s: checkpoint not saved: %s (%s)", path, err,
+            latest && path_exists(latest) ? "the previous checkpoint is intact" : "there is no earlier checkpoint");
+    }
+    if (run_dir_set_latest(tr->out_dir, name) != 0)
+        die("%s/latest: cannot point it at %s (%s); the checkpoint itself is saved", tr->out_dir, name, strerror(errno));
     long keep = cfg_int(&tr->cfg, "keep_last");
     if (keep > 0) run_dir_prune(tr->out_dir, (int)keep);
 }
@@ -167,26 +179,6 @@ static char *choose_resume(Trainer *tr) {
     return newest;
 }
 
-// With resume = auto, a run whose log ends with {"type":"done",...,"reason":"stop_at_acc"} at
-// the step of the checkpoint it would resume from is complete: running its command again (a
-// sweep's --print line on a cluster, say) must not train it on. Returns that step, or -1.
-static long completed_at_acc(const Trainer *tr, long ckpt_step) {
-    if (strcmp(cfg_str(&tr->cfg, "resume"), "auto") || cfg_float(&tr->cfg, "stop_at_acc") <= 0) return -1;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    char *text = read_file_text(path, NULL);
-    if (!text) return -1;
-    long step = -1;
-    char *last = strstr(text, "{\"type\":\"done\",");
-    for (char *q = last; q; q = strstr(q + 1, "{\"type\":\"done\",")) last = q;
-    long s;
-    if (last && !strchr(last, '\n')[1] && sscanf(last, "{\"type\":\"done\",\"step\":%ld,", &s) == 1 &&
-        strstr(last, "\"reason\":\"stop_at_acc\"") && s == ckpt_step)
-        step = s;
-    free(text);
-    return step;
-}
-
 // Refuses a checkpoint whose model shape or data differ from the config.
 static void check_resume_config(Trainer *tr, const char *path) {
     Config saved;
@@ -212,6 +204,61 @@ static void resume_from(Trainer *tr, const char *path) {
     snprintf(p, sizeof p, "%s/sparsity.jsonl", tr->out_dir);
     run_dir_truncate_jsonl(p, ts.step);
     printf("resuming from %s (step %ld)\n", path, ts.step);
+}
+
+// The value of "key": in the last record of metrics.jsonl whose type is `type` and whose step is
+// `step`, or -1 when there is none. last_line: only the log's last line counts.
+static double record_at(const char *text, const char *type, long step, const char *key, int last_line) {
+    char head[96];
+    snprintf(head, sizeof head, "{\"type\":\"%s\",\"step\":%ld,", type, step);
+    double v = -1;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!nl) break;  // a torn last line does not count
+        int is_last = !nl[1];
+        if ((!last_line || is_last) && !strncmp(line, head, strlen(head))) {
+            char want[64];
+            snprintf(want, sizeof want, "\"%s\":", key);
+            const char *at = strstr(line, want);
+            v = at && at < nl ? strtod(at + strlen(want), NULL) : 0;
+        }
+        line = nl + 1;
+    }
+    return v;
+}
+
+// A resumed run may already be complete: its checkpoint is its last step, or (resume = auto)
+// validation accuracy had reached stop_at_acc there. Its log then ends with the done record,
+// unless the process died between that checkpoint and the record: then the record is written
+// now (./sweep would otherwise rerun the point forever). Returns 1 when complete.
+static int run_complete(Trainer *tr, const char *resume) {
+    const char *reason = NULL;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    char *text = read_file_text(path, NULL);
+    const char *log = text ? text : "";
+    if (tr->step >= tr->steps) reason = "steps";
+    else if (!strcmp(cfg_str(&tr->cfg, "resume"), "auto") && tr->sch.stop_at_acc > 0 &&
+             record_at(log, "eval", tr->step, "acc", 0) >= tr->sch.stop_at_acc)
+        reason = "stop_at_acc";
+    int has_done = record_at(log, "done", tr->step, "step", 1) >= 0;
+    free(text);
+    if (!reason) return 0;
+    if (!has_done) {
+        FILE *f = fopen(path, "a");
+        if (!f) die_input("out_dir: cannot write '%s'", path);
+        fprintf(f, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, reason);
+        if (fclose(f) != 0) die("%s: write error (%s)", path, strerror(errno));
+        printf("%s: the run was complete at step %ld (%s) but its log had no done record: written\n", tr->out_dir,
+               tr->step, !strcmp(reason, "steps") ? "its last step" : "validation accuracy reached stop_at_acc");
+    } else if (!strcmp(reason, "steps")) {
+        printf("%s: the run is complete (step %ld of %ld); nothing to do (a larger steps trains it on)\n", tr->out_dir,
+               tr->step, tr->steps);
+    } else {
+        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
+               "(resume = %s trains it on)\n", tr->out_dir, tr->step, resume);
+    }
+    return 1;
 }
 
 static void init_from(Trainer *tr, const char *path) {
@@ -392,6 +439,11 @@ static int stop_requested(Trainer *tr, int last) {
         printf("stop_at_step %ld reached (run again to continue)\n", tr->sch.stop_at_step);
         stop = 1;
     }
+    if (!g_interrupted && parent_gone()) {
+        progress_break();
+        printf("the ./sweep that started this run has ended\n");
+        g_interrupted = SIGTERM;
+    }
     if (g_interrupted) {
         progress_break();
         printf("interrupted: saving step %ld and stopping (run again to continue)\n", tr->step);
@@ -458,6 +510,28 @@ static void trainer_free(Trainer *tr) {
 
 // --- setting up -------------------------------------------------------------------------------
 
+// Where a key was set, for messages: "file:line", "command line" or "default".
+static const char *key_origin(const Config *c, const char *key) {
+    const char *o = c->origin[config_index(c, key)];
+    return o ? o : "default";
+}
+
+// Values valid one by one but not together: refused (exit 2); keys that do nothing as set: a note.
+static void check_key_combinations(const Config *c) {
+    if (cfg_float(c, "min_lr") > cfg_float(c, "lr"))
+        die_input("%s: min_lr: %s is above lr = %s (expected min_lr <= lr: the schedule decays to it)",
+                  key_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));
+    if (cfg_float(c, "stop_at_acc") > 1)
+        die_input("%s: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '%s'", key_origin(c, "stop_at_acc"),
+                  cfg_str(c, "stop_at_acc"));
+    if (cfg_bool(c, "overwrite") && strcmp(cfg_str(c, "resume"), "never"))
+        fprintf(stderr, "note: %s: overwrite = true does nothing unless resume = never (resume is '%s')\n",
+                key_origin(c, "overwrite"), cfg_str(c, "resume"));
+    if (!strcmp(cfg_str(c, "task"), "shards") && !*cfg_str(c, "val_data") && cfg_int(c, "eval_every") > 0)
+        fprintf(stderr, "note: eval_every = %ld but val_data is empty: no validation (set val_data to a glob of shards)\n",
+                cfg_int(c, "eval_every"));
+}
+
 // The config (file, then key=value arguments), threads, and out_dir.
 static void setup_config(Trainer *tr, int argc, char **argv) {
     Config *c = &tr->cfg;
@@ -470,16 +544,45 @@ static void setup_config(Trainer *tr, int argc, char **argv) {
     tr->B = (int)cfg_int(c, "batch_size");
     tr->T = (int)cfg_int(c, "seq_len");
     read_schedule(tr);
+    check_key_combinations(c);
+    const char *parent = getenv("ATTNSCOPE_PARENT_PID");
+    if (parent) g_parent_pid = (pid_t)atol(parent);
 }
 
-// A run folder that cannot be written is refused before any work.
+// The run folder this process created, removed at exit if the run never started in it (a bad
+// config or data found after it was made must not leave an empty folder behind).
+static char g_created_dir[1024];
+
+static void remove_unused_run_folder(void) {
+    if (!g_created_dir[0] || run_dir_has_run(g_created_dir)) return;
+    char lock[1100];
+    snprintf(lock, sizeof lock, "%s/%s", g_created_dir, RUN_DIR_LOCK);
+    unlink(lock);
+    rmdir(g_created_dir);  // fails, harmlessly, when something else was put there
+}
+
+// A run folder that cannot be written is refused before any work; one that another process is
+// writing (its ./train holds the lock) too, naming that process.
 static void setup_run_folder(Trainer *tr) {
-    if (path_exists(tr->out_dir) && !is_directory(tr->out_dir))
-        die_input("out_dir: '%s' is a file, expected a folder", tr->out_dir);
+    int existed = path_exists(tr->out_dir);
+    if (existed && !is_directory(tr->out_dir)) die_input("out_dir: '%s' is a file, expected a folder", tr->out_dir);
     if (mkdir_p(tr->out_dir) != 0) die_input("out_dir: cannot create '%s' (%s)", tr->out_dir, strerror(errno));
+    if (!existed) {
+        snprintf(g_created_dir, sizeof g_created_dir, "%s", tr->out_dir);
+        atexit(remove_unused_run_folder);
+    }
     if (access(tr->out_dir, W_OK | X_OK) != 0)
         die_input("out_dir: cannot write in '%s' (%s)", tr->out_dir, strerror(errno));
+    long holder;
+    int rc = run_dir_lock(tr->out_dir, &holder);
+    if (rc == -2) die_input("out_dir: cannot create %s/%s (%s)", tr->out_dir, RUN_DIR_LOCK, strerror(errno));
+    if (rc == -1 && holder > 0)
+        die_input("out_dir: '%s' is in use by process %ld (another ./train writing this run); wait for it to end "
+                  "or choose another out_dir", tr->out_dir, holder);
+    if (rc == -1) die_input("out_dir: '%s' is in use by another process; wait for it to end or choose another out_dir",
+                            tr->out_dir);
 }
+
 
 // The task's data, the tokenizer samples decode with, and the run length.
 static void setup_data(Trainer *tr) {
@@ -554,12 +657,9 @@ int main(int argc, char **argv) {
     setup_model(&tr);
     if (resume) resume_from(&tr, resume);
     else if (*cfg_str(&tr.cfg, "init_from")) init_from(&tr, cfg_str(&tr.cfg, "init_from"));
-    long done_at = resume ? completed_at_acc(&tr, tr.step) : -1;
-    if (done_at >= 0)
-        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
-               "(resume = %s trains it on)\n", tr.out_dir, done_at, resume);
+    int complete = resume && run_complete(&tr, resume);
     free(resume);
-    if (done_at >= 0) {
+    if (complete) {
         trainer_free(&tr);
         return 0;
     }

@@ -451,3 +451,130 @@ TEST(faults_threads_beyond_1024_are_refused_by_every_program) {
     int st = test_run(out, sizeof out, "./train %s 2>&1 > /dev/null", conf);
     CHECK(st == 2 && strstr(out, "t.conf:1: threads: expected 0 (all cores) or 1 to 1024, got '50000'\n"), "exit %d: %s", st, out);
 }
+
+// Two ./train in one run folder interleaved their logs and checkpoints, each exiting 0: the
+// second is now refused naming the first's pid; the lock dies with its holder (kill -9 included).
+TEST(faults_second_trainer_on_a_run_folder_is_refused) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out,
+                      RUN " save_every=50 steps=100000 out_dir=%s/run > /dev/null 2>&1 & p=$!; "
+                          "for i in $(seq 2000); do [ -s %s/run/metrics.jsonl ] && break; sleep 0.01; done; "
+                          "echo pid $p; " RUN " steps=10 out_dir=%s/run 2>&1 >/dev/null; echo exit $?; "
+                          RUN " steps=10 out_dir=%s/run resume=never overwrite=true 2>&1 >/dev/null; echo exit $?; "
+                          "kill -9 $p; wait $p 2>/dev/null; "
+                          RUN " steps=3 out_dir=%s/run > /dev/null; echo exit $?",
+                      d, d, d, d, d);
+    CHECK(st == 0, "%s", out);
+    long pid = 0;
+    CHECK(sscanf(out, "pid %ld", &pid) == 1, "%s", out);
+    char want[600];
+    snprintf(want, sizeof want, "out_dir: '%s/run' is in use by process %ld (another ./train writing this run); wait "
+             "for it to end or choose another out_dir\nexit 2\n", d, pid);
+    const char *first = strstr(out, want);
+    CHECK(first && strstr(first + 1, want), "not refused twice with the holder's pid:\n%s", out);
+    // after kill -9 the lock is gone with its process: the folder is usable at once
+    CHECK(strstr(out, "exit 2\nexit 0\n") || strstr(out, "exit 2\nexit 0"), "%s", out);
+    const char *tail = strrchr(out, 'e');
+    CHECK(!strcmp(tail, "exit 0\n"), "the run after kill -9: %s", out);
+}
+
+// The process died after the last checkpoint but before the done record: every later resume
+// printed "done: 0 steps" and never wrote it, so ./sweep reran the point forever.
+TEST(faults_missing_done_record_is_written_on_resume) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    for (int acc = 0; acc < 2; acc++) {
+        // steps: the last step; stop_at_acc: validation accuracy reaches 0.02 at step 5
+        const char *extra = acc ? "steps=200 eval_every=5 stop_at_acc=0.02" : "steps=12 save_every=4";
+        int st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d > /dev/null", extra, d, acc);
+        CHECK(st == 0, "%s", out);
+        char p[600];
+        snprintf(p, sizeof p, "%s/r%d/metrics.jsonl", d, acc);
+        char *full = read_file_text(p, NULL);
+        CHECK(full && strstr(full, "{\"type\":\"done\""), "%s", full);
+        char *last = strstr(full, "{\"type\":\"done\"");
+        FILE *f = fopenCheck(p, "w");  // the record torn off
+        fwriteCheck(full, 1, (size_t)(last - full), f, p);
+        fcloseCheck(f, p);
+        st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d", extra, d, acc);
+        CHECK(st == 0 && strstr(out, "but its log had no done record: written\n"), "exit %d: %s", st, out);
+        char *again = read_file_text(p, NULL);
+        CHECK(!strcmp(again, full), "the log after the resume differs from the uninterrupted run's:\n%s\nvs\n%s", again, full);
+        st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d", extra, d, acc);
+        CHECK(st == 0 && strstr(out, "the run is complete") && strstr(out, "nothing to do"), "exit %d: %s", st, out);
+        char *third = read_file_text(p, NULL);
+        CHECK(!strcmp(third, full), "a complete run's log changed:\n%s", third);
+        free(full), free(again), free(third);
+    }
+}
+
+// kill -9 of ./sweep left its ./train children training as orphans.
+TEST(faults_sweep_killed_ends_its_trainers) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    test_write_file("b.conf", "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\n"
+                              "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
+                              "save_every = 100000\nsteps = 1000000\n");
+    test_write_file("k.sweep", "base = b.conf\nseed = 1, 2\n");
+    int st = test_run(out, sizeof out,
+                      "cd %s && %s/sweep k.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; "
+                      "for i in $(seq 3000); do [ -s %s/out/seed=1/metrics.jsonl ] && [ -s %s/out/seed=2/metrics.jsonl ] && break; sleep 0.01; done; "
+                      "kill -9 $s; "
+                      "for i in $(seq 1000); do pgrep -f 'out_dir=ou[t]/seed=' > /dev/null || break; sleep 0.01; done; "
+                      "pgrep -af 'out_dir=ou[t]/seed=' || echo none left",
+                      d, cwd, d, d);
+    CHECK(st == 0 && strstr(out, "none left"), "trainers still running 10 s after the sweep was killed:\n%s", out);
+    // each saved its step on the way out (./train's SIGTERM path) and resumes from it
+    for (int s = 1; s <= 2; s++) {
+        char log[600];
+        snprintf(log, sizeof log, "%s/out/seed=%d/train.log", d, s);
+        char *text = read_file_text(log, NULL);
+        CHECK(text && strstr(text, "interrupted: saving step"), "%s: %s", log, text ? text : "missing");
+        free(text);
+    }
+}
+
+// Where PR_SET_PDEATHSIG does not exist, ./train compares getppid() with the pid ./sweep gave it.
+TEST(faults_trainer_stops_when_its_sweep_is_gone_without_pdeathsig) {
+    char out[4096];
+    int st = test_run(out, sizeof out, "ATTNSCOPE_PARENT_PID=1 " RUN " steps=1000 out_dir=%s/o", test_tmpdir());
+    CHECK(st == 128 + 15 && strstr(out, "the ./sweep that started this run has ended\ninterrupted: saving step 1 and stopping"),
+          "exit %d: %s", st, out);
+}
+
+TEST(faults_key_combinations_refused_or_noted) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " lr=1e-3 min_lr=0.01 steps=2 out_dir=%s/a 2>&1 >/dev/null", d);
+    CHECK(st == 2 && !strcmp(out, "command line: min_lr: 0.01 is above lr = 0.001 (expected min_lr <= lr: the schedule decays to it)\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " stop_at_acc=1.5 steps=2 out_dir=%s/a 2>&1 >/dev/null", d);
+    CHECK(st == 2 && !strcmp(out, "command line: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '1.5'\n"),
+          "exit %d: %s", st, out);
+    // a config error after the run folder was made leaves no empty folder behind
+    CHECK(!path_exists(test_path("a")), "an empty out_dir was left behind");
+    st = test_run(out, sizeof out, RUN " task=shards train_data=%s/none*.bin steps=2 out_dir=%s/b 2>&1 >/dev/null", d, d);
+    CHECK(st == 2 && !path_exists(test_path("b")), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " overwrite=true steps=1 out_dir=%s/c 2>&1 >/dev/null", d);
+    CHECK(st == 0 && !strcmp(out, "note: command line: overwrite = true does nothing unless resume = never (resume is 'auto')\n"),
+          "exit %d: %s", st, out);
+}
+
+TEST(faults_failed_saves_say_what_is_left) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    // the first save fails: there is no earlier checkpoint to speak of
+    int st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 64; " RUN " steps=6 out_dir=%s/run > /dev/null", d);
+    CHECK(st == 1 && strstr(out, "ckpt_00000000.safetensors: checkpoint not saved: cannot write ") &&
+          strstr(out, "(File too large) (there is no earlier checkpoint)\n"), "exit %d: %s", st, out);
+    // `latest` cannot be replaced (a folder in its place): the reason is given
+    char p[600];
+    snprintf(p, sizeof p, "%s/l/latest", d);
+    CHECK(mkdir_p(p) == 0);
+    st = test_run(out, sizeof out, RUN " steps=2 out_dir=%s/l > /dev/null", d);
+    CHECK(st == 1 && strstr(out, "/l/latest: cannot point it at ckpt_00000000.safetensors (Is a directory); the checkpoint itself is saved\n"),
+          "exit %d: %s", st, out);
+}
