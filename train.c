@@ -140,7 +140,7 @@ static void save_checkpoint(Trainer *tr) {
     char name[64], path[1200], err[512];
     snprintf(name, sizeof name, "ckpt_%08ld.safetensors", tr->step);
     snprintf(path, sizeof path, "%s/%s", tr->out_dir, name);
-    TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t};
+    TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t, tr->task.train.tok_vocab, tr->task.train.tok_id};
     if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0) {
         char *latest = run_dir_latest(tr->out_dir);
         die("%s: checkpoint not saved: %s (%s)", path, err,
@@ -588,7 +588,7 @@ static void setup_run_folder(Trainer *tr) {
 static void setup_data(Trainer *tr) {
     Config *c = &tr->cfg;
     task_open(&tr->task, c, 1);
-    if (tr->sch.sample_every > 0) sample_check_tokenizer(c);
+    if (tr->sch.sample_every > 0) sample_check_tokenizer(c, tr->task.train.tok_vocab, tr->task.train.tok_id);
     long steps = cfg_int(c, "steps");
     if (steps == 0) {
         double epochs = cfg_float(c, "epochs");

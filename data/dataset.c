@@ -50,6 +50,10 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
             die_input("%s: token %u is larger than any vocabulary (at most %d tokens): a corrupted shard?",
                       paths[i], mx, DATASET_MAX_VOCAB);
         if (mx > max_tok) max_tok = mx;
+        if (i && s->tok_vocab && ds->shards[0].tok_vocab &&
+            (s->tok_vocab != ds->shards[0].tok_vocab || s->tok_id != ds->shards[0].tok_id))
+            die_input("%s: prepared with another tokenizer than %s (vocabulary %d, identity %08x vs %d, %08x)", paths[i],
+                      paths[0], s->tok_vocab, s->tok_id, ds->shards[0].tok_vocab, ds->shards[0].tok_id);
         total += s->ntok;
         if (s->ntok > largest) largest = s->ntok;
         ds->shard_first[i + 1] = ds->shard_first[i] + shard_windows(s->ntok, T);
@@ -62,6 +66,10 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
         die_input("%s: no file matching '%s' holds seq_len + 1 = %d tokens (the largest has %ld; "
                   "sequences do not cross files)", key, glob_pattern, T + 1, largest);
     ds->vocab_size = vocab_size > 0 ? vocab_size : (int)max_tok + 1;
+    ds->tok_vocab = ds->shards[0].tok_vocab;
+    ds->tok_id = ds->shards[0].tok_id;
+    for (int i = 1; i < n; i++)
+        if (!ds->shards[i].tok_vocab) ds->tok_vocab = 0, ds->tok_id = 0;
     free_paths(paths, n);
 }
 

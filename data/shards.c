@@ -56,6 +56,8 @@ void shard_open(Shard *s, const char *path) {
                   magic, SHARD_MAGIC_U16, SHARD_MAGIC_U32);
     }
     if (count < 0) die_input("%s: bad header: negative token count %d", path, count);
+    s->tok_vocab = header_int(m, 3) > 0 ? header_int(m, 3) : 0;
+    s->tok_id = s->tok_vocab ? (uint32_t)header_int(m, 4) : 0;
     size_t want = SHARD_HEADER_BYTES + (size_t)count * (size_t)width;
     if (len < want)
         die_input("%s: truncated: the header declares %d tokens (%zu bytes) but the file has %zu bytes",
@@ -120,11 +122,17 @@ void free_paths(char **paths, int n) {
 }
 
 void shard_write(const char *path, const uint32_t *tokens, long n, int wide) {
+    shard_write_tagged(path, tokens, n, wide, 0, 0);
+}
+
+void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wide, int tok_vocab, uint32_t tok_id) {
     if (n > INT32_MAX) die("%s: %ld tokens do not fit a shard header (int32 count)", path, n);
     int32_t header[SHARD_HEADER_INTS] = {0};
     header[0] = wide ? SHARD_MAGIC_U32 : SHARD_MAGIC_U16;
     header[1] = wide ? SHARD_VERSION_U32 : SHARD_VERSION_U16;
     header[2] = (int32_t)n;
+    header[3] = tok_vocab;
+    memcpy(&header[4], &tok_id, 4);
     AtomicFile out;
     atomic_open(&out, path);
     fwriteCheck(header, sizeof header, 1, out.f, out.tmp);

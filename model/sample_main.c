@@ -95,7 +95,8 @@ int main(int argc, char **argv) {
     if (s.V <= 0) die_input("%s: the checkpoint's config has no vocab_size", ckpt);
     const MixerKind *mk = mixer_find(cfg_str(&cfg, "mixer"));
     Model *m = model_create(&s, mk, &cfg, 1, 1);
-    if (ckpt_load(ckpt, m, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
+    TrainState ts;
+    if (ckpt_load(ckpt, m, NULL, &ts, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
 
     const char *tok_path = *cfg_str(&opt, "tokenizer") ? cfg_str(&opt, "tokenizer") : cfg_str(&cfg, "tokenizer");
     Bpe *bpe = NULL;
@@ -103,6 +104,7 @@ int main(int argc, char **argv) {
         bpe = bpe_read(tok_path, err, sizeof err);
         if (!bpe)
             die_input("tokenizer: %s%s", err, *cfg_str(&opt, "tokenizer") ? "" : " (the run's tokenizer; tokenizer=FILE names another)");
+        sample_require_tokenizer(bpe, tok_path, ts.tokenizer_vocab, ts.tokenizer_id, ckpt);
     }
     TokBuf pt = {0};
     prompt_tokens(bpe, prompt, s.V, "prompt", &pt);

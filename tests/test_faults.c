@@ -14,6 +14,7 @@
 #include "core/io.h"
 #include "core/keys.h"
 #include "core/safetensors.h"
+#include "data/shards.h"
 #include "model/model.h"
 #include "trainer/checkpoint.h"
 #include "trainer/optim.h"
@@ -273,7 +274,7 @@ static Model *small_checkpoint(const char *path, Config *cfg, Optimizer *opt) {
     model_init_weights(m, 1);
     optim_init(opt, OPT_ADAMW, m->n_params, 0.9, 0.999, 1e-8, 0.1);
     for (size_t i = 0; i < m->n_params; i++) opt->m[i] = 0.001f * (float)i, opt->v[i] = 1e-6f;
-    TrainState ts = {2, 32, 7, 2};
+    TrainState ts = {2, 32, 7, 2, 0, 0};
     char err[256];
     CHECK(ckpt_save(path, m, opt, cfg, &ts, err, sizeof err) == 0, "%s", err);
     return m;
@@ -577,4 +578,94 @@ TEST(faults_failed_saves_say_what_is_left) {
     st = test_run(out, sizeof out, RUN " steps=2 out_dir=%s/l > /dev/null", d);
     CHECK(st == 1 && strstr(out, "/l/latest: cannot point it at ckpt_00000000.safetensors (Is a directory); the checkpoint itself is saved\n"),
           "exit %d: %s", st, out);
+}
+
+// MQAR with vocab_size = 2147483647 printed nothing and shuffled 4 GB for minutes.
+TEST(faults_vocab_size_beyond_the_shard_bound_is_refused) {
+    char out[4096];
+    int st = test_run(out, sizeof out, "./train /dev/null vocab_size=2147483647 out_dir=%s/v 2>&1 >/dev/null", test_tmpdir());
+    CHECK(st == 2 && !strcmp(out, "command line: vocab_size: expected at most 16777216 (the largest vocabulary of shards "
+                                  "and tokenizers), got 2147483647\n"), "exit %d: %s", st, out);
+    CHECK(!path_exists(test_path("v")), "an empty out_dir was left behind");
+}
+
+// A text of 60 short documents and two different tokenizers, in the scratch folder.
+static const char *text_fixture(void) {
+    const char *d = test_tmpdir();
+    char out[4096], cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    int st = test_run(out, sizeof out,
+                      "cd %s && for i in $(seq 60); do echo \"the cat sat on the mat number $i, and the dog ate the rat\"; echo; done > text.txt && "
+                      "sed 's/cat/cow/g' text.txt | head -c 2000 > other.txt && "
+                      "%s/tokenize train text.txt vocab_size=300 out=a.bpe > /dev/null && "
+                      "%s/tokenize train other.txt vocab_size=280 out=b.bpe > /dev/null",
+                      d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    return d;
+}
+
+// `out=` one of the inputs replaced the user's text with exit 0; `out=` a folder.
+TEST(faults_tokenize_never_writes_over_its_inputs) {
+    const char *d = text_fixture();
+    char out[4096], *cwd = getcwd(NULL, 0);
+    char *before = read_file_text(test_path("text.txt"), NULL);
+    const char *cmds[][2] = {
+        {"encode text.txt tokenizer=a.bpe out=text.txt", "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=./text.txt", "command line: out: './text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=link.txt", "command line: out: 'link.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=a.bpe", "command line: out: 'a.bpe' is the tokenizer 'a.bpe': writing it would replace it\n"},
+        {"train text.txt vocab_size=270 out=text.txt", "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=sub", "command line: out: 'sub' is a folder, expected a file name\n"},
+        {"train text.txt vocab_size=270 out=sub", "command line: out: 'sub' is a folder, expected a file name\n"},
+    };
+    int st = test_run(out, sizeof out, "cd %s && ln text.txt link.txt && mkdir sub", d);
+    CHECK(st == 0, "%s", out);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        st = test_run(out, sizeof out, "cd %s && %s/tokenize %s 2>&1 >/dev/null", d, cwd, cmds[i][0]);
+        CHECK(st == 2 && !strcmp(out, cmds[i][1]), "%s: exit %d: %s", cmds[i][0], st, out);
+    }
+    char *after = read_file_text(test_path("text.txt"), NULL);
+    CHECK(after && !strcmp(before, after), "text.txt changed");
+    CHECK(!path_exists(test_path("sub.tmp")) && !path_exists(test_path("text.txt.tmp")), "a .tmp file was left");
+    // an empty input: exit 2, and earlier shards under the prefix stay
+    st = test_run(out, sizeof out, "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x > /dev/null && : > empty.txt && "
+                  "%s/tokenize prepare empty.txt tokenizer=a.bpe out=d/x 2>&1 >/dev/null", d, cwd, cwd);
+    CHECK(st == 2 && !strcmp(out, "empty.txt: no text to prepare (0 documents): no shard written\n"), "exit %d: %s", st, out);
+    CHECK(path_exists(test_path("d/x_train_000.bin")), "the earlier shards were removed");
+    free(cwd);
+}
+
+// ./sample with another tokenizer wrote binary garbage with exit 0: shards and checkpoints now
+// record the tokenizer (vocabulary and identity) and a different one is refused.
+TEST(faults_wrong_tokenizer_is_refused_by_sample_and_sample_every) {
+    const char *d = text_fixture();
+    char out[8192], *cwd = getcwd(NULL, 0);
+#define SHARDS_RUN "%s/train /dev/null task=shards train_data='d/x_train_*.bin' seq_len=16 d_model=16 n_head=2 " \
+                   "batch_size=4 steps=3 threads=1 sparsity_every=0 eval_every=0"
+    int st = test_run(out, sizeof out, "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x val_fraction=0 > /dev/null && "
+                      SHARDS_RUN " tokenizer=a.bpe out_dir=run > /dev/null", d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    Shard s;
+    shard_open(&s, test_path("d/x_train_000.bin"));
+    CHECK(s.tok_vocab > 256, "the shard records no tokenizer");
+    shard_close(&s);
+    st = test_run(out, sizeof out, "cd %s && %s/sample run n=4 > /dev/null", d, cwd);
+    CHECK(st == 0, "the right tokenizer: %s", out);
+    st = test_run(out, sizeof out, "cd %s && %s/sample run n=4 tokenizer=b.bpe 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "tokenizer: b.bpe (vocabulary 280, identity ") &&
+          strstr(out, ") is not the tokenizer the model was trained with (vocabulary 29") &&
+          strstr(out, "recorded in run/ckpt_00000003.safetensors)\n") && strchr(out, '\n')[1] == 0, "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "cd %s && " SHARDS_RUN " sample_every=1 tokenizer=b.bpe out_dir=run2 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "is not the tokenizer the model was trained with") && strstr(out, "recorded in the training shards)\n"),
+          "exit %d: %s", st, out);
+    // shards without the record (llm.c's own) are accepted as before, with no check
+    uint32_t toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = (uint32_t)(i * 7 % 250);
+    CHECK(mkdir_p(test_path("u")) == 0);
+    shard_write(test_path("u/y_000.bin"), toks, 64, 0);
+    st = test_run(out, sizeof out, "cd %s && %s/train /dev/null task=shards train_data=u/y_000.bin vocab_size=300 seq_len=16 "
+                  "d_model=16 n_head=2 batch_size=2 steps=2 threads=1 sparsity_every=0 eval_every=0 out_dir=run3 > /dev/null && "
+                  "%s/sample run3 n=4 tokenizer=b.bpe > /dev/null", d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    free(cwd);
 }

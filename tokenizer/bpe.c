@@ -80,6 +80,18 @@ Bpe *bpe_create(const uint32_t (*merges)[2], int n_merges) {
     return b;
 }
 
+uint32_t bpe_identity(const Bpe *b) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    for (int k = 0; k < b->n_merges; k++)
+        for (int j = 0; j < 2; j++) {
+            uint32_t v = b->merges[k][j];
+            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+            c = crc32(c, le, 4);
+        }
+    for (int k = 0; k < b->n_special; k++) c = crc32(c, (const unsigned char *)b->special[k], (uInt)strlen(b->special[k]) + 1);
+    return (uint32_t)c;
+}
+
 void bpe_free(Bpe *b) {
     if (!b) return;
     free(b->merges);

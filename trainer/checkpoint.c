@@ -56,6 +56,12 @@ int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Conf
     snprintf(num, sizeof num, "%ld", ts->opt_t);
     st_writer_meta(w, "optimizer_steps", num);
     st_writer_meta(w, "optimizer", has_moments ? "adamw" : opt ? "sgd" : "none");
+    if (ts->tokenizer_vocab > 0) {
+        snprintf(num, sizeof num, "%d", ts->tokenizer_vocab);
+        st_writer_meta(w, "tokenizer_vocab_size", num);
+        snprintf(num, sizeof num, "%08" PRIx32, ts->tokenizer_id);
+        st_writer_meta(w, "tokenizer_identity", num);
+    }
     int rc = st_writer_save(w, path, err, errlen);
     st_writer_free(w);
     return rc;
@@ -206,6 +212,21 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
     }
     s.data_pos = (uint64_t)v;
     s.data_seed = strtoull(st_meta(&st, "data_seed"), NULL, 10);
+    s.tokenizer_vocab = 0;
+    s.tokenizer_id = 0;
+    const char *tv = st_meta(&st, "tokenizer_vocab_size"), *ti = st_meta(&st, "tokenizer_identity");
+    if (tv && ti) {
+        char *end;
+        long vv = strtol(tv, &end, 10);
+        unsigned long iv = strtoul(ti, &end, 16);
+        if (vv <= 0 || vv > (1 << 24) || strlen(ti) != 8 || *end) {
+            snprintf(err, errlen, "metadata tokenizer_vocab_size '%s' / tokenizer_identity '%s' is not a tokenizer's", tv, ti);
+            st_free(&st);
+            return -1;
+        }
+        s.tokenizer_vocab = (int)vv;
+        s.tokenizer_id = (uint32_t)iv;
+    }
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
         copy_tensor(m->params + t->offset, st_find(&st, t->name), &st);

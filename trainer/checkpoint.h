@@ -19,6 +19,10 @@ typedef struct {
     uint64_t data_pos;     // training loader position (sequences consumed)
     uint64_t data_seed;    // seed of the loader's per-epoch permutations
     long opt_t;            // optimizer step count (AdamW bias correction)
+    // the tokenizer of the training shards (Dataset.tok_vocab, tok_id), metadata
+    // tokenizer_vocab_size and tokenizer_identity; 0 when unknown (MQAR, llm.c shards)
+    int tokenizer_vocab;
+    uint32_t tokenizer_id;
 } TrainState;
 
 // Saves atomically; 0 on success, -1 with a message in err. opt may be NULL (weights only).

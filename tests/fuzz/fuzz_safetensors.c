@@ -37,7 +37,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *seed = getenv("FUZZ_WRITE_SEED");
     if (seed) {
         for (size_t i = 0; i < g_model->n_params; i++) g_opt.m[i] = 0.001f * (float)i, g_opt.v[i] = 1e-6f;
-        TrainState ts = {3, 48, 7, 3};
+        TrainState ts = {3, 48, 7, 3, 0, 0};
         char err[256];
         if (ckpt_save(seed, g_model, &g_opt, &g_cfg, &ts, err, sizeof err)) fuzz_fail("%s", err);
         exit(0);
