@@ -669,3 +669,38 @@ TEST(faults_wrong_tokenizer_is_refused_by_sample_and_sample_every) {
     CHECK(st == 0, "%s", out);
     free(cwd);
 }
+
+// A UTF-8 BOM (Windows editors) gave "unknown key 'mixer'"; `include = DIR` "Input/output error";
+// '#' could not be in a value.
+TEST(faults_config_bom_include_folder_and_quoted_hash) {
+    Config c;
+    config_init_all(&c);
+    config_load_text(&c, "\xEF\xBB\xBFmixer = linear\nsample_prompt = \"a # b\"   # a comment\n", "bom.conf");
+    CHECK(!strcmp(cfg_str(&c, "mixer"), "linear") && !strcmp(cfg_str(&c, "sample_prompt"), "a # b"), "%s / %s",
+          cfg_str(&c, "mixer"), cfg_str(&c, "sample_prompt"));
+    // the effective config (config.conf, a checkpoint's) quotes it, so it reads back the same
+    char *text = config_to_text(&c);
+    Config back;
+    config_init_all(&back);
+    config_load_text(&back, text, "effective config");
+    CHECK(!strcmp(cfg_str(&back, "sample_prompt"), "a # b") && !config_first_difference(&c, &back), "%s", cfg_str(&back, "sample_prompt"));
+    free(text);
+    config_free(&back);
+    config_free(&c);
+    char out[4096];
+    CHECK(mkdir_p(test_path("incdir")) == 0);
+    const char *conf = test_write_file("inc.conf", "include = incdir\n");
+    int st = test_run(out, sizeof out, "./train %s 2>&1 >/dev/null", conf);
+    CHECK(st == 2 && strstr(out, "inc.conf:1: include: '") && strstr(out, "/incdir' is a folder, expected a config file\n"),
+          "exit %d: %s", st, out);
+    conf = test_write_file("q.conf", "sample_prompt = \"abc\n");
+    st = test_run(out, sizeof out, "./train %s 2>&1 >/dev/null", conf);
+    CHECK(st == 2 && strstr(out, "q.conf:1: sample_prompt: a value that starts with '\"' must end with its closing '\"'\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./train /dev/null 'sample_prompt=say \"#1\"' 2>&1 >/dev/null");
+    CHECK(st == 2 && !strcmp(out, "command line: sample_prompt: a value may not contain both '#' and '\"'\n"), "exit %d: %s", st, out);
+    // a sweep file with a BOM
+    const char *sweep = test_write_file("bom.sweep", "\xEF\xBB\xBFsteps = 1\nseed = 1, 2\n");
+    st = test_run(out, sizeof out, "./sweep %s --print", sweep);
+    CHECK(st == 0 && strstr(out, "seed=2"), "exit %d: %s", st, out);
+}
