@@ -550,15 +550,36 @@ static void setup_config(Trainer *tr, int argc, char **argv) {
 }
 
 // The run folder this process created, removed at exit if the run never started in it (a bad
-// config or data found after it was made must not leave an empty folder behind).
+// config or data found after it was made must not leave an empty folder behind), with the
+// parents it created for it (checkpoints/ of checkpoints/NAME).
 static char g_created_dir[1024];
+static size_t g_existing_len;  // length of its longest prefix that existed before
 
 static void remove_unused_run_folder(void) {
     if (!g_created_dir[0] || run_dir_has_run(g_created_dir)) return;
     char lock[1100];
     snprintf(lock, sizeof lock, "%s/%s", g_created_dir, RUN_DIR_LOCK);
     unlink(lock);
-    rmdir(g_created_dir);  // fails, harmlessly, when something else was put there
+    // rmdir fails, harmlessly, on a folder something else was put in
+    for (char *slash; strlen(g_created_dir) > g_existing_len && rmdir(g_created_dir) == 0;) {
+        if (!(slash = strrchr(g_created_dir, '/'))) break;
+        *slash = 0;
+    }
+}
+
+// Remembers out_dir's longest existing prefix before it is created.
+static void note_created_run_folder(const char *dir) {
+    snprintf(g_created_dir, sizeof g_created_dir, "%s", dir);
+    char prefix[1024];
+    g_existing_len = 0;
+    for (size_t i = 1; dir[i] && i < sizeof prefix; i++) {
+        if (dir[i] != '/') continue;
+        memcpy(prefix, dir, i);
+        prefix[i] = 0;
+        if (!path_exists(prefix)) break;
+        g_existing_len = i;
+    }
+    atexit(remove_unused_run_folder);
 }
 
 // A run folder that cannot be written is refused before any work; one that another process is
@@ -566,11 +587,8 @@ static void remove_unused_run_folder(void) {
 static void setup_run_folder(Trainer *tr) {
     int existed = path_exists(tr->out_dir);
     if (existed && !is_directory(tr->out_dir)) die_input("out_dir: '%s' is a file, expected a folder", tr->out_dir);
+    if (!existed) note_created_run_folder(tr->out_dir);
     if (mkdir_p(tr->out_dir) != 0) die_input("out_dir: cannot create '%s' (%s)", tr->out_dir, strerror(errno));
-    if (!existed) {
-        snprintf(g_created_dir, sizeof g_created_dir, "%s", tr->out_dir);
-        atexit(remove_unused_run_folder);
-    }
     if (access(tr->out_dir, W_OK | X_OK) != 0)
         die_input("out_dir: cannot write in '%s' (%s)", tr->out_dir, strerror(errno));
     long holder;
