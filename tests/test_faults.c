@@ -704,3 +704,19 @@ TEST(faults_config_bom_include_folder_and_quoted_hash) {
     st = test_run(out, sizeof out, "./sweep %s --print", sweep);
     CHECK(st == 0 && strstr(out, "seed=2"), "exit %d: %s", st, out);
 }
+
+// `lr = 1e-3, 0.001` made two points, two folders, one run twice.
+TEST(faults_sweep_values_equal_as_numbers_are_one_point) {
+    char out[4096];
+    test_write_file("b.conf", "d_model = 16\n");
+    const char *cases[][2] = {
+        {"base = b.conf\nlr = 1e-3, 0.001\n", "d1.sweep:2: lr: '1e-3' and '0.001' are the same value: points 'lr=1e-3' and 'lr=0.001' would be one run\n"},
+        {"base = b.conf\nd_model = 16, 016\nseed = 1, 2\n", "d1.sweep:2: d_model: '16' and '016' are the same value: points 'd_model=16,seed=1' and 'd_model=016,seed=1' would be one run\n"},
+    };
+    for (int i = 0; i < 2; i++) {
+        const char *sweep = test_write_file("d1.sweep", cases[i][0]);
+        int st = test_run(out, sizeof out, "cd %s && %s/sweep d1.sweep --print 2>&1 >/dev/null", test_tmpdir(), getcwd((char[1024]){0}, 1024));
+        (void)sweep;
+        CHECK(st == 2 && !strcmp(out, cases[i][1]), "exit %d: %s", st, out);
+    }
+}
