@@ -389,7 +389,8 @@ int sweep_parse(const char *text, size_t len, const char *file_name, SweepFile *
     err[0] = 0;
     int rc = 0, line = 0;
     char *buf = NULL;
-    for (size_t pos = 0; pos < len && rc == 0;) {
+    size_t start = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;  // a UTF-8 byte order mark
+    for (size_t pos = start; pos < len && rc == 0;) {
         line++;
         size_t end = pos;
         while (end < len && text[end] != '\n') end++;

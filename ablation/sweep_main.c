@@ -137,6 +137,38 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
     fflush(stdout);
 }
 
+// Values that differ only in spelling (1e-3 and 0.001, 16 and 016) name two points but make one
+// run: the points' configs are compared as parsed values (config_set's canonical text), every key
+// but out_dir. Sorted, so a large grid stays cheap. Exits 2 naming the sweep line.
+static const Config *g_cmp_configs;
+static int cmp_point_configs(const void *x, const void *y) {
+    const Config *a = &g_cmp_configs[*(const int *)x], *b = &g_cmp_configs[*(const int *)y];
+    for (int k = 0; k < a->n_keys; k++) {
+        if (!strcmp(a->keys[k]->name, "out_dir")) continue;
+        int c = strcmp(a->value[k], b->value[k]);
+        if (c) return c;
+    }
+    return 0;
+}
+
+static void check_distinct_points(const SweepFile *sw, const Config *configs) {
+    int *order = mallocCheck(sizeof(int) * (size_t)(sw->n_points + 1));
+    for (int i = 0; i < sw->n_points; i++) order[i] = i;
+    g_cmp_configs = configs;
+    qsort(order, (size_t)sw->n_points, sizeof(int), cmp_point_configs);
+    for (int k = 1; k < sw->n_points; k++) {
+        if (cmp_point_configs(&order[k - 1], &order[k])) continue;
+        int a = order[k - 1] < order[k] ? order[k - 1] : order[k], b = order[k - 1] ^ order[k] ^ a;
+        for (int e = 0; e < sw->n_entries; e++) {
+            const char *va = sweep_value(sw, a, e), *vb = sweep_value(sw, b, e);
+            if (!strcmp(va, vb)) continue;
+            die_input("%s:%d: %s: '%s' and '%s' are the same value: points '%s' and '%s' would be one run", sw->file,
+                      sw->entries[e].line, sw->entries[e].key, va, vb, sw->point_names[a], sw->point_names[b]);
+        }
+    }
+    free(order);
+}
+
 static int is_failure(int status) { return status != 0 && status != -2 && status != 128 + 2 && status != 128 + 15; }
 
 int main(int argc, char **argv) {
@@ -181,6 +213,7 @@ int main(int argc, char **argv) {
     // every point's config is checked before anything runs (exit 2 naming file:line)
     Config *configs = callocCheck((size_t)sw.n_points, sizeof(Config));
     for (int i = 0; i < sw.n_points; i++) sweep_point_config(&sw, i, &configs[i]);
+    check_distinct_points(&sw, configs);
     if (!threads) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cpus > 0 ? cpus : 1;
