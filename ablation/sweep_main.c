@@ -329,8 +329,8 @@ static void write_slurm(const Plan *p, const Args *a) {
         if (throttle) printf("at most %d tasks at once\n", throttle);
         printf("submit it (again after a failure or a time limit: finished points exit at once):\n  sbatch ");
         sweep_print_arg(path, stdout);
-        printf("\nthe tasks' own output: %s/<job>_<task>.out; each point's log: <point folder>/train.log\n"
-               "when the tasks are done, the summary:\n  %s\n", log_dir, collect);
+        printf("\neach task's own output: %s/slurm/<job>_<task>.out; each point's log: %s/<point>/train.log\n"
+               "when the tasks are done, the summary:\n  %s\n", sw->out, sw->out, collect);
         free(written_by);
         free(log_dir);
         free(out);

@@ -20,7 +20,7 @@ step "./sweep $F --print | parallel --will-cite -j 2"
 cat "$T/commands"
 [ "$(wc -l < "$T/commands")" = 4 ] || fail "want 4 commands"
 parallel --will-cite -j 2 < "$T/commands" > "$T/parallel1.log" 2>&1 || { cat "$T/parallel1.log"; fail "parallel: exit $?"; }
-grep -c '^done: 30 steps' "$T/parallel1.log" | grep -qx 4 || { cat "$T/parallel1.log"; fail "want 4 runs of 30 steps"; }
+grep -c '^done: 60 steps' "$T/parallel1.log" | grep -qx 4 || { cat "$T/parallel1.log"; fail "want 4 runs of 60 steps"; }
 # every file of every run folder, by content (./train rewrites its logs and config on a resume)
 sums() { (cd "$T/par" && find . -type f | sort | xargs cksum); }
 before=$(sums)
