@@ -4,7 +4,8 @@
 # localhost with a generated slurm.conf: no systemd, no cgroups, run as the current user),
 # submits the job array `./sweep F --slurm` writes, waits, submits it again (the finished points'
 # tasks exit at once), runs `./sweep F --collect`, and checks that summary.csv equals a local
-# `./sweep F` run's in every column but the timings. Every daemon it started is stopped on the
+# `./sweep F` run's in every column but the timings. Then two long points cancelled with scancel
+# (SIGTERM, as at a time limit) save a checkpoint, and resume when the script is submitted again. Every daemon it started is stopped on the
 # way out, whatever happens. Installs slurm-wlm and munge when missing (tests/engines/install.sh);
 # skips loudly when it cannot, and fails then under ENGINES_REQUIRED=1 (CI).
 # SLURM_TEST_TIMEOUT: seconds to wait for each submission (default 180); KEEP=1 keeps the folder.
@@ -190,4 +191,47 @@ grep -q '4 done, 0 partial, 0 failed, 0 missing' "$T/collect.log" || { cat "$T/c
 step "a local run of the same points: ./sweep $F"
 local_run "$F" "$T/local"
 same_summary "$T/local/summary.csv" "$OUT/summary.csv"
+step "long points cancelled (as by a time limit): ./train saves a checkpoint; submitted again, they resume"
+printf 'base = tiny.conf\nname = long\nout = %s/long\nsteps = 1000000\nlog_every = 20\neval_every = 1000000\nsparsity_every = 1000000\nsave_every = 1000000\nseed = 0, 1\n' \
+    "$T" > "$T/long.sweep"
+./sweep "$T/long.sweep" --slurm > /dev/null
+# Waits until both points have logged a training step past $1 (at most $timeout s).
+wait_for_steps() {
+    local end=$(($(date +%s) + timeout)) s
+    for s in 0 1; do
+        until grep -qE "^step +[0-9]*[1-9][0-9]{$1}/1000000" "$T/long/seed=$s/train.log" 2>/dev/null; do
+            [ "$(date +%s)" -lt $end ] || { squeue; fail "seed=$s did not reach step 10^$1 in ${timeout}s"; }
+            sleep 0.2
+        done
+    done
+}
+cancel_and_wait() {
+    local id=$job end=$(($(date +%s) + 60))
+    scancel "$id"
+    while [ -n "$(squeue -h -j "$id" 2>/dev/null)" ]; do
+        [ "$(date +%s)" -lt $end ] || fail "job $id still there 60 s after scancel"
+        sleep 0.2
+    done
+    job=""
+    cat "$T"/long/slurm/"${id}"_*.out
+    [ "$(cat "$T"/long/slurm/"${id}"_*.out | grep -c ': interrupted after .* (submit again to continue)$')" = 2 ] ||
+        fail "job $id: want 2 tasks interrupted"
+}
+job=$(sbatch --parsable "$T/long/slurm.sbatch")
+wait_for_steps 2
+cancel_and_wait
+for s in 0 1; do
+    grep -q '^interrupted: saving step' "$T/long/seed=$s/train.log" || fail "seed=$s: no checkpoint on SIGTERM"
+done
+job=$(sbatch --parsable "$T/long/slurm.sbatch")
+end=$(($(date +%s) + timeout))
+for s in 0 1; do
+    until grep -q '^resuming from .*(step [1-9]' "$T/long/seed=$s/train.log"; do
+        [ "$(date +%s)" -lt $end ] || fail "seed=$s did not resume"
+        sleep 0.2
+    done
+done
+cancel_and_wait
+grep -h '^resuming from' "$T"/long/seed=*/train.log
+
 echo "slurm-test: passed in $(($(date +%s) - t0))s (the daemons are stopped on exit)"
