@@ -90,3 +90,17 @@ local_run() {
     ./sweep "$1" --out "$2" --threads 1 > "$2.log" 2>&1 || { cat "$2.log"; fail "./sweep $1 --out $2 failed"; }
     grep -q '4 run, 0 skipped (finished before), 0 failed' "$2.log" || { cat "$2.log"; fail "local run"; }
 }
+
+# ./sweep FILE --collect --out DIR (all 4 points done), then a local run of the same points in a
+# folder of its own, and the comparison of their summary.csv.
+collect_and_compare() {
+    local f=$1 out=$2 log
+    step "./sweep $f --collect --out $out"
+    log=$out.collect.log
+    ./sweep "$f" --collect --out "$out" > "$log" || { cat "$log"; fail "--collect"; }
+    grep -E '^summary: .*csv|done, .* missing' "$log"
+    grep -q '4 done, 0 partial, 0 failed, 0 missing' "$log" || { cat "$log"; fail "--collect: not 4 done"; }
+    step "a local run of the same points: ./sweep $f"
+    local_run "$f" "$out.local"
+    same_summary "$out.local/summary.csv" "$out/summary.csv"
+}

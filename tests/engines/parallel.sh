@@ -32,12 +32,5 @@ grep -c '^done: 0 steps' "$T/parallel2.log" | grep -qx 4 || { cat "$T/parallel2.
 [ "$(sums)" = "$before" ] || fail "running the finished points again changed their folders"
 [ -z "$(./sweep "$F" --print --unfinished --out "$T/par")" ] || fail "--unfinished still lists points"
 
-step "./sweep $F --collect"
-./sweep "$F" --collect --out "$T/par" > "$T/collect.log" || { cat "$T/collect.log"; fail "--collect"; }
-grep -E '^summary: .*csv|done, .* missing' "$T/collect.log"
-grep -q '4 done, 0 partial, 0 failed, 0 missing' "$T/collect.log" || { cat "$T/collect.log"; fail "--collect: not 4 done"; }
-
-step "a local run of the same points: ./sweep $F"
-local_run "$F" "$T/local"
-same_summary "$T/local/summary.csv" "$T/par/summary.csv"
+collect_and_compare "$F" "$T/par"
 echo "parallel-test: passed in $(($(date +%s) - t0))s"

@@ -183,14 +183,7 @@ cat "$OUT"/slurm/*.out
 [ "$(cat "$OUT"/slurm/*.out | grep -c ': finished before, skipped$')" = 3 ] || fail "want 3 tasks skipped"
 [ "$(sums)" = "$before" ] || fail "submitting again changed the run folders"
 
-step "./sweep $F --collect --out $OUT"
-./sweep "$F" --collect --out "$OUT" > "$T/collect.log" || { cat "$T/collect.log"; fail "--collect"; }
-grep -E '^summary: .*csv|done, .* missing' "$T/collect.log"
-grep -q '4 done, 0 partial, 0 failed, 0 missing' "$T/collect.log" || { cat "$T/collect.log"; fail "--collect: not 4 done"; }
-
-step "a local run of the same points: ./sweep $F"
-local_run "$F" "$T/local"
-same_summary "$T/local/summary.csv" "$OUT/summary.csv"
+collect_and_compare "$F" "$OUT"
 step "long points cancelled (as by a time limit): ./train saves a checkpoint; submitted again, they resume"
 printf 'base = tiny.conf\nname = long\nout = %s/long\nsteps = 1000000\nlog_every = 20\neval_every = 1000000\nsparsity_every = 1000000\nsave_every = 1000000\nseed = 0, 1\n' \
     "$T" > "$T/long.sweep"
