@@ -10,11 +10,13 @@ set -uo pipefail
 pids_of() {
     local p name
     for p in /proc/[0-9]*; do
-        name=$(cat "$p/comm" 2>/dev/null) || continue
+        read -r name 2>/dev/null < "$p/comm" || continue
         for n in "$@"; do [ "$name" = "$n" ] && echo "${p#/proc/}"; done
     done
 }
 DAEMONS=(munged slurmctld slurmd slurmstepd slurmdbd)
+# 0 while a process runs (a zombie, dead and waiting for its parent, does not)
+alive() { [ -d /proc/$1 ] && [ "$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null)" != Z ]; }
 
 need=()
 for engine in "$@"; do
@@ -48,7 +50,7 @@ for pid in $(pids_of "${DAEMONS[@]}"); do
     case $before in *" $pid "*) continue ;; esac
     echo "install.sh: stopping $(cat /proc/$pid/comm 2>/dev/null) (pid $pid), started by the install"
     $SUDO kill "$pid" 2>/dev/null
-    for _ in $(seq 50); do [ -d /proc/$pid ] || break; sleep 0.1; done
+    for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
 done
 [ $rc -eq 0 ] || { echo "install.sh: apt-get install ${need[*]} failed (exit $rc)" >&2; exit 1; }
 exit 0

@@ -25,7 +25,7 @@ for p in "$MUNGED" "$SLURMCTLD" "$SLURMD" "$(sbin mungekey)"; do [ -x "$p" ] || 
 pids_of() {
     local p name n
     for p in /proc/[0-9]*; do
-        name=$(cat "$p/comm" 2>/dev/null) || continue
+        read -r name 2>/dev/null < "$p/comm" || continue
         for n in "$@"; do [ "$name" = "$n" ] && echo "${p#/proc/}"; done
     done
     return 0
