@@ -366,7 +366,19 @@ TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
     st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=2 bash %s", script);
     CHECK(st == 2 && strstr(out, "[2/2] seed=1: FAILED (exit 2) after ") && strstr(out, "not divisible by n_head 3") &&
               strstr(out, "(log: ") && strstr(out, "seed=1/train.log)"), "%d %s", st, out);
-    // bad combinations
+    // a threads axis: each command keeps its own, the array asks for the largest
+    f = sweep_file("slt", "threads = 1, 3\n");
+    st = test_run(out, sizeof out, "./sweep %s --slurm --threads 2", f);
+    CHECK(st == 0 && strstr(out, "a Slurm array of 2 tasks, 3 CPUs each"), "%d %s", st, out);
+    snprintf(script, sizeof script, "%s/out_slt/slurm.sbatch", test_tmpdir());
+    free(text);
+    text = read_file_text(script, NULL);
+    CHECK(text && strstr(text, "\n#SBATCH --cpus-per-task=3\n") && strstr(text, " threads=1 out_dir=") &&
+              strstr(text, " threads=3 out_dir=") && !strstr(text, "threads=2"), "%s", text);
+    // bad input: a folder #SBATCH lines cannot name, bad combinations
+    st = test_run(out, sizeof out, "./sweep %s --slurm --out '%s/a b'", f, test_tmpdir());
+    CHECK(st == 2 && strstr(out, "a b' holds a space or a %, which #SBATCH lines cannot") && !strchr(out, '\n')[1],
+          "%d %s", st, out);
     st = test_run(out, sizeof out, "./sweep %s --slurm --print", f);
     CHECK(st == 2 && strstr(out, "--print, --collect and --slurm exclude each other"), "%d %s", st, out);
     st = test_run(out, sizeof out, "./sweep %s --slurm --unfinished", f);
