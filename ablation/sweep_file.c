@@ -586,22 +586,26 @@ void sweep_free_argv(char **argv) {
     free(argv);
 }
 
+void sweep_print_arg(const char *a, FILE *f) {
+    int plain = *a != 0;
+    for (const char *c = a; *c && plain; c++)
+        plain = is_name_char(*c) || strchr("/:=,@%", *c) != NULL;
+    if (plain) {
+        fputs(a, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *c = a; *c; c++) {
+        if (*c == '\'') fputs("'\\''", f);
+        else fputc(*c, f);
+    }
+    fputc('\'', f);
+}
+
 void sweep_print_command(char **argv, FILE *f) {
     for (int i = 0; argv[i]; i++) {
-        const char *a = argv[i];
-        int plain = *a != 0;
-        for (const char *c = a; *c && plain; c++)
-            plain = is_name_char(*c) || strchr("/:=,@%", *c) != NULL;
         if (i) fputc(' ', f);
-        if (plain) fputs(a, f);
-        else {
-            fputc('\'', f);
-            for (const char *c = a; *c; c++) {
-                if (*c == '\'') fputs("'\\''", f);
-                else fputc(*c, f);
-            }
-            fputc('\'', f);
-        }
+        sweep_print_arg(argv[i], f);
     }
     fputc('\n', f);
 }
