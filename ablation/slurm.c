@@ -25,7 +25,7 @@ static const char *task_body =
     "mkdir -p \"$dir\" || exit 1\n"
     "printf '== sweep %s, point %d/%d, %s, Slurm job %s:\\n%s\\n' \"$sweep\" \"$n\" \"$n_points\" \\\n"
     "    \"$(date '+%Y-%m-%d %H:%M:%S')\" \"${SLURM_ARRAY_JOB_ID:-?}_${SLURM_ARRAY_TASK_ID}\" \"$cmd\" >> \"$log\" || exit 1\n"
-    "echo \"$tag: started on $(hostname)\"\n"
+    "echo \"$tag: started on ${SLURMD_NODENAME:-$HOSTNAME}\"\n"
     "start=$(date +%s)\n"
     "# A time limit or scancel sends SIGTERM to every process of the task: ./train saves a checkpoint\n"
     "# and stops; this shell waits for it (a trapped signal, unlike an unhandled one, lets it) to say so.\n"
