@@ -72,6 +72,8 @@ bench: build/bench build/bench_gemm
 
 # asan, valgrind, fuzz, faults, clang-check, arm64-test: docs/reliability.md#reliability-targets
 include tests/reliability.mk
+# parallel-test, slurm-test: sweeps on GNU parallel and Slurm (docs/sweeps-engines.md)
+include tests/engines.mk
 
 clean:
 	rm -rf build $(PROGRAMS)

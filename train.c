@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -24,8 +25,26 @@
 #include "trainer/optim.h"
 #include "model/sample.h"
 
+// The run-length and logging keys, read once.
+typedef struct {
+    long log_every, eval_every, sparsity_every, save_every, sample_every;
+    double lr_max, min_lr, clip;
+    long warmup;
+    LrSchedule lr_schedule;
+    double stop_at_acc;
+    long stop_at_step;
+    int nan_stop;  // nan_policy = stop
+} Schedule;
+
+// What one optimizer step measured.
+typedef struct {
+    double loss, acc, lr, norm;
+    double dt, tok_s;  // seconds of the step, tokens per second
+} StepResult;
+
 typedef struct {
     Config cfg;
+    Schedule sch;
     Task task;
     Model *model;
     Optimizer opt;
@@ -38,6 +57,9 @@ typedef struct {
     long skipped;               // steps whose update nan_policy = skip dropped
     long step;                  // steps done
     int32_t *inputs, *targets;  // [B, T]
+    long start_step;            // step this process started from
+    double t_start;             // now_seconds() at the start of the loop
+    const char *finished;       // why the run is complete: "steps", "stop_at_acc", or NULL
 } Trainer;
 
 static volatile sig_atomic_t g_interrupted;
@@ -46,6 +68,13 @@ static void on_signal(int sig) {
     g_interrupted = sig;
     signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
+
+// Run by ./sweep, a ./train ends soon after its sweep does (kill -9 of the sweep must not leave
+// orphans training): on Linux the sweep asks the kernel for SIGTERM (PR_SET_PDEATHSIG); elsewhere
+// this check between steps sees the parent gone. ATTNSCOPE_PARENT_PID is set by ./sweep.
+static pid_t g_parent_pid;
+
+static int parent_gone(void) { return g_parent_pid > 0 && getppid() != g_parent_pid; }
 
 static void usage(void) {
     Config c;
@@ -112,10 +141,14 @@ static void save_checkpoint(Trainer *tr) {
     char name[64], path[1200], err[512];
     snprintf(name, sizeof name, "ckpt_%08ld.safetensors", tr->step);
     snprintf(path, sizeof path, "%s/%s", tr->out_dir, name);
-    TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t};
-    if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0)
-        die("%s: checkpoint not saved: %s (the previous checkpoint is intact)", path, err);
-    if (run_dir_set_latest(tr->out_dir, name) != 0) die("%s/latest: cannot update", tr->out_dir);
+    TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t, tr->task.train.tok_vocab, tr->task.train.tok_id};
+    if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0) {
+        char *latest = run_dir_latest(tr->out_dir);
+        die("%s: checkpoint not saved: %s (%s)", path, err,
+            latest && path_exists(latest) ? "the previous checkpoint is intact" : "there is no earlier checkpoint");
+    }
+    if (run_dir_set_latest(tr->out_dir, name) != 0)
+        die("%s/latest: cannot point it at %s (%s); the checkpoint itself is saved", tr->out_dir, name, strerror(errno));
     long keep = cfg_int(&tr->cfg, "keep_last");
     if (keep > 0) run_dir_prune(tr->out_dir, (int)keep);
 }
@@ -147,26 +180,6 @@ static char *choose_resume(Trainer *tr) {
     return newest;
 }
 
-// With resume = auto, a run whose log ends with {"type":"done",...,"reason":"stop_at_acc"} at
-// the step of the checkpoint it would resume from is complete: running its command again (a
-// sweep's --print line on a cluster, say) must not train it on. Returns that step, or -1.
-static long completed_at_acc(const Trainer *tr, long ckpt_step) {
-    if (strcmp(cfg_str(&tr->cfg, "resume"), "auto") || cfg_float(&tr->cfg, "stop_at_acc") <= 0) return -1;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    char *text = read_file_text(path, NULL);
-    if (!text) return -1;
-    long step = -1;
-    char *last = strstr(text, "{\"type\":\"done\",");
-    for (char *q = last; q; q = strstr(q + 1, "{\"type\":\"done\",")) last = q;
-    long s;
-    if (last && !strchr(last, '\n')[1] && sscanf(last, "{\"type\":\"done\",\"step\":%ld,", &s) == 1 &&
-        strstr(last, "\"reason\":\"stop_at_acc\"") && s == ckpt_step)
-        step = s;
-    free(text);
-    return step;
-}
-
 // Refuses a checkpoint whose model shape or data differ from the config.
 static void check_resume_config(Trainer *tr, const char *path) {
     Config saved;
@@ -192,6 +205,61 @@ static void resume_from(Trainer *tr, const char *path) {
     snprintf(p, sizeof p, "%s/sparsity.jsonl", tr->out_dir);
     run_dir_truncate_jsonl(p, ts.step);
     printf("resuming from %s (step %ld)\n", path, ts.step);
+}
+
+// The value of "key": in the last record of metrics.jsonl whose type is `type` and whose step is
+// `step`, or -1 when there is none. last_line: only the log's last line counts.
+static double record_at(const char *text, const char *type, long step, const char *key, int last_line) {
+    char head[96];
+    snprintf(head, sizeof head, "{\"type\":\"%s\",\"step\":%ld,", type, step);
+    double v = -1;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!nl) break;  // a torn last line does not count
+        int is_last = !nl[1];
+        if ((!last_line || is_last) && !strncmp(line, head, strlen(head))) {
+            char want[64];
+            snprintf(want, sizeof want, "\"%s\":", key);
+            const char *at = strstr(line, want);
+            v = at && at < nl ? strtod(at + strlen(want), NULL) : 0;
+        }
+        line = nl + 1;
+    }
+    return v;
+}
+
+// A resumed run may already be complete: its checkpoint is its last step, or (resume = auto)
+// validation accuracy had reached stop_at_acc there. Its log then ends with the done record,
+// unless the process died between that checkpoint and the record: then the record is written
+// now (./sweep would otherwise rerun the point forever). Returns 1 when complete.
+static int run_complete(Trainer *tr, const char *resume) {
+    const char *reason = NULL;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    char *text = read_file_text(path, NULL);
+    const char *log = text ? text : "";
+    if (tr->step >= tr->steps) reason = "steps";
+    else if (!strcmp(cfg_str(&tr->cfg, "resume"), "auto") && tr->sch.stop_at_acc > 0 &&
+             record_at(log, "eval", tr->step, "acc", 0) >= tr->sch.stop_at_acc)
+        reason = "stop_at_acc";
+    int has_done = record_at(log, "done", tr->step, "step", 1) >= 0;
+    free(text);
+    if (!reason) return 0;
+    if (!has_done) {
+        FILE *f = fopen(path, "a");
+        if (!f) die_input("out_dir: cannot write '%s'", path);
+        fprintf(f, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, reason);
+        if (fclose(f) != 0) die("%s: write error (%s)", path, strerror(errno));
+        printf("%s: the run was complete at step %ld (%s) but its log had no done record: written\n", tr->out_dir,
+               tr->step, !strcmp(reason, "steps") ? "its last step" : "validation accuracy reached stop_at_acc");
+    } else if (!strcmp(reason, "steps")) {
+        printf("%s: the run is complete (step %ld of %ld); nothing to do (a larger steps trains it on)\n", tr->out_dir,
+               tr->step, tr->steps);
+    } else {
+        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
+               "(resume = %s trains it on)\n", tr->out_dir, tr->step, resume);
+    }
+    return 1;
 }
 
 static void init_from(Trainer *tr, const char *path) {
@@ -254,116 +322,170 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
 
 // Between optimizer steps only: sampling overwrites the model's activations.
 static void maybe_sample(Trainer *tr, int last) {
-    long every = cfg_int(&tr->cfg, "sample_every");
+    long every = tr->sch.sample_every;
     if (every && (tr->step % every == 0 || last)) sample_during_training(tr->model, &tr->cfg, tr->step, tr->metrics);
 }
 
-static void train_loop(Trainer *tr) {
-    Config *c = &tr->cfg;
-    Model *m = tr->model;
-    long log_every = cfg_int(c, "log_every"), eval_every = cfg_int(c, "eval_every");
-    long sparsity_every = cfg_int(c, "sparsity_every");
-    long save_every = cfg_int(c, "save_every");
-    double lr_max = cfg_float(c, "lr"), min_lr = cfg_float(c, "min_lr"), clip = cfg_float(c, "grad_clip");
-    long warmup = cfg_int(c, "warmup_steps");
-    double stop_at_acc = cfg_float(c, "stop_at_acc");
-    long stop_at_step = cfg_int(c, "stop_at_step");
+// The run-length and logging keys the loop reads every step (read once).
+static void read_schedule(Trainer *tr) {
+    const Config *c = &tr->cfg;
+    Schedule *s = &tr->sch;
+    s->log_every = cfg_int(c, "log_every");
+    s->eval_every = cfg_int(c, "eval_every");
+    s->sparsity_every = cfg_int(c, "sparsity_every");
+    s->save_every = cfg_int(c, "save_every");
+    s->sample_every = cfg_int(c, "sample_every");
+    s->lr_max = cfg_float(c, "lr");
+    s->min_lr = cfg_float(c, "min_lr");
+    s->clip = cfg_float(c, "grad_clip");
+    s->warmup = cfg_int(c, "warmup_steps");
+    s->stop_at_acc = cfg_float(c, "stop_at_acc");
+    s->stop_at_step = cfg_int(c, "stop_at_step");
     const char *sch = cfg_str(c, "lr_schedule");
-    LrSchedule sched = !strcmp(sch, "constant") ? LR_CONSTANT : !strcmp(sch, "linear") ? LR_LINEAR : LR_COSINE;
-    double t_start = now_seconds();
-    long start_step = tr->step;
-    const char *finished = NULL;  // why the run is complete: "steps" or "stop_at_acc"
+    s->lr_schedule = !strcmp(sch, "constant") ? LR_CONSTANT : !strcmp(sch, "linear") ? LR_LINEAR : LR_COSINE;
+    s->nan_stop = !strcmp(cfg_str(c, "nan_policy"), "stop");
+}
+
+// A non-finite loss or gradient: nan_policy = stop ends the run without saving; skip drops the
+// update (the step still counts).
+static void non_finite_step(Trainer *tr, double loss, double norm) {
+    const char *where = first_non_finite(tr->model, loss);
+    progress_break();
+    if (tr->sch.nan_stop) {
+        fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"stop\"}\n", tr->step + 1, where);
+        fclose(tr->metrics);
+        char *latest = run_dir_latest(tr->out_dir);
+        die("step %ld: non-finite value, first in %s (loss %g, gradient norm %g); stopped without saving "
+            "(nan_policy = stop); the last good checkpoint is %s",
+            tr->step + 1, where, loss, norm, latest ? latest : "none");
+    }
+    tr->skipped++;
+    tr->step++;
+    fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"skip\",\"skipped\":%ld}\n",
+            tr->step, where, tr->skipped);
+    flush_log(tr, tr->metrics, "metrics.jsonl");
+    printf("step %ld: non-finite value, first in %s: update skipped (%ld so far)\n", tr->step, where, tr->skipped);
+}
+
+// One optimizer step: a batch, forward, backward, clip, update. Returns 0 when the update was
+// skipped (non-finite values, nan_policy = skip), 1 with the step's figures in r otherwise.
+static int train_step(Trainer *tr, StepResult *r) {
+    const Schedule *sc = &tr->sch;
+    Model *m = tr->model;
+    double t0 = now_seconds();
+    r->lr = lr_at(sc->lr_schedule, tr->step, tr->steps, sc->warmup, sc->lr_max, sc->min_lr);
+    loader_next(&tr->loader, tr->inputs, tr->targets);
+    model_zero_grad(m);
+    HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, tr->T, 1);
+    model_backward(m);
+    r->norm = grad_global_norm(m->grads, m->n_params);
+    r->loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
+    if (!isfinite(r->loss) || !isfinite(r->norm)) {
+        non_finite_step(tr, r->loss, r->norm);
+        return 0;
+    }
+    if (sc->clip > 0) grad_clip(m->grads, m->n_params, r->norm, sc->clip);
+    optim_step(&tr->opt, m, r->lr);
+    tr->step++;
+    r->dt = now_seconds() - t0;
+    r->acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
+    r->tok_s = (double)tr->B * tr->T / r->dt;
+    return 1;
+}
+
+// The train record (every log_every steps and at the last) and the progress line.
+static void log_step(Trainer *tr, const StepResult *r, int last) {
+    long every = tr->sch.log_every;
+    if (every && (tr->step % every == 0 || last)) {
+        fprintf(tr->metrics,
+                "{\"type\":\"train\",\"step\":%ld,\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,"
+                "\"grad_norm\":%.9g,\"tok_per_s\":%.0f,\"ms_per_step\":%.3f}\n",
+                tr->step, r->loss, r->acc, r->lr, r->norm, r->tok_s, r->dt * 1e3);
+        flush_log(tr, tr->metrics, "metrics.jsonl");
+        if (!progress_enabled()) {
+            printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
+                   tr->step, tr->steps, r->loss, r->acc, r->lr, r->norm, r->tok_s);
+            fflush(stdout);
+        }
+    }
+    double elapsed = now_seconds() - tr->t_start;
+    char eta[32];
+    format_duration(eta, sizeof eta, elapsed / (double)(tr->step - tr->start_step) * (double)(tr->steps - tr->step));
+    progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps,
+                  r->loss, r->acc, r->tok_s / 1e3, eta);
+}
+
+// The evaluations and samples due after a step. Returns 1 when validation accuracy reached
+// stop_at_acc (the run is finished).
+static int evaluate_due(Trainer *tr, int last) {
+    const Schedule *sc = &tr->sch;
+    int due_eval = sc->eval_every && (tr->step % sc->eval_every == 0 || last);
+    int due_sparsity = sc->sparsity_every && (tr->step % sc->sparsity_every == 0 || last);
+    double val_acc = evaluate_step(tr, due_eval, due_sparsity);
+    int reached = sc->stop_at_acc > 0 && val_acc >= sc->stop_at_acc;
+    if (reached) {
+        printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, sc->stop_at_acc, tr->step);
+        tr->finished = "stop_at_acc";
+        // the run ends here: its final attention sparsity belongs in the log
+        if (!due_sparsity && sc->sparsity_every) evaluate_step(tr, 0, 1);
+    }
+    maybe_sample(tr, last || reached);
+    return reached;
+}
+
+// Whether the run stops after this step without being finished: stop_at_step, or a signal.
+static int stop_requested(Trainer *tr, int last) {
+    int stop = 0;
+    if (tr->sch.stop_at_step && tr->step >= tr->sch.stop_at_step && !last) {
+        printf("stop_at_step %ld reached (run again to continue)\n", tr->sch.stop_at_step);
+        stop = 1;
+    }
+    if (!g_interrupted && parent_gone()) {
+        progress_break();
+        printf("the ./sweep that started this run has ended\n");
+        g_interrupted = SIGTERM;
+    }
+    if (g_interrupted) {
+        progress_break();
+        printf("interrupted: saving step %ld and stopping (run again to continue)\n", tr->step);
+        stop = 1;
+    }
+    return stop;
+}
+
+// A complete run ends its log with a done record (./sweep skips such runs).
+static void finish_run(Trainer *tr) {
+    progress_break();
+    if (!tr->finished && tr->step == tr->steps) tr->finished = "steps";
+    if (tr->finished && tr->step > tr->start_step) {
+        fprintf(tr->metrics, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, tr->finished);
+        flush_log(tr, tr->metrics, "metrics.jsonl");
+    }
+    char took[32];
+    format_duration(took, sizeof took, now_seconds() - tr->t_start);
+    printf("done: %ld steps in %s\n", tr->step - tr->start_step, took);
+}
+
+// The driver: step 0's evaluation and checkpoint, then steps until the last, a stop or a signal.
+static void train_loop(Trainer *tr) {
+    tr->t_start = now_seconds();
+    tr->start_step = tr->step;
     if (tr->step == 0) {
-        evaluate_step(tr, eval_every > 0, sparsity_every > 0);
+        evaluate_step(tr, tr->sch.eval_every > 0, tr->sch.sparsity_every > 0);
         maybe_sample(tr, 0);
         save_checkpoint(tr);
     }
     while (tr->step < tr->steps) {
-        double t0 = now_seconds();
-        double lr = lr_at(sched, tr->step, tr->steps, warmup, lr_max, min_lr);
-        loader_next(&tr->loader, tr->inputs, tr->targets);
-        model_zero_grad(m);
-        HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, tr->T, 1);
-        model_backward(m);
-        double norm = grad_global_norm(m->grads, m->n_params);
-        double loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
-        if (!isfinite(loss) || !isfinite(norm)) {
-            const char *where = first_non_finite(m, loss);
-            progress_break();
-            if (!strcmp(cfg_str(c, "nan_policy"), "stop")) {
-                fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"stop\"}\n", tr->step + 1, where);
-                fclose(tr->metrics);
-                char *latest = run_dir_latest(tr->out_dir);
-                die("step %ld: non-finite value, first in %s (loss %g, gradient norm %g); stopped without saving "
-                    "(nan_policy = stop); the last good checkpoint is %s",
-                    tr->step + 1, where, loss, norm, latest ? latest : "none");
-            }
-            tr->skipped++;
-            tr->step++;
-            fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"skip\",\"skipped\":%ld}\n",
-                    tr->step, where, tr->skipped);
-            flush_log(tr, tr->metrics, "metrics.jsonl");
-            printf("step %ld: non-finite value, first in %s: update skipped (%ld so far)\n", tr->step, where, tr->skipped);
-            continue;
-        }
-        if (clip > 0) grad_clip(m->grads, m->n_params, norm, clip);
-        optim_step(&tr->opt, m, lr);
-        tr->step++;
-        double dt = now_seconds() - t0;
-        double acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
-        double tok_s = (double)tr->B * tr->T / dt;
+        StepResult r;
+        if (!train_step(tr, &r)) continue;
         int last = tr->step == tr->steps;
-        if (log_every && (tr->step % log_every == 0 || last)) {
-            fprintf(tr->metrics,
-                    "{\"type\":\"train\",\"step\":%ld,\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,"
-                    "\"grad_norm\":%.9g,\"tok_per_s\":%.0f,\"ms_per_step\":%.3f}\n",
-                    tr->step, loss, acc, lr, norm, tok_s, dt * 1e3);
-            flush_log(tr, tr->metrics, "metrics.jsonl");
-            if (!progress_enabled()) {
-                printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
-                       tr->step, tr->steps, loss, acc, lr, norm, tok_s);
-                fflush(stdout);
-            }
-        }
-        double elapsed = now_seconds() - t_start;
-        char eta[32];
-        format_duration(eta, sizeof eta, elapsed / (double)(tr->step - start_step) * (double)(tr->steps - tr->step));
-        progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps,
-                      loss, acc, tok_s / 1e3, eta);
-        int stop = 0;
-        int due_eval = eval_every && (tr->step % eval_every == 0 || last);
-        int due_sparsity = sparsity_every && (tr->step % sparsity_every == 0 || last);
-        double val_acc = evaluate_step(tr, due_eval, due_sparsity);
-        if (stop_at_acc > 0 && val_acc >= stop_at_acc) {
-            printf("validation accuracy %.4f >= stop_at_acc %g: stopping at step %ld\n", val_acc, stop_at_acc, tr->step);
-            stop = 1;
-            finished = "stop_at_acc";
-            // the run ends here: its final attention sparsity belongs in the log
-            if (!due_sparsity && sparsity_every) evaluate_step(tr, 0, 1);
-        }
-        maybe_sample(tr, last || finished);
-        if (stop_at_step && tr->step >= stop_at_step && !last) {
-            printf("stop_at_step %ld reached (run again to continue)\n", stop_at_step);
-            stop = 1;
-        }
-        if (g_interrupted) {
-            progress_break();
-            printf("interrupted: saving step %ld and stopping (run again to continue)\n", tr->step);
-            stop = 1;
-        }
-        if ((save_every && tr->step % save_every == 0) || last || stop) save_checkpoint(tr);
+        log_step(tr, &r, last);
+        int reached = evaluate_due(tr, last);
+        int stop = stop_requested(tr, last) || reached;
+        if ((tr->sch.save_every && tr->step % tr->sch.save_every == 0) || last || stop) save_checkpoint(tr);
         if (stop) break;
     }
-    progress_break();
-    // A complete run ends its log with a done record (./sweep skips such runs).
-    if (!finished && tr->step == tr->steps) finished = "steps";
-    if (finished && tr->step > start_step) {
-        fprintf(tr->metrics, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, finished);
-        flush_log(tr, tr->metrics, "metrics.jsonl");
-    }
-    char took[32];
-    format_duration(took, sizeof took, now_seconds() - t_start);
-    printf("done: %ld steps in %s\n", tr->step - start_step, took);
+    finish_run(tr);
 }
 
 static void write_config(Trainer *tr) {
@@ -387,6 +509,154 @@ static void trainer_free(Trainer *tr) {
     config_free(&tr->cfg);
 }
 
+// --- setting up -------------------------------------------------------------------------------
+
+// Where a key was set, for messages: "file:line", "command line" or "default".
+static const char *key_origin(const Config *c, const char *key) {
+    const char *o = c->origin[config_index(c, key)];
+    return o ? o : "default";
+}
+
+// Values valid one by one but not together: refused (exit 2); keys that do nothing as set: a note.
+static void check_key_combinations(const Config *c) {
+    if (cfg_float(c, "min_lr") > cfg_float(c, "lr"))
+        die_input("%s: min_lr: %s is above lr = %s (expected min_lr <= lr: the schedule decays to it)",
+                  key_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));
+    if (cfg_float(c, "stop_at_acc") > 1)
+        die_input("%s: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '%s'", key_origin(c, "stop_at_acc"),
+                  cfg_str(c, "stop_at_acc"));
+    if (cfg_bool(c, "overwrite") && strcmp(cfg_str(c, "resume"), "never"))
+        fprintf(stderr, "note: %s: overwrite = true does nothing unless resume = never (resume is '%s')\n",
+                key_origin(c, "overwrite"), cfg_str(c, "resume"));
+    if (!strcmp(cfg_str(c, "task"), "shards") && !*cfg_str(c, "val_data") && cfg_int(c, "eval_every") > 0)
+        fprintf(stderr, "note: eval_every = %ld but val_data is empty: no validation (set val_data to a glob of shards)\n",
+                cfg_int(c, "eval_every"));
+}
+
+// The config (file, then key=value arguments), threads, and out_dir.
+static void setup_config(Trainer *tr, int argc, char **argv) {
+    Config *c = &tr->cfg;
+    config_init_all(c);
+    config_load_file(c, argv[1]);
+    config_apply_args(c, argc - 2, argv + 2);
+    // An llm.c GPT-2 file as init_from sets the model's shape from its header.
+    if (*cfg_str(c, "init_from") && llmc_is_model_file(cfg_str(c, "init_from")))
+        llmc_shape_config(c, cfg_str(c, "init_from"));
+    if (cfg_int(c, "threads") > 0) omp_set_num_threads((int)cfg_int(c, "threads"));
+    fpu_flush_denormals();
+    resolve_out_dir(tr, argv[1]);
+    tr->B = (int)cfg_int(c, "batch_size");
+    tr->T = (int)cfg_int(c, "seq_len");
+    read_schedule(tr);
+    check_key_combinations(c);
+    const char *parent = getenv("ATTNSCOPE_PARENT_PID");
+    if (parent) g_parent_pid = (pid_t)atol(parent);
+}
+
+// The run folder this process created, removed at exit if the run never started in it (a bad
+// config or data found after it was made must not leave an empty folder behind), with the
+// parents it created for it (checkpoints/ of checkpoints/NAME).
+static char g_created_dir[1024];
+static size_t g_existing_len;  // length of its longest prefix that existed before
+
+static void remove_unused_run_folder(void) {
+    if (!g_created_dir[0] || run_dir_has_run(g_created_dir)) return;
+    char lock[1100];
+    snprintf(lock, sizeof lock, "%s/%s", g_created_dir, RUN_DIR_LOCK);
+    unlink(lock);
+    // rmdir fails, harmlessly, on a folder something else was put in
+    for (char *slash; strlen(g_created_dir) > g_existing_len && rmdir(g_created_dir) == 0;) {
+        if (!(slash = strrchr(g_created_dir, '/'))) break;
+        *slash = 0;
+    }
+}
+
+// Remembers out_dir's longest existing prefix before it is created.
+static void note_created_run_folder(const char *dir) {
+    snprintf(g_created_dir, sizeof g_created_dir, "%s", dir);
+    char prefix[1024];
+    g_existing_len = 0;
+    for (size_t i = 1; dir[i] && i < sizeof prefix; i++) {
+        if (dir[i] != '/') continue;
+        memcpy(prefix, dir, i);
+        prefix[i] = 0;
+        if (!path_exists(prefix)) break;
+        g_existing_len = i;
+    }
+    atexit(remove_unused_run_folder);
+}
+
+// A run folder that cannot be written is refused before any work; one that another process is
+// writing (its ./train holds the lock) too, naming that process.
+static void setup_run_folder(Trainer *tr) {
+    int existed = path_exists(tr->out_dir);
+    if (existed && !is_directory(tr->out_dir)) die_input("out_dir: '%s' is a file, expected a folder", tr->out_dir);
+    if (!existed) note_created_run_folder(tr->out_dir);
+    if (mkdir_p(tr->out_dir) != 0) die_input("out_dir: cannot create '%s' (%s)", tr->out_dir, strerror(errno));
+    if (access(tr->out_dir, W_OK | X_OK) != 0)
+        die_input("out_dir: cannot write in '%s' (%s)", tr->out_dir, strerror(errno));
+    long holder;
+    int rc = run_dir_lock(tr->out_dir, &holder);
+    if (rc == -2) die_input("out_dir: cannot create %s/%s (%s)", tr->out_dir, RUN_DIR_LOCK, strerror(errno));
+    if (rc == -1 && holder > 0)
+        die_input("out_dir: '%s' is in use by process %ld (another ./train writing this run); wait for it to end "
+                  "or choose another out_dir", tr->out_dir, holder);
+    if (rc == -1) die_input("out_dir: '%s' is in use by another process; wait for it to end or choose another out_dir",
+                            tr->out_dir);
+}
+
+
+// The task's data, the tokenizer samples decode with, and the run length.
+static void setup_data(Trainer *tr) {
+    Config *c = &tr->cfg;
+    task_open(&tr->task, c, 1);
+    if (tr->sch.sample_every > 0) sample_check_tokenizer(c, tr->task.train.tok_vocab, tr->task.train.tok_id);
+    long steps = cfg_int(c, "steps");
+    if (steps == 0) {
+        double epochs = cfg_float(c, "epochs");
+        steps = (long)((epochs * (double)tr->task.train.n + tr->B - 1) / tr->B);
+        if (steps <= 0) die_input("steps: set steps > 0 or epochs > 0");
+    }
+    tr->steps = steps;
+}
+
+// Model (initial weights from seed), optimizer, loader and the batch buffers.
+static void setup_model(Trainer *tr) {
+    Config *c = &tr->cfg;
+    tr->model = build_model(tr);
+    model_init_weights(tr->model, (uint64_t)cfg_int(c, "seed"));
+    optim_init(&tr->opt, !strcmp(cfg_str(c, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, tr->model->n_params,
+               cfg_float(c, "beta1"), cfg_float(c, "beta2"), cfg_float(c, "eps"), cfg_float(c, "weight_decay"));
+    loader_init(&tr->loader, &tr->task.train, tr->B, cfg_bool(c, "shuffle"), (uint64_t)cfg_int(c, "seed"));
+    tr->inputs = mallocCheck(sizeof(int32_t) * tr->B * tr->T);
+    tr->targets = mallocCheck(sizeof(int32_t) * tr->B * tr->T);
+}
+
+// config.conf, and metrics.jsonl / sparsity.jsonl opened to continue (resume) or start over.
+static void open_logs(Trainer *tr) {
+    write_config(tr);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    tr->metrics = fopen(path, tr->step > 0 ? "a" : "w");
+    if (!tr->metrics) die_input("out_dir: cannot write '%s'", path);
+    if (tr->sch.sparsity_every > 0 && sparsity_supported(tr->model)) {
+        snprintf(path, sizeof path, "%s/sparsity.jsonl", tr->out_dir);
+        tr->sparsity = fopen(path, tr->step > 0 ? "a" : "w");
+        if (!tr->sparsity) die_input("out_dir: cannot write '%s'", path);
+    }
+}
+
+static void print_banner(const Trainer *tr, const char *config_path) {
+    const Config *c = &tr->cfg;
+    printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
+           config_path, cfg_str(c, "mixer"), tr->model->s.L, tr->model->s.C, tr->model->s.H,
+           tr->model->n_params, model_activation_bytes(tr->model) / 1048576.0, omp_get_max_threads());
+    printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
+           cfg_str(c, "task"), tr->task.train.n, tr->task.has_val ? tr->task.val.n : 0L, tr->T,
+           tr->task.vocab_size, tr->steps, tr->B, tr->out_dir);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage();
@@ -394,81 +664,29 @@ int main(int argc, char **argv) {
     }
     Trainer tr;
     memset(&tr, 0, sizeof tr);
-    config_init_all(&tr.cfg);
-    config_load_file(&tr.cfg, argv[1]);
-    config_apply_args(&tr.cfg, argc - 2, argv + 2);
-    // An llm.c GPT-2 file as init_from sets the model's shape from its header.
-    if (*cfg_str(&tr.cfg, "init_from") && llmc_is_model_file(cfg_str(&tr.cfg, "init_from")))
-        llmc_shape_config(&tr.cfg, cfg_str(&tr.cfg, "init_from"));
-    Config *c = &tr.cfg;
-    if (cfg_int(c, "threads") > 0) omp_set_num_threads((int)cfg_int(c, "threads"));
-    fpu_flush_denormals();
-    resolve_out_dir(&tr, argv[1]);
-    tr.B = (int)cfg_int(c, "batch_size");
-    tr.T = (int)cfg_int(c, "seq_len");
-
-    const char *export_dir = cfg_str(c, "export_data");
-    // A run folder that cannot be written is refused before any work.
-    if (!*export_dir && path_exists(tr.out_dir) && !is_directory(tr.out_dir))
-        die_input("out_dir: '%s' is a file, expected a folder", tr.out_dir);
-    if (!*export_dir && mkdir_p(tr.out_dir) != 0)
-        die_input("out_dir: cannot create '%s' (%s)", tr.out_dir, strerror(errno));
-    if (!*export_dir && access(tr.out_dir, W_OK | X_OK) != 0)
-        die_input("out_dir: cannot write in '%s' (%s)", tr.out_dir, strerror(errno));
-    char *resume = *export_dir ? NULL : choose_resume(&tr);
-    task_open(&tr.task, c, 1);
+    setup_config(&tr, argc, argv);
+    const char *export_dir = cfg_str(&tr.cfg, "export_data");
     if (*export_dir) {
+        task_open(&tr.task, &tr.cfg, 1);
         export_data(&tr, export_dir);
         task_close(&tr.task);
-        config_free(c);
+        config_free(&tr.cfg);
         return 0;
     }
-    if (cfg_int(c, "sample_every") > 0) sample_check_tokenizer(c);
-    long steps = cfg_int(c, "steps");
-    if (steps == 0) {
-        double epochs = cfg_float(c, "epochs");
-        steps = (long)((epochs * (double)tr.task.train.n + tr.B - 1) / tr.B);
-        if (steps <= 0) die_input("steps: set steps > 0 or epochs > 0");
-    }
-    tr.steps = steps;
-
-    tr.model = build_model(&tr);
-    model_init_weights(tr.model, (uint64_t)cfg_int(c, "seed"));
-    optim_init(&tr.opt, !strcmp(cfg_str(c, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, tr.model->n_params,
-               cfg_float(c, "beta1"), cfg_float(c, "beta2"), cfg_float(c, "eps"), cfg_float(c, "weight_decay"));
-    loader_init(&tr.loader, &tr.task.train, tr.B, cfg_bool(c, "shuffle"), (uint64_t)cfg_int(c, "seed"));
-    tr.inputs = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
-    tr.targets = mallocCheck(sizeof(int32_t) * tr.B * tr.T);
+    setup_run_folder(&tr);
+    char *resume = choose_resume(&tr);
+    setup_data(&tr);
+    setup_model(&tr);
     if (resume) resume_from(&tr, resume);
-    else if (*cfg_str(c, "init_from")) init_from(&tr, cfg_str(c, "init_from"));
-    long done_at = resume ? completed_at_acc(&tr, tr.step) : -1;
-    if (done_at >= 0)
-        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
-               "(resume = %s trains it on)\n", tr.out_dir, done_at, resume);
+    else if (*cfg_str(&tr.cfg, "init_from")) init_from(&tr, cfg_str(&tr.cfg, "init_from"));
+    int complete = resume && run_complete(&tr, resume);
     free(resume);
-    if (done_at >= 0) {
+    if (complete) {
         trainer_free(&tr);
         return 0;
     }
-
-    write_config(&tr);
-    char path[1200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", tr.out_dir);
-    tr.metrics = fopen(path, tr.step > 0 ? "a" : "w");
-    if (!tr.metrics) die_input("out_dir: cannot write '%s'", path);
-    if (cfg_int(c, "sparsity_every") > 0 && sparsity_supported(tr.model)) {
-        snprintf(path, sizeof path, "%s/sparsity.jsonl", tr.out_dir);
-        tr.sparsity = fopen(path, tr.step > 0 ? "a" : "w");
-        if (!tr.sparsity) die_input("out_dir: cannot write '%s'", path);
-    }
-
-    printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
-           argv[1], cfg_str(c, "mixer"), tr.model->s.L, tr.model->s.C, tr.model->s.H,
-           tr.model->n_params, model_activation_bytes(tr.model) / 1048576.0, omp_get_max_threads());
-    printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
-           cfg_str(c, "task"), tr.task.train.n, tr.task.has_val ? tr.task.val.n : 0L, tr.T,
-           tr.task.vocab_size, tr.steps, tr.B, tr.out_dir);
-    fflush(stdout);
+    open_logs(&tr);
+    print_banner(&tr, argv[1]);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     train_loop(&tr);

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "core/io.h"
 
@@ -35,8 +38,19 @@ static pid_t start(const RunnerJob *job, const sigset_t *old_mask) {
     }
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        // The job ends soon after the sweep, however the sweep ends (kill -9 included): Linux
+        // sends it SIGTERM (./train saves and stops); elsewhere ./train checks getppid() against
+        // ATTNSCOPE_PARENT_PID between steps.
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+        if (getppid() != parent) _exit(128 + SIGTERM);  // the sweep died before prctl
+        char ppid[32];
+        snprintf(ppid, sizeof ppid, "%ld", (long)parent);
+        setenv("ATTNSCOPE_PARENT_PID", ppid, 1);
         setpgid(0, 0);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);

@@ -389,7 +389,8 @@ int sweep_parse(const char *text, size_t len, const char *file_name, SweepFile *
     err[0] = 0;
     int rc = 0, line = 0;
     char *buf = NULL;
-    for (size_t pos = 0; pos < len && rc == 0;) {
+    size_t start = len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;  // a UTF-8 byte order mark
+    for (size_t pos = start; pos < len && rc == 0;) {
         line++;
         size_t end = pos;
         while (end < len && text[end] != '\n') end++;
@@ -585,22 +586,26 @@ void sweep_free_argv(char **argv) {
     free(argv);
 }
 
+void sweep_print_arg(const char *a, FILE *f) {
+    int plain = *a != 0;
+    for (const char *c = a; *c && plain; c++)
+        plain = is_name_char(*c) || strchr("/:=,@%", *c) != NULL;
+    if (plain) {
+        fputs(a, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *c = a; *c; c++) {
+        if (*c == '\'') fputs("'\\''", f);
+        else fputc(*c, f);
+    }
+    fputc('\'', f);
+}
+
 void sweep_print_command(char **argv, FILE *f) {
     for (int i = 0; argv[i]; i++) {
-        const char *a = argv[i];
-        int plain = *a != 0;
-        for (const char *c = a; *c && plain; c++)
-            plain = is_name_char(*c) || strchr("/:=,@%", *c) != NULL;
         if (i) fputc(' ', f);
-        if (plain) fputs(a, f);
-        else {
-            fputc('\'', f);
-            for (const char *c = a; *c; c++) {
-                if (*c == '\'') fputs("'\\''", f);
-                else fputc(*c, f);
-            }
-            fputc('\'', f);
-        }
+        sweep_print_arg(argv[i], f);
     }
     fputc('\n', f);
 }

@@ -96,3 +96,5 @@ char **sweep_point_argv(const SweepFile *sw, int point, const char *train, int t
 void sweep_free_argv(char **argv);
 // Writes argv as one shell command line (arguments quoted where the shell needs it).
 void sweep_print_command(char **argv, FILE *f);
+// Writes one argument, in single quotes when the shell needs them.
+void sweep_print_arg(const char *arg, FILE *f);

@@ -1,7 +1,12 @@
-// ./sweep FILE [--jobs N] [--threads N] [--out DIR] [--print [--unfinished] | --collect]:
+// ./sweep FILE [--jobs N] [--threads N] [--out DIR] [--print [--unfinished] | --collect | --slurm]:
 // every point of a sweep file as its own ./train run, `jobs` at a time, then a summary
-// (docs/sweeps.md). Exit status: 0 when every point succeeded, 1 when one failed, 2 for bad input,
-// 128 + signal when interrupted.
+// (docs/sweeps.md); or the points' commands for another engine (--print: GNU parallel, xargs; --slurm:
+// an sbatch job array, docs/sweeps-engines.md) and the summary of what they left (--collect).
+// Exit status: 0 when every point succeeded, 1 when one failed, 2 for bad input, 128 + signal
+// when interrupted.
+//
+// main's steps: parse_args, plan_sweep (every point's config, folder and command, checked before
+// anything runs), then print_commands, write_slurm, or run_points and collect_summary.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +20,7 @@
 #include "core/keys.h"
 #include "core/progress.h"
 #include "ablation/runner.h"
+#include "ablation/slurm.h"
 #include "ablation/summary.h"
 #include "ablation/sweep_file.h"
 
@@ -23,9 +29,12 @@ static void usage(FILE *f) {
                "       ./sweep FILE --print [--unfinished] [--jobs N] [--threads N] [--out DIR]\n"
                "                                             one ./train command per point, one a line\n"
                "       ./sweep FILE --collect [--out DIR]    the summary from the points' run folders\n"
+               "       ./sweep FILE --slurm [--threads N] [--jobs N] [--out DIR]\n"
+               "                                             <out>/slurm.sbatch: a Slurm job array, a task per unfinished point\n"
                "  --jobs N      points run at once (default: the file's `jobs`, else 1)\n"
+               "                (with --slurm: at most N tasks at once; default: no limit)\n"
                "  --threads N   threads shared by the running points: each gets threads=floor(N/jobs)\n"
-               "                (default: the number of CPUs)\n"
+               "                (default: the number of CPUs; with --slurm: each task's CPUs, default 1)\n"
                "  --out DIR     the sweep's folder (default: the file's `out`, else checkpoints/<sweep name>)\n"
                "  --unfinished  with --print: only the points whose run is not finished\n");
 }
@@ -137,154 +146,346 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
     fflush(stdout);
 }
 
+// Values that differ only in spelling (1e-3 and 0.001, 16 and 016) name two points but make one
+// run: the points' configs are compared as parsed values (config_set's canonical text), every key
+// but out_dir. Sorted, so a large grid stays cheap. Exits 2 naming the sweep line.
+static const Config *g_cmp_configs;
+static int cmp_point_configs(const void *x, const void *y) {
+    const Config *a = &g_cmp_configs[*(const int *)x], *b = &g_cmp_configs[*(const int *)y];
+    for (int k = 0; k < a->n_keys; k++) {
+        if (!strcmp(a->keys[k]->name, "out_dir")) continue;
+        int c = strcmp(a->value[k], b->value[k]);
+        if (c) return c;
+    }
+    return 0;
+}
+
+static void check_distinct_points(const SweepFile *sw, const Config *configs) {
+    int *order = mallocCheck(sizeof(int) * (size_t)(sw->n_points + 1));
+    for (int i = 0; i < sw->n_points; i++) order[i] = i;
+    g_cmp_configs = configs;
+    qsort(order, (size_t)sw->n_points, sizeof(int), cmp_point_configs);
+    for (int k = 1; k < sw->n_points; k++) {
+        if (cmp_point_configs(&order[k - 1], &order[k])) continue;
+        int a = order[k - 1] < order[k] ? order[k - 1] : order[k], b = order[k - 1] ^ order[k] ^ a;
+        for (int e = 0; e < sw->n_entries; e++) {
+            const char *va = sweep_value(sw, a, e), *vb = sweep_value(sw, b, e);
+            if (!strcmp(va, vb)) continue;
+            die_input("%s:%d: %s: '%s' and '%s' are the same value: points '%s' and '%s' would be one run", sw->file,
+                      sw->entries[e].line, sw->entries[e].key, va, vb, sw->point_names[a], sw->point_names[b]);
+        }
+    }
+    free(order);
+}
+
 static int is_failure(int status) { return status != 0 && status != -2 && status != 128 + 2 && status != 128 + 15; }
 
-int main(int argc, char **argv) {
-    const char *file = NULL, *out = NULL;
-    int print = 0, collect = 0, unfinished = 0;
-    long jobs = 0, threads = 0;
+// --- the command line -------------------------------------------------------------------------
+
+typedef enum { MODE_RUN, MODE_PRINT, MODE_COLLECT, MODE_SLURM } Mode;
+
+typedef struct {
+    const char *file;
+    const char *out;      // --out; NULL when not given
+    Mode mode;
+    int unfinished;
+    long jobs, threads;   // 0 when not given
+    int argc;
+    char **argv;
+} Args;
+
+static Args parse_args(int argc, char **argv) {
+    Args a = {.argc = argc, .argv = argv};
+    int modes = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--print")) print = 1;
-        else if (!strcmp(a, "--collect")) collect = 1;
-        else if (!strcmp(a, "--unfinished")) unfinished = 1;
-        else if (!strcmp(a, "--jobs")) jobs = parse_count(a, ++i < argc ? argv[i] : NULL);
-        else if (!strcmp(a, "--threads")) threads = parse_count(a, ++i < argc ? argv[i] : NULL);
-        else if (!strcmp(a, "--out")) {
-            out = ++i < argc ? argv[i] : NULL;
-            if (!out || !*out) die_input("--out: expected a folder");
-        } else if (a[0] == '-' && a[1]) {
-            die_input("sweep: unknown option '%s' (see ./sweep --help)", a);
-        } else if (file) {
-            die_input("sweep: one sweep file expected, got '%s' and '%s'", file, a);
-        } else file = a;
+            exit(0);
+        } else if (!strcmp(s, "--print")) a.mode = MODE_PRINT, modes++;
+        else if (!strcmp(s, "--collect")) a.mode = MODE_COLLECT, modes++;
+        else if (!strcmp(s, "--slurm")) a.mode = MODE_SLURM, modes++;
+        else if (!strcmp(s, "--unfinished")) a.unfinished = 1;
+        else if (!strcmp(s, "--jobs")) a.jobs = parse_count(s, ++i < argc ? argv[i] : NULL);
+        else if (!strcmp(s, "--threads")) a.threads = parse_count(s, ++i < argc ? argv[i] : NULL);
+        else if (!strcmp(s, "--out")) {
+            a.out = ++i < argc ? argv[i] : NULL;
+            if (!a.out || !*a.out) die_input("--out: expected a folder");
+        } else if (s[0] == '-' && s[1]) {
+            die_input("sweep: unknown option '%s' (see ./sweep --help)", s);
+        } else if (a.file) {
+            die_input("sweep: one sweep file expected, got '%s' and '%s'", a.file, s);
+        } else a.file = s;
     }
-    if (!file) {
+    if (!a.file) {
         usage(stderr);
-        return 2;
+        exit(2);
     }
-    if (print && collect) die_input("sweep: --print and --collect exclude each other");
-    if (unfinished && !print) die_input("sweep: --unfinished goes with --print");
+    if (modes > 1) die_input("sweep: --print, --collect and --slurm exclude each other");
+    if (a.unfinished && a.mode != MODE_PRINT) die_input("sweep: --unfinished goes with --print");
+    return a;
+}
 
+// --- the plan: every point's config, folder and command, checked before anything runs -----------
+
+typedef struct {
     SweepFile sw;
-    char err[1024];
-    if (sweep_load(file, &sw, err, sizeof err) != 0) die_input("%s", err);
-    if (jobs) sw.jobs = (int)jobs;
-    if (out) {
-        free(sw.out);
-        sw.out = strdupCheck(out);
-    }
-    check_setting_keys(&sw);
-    // every point's config is checked before anything runs (exit 2 naming file:line)
-    Config *configs = callocCheck((size_t)sw.n_points, sizeof(Config));
-    for (int i = 0; i < sw.n_points; i++) sweep_point_config(&sw, i, &configs[i]);
-    if (!threads) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus > 0 ? cpus : 1;
-    }
-    int per_point = (int)(threads / sw.jobs);
-    if (per_point < 1) per_point = 1;
-    char *train = train_path(argv[0]);
-    char **dirs = mallocCheck(sizeof(char *) * (size_t)sw.n_points);
-    for (int i = 0; i < sw.n_points; i++) dirs[i] = sweep_point_dir(&sw, i);
+    Config *configs;  // [n_points] effective configs
+    char **dirs;      // [n_points] run folders
+    char *train;      // the ./train the commands run
+    int threads;      // threads= of each command (a threads key in the sweep file wins)
+} Plan;
 
-    int rc = 0;
-    if (print) {
-        for (int i = 0; i < sw.n_points; i++) {
-            if (unfinished && run_finished(dirs[i])) continue;
-            char **a = sweep_point_argv(&sw, i, train, per_point);
-            sweep_print_command(a, stdout);
-            sweep_free_argv(a);
-        }
+static void plan_sweep(const Args *a, Plan *p) {
+    char err[1024];
+    if (sweep_load(a->file, &p->sw, err, sizeof err) != 0) die_input("%s", err);
+    SweepFile *sw = &p->sw;
+    if (a->jobs) sw->jobs = (int)a->jobs;
+    if (a->out) {
+        free(sw->out);
+        sw->out = strdupCheck(a->out);
+    }
+    check_setting_keys(sw);
+    // every point's config is checked before anything runs (exit 2 naming file:line)
+    p->configs = callocCheck((size_t)sw->n_points, sizeof(Config));
+    for (int i = 0; i < sw->n_points; i++) sweep_point_config(sw, i, &p->configs[i]);
+    check_distinct_points(sw, p->configs);
+    if (a->mode == MODE_SLURM) {
+        p->threads = a->threads ? (int)a->threads : 1;  // each task's own CPUs
     } else {
-        RunState st = {&sw, NULL, dirs, NULL, NULL, 0, 0, 1};
-        st.status = mallocCheck(sizeof(int) * (size_t)sw.n_points);
-        for (int i = 0; i < sw.n_points; i++) st.status[i] = -2;
-        int sig = 0, failed = 0;
-        if (!collect) {
-            for (int n = sw.n_points; n >= 10; n /= 10) st.width++;
-            if (access(train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", train, strerror(errno));
-            st.logs = mallocCheck(sizeof(char *) * (size_t)sw.n_points);
-            st.point_of = mallocCheck(sizeof(int) * (size_t)sw.n_points);
-            RunnerJob *rj = callocCheck((size_t)sw.n_points, sizeof(RunnerJob));
-            int skipped = 0;
-            printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw.name, sw.n_points, sw.jobs,
-                   sweep_entry_index(&sw, "threads") >= 0 ? (int)cfg_int(&configs[0], "threads") : per_point, sw.out);
-            for (int i = 0; i < sw.n_points; i++) {
-                st.logs[i] = mallocCheck(strlen(dirs[i]) + 12);
-                sprintf(st.logs[i], "%s/train.log", dirs[i]);
-                if (run_finished(dirs[i])) {
-                    printf("[%*d/%d] %s: finished before, skipped\n", st.width, i + 1, sw.n_points, sw.point_names[i]);
-                    skipped++;
-                    continue;
-                }
-                if (mkdir_p(dirs[i]) != 0) die_input("sweep: cannot create '%s' (%s)", dirs[i], strerror(errno));
-                RunnerJob *j = &rj[st.n_jobs];
-                j->argv = sweep_point_argv(&sw, i, train, per_point);
-                j->log = st.logs[i];
-                // the log starts each attempt with the time and the command
-                char *cmd = NULL;
-                size_t cmd_len = 0;
-                FILE *m = open_memstream(&cmd, &cmd_len);
-                time_t now = time(NULL);
-                char when[64];
-                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
-                fprintf(m, "== sweep %s, point %d/%d, %s:\n", sw.name, i + 1, sw.n_points, when);
-                sweep_print_command(j->argv, m);
-                fclose(m);
-                j->header = cmd;
-                st.point_of[st.n_jobs++] = i;
-            }
-            fflush(stdout);
-            RunnerHooks hooks = {on_started, on_finished, &st};
-            sig = runner_run(rj, st.n_jobs, sw.jobs, &hooks);
-            for (int j = 0; j < st.n_jobs; j++) {
-                sweep_free_argv(rj[j].argv);
-                free((char *)rj[j].header);
-            }
-            free(rj);
-            for (int i = 0; i < sw.n_points; i++) failed += is_failure(st.status[i]);
-            printf("sweep %s: %d run, %d skipped (finished before), %d failed%s\n", sw.name, st.done, skipped, failed,
-                   sig ? ", interrupted" : "");
+        long threads = a->threads;
+        if (!threads) {
+            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+            threads = cpus > 0 ? cpus : 1;
         }
-        RunSummary *runs = callocCheck((size_t)sw.n_points, sizeof(RunSummary));
-        for (int i = 0; i < sw.n_points; i++) {
-            run_summary_read(dirs[i], &runs[i]);
-            if (is_failure(st.status[i])) runs[i].status = RUN_FAILED, runs[i].exit_code = st.status[i];
+        p->threads = (int)(threads / sw->jobs);
+        if (p->threads < 1) p->threads = 1;
+    }
+    p->train = train_path(a->argv[0]);
+    p->dirs = mallocCheck(sizeof(char *) * (size_t)sw->n_points);
+    for (int i = 0; i < sw->n_points; i++) p->dirs[i] = sweep_point_dir(sw, i);
+}
+
+static void plan_free(Plan *p) {
+    for (int i = 0; i < p->sw.n_points; i++) {
+        free(p->dirs[i]);
+        config_free(&p->configs[i]);
+    }
+    free(p->dirs);
+    free(p->configs);
+    free(p->train);
+    sweep_free(&p->sw);
+}
+
+// The threads a point's run uses.
+static int point_threads(const Plan *p, int point) {
+    if (sweep_entry_index(&p->sw, "threads") < 0) return p->threads;
+    long t = cfg_int(&p->configs[point], "threads");
+    return t > 0 ? (int)t : 1;
+}
+
+// --- --print ------------------------------------------------------------------------------------
+
+static void print_commands(const Plan *p, int unfinished) {
+    for (int i = 0; i < p->sw.n_points; i++) {
+        if (unfinished && run_finished(p->dirs[i])) continue;
+        char **argv = sweep_point_argv(&p->sw, i, p->train, p->threads);
+        sweep_print_command(argv, stdout);
+        sweep_free_argv(argv);
+    }
+}
+
+// --- --slurm ------------------------------------------------------------------------------------
+
+// A command line as one string, each argument quoted where the shell needs it; allocated.
+static char *command_line(char **argv, int argc) {
+    char *s = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&s, &n);
+    for (int i = 0; i < argc; i++) {
+        if (i) fputc(' ', m);
+        sweep_print_arg(argv[i], m);
+    }
+    fclose(m);
+    return s;
+}
+
+// An absolute path for a path relative to the current folder; allocated.
+static char *absolute(const char *path) {
+    if (path[0] == '/') return strdupCheck(path);
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) die("sweep: cannot read the current folder (%s)", strerror(errno));
+    if (!strcmp(path, ".")) return strdupCheck(cwd);
+    char *s = mallocCheck(strlen(cwd) + strlen(path) + 2);
+    sprintf(s, "%s/%s", cwd, path);
+    return s;
+}
+
+// Writes <out>/slurm.sbatch with a task per unfinished point and says how to submit and collect.
+static void write_slurm(const Plan *p, const Args *a) {
+    const SweepFile *sw = &p->sw;
+    int *points = mallocCheck(sizeof(int) * (size_t)sw->n_points);
+    char ***argvs = mallocCheck(sizeof(char **) * (size_t)sw->n_points);
+    int n = 0, cpus = 1;
+    for (int i = 0; i < sw->n_points; i++) {
+        if (run_finished(p->dirs[i])) continue;
+        points[n] = i;
+        argvs[n++] = sweep_point_argv(sw, i, p->train, p->threads);
+        if (point_threads(p, i) > cpus) cpus = point_threads(p, i);
+    }
+    // what the user runs afterwards: this program, the file and --out as they were given
+    char *collect_argv[5] = {a->argv[0], (char *)a->file, "--collect", "--out", (char *)a->out};
+    char *collect = command_line(collect_argv, a->out ? 5 : 3);
+    if (n == 0) {
+        printf("sweep %s: every point is finished; nothing to submit. The summary:\n  %s\n", sw->name, collect);
+    } else {
+        char *workdir = absolute(".");
+        char *out = absolute(sw->out);
+        char *log_dir = mallocCheck(strlen(out) + 8);
+        sprintf(log_dir, "%s/slurm", out);
+        // sbatch takes #SBATCH lines as they are (no quotes) and reads % in --output as a pattern
+        if (strpbrk(workdir, " \t\n%")) die_input("sweep: --slurm: the current folder's path '%s' holds a space or a %%, which #SBATCH lines cannot", workdir);
+        if (strpbrk(out, " \t\n%")) die_input("sweep: --slurm: the sweep's folder '%s' holds a space or a %%, which #SBATCH lines cannot", out);
+        if (mkdir_p(log_dir) != 0) die_input("sweep: cannot create '%s' (%s)", log_dir, strerror(errno));
+        char *written_by = command_line(a->argv, a->argc);
+        int throttle = a->jobs ? (int)a->jobs : 0;  // only a --jobs flag: the file's jobs is for one machine
+        SlurmArray arr = {sw, points, n, argvs, cpus, throttle, workdir, log_dir, collect, written_by};
+        char path[1200], tmp[1210];
+        snprintf(path, sizeof path, "%s/slurm.sbatch", sw->out);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopenCheck(tmp, "w");
+        slurm_write_script(&arr, f);
+        fcloseCheck(f, tmp);
+        if (rename(tmp, path) != 0) die("sweep: cannot rename %s to %s (%s)", tmp, path, strerror(errno));
+        printf("sweep %s: %d points, %d not finished: a Slurm array of %d task%s, %d CPU%s each -> %s\n", sw->name,
+               sw->n_points, n, n, n == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", path);
+        if (throttle) printf("at most %d tasks at once\n", throttle);
+        printf("submit it (again after a failure or a time limit: finished points exit at once):\n  sbatch ");
+        sweep_print_arg(path, stdout);
+        printf("\neach task's own output: %s/slurm/<job>_<task>.out; each point's log: %s/<point>/train.log\n"
+               "when the tasks are done, the summary:\n  %s\n", sw->out, sw->out, collect);
+        free(written_by);
+        free(log_dir);
+        free(out);
+        free(workdir);
+    }
+    for (int k = 0; k < n; k++) sweep_free_argv(argvs[k]);
+    free(argvs);
+    free(points);
+    free(collect);
+}
+
+// --- running the points -------------------------------------------------------------------------
+
+// The log of each attempt starts with the time and the command.
+static char *log_header(const SweepFile *sw, int point, char **argv) {
+    char *s = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&s, &n);
+    time_t now = time(NULL);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
+    fprintf(m, "== sweep %s, point %d/%d, %s:\n", sw->name, point + 1, sw->n_points, when);
+    sweep_print_command(argv, m);
+    fclose(m);
+    return s;
+}
+
+// Runs every unfinished point, sw.jobs at a time, reporting each as it starts and ends; fills
+// st->status. Returns the signal that interrupted the sweep, 0 when none did.
+static int run_points(const Plan *p, RunState *st) {
+    const SweepFile *sw = &p->sw;
+    for (int n = sw->n_points; n >= 10; n /= 10) st->width++;
+    if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
+    st->point_of = mallocCheck(sizeof(int) * (size_t)sw->n_points);
+    RunnerJob *rj = callocCheck((size_t)sw->n_points, sizeof(RunnerJob));
+    int skipped = 0;
+    printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw->name, sw->n_points, sw->jobs,
+           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out);
+    for (int i = 0; i < sw->n_points; i++) {
+        if (run_finished(p->dirs[i])) {
+            printf("[%*d/%d] %s: finished before, skipped\n", st->width, i + 1, sw->n_points, sw->point_names[i]);
+            skipped++;
+            continue;
         }
-        if (sweep_write_summary(&sw, configs, runs, stdout) != 0)
-            die("sweep: cannot write the summary into %s/ (%s)", sw.out, strerror(errno));
-        if (collect) {
-            char path[1200];
-            snprintf(path, sizeof path, "%s/summary.md", sw.out);
-            char *md = read_file_text(path, NULL);
-            if (md) fputs(md, stdout);
-            free(md);
+        if (mkdir_p(p->dirs[i]) != 0) die_input("sweep: cannot create '%s' (%s)", p->dirs[i], strerror(errno));
+        RunnerJob *j = &rj[st->n_jobs];
+        j->argv = sweep_point_argv(sw, i, p->train, p->threads);
+        j->log = st->logs[i];
+        j->header = log_header(sw, i, j->argv);
+        st->point_of[st->n_jobs++] = i;
+    }
+    fflush(stdout);
+    RunnerHooks hooks = {on_started, on_finished, st};
+    int sig = runner_run(rj, st->n_jobs, sw->jobs, &hooks);
+    for (int j = 0; j < st->n_jobs; j++) {
+        sweep_free_argv(rj[j].argv);
+        free((char *)rj[j].header);
+    }
+    free(rj);
+    int failed = 0;
+    for (int i = 0; i < sw->n_points; i++) failed += is_failure(st->status[i]);
+    printf("sweep %s: %d run, %d skipped (finished before), %d failed%s\n", sw->name, st->done, skipped, failed,
+           sig ? ", interrupted" : "");
+    return sig;
+}
+
+// --- the summary --------------------------------------------------------------------------------
+
+// Writes the summary from the run folders (a point that failed in this run says so); prints
+// summary.md too when asked. Returns the number of points that failed in this run.
+static int collect_summary(const Plan *p, const RunState *st, int print_md) {
+    const SweepFile *sw = &p->sw;
+    RunSummary *runs = callocCheck((size_t)sw->n_points, sizeof(RunSummary));
+    int failed = 0;
+    for (int i = 0; i < sw->n_points; i++) {
+        run_summary_read(p->dirs[i], &runs[i]);
+        if (is_failure(st->status[i])) runs[i].status = RUN_FAILED, runs[i].exit_code = st->status[i], failed++;
+    }
+    if (sweep_write_summary(sw, p->configs, runs, stdout) != 0)
+        die("sweep: cannot write the summary into %s/ (%s)", sw->out, strerror(errno));
+    if (print_md) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/summary.md", sw->out);
+        char *md = read_file_text(path, NULL);
+        if (md) fputs(md, stdout);
+        free(md);
+    }
+    if (failed) {
+        printf("failed points:\n");
+        for (int i = 0; i < sw->n_points; i++)
+            if (is_failure(st->status[i])) printf("  %s (exit %d): %s\n", sw->point_names[i], st->status[i], st->logs[i]);
+    }
+    for (int i = 0; i < sw->n_points; i++) run_summary_free(&runs[i]);
+    free(runs);
+    return failed;
+}
+
+int main(int argc, char **argv) {
+    Args a = parse_args(argc, argv);
+    Plan p = {0};
+    plan_sweep(&a, &p);
+    int rc = 0;
+    if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished);
+    else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
+    else {
+        int n = p.sw.n_points;
+        RunState st = {&p.sw, NULL, p.dirs, NULL, NULL, 0, 0, 1};
+        st.status = mallocCheck(sizeof(int) * (size_t)n);
+        st.logs = mallocCheck(sizeof(char *) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            st.status[i] = -2;
+            st.logs[i] = mallocCheck(strlen(p.dirs[i]) + 12);
+            sprintf(st.logs[i], "%s/train.log", p.dirs[i]);
         }
-        if (failed) {
-            printf("failed points:\n");
-            for (int i = 0; i < sw.n_points; i++)
-                if (is_failure(st.status[i])) printf("  %s (exit %d): %s\n", sw.point_names[i], st.status[i], st.logs[i]);
-        }
-        for (int i = 0; i < sw.n_points; i++) run_summary_free(&runs[i]);
-        free(runs);
-        if (st.logs)
-            for (int i = 0; i < sw.n_points; i++) free(st.logs[i]);
+        int sig = a.mode == MODE_RUN ? run_points(&p, &st) : 0;
+        int failed = collect_summary(&p, &st, a.mode == MODE_COLLECT);
+        rc = sig ? 128 + sig : failed ? 1 : 0;
+        for (int i = 0; i < n; i++) free(st.logs[i]);
         free(st.logs);
         free(st.point_of);
         free(st.status);
-        rc = sig ? 128 + sig : failed ? 1 : 0;
     }
-    for (int i = 0; i < sw.n_points; i++) {
-        free(dirs[i]);
-        config_free(&configs[i]);
-    }
-    free(dirs);
-    free(configs);
-    free(train);
-    sweep_free(&sw);
+    plan_free(&p);
     return rc;
 }

@@ -119,20 +119,21 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
     switch (d->type) {
     case KEY_INT: {
         static const char *what[] = {"an integer", "a positive integer", "a non-negative integer",
-                                     "an integer"};
+                                     "an integer", "0 (all cores) or 1 to 1024"};
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
         int bad = *value == 0 || *end != 0 || errno != 0 || v > 2147483647L || v < -2147483647L;
         if (!bad && d->range == RANGE_POS && v <= 0) bad = 1;
         if (!bad && d->range == RANGE_NONNEG && v < 0) bad = 1;
+        if (!bad && d->range == RANGE_THREADS && (v < 0 || v > CONFIG_MAX_THREADS)) bad = 1;
         if (bad) fail("%s: %s: expected %s, got '%s'", o, d->name, what[d->range], value);
         snprintf(buf, sizeof buf, "%ld", v);
         return strdupCheck(buf);
     }
     case KEY_FLOAT: {
         static const char *what[] = {"a number", "a positive number", "a non-negative number",
-                                     "a number in [0, 1)"};
+                                     "a number in [0, 1)", "a number"};
         char *end;
         errno = 0;
         double v = strtod(value, &end);
@@ -160,7 +161,9 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
         fail("%s: %s: expected one of %s, got '%s'", o, d->name, d->choices, value);
     }
     case KEY_STRING:
-        if (strchr(value, '#')) fail("%s: %s: a value may not contain '#'", o, d->name);
+        // config_write quotes a value with '#' (else a comment); a quote inside would end it early
+        if (strchr(value, '#') && strchr(value, '"'))
+            fail("%s: %s: a value may not contain both '#' and '\"'", o, d->name);
         return strdupCheck(value);
     }
     die("unreachable");
@@ -184,10 +187,21 @@ void config_set(Config *c, const char *key, const char *value, const char *origi
 #define CONFIG_MAX_BYTES (16u << 20)
 
 // Parses text line by line. `path` is the file (for includes) or NULL for text that may not include.
+// The comment of a line: the first '#' outside double quotes, or NULL.
+static char *comment_start(char *line) {
+    int quoted = 0;
+    for (char *p = line; *p; p++) {
+        if (*p == '"') quoted = !quoted;
+        else if (*p == '#' && !quoted) return p;
+    }
+    return NULL;
+}
+
 static void parse_text(Config *c, const char *text, const char *name, const char *path) {
     char *copy = strdupCheck(text);
     if (g_trap) g_trap_copy = copy;  // no includes under the trap: one copy at a time
     char *line = copy;
+    if (!strncmp(line, "\xEF\xBB\xBF", 3)) line += 3;  // a UTF-8 byte order mark (Windows editors)
     int lineno = 0;
     while (line) {
         char *next = strchr(line, '\n');
@@ -195,7 +209,7 @@ static void parse_text(Config *c, const char *text, const char *name, const char
         lineno++;
         char origin[1024];
         snprintf(origin, sizeof origin, "%s:%d", name, lineno);
-        char *hash = strchr(line, '#');
+        char *hash = comment_start(line);
         if (hash) *hash = 0;
         char *s = trim(line);
         if (*s) {
@@ -204,12 +218,25 @@ static void parse_text(Config *c, const char *text, const char *name, const char
             *eq = 0;
             char *key = trim(s), *value = trim(eq + 1);
             if (!*key) fail("%s: expected 'key = value', got '= %s'", origin, value);
+            size_t vlen = strlen(value);
+            if (*value == '"') {  // "a # b": the quotes let a value hold '#'; they are not part of it
+                if (vlen < 2 || value[vlen - 1] != '"' || memchr(value + 1, '"', vlen - 2))
+                    fail("%s: %s: a value that starts with '\"' must end with its closing '\"'", origin, key);
+                value[vlen - 1] = 0;
+                value++;
+            }
             if (strcmp(key, "include") == 0) {
                 if (!path) fail("%s: include is not allowed here", origin);
                 if (!*value) fail("%s: include: expected a file name", origin);
                 if (c->include_depth >= 16)
                     fail("%s: include: nested more than 16 deep (an include cycle?)", origin);
                 char *inc = path_relative_to(path, value);
+                if (is_directory(inc)) {
+                    char msg[1200];  // inc is freed before fail() leaves
+                    snprintf(msg, sizeof msg, "%s: include: '%s' is a folder, expected a config file", origin, inc);
+                    free(inc);
+                    fail("%s", msg);
+                }
                 size_t len;
                 char *body = read_file_text_max(inc, CONFIG_MAX_BYTES, &len);
                 if (!body && errno == EFBIG) fail("%s: include: '%s' is larger than 16 MiB: not a config file", origin, inc);
@@ -298,7 +325,9 @@ void config_write(const Config *c, FILE *f) {
         for (int j = i; j < c->n_keys; j++) {
             if (strcmp(c->keys[j]->section, sec)) continue;
             // no fixed buffer: a long value (a path, a prompt) must come back whole
-            int w = fprintf(f, "%s = %s", c->keys[j]->name, c->value[j]);
+            // a '#' would start a comment: such a value is quoted (a value never holds both)
+            const char *q = strchr(c->value[j], '#') ? "\"" : "";
+            int w = fprintf(f, "%s = %s%s%s", c->keys[j]->name, q, c->value[j], q);
             fprintf(f, "%*s # %s\n", w < 40 ? 40 - w : 0, "", c->keys[j]->help);
         }
     }

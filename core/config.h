@@ -8,7 +8,11 @@
 typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM } KeyType;
 
 // Numeric constraints: what a value must satisfy (and how the error message says it).
-typedef enum { RANGE_ANY, RANGE_POS, RANGE_NONNEG, RANGE_UNIT /* [0,1) */ } KeyRange;
+typedef enum { RANGE_ANY, RANGE_POS, RANGE_NONNEG, RANGE_UNIT /* [0,1) */, RANGE_THREADS /* 0..CONFIG_MAX_THREADS */ } KeyRange;
+
+// A thread count: 0 (OpenMP's default, all cores) or 1 to this. libgomp crashes (100000) or exits
+// with its own message (50000) far above it; no laptop or node has more cores.
+#define CONFIG_MAX_THREADS 1024
 
 // flags
 #define KEY_RESUMABLE 1  // may differ when resuming (run length, logging, paths, threads)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 // Sanitizer builds (make asan): an exit through die() leaves memory behind on purpose (the process
 // ends there), so LeakSanitizer checks normal exits only. (The fuzz targets check leaks themselves.)
@@ -88,6 +89,35 @@ char *strdupCheck(const char *s) {
     char *d = mallocCheck(n);
     memcpy(d, s, n);
     return d;
+}
+
+void atomic_open(AtomicFile *a, const char *path) {
+    if (is_directory(path)) die_input("%s: is a folder, expected a file name", path);
+    size_t n = strlen(path);
+    a->path = path;
+    a->tmp = mallocCheck(n + 5);
+    memcpy(a->tmp, path, n);
+    memcpy(a->tmp + n, ".tmp", 5);
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) die_input("%s: cannot write (%s)", a->tmp, strerror(errno));
+}
+
+void atomic_close(AtomicFile *a) {
+    int bad = fflush(a->f) != 0 || ferror(a->f);
+    int e = errno;
+    bad = (fclose(a->f) != 0) || bad;
+    if (bad) {
+        unlink(a->tmp);
+        die("%s: write error (%s)", a->tmp, strerror(e ? e : errno));
+    }
+    if (rename(a->tmp, a->path) != 0) {
+        e = errno;
+        unlink(a->tmp);
+        die("%s: cannot rename %s (%s)", a->path, a->tmp, strerror(e));
+    }
+    free(a->tmp);
+    a->tmp = NULL;
+    a->f = NULL;
 }
 
 char *read_file_text(const char *path, size_t *len) { return read_file_text_max(path, (size_t)-1, len); }

@@ -18,6 +18,18 @@ void *callocCheck(size_t n, size_t size);
 void *reallocCheck(void *p, size_t size);
 char *strdupCheck(const char *s);
 
+// Replacing a file atomically: atomic_open writes to PATH.tmp, atomic_close renames it over PATH,
+// so a reader or a crash sees the old file or the whole new one, never a part. PATH a folder, or
+// a temporary file that cannot be created, is bad input (exit 2); a write error at close, or the
+// rename, exits 1 after removing the temporary file. Write with fwriteCheck(..., a.f, a.tmp).
+typedef struct {
+    FILE *f;
+    char *tmp;         // PATH.tmp (allocated)
+    const char *path;  // the caller's
+} AtomicFile;
+void atomic_open(AtomicFile *a, const char *path);
+void atomic_close(AtomicFile *a);
+
 // Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.
 char *read_file_text(const char *path, size_t *len);
 // The same, refusing files (or endless devices) longer than max bytes: NULL, errno EFBIG.

@@ -1,9 +1,12 @@
 #include "core/run_dir.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/io.h"
@@ -145,4 +148,27 @@ void run_dir_clear(const char *dir) {
     int n = run_dir_checkpoints(dir, &paths, &steps);
     for (int i = 0; i < n; i++) unlink(paths[i]);
     run_dir_free_list(paths, steps, n);
+}
+
+int run_dir_lock(const char *dir, long *holder) {
+    *holder = 0;
+    char *path = join(dir, RUN_DIR_LOCK);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(path);
+    if (fd < 0) return -2;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char buf[32] = {0};
+        if (pread(fd, buf, sizeof buf - 1, 0) > 0) *holder = atol(buf);
+        close(fd);
+        if (e != EWOULDBLOCK) return errno = e, -2;
+        return -1;
+    }
+    // fd stays open (the lock lives as long as the process); the pid is for the message only
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    // a lock file we cannot write (disk full) still locks: only the holder's pid is unknown
+    int written = ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) == n;
+    (void)written;
+    return 0;
 }

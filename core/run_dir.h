@@ -18,3 +18,11 @@ int run_dir_truncate_jsonl(const char *path, long step);
 int run_dir_has_run(const char *dir);
 // Removes the files a run writes (only those: never other files in the folder).
 void run_dir_clear(const char *dir);
+
+// The lock file of a run folder: held (flock, exclusive) by the ./train writing the run, and
+// released by the kernel when that process ends, however it ends (kill -9 leaves no stale lock).
+#define RUN_DIR_LOCK "train.lock"
+// Takes the run folder's lock for the rest of the process and writes our pid into the lock file.
+// 0; or -1 when another process holds it, with its pid in *holder (0 when unknown) ; or -2 with
+// errno set when the lock file cannot be opened.
+int run_dir_lock(const char *dir, long *holder);

@@ -44,6 +44,7 @@ int st_read(const char *path, SafeTensors *st, char *err, size_t errlen) {
     }
     size_t size = (size_t)sb.st_size;
     st->file_buf = mallocCheck(size + 1);
+    st->file_len = size;
     size_t got = fread(st->file_buf, 1, size, f);
     fclose(f);
     if (got != size) return ERR("read error");
@@ -203,7 +204,8 @@ void st_writer_free(StWriter *w) {
     free(w->tensors), free(w->data), free(w->mk), free(w->mv), free(w);
 }
 
-static char *header_json(const StWriter *w, size_t *len) {
+// noinline: inlined, gcc 12 takes the open_memstream buffer for a dangling pointer to a local
+__attribute__((noinline)) static char *header_json(const StWriter *w, size_t *len) {
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
@@ -246,20 +248,50 @@ static int fsync_dir_of(const char *path) {
     return rc;
 }
 
+static const char k_crc_key[] = "\"crc32\":\"";  // the pair's text up to its value
+
+size_t st_crc_slot(const unsigned char *file, size_t size) {
+    if (size < 8) return 0;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | file[i];
+    if (hlen > size - 8) return 0;
+    // JSON escapes a quote inside a string, so this text only appears as a key and its value
+    size_t klen = sizeof k_crc_key - 1, slot = 0;
+    const unsigned char *h = file + 8, *end = h + hlen;
+    for (const unsigned char *p = h; (p = memmem(p, (size_t)(end - p), k_crc_key, klen)); p += klen) {
+        if (slot || (size_t)(end - p) < klen + 9 || p[klen + 8] != '"') return 0;
+        slot = (size_t)(p - file) + klen;
+    }
+    return slot;
+}
+
+int st_file_crc32(const unsigned char *file, size_t size, uint32_t *crc) {
+    size_t slot = st_crc_slot(file, size);
+    if (!slot) return -1;
+    uLong c = crc32_z(0L, file, slot);
+    c = crc32_z(c, (const unsigned char *)"00000000", 8);
+    *crc = (uint32_t)crc32_z(c, file + slot + 8, size - slot - 8);
+    return 0;
+}
+
 int st_writer_save(StWriter *w, const char *path, char *err, size_t errlen) {
-    char crc[16];
-    snprintf(crc, sizeof crc, "%08lx", crc32(crc32(0L, Z_NULL, 0), w->data, (uInt)w->data_len));
-    st_writer_meta(w, "crc32", crc);
+    st_writer_meta(w, "crc32", "00000000");  // the placeholder the CRC is computed over
     size_t hlen;
     char *hdr = header_json(w, &hlen);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    // the header's keys and values are JSON-escaped: exactly one "crc32":" pair, ours
+    size_t slot = (size_t)(strstr(hdr, k_crc_key) - hdr) + sizeof k_crc_key - 1;
+    uLong c = crc32_z(crc32_z(crc32_z(0L, len8, 8), (const unsigned char *)hdr, hlen), w->data, w->data_len);
+    char hex[16];
+    snprintf(hex, sizeof hex, "%08lx", c);
+    for (int i = 0; i < 8; i++) hdr[slot + (size_t)i] = hex[i];
     char *tmp = mallocCheck(strlen(path) + 16);
     sprintf(tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int ok = fd >= 0;
     FILE *f = ok ? fdopen(fd, "wb") : NULL;
     ok = ok && f;
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     ok = ok && fwrite(len8, 1, 8, f) == 8;
     ok = ok && fwrite(hdr, 1, hlen, f) == hlen;
     ok = ok && fwrite(w->data, 1, w->data_len, f) == w->data_len;

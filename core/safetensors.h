@@ -23,6 +23,7 @@ typedef struct {
     unsigned char *data;    // the data section
     size_t data_len;
     void *file_buf;         // the whole file (data points into it)
+    size_t file_len;
 } SafeTensors;
 
 // Reads and checks a file: header length within the file, JSON syntax, known dtypes, shapes that
@@ -40,6 +41,14 @@ StWriter *st_writer_new(void);
 void st_writer_add_f32(StWriter *w, const char *name, int ndim, const int64_t *shape, const float *data);
 void st_writer_meta(StWriter *w, const char *key, const char *value);
 // Returns 0, or -1 with a message in err (the previous file at `path`, if any, is untouched).
-// The metadata key "crc32" is added: the zlib CRC32 of the data section, as 8 hex digits.
+// The metadata key "crc32" is added: st_file_crc32 of the file, as 8 lowercase hex digits.
 int st_writer_save(StWriter *w, const char *path, char *err, size_t errlen);
+
+// The CRC that covers a whole file, header included: zlib's CRC-32 of every byte of the file (the
+// 8-byte header length, the JSON header, the data section) with the 8 hex digits of the value
+// of its one "crc32":"XXXXXXXX" pair read as "00000000". 0 and *crc; or -1 when the header does
+// not hold exactly one such pair.
+int st_file_crc32(const unsigned char *file, size_t size, uint32_t *crc);
+// Where that value's 8 digits are in the file (an offset), or 0 when there is not exactly one.
+size_t st_crc_slot(const unsigned char *file, size_t size);
 void st_writer_free(StWriter *w);

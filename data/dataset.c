@@ -50,6 +50,10 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
             die_input("%s: token %u is larger than any vocabulary (at most %d tokens): a corrupted shard?",
                       paths[i], mx, DATASET_MAX_VOCAB);
         if (mx > max_tok) max_tok = mx;
+        if (i && s->tok_vocab && ds->shards[0].tok_vocab &&
+            (s->tok_vocab != ds->shards[0].tok_vocab || s->tok_id != ds->shards[0].tok_id))
+            die_input("%s: prepared with another tokenizer than %s (vocabulary %d, identity %08x vs %d, %08x)", paths[i],
+                      paths[0], s->tok_vocab, s->tok_id, ds->shards[0].tok_vocab, ds->shards[0].tok_id);
         total += s->ntok;
         if (s->ntok > largest) largest = s->ntok;
         ds->shard_first[i + 1] = ds->shard_first[i] + shard_windows(s->ntok, T);
@@ -62,6 +66,10 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
         die_input("%s: no file matching '%s' holds seq_len + 1 = %d tokens (the largest has %ld; "
                   "sequences do not cross files)", key, glob_pattern, T + 1, largest);
     ds->vocab_size = vocab_size > 0 ? vocab_size : (int)max_tok + 1;
+    ds->tok_vocab = ds->shards[0].tok_vocab;
+    ds->tok_id = ds->shards[0].tok_id;
+    for (int i = 1; i < n; i++)
+        if (!ds->shards[i].tok_vocab) ds->tok_vocab = 0, ds->tok_id = 0;
     free_paths(paths, n);
 }
 
@@ -186,26 +194,20 @@ void dataset_export(const Dataset *ds, const char *path) {
     header[1] = EXPORT_VERSION;
     header[2] = (int32_t)ds->n;
     header[3] = T;
-    size_t plen = strlen(path);
-    char *tmp = mallocCheck(plen + 5);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopenCheck(tmp, "wb");
-    fwriteCheck(header, sizeof header, 1, f, tmp);
+    AtomicFile out;
+    atomic_open(&out, path);
+    fwriteCheck(header, sizeof header, 1, out.f, out.tmp);
     if (ds->inputs) {  // int32 inputs [N, T], then labels [N, T] (little-endian host)
-        fwriteCheck(ds->inputs, sizeof(int32_t), (size_t)ds->n * T, f, tmp);
-        fwriteCheck(ds->labels, sizeof(int32_t), (size_t)ds->n * T, f, tmp);
+        fwriteCheck(ds->inputs, sizeof(int32_t), (size_t)ds->n * T, out.f, out.tmp);
+        fwriteCheck(ds->labels, sizeof(int32_t), (size_t)ds->n * T, out.f, out.tmp);
     } else {  // shards: the windows' inputs, then their targets
         int32_t *x = mallocCheck((size_t)T * sizeof(int32_t)), *y = mallocCheck((size_t)T * sizeof(int32_t));
         for (int pass = 0; pass < 2; pass++)
             for (long i = 0; i < ds->n; i++) {
                 dataset_get(ds, i, x, y);
-                fwriteCheck(pass ? y : x, sizeof(int32_t), (size_t)T, f, tmp);
+                fwriteCheck(pass ? y : x, sizeof(int32_t), (size_t)T, out.f, out.tmp);
             }
         free(x), free(y);
     }
-    if (fflush(f) != 0) die("%s: write error (%s)", tmp, strerror(errno));
-    fcloseCheck(f, tmp);
-    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
-    free(tmp);
+    atomic_close(&out);
 }

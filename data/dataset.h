@@ -18,6 +18,8 @@ typedef struct {
     Shard *shards;
     int n_shards;
     long *shard_first;     // [n_shards + 1]: index of each shard's first window (prefix sums)
+    int tok_vocab;         // the shards' tokenizer (Shard.tok_vocab, tok_id); 0 when any shard
+    uint32_t tok_id;       // does not record it
 } Dataset;
 
 // An MQAR split generated in memory (dies with exit 2 naming the key if the spec is invalid).

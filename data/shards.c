@@ -56,6 +56,8 @@ void shard_open(Shard *s, const char *path) {
                   magic, SHARD_MAGIC_U16, SHARD_MAGIC_U32);
     }
     if (count < 0) die_input("%s: bad header: negative token count %d", path, count);
+    s->tok_vocab = header_int(m, 3) > 0 ? header_int(m, 3) : 0;
+    s->tok_id = s->tok_vocab ? (uint32_t)header_int(m, 4) : 0;
     size_t want = SHARD_HEADER_BYTES + (size_t)count * (size_t)width;
     if (len < want)
         die_input("%s: truncated: the header declares %d tokens (%zu bytes) but the file has %zu bytes",
@@ -120,19 +122,22 @@ void free_paths(char **paths, int n) {
 }
 
 void shard_write(const char *path, const uint32_t *tokens, long n, int wide) {
+    shard_write_tagged(path, tokens, n, wide, 0, 0);
+}
+
+void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wide, int tok_vocab, uint32_t tok_id) {
     if (n > INT32_MAX) die("%s: %ld tokens do not fit a shard header (int32 count)", path, n);
     int32_t header[SHARD_HEADER_INTS] = {0};
     header[0] = wide ? SHARD_MAGIC_U32 : SHARD_MAGIC_U16;
     header[1] = wide ? SHARD_VERSION_U32 : SHARD_VERSION_U16;
     header[2] = (int32_t)n;
-    size_t plen = strlen(path);
-    char *tmp = mallocCheck(plen + 5);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopenCheck(tmp, "wb");
-    fwriteCheck(header, sizeof header, 1, f, tmp);
+    header[3] = tok_vocab;
+    memcpy(&header[4], &tok_id, 4);
+    AtomicFile out;
+    atomic_open(&out, path);
+    fwriteCheck(header, sizeof header, 1, out.f, out.tmp);
     if (wide) {
-        fwriteCheck(tokens, sizeof *tokens, (size_t)n, f, tmp);
+        fwriteCheck(tokens, sizeof *tokens, (size_t)n, out.f, out.tmp);
     } else {
         uint16_t buf[4096];
         for (long i = 0; i < n;) {
@@ -143,11 +148,9 @@ void shard_write(const char *path, const uint32_t *tokens, long n, int wide) {
                         tokens[i + j], i + j);
                 buf[j] = (uint16_t)tokens[i + j];
             }
-            fwriteCheck(buf, sizeof *buf, (size_t)m, f, tmp);
+            fwriteCheck(buf, sizeof *buf, (size_t)m, out.f, out.tmp);
             i += m;
         }
     }
-    fcloseCheck(f, tmp);
-    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
-    free(tmp);
+    atomic_close(&out);
 }

@@ -19,6 +19,10 @@ struct Shard {
     const uint8_t *tokens;  // map + SHARD_HEADER_BYTES: ntok tokens of `width` bytes
     int width;              // 2 or 4
     long ntok;
+    // the tokenizer that wrote it (header ints 3 and 4, which llm.c leaves 0): vocab_size and
+    // bpe_identity; tok_vocab = 0 when not recorded (llm.c's own shards)
+    int tok_vocab;
+    uint32_t tok_id;
 };
 typedef struct Shard Shard;
 
@@ -42,3 +46,5 @@ void free_paths(char **paths, int n);
 // Writes tokens[n] as a shard: uint16 tokens (version 1) when wide == 0, uint32 (version 7) when
 // wide == 1. Goes through path.tmp and a rename. For the tokenizer's text -> shards step and tests.
 void shard_write(const char *path, const uint32_t *tokens, long n, int wide);
+// The same, recording the tokenizer's vocab_size and bpe_identity in header ints 3 and 4.
+void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wide, int tok_vocab, uint32_t tok_id);

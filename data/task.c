@@ -22,6 +22,12 @@ void task_open(Task *t, Config *c, int need_train) {
     memset(t, 0, sizeof *t);
     int T = (int)cfg_int(c, "seq_len");
     int vocab = (int)cfg_int(c, "vocab_size");
+    // the bound of shards and the tokenizer; MQAR shuffles the whole vocabulary for every example
+    // (2147483647 spun for minutes at 4 GB before printing anything)
+    if (vocab > DATASET_MAX_VOCAB)
+        die_input("%s: vocab_size: expected at most %d (the largest vocabulary of shards and tokenizers), got %d",
+                  c->origin[config_index(c, "vocab_size")] ? c->origin[config_index(c, "vocab_size")] : "default",
+                  DATASET_MAX_VOCAB, vocab);
     char buf[32];
     if (!strcmp(cfg_str(c, "task"), "mqar")) {
         if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary

@@ -188,7 +188,17 @@ static Bpe *training_tokenizer(const Config *cfg) {
     return *path ? bpe : NULL;
 }
 
-void sample_check_tokenizer(const Config *cfg) { training_tokenizer(cfg); }
+void sample_require_tokenizer(const Bpe *b, const char *path, int vocab, uint32_t id, const char *where) {
+    if (!b || vocab <= 0) return;
+    uint32_t have = bpe_identity(b);
+    if (b->vocab_size != vocab || have != id)
+        die_input("tokenizer: %s (vocabulary %d, identity %08x) is not the tokenizer the model was trained with "
+                  "(vocabulary %d, identity %08x, recorded in %s)", path, b->vocab_size, have, vocab, id, where);
+}
+
+void sample_check_tokenizer(const Config *cfg, int vocab, uint32_t id) {
+    sample_require_tokenizer(training_tokenizer(cfg), cfg_str(cfg, "tokenizer"), vocab, id, "the training shards");
+}
 
 void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
     Bpe *b = training_tokenizer(cfg);

@@ -37,5 +37,10 @@ void json_write_bytes(FILE *f, const uint8_t *p, size_t n);
 // log. Text through the `tokenizer` file (loaded once; a bad one exits 2); token ids without
 // one. Call it between optimizer steps: the prefix fallback overwrites the model's activations.
 void sample_during_training(Model *m, const Config *cfg, long step, FILE *log);
-// Loads the `tokenizer` file now, so a bad one stops the trainer before any work (exit 2).
-void sample_check_tokenizer(const Config *cfg);
+// Loads the `tokenizer` file now, so a bad one stops the trainer before any work (exit 2); with
+// the identity of the tokenizer the training shards were prepared with (vocab > 0), refuses
+// another one (exit 2) instead of sampling garbage.
+void sample_check_tokenizer(const Config *cfg, int vocab, uint32_t id);
+// Exits 2 when tokenizer b (read from path) is not the one a model was trained with (vocab,
+// id: bpe_identity; vocab = 0: unknown, no check). where: what recorded it, for the message.
+void sample_require_tokenizer(const Bpe *b, const char *path, int vocab, uint32_t id, const char *where);

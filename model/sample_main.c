@@ -10,6 +10,7 @@
 #include "core/keys.h"
 #include "core/run_dir.h"
 #include "trainer/checkpoint.h"
+#include "trainer/ckpt_open.h"
 #include "model/generate.h"
 #include "model/sample.h"
 
@@ -21,7 +22,7 @@ static const KeyDef k_sample[] = {
     {"seed", KEY_INT, "1", RANGE_NONNEG, 0, 0, "", "sampling seed"},
     {"tokenizer", KEY_STRING, "", 0, 0, 0, "", "tokenizer file (default: the run's `tokenizer` key)"},
     {"cache", KEY_BOOL, "true", 0, 0, 0, "", "true: the mixers' step() (KV cache / recurrent state); false: re-run the prefix"},
-    {"threads", KEY_INT, "1", RANGE_NONNEG, 0, 0, "", "OpenMP threads (0 = OpenMP default)"},
+    {"threads", KEY_INT, "1", RANGE_THREADS, 0, 0, "", "OpenMP threads (0 = OpenMP default, at most 1024)"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -64,38 +65,12 @@ int main(int argc, char **argv) {
     }
     if (cfg_int(&opt, "threads") > 0) omp_set_num_threads((int)cfg_int(&opt, "threads"));
 
-    char *ckpt = NULL;
-    if (is_directory(argv[1])) {
-        ckpt = run_dir_latest(argv[1]);
-        if (!ckpt) {
-            char **paths;
-            long *steps;
-            int n = run_dir_checkpoints(argv[1], &paths, &steps);
-            if (n) ckpt = strdupCheck(paths[n - 1]);
-            run_dir_free_list(paths, steps, n);
-        }
-        if (!ckpt) die_input("%s: no checkpoint in this folder", argv[1]);
-    } else {
-        if (!path_exists(argv[1])) die_input("%s: cannot open (no such file)", argv[1]);
-        ckpt = strdupCheck(argv[1]);
-    }
+    char *ckpt = ckpt_resolve(argv[1]);
     Config cfg;
-    long step;
+    TrainState ts;
+    Model *m = ckpt_open_model(ckpt, &cfg, 1, 1, &ts);
+    const ModelShape s = m->s;
     char err[1024];
-    if (ckpt_read_config(ckpt, &cfg, &step, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
-    ModelShape s = {
-        .V = (int)cfg_int(&cfg, "vocab_size"),
-        .C = (int)cfg_int(&cfg, "d_model"),
-        .L = (int)cfg_int(&cfg, "n_layer"),
-        .H = (int)cfg_int(&cfg, "n_head"),
-        .T = (int)cfg_int(&cfg, "seq_len"),
-        .mlp = cfg_bool(&cfg, "mlp"),
-        .pos_emb = !strcmp(cfg_str(&cfg, "pos_emb"), "learned"),
-    };
-    if (s.V <= 0) die_input("%s: the checkpoint's config has no vocab_size", ckpt);
-    const MixerKind *mk = mixer_find(cfg_str(&cfg, "mixer"));
-    Model *m = model_create(&s, mk, &cfg, 1, 1);
-    if (ckpt_load(ckpt, m, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
 
     const char *tok_path = *cfg_str(&opt, "tokenizer") ? cfg_str(&opt, "tokenizer") : cfg_str(&cfg, "tokenizer");
     Bpe *bpe = NULL;
@@ -103,6 +78,7 @@ int main(int argc, char **argv) {
         bpe = bpe_read(tok_path, err, sizeof err);
         if (!bpe)
             die_input("tokenizer: %s%s", err, *cfg_str(&opt, "tokenizer") ? "" : " (the run's tokenizer; tokenizer=FILE names another)");
+        sample_require_tokenizer(bpe, tok_path, ts.tokenizer_vocab, ts.tokenizer_id, ckpt);
     }
     TokBuf pt = {0};
     prompt_tokens(bpe, prompt, s.V, "prompt", &pt);
@@ -131,8 +107,8 @@ int main(int argc, char **argv) {
     double dt = now_seconds() - t0;
     printf("\n");
     fflush(stdout);
-    fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt, step,
-            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), mk->name,
+    fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt, (long)ts.step,
+            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), m->mixer->name,
             g->recurrent ? "step() on cached state" : "prefix re-run");
     generator_free(g);
     free(pt.v);

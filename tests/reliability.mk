@@ -4,7 +4,8 @@
 #   make asan          the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind      a short training of every mixer under valgrind memcheck (tests/valgrind.sh)
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (tests/fuzz/)
-#   make faults        kill -9 during training and checkpointing, disk full (tests/faults/)
+#   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
+#                      folder, kill -9 before the done record (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64, `make test` under qemu-user
 # Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
@@ -105,5 +106,7 @@ fuzz: fuzz-build
 faults: train
 	tests/faults/kill9.sh
 	tests/faults/disk_full.sh
+	tests/faults/shared_folder.sh
+	tests/faults/kill_before_done.sh
 
 .PHONY: asan valgrind clang-check arm64 arm64-test fuzz fuzz-build faults

@@ -27,7 +27,7 @@ static Model *small_model(Config *cfg, int d_model) {
 
 static const char *save_small(const char *name, Model *m, Config *cfg, Optimizer *opt) {
     const char *path = test_path(name);
-    TrainState ts = {42, 1234, 7, 42};
+    TrainState ts = {42, 1234, 7, 42, 0, 0};
     char err[256];
     CHECK(ckpt_save(path, m, opt, cfg, &ts, err, sizeof err) == 0, "%s", err);
     return path;

@@ -8,11 +8,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/config.h"
 #include "core/io.h"
 #include "core/keys.h"
 #include "core/safetensors.h"
+#include "data/shards.h"
+#include "model/model.h"
+#include "trainer/checkpoint.h"
+#include "trainer/optim.h"
 #include "tests/test.h"
 
 // 1 thread (bit-identical resume), a checkpoint after every step.
@@ -256,4 +261,463 @@ TEST(faults_docs_bad_input_table_is_what_the_programs_print) {
     }
     CHECK(rows >= 40, "only %d rows checked", rows);
     free(doc);
+}
+
+// --- Reliability II (issue 18) ----------------------------------------------------------------
+
+// A small model's checkpoint (step 2, data_pos 32, seed 7) at path; returns the model.
+static Model *small_checkpoint(const char *path, Config *cfg, Optimizer *opt) {
+    config_init_all(cfg);
+    char *args[] = {"d_model=8", "n_head=2", "n_layer=1", "vocab_size=16", "seq_len=8"};
+    config_apply_args(cfg, 5, args);
+    ModelShape s = {.V = 16, .C = 8, .L = 1, .H = 2, .T = 8, .mlp = 1, .pos_emb = 1};
+    Model *m = model_create(&s, mixer_find("softmax"), cfg, 1, 8);
+    model_init_weights(m, 1);
+    optim_init(opt, OPT_ADAMW, m->n_params, 0.9, 0.999, 1e-8, 0.1);
+    for (size_t i = 0; i < m->n_params; i++) opt->m[i] = 0.001f * (float)i, opt->v[i] = 1e-6f;
+    TrainState ts = {2, 32, 7, 2, 0, 0};
+    char err[256];
+    CHECK(ckpt_save(path, m, opt, cfg, &ts, err, sizeof err) == 0, "%s", err);
+    return m;
+}
+
+// The file with `from` (once, in the header) replaced by `to`, the header length adjusted.
+static void write_edited(const char *src, const char *dst, const char *from, const char *to) {
+    size_t len;
+    char *buf = read_file_text(src, &len);
+    CHECK(buf);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | (unsigned char)buf[i];
+    char *hdr = strndup(buf + 8, hlen);
+    char *at = strstr(hdr, from);
+    CHECK(at, "'%s' is not in the header", from);
+    CHECK(!strstr(at + 1, from), "'%s' is in the header twice", from);
+    size_t nlen = hlen - strlen(from) + strlen(to);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)nlen >> (8 * i));
+    FILE *f = fopenCheck(dst, "wb");
+    fwriteCheck(len8, 1, 8, f, dst);
+    fwriteCheck(hdr, 1, (size_t)(at - hdr), f, dst);
+    fwriteCheck(to, 1, strlen(to), f, dst);
+    fwriteCheck(at + strlen(from), 1, strlen(at + strlen(from)), f, dst);
+    fwriteCheck(buf + 8 + hlen, 1, len - 8 - hlen, f, dst);
+    fcloseCheck(f, dst);
+    free(hdr);
+    free(buf);
+}
+
+// ckpt_load and ckpt_read_config both refuse path with a message containing want, model unchanged.
+static void expect_refused(const char *path, Model *m, Optimizer *opt, const char *want) {
+    char err[512];
+    real *before = mallocCheck(sizeof(real) * m->n_params);
+    memcpy(before, m->params, sizeof(real) * m->n_params);
+    TrainState ts;
+    CHECK(ckpt_load(path, m, opt, &ts, err, sizeof err) == -1, "%s loaded", path);
+    CHECK(strstr(err, want), "%s: '%s', expected '%s'", path, err, want);
+    CHECK(!memcmp(before, m->params, sizeof(real) * m->n_params), "a refused load changed the model");
+    Config c;
+    long step;
+    CHECK(ckpt_read_config(path, &c, &step, err, sizeof err) == -1, "%s: config read", path);
+    free(before);
+}
+
+// The "step":"2" edit and a swap of two tensors' data_offsets loaded silently while the CRC
+// covered the data only; each metadata field edited is refused too.
+TEST(faults_checkpoint_header_edits_are_refused) {
+    Config cfg;
+    Optimizer opt;
+    const char *good = strdupCheck(test_path("good.safetensors"));
+    Model *m = small_checkpoint(good, &cfg, &opt);
+    char err[512];
+    TrainState ts;
+    CHECK(ckpt_load(good, m, &opt, &ts, err, sizeof err) == 0 && ts.step == 2, "%s", err);
+    const char *bad = test_path("edited.safetensors");
+    static const char *edits[][2] = {
+        {"\"step\":\"2\"", "\"step\":\"3\""},
+        {"\"data_pos\":\"32\"", "\"data_pos\":\"33\""},
+        {"\"data_seed\":\"7\"", "\"data_seed\":\"8\""},
+        {"\"optimizer_steps\":\"2\"", "\"optimizer_steps\":\"1\""},
+        {"\"optimizer\":\"adamw\"", "\"optimizer\":\"sgd\""},
+        {"\"rng\":\"xoshiro", "\"rng\":\"Xoshiro"},
+        {"d_model = 8", "d_model = 8 "},
+        {"lr = 0.001", "lr = 0.002"},
+        {"\"wte\":{\"dtype\":\"F32\",\"shape\":[16,8]", "\"wte\":{\"dtype\":\"F32\",\"shape\":[8,16]"},  // [V, C] as [C, V]
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        write_edited(good, bad, edits[i][0], edits[i][1]);
+        expect_refused(bad, m, &opt, "CRC32 of the file is ");
+    }
+    // a changed format is not this trainer's checkpoint (format 1 with this file's CRC: refused too)
+    write_edited(good, bad, "attnscope-checkpoint-2", "attnscope-checkpoint-3");
+    expect_refused(bad, m, &opt, "not a checkpoint of this trainer");
+    write_edited(good, bad, "attnscope-checkpoint-2", "attnscope-checkpoint-1");
+    expect_refused(bad, m, &opt, "CRC32 of the data section is ");
+    // the two AdamW moments of wte swap places: same sizes, a valid container
+    SafeTensors st;
+    CHECK(st_read(good, &st, err, sizeof err) == 0, "%s", err);
+    const StTensor *a = st_find(&st, "optim.m.wte"), *b = st_find(&st, "optim.v.wte");
+    char oa[128], ob[128], tmp_path[600];
+    snprintf(oa, sizeof oa, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin, a->end);
+    snprintf(ob, sizeof ob, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin, b->end);
+    char na[128], nb[128];
+    snprintf(na, sizeof na, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin, b->end);
+    snprintf(nb, sizeof nb, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin, a->end);
+    st_free(&st);
+    snprintf(tmp_path, sizeof tmp_path, "%s", test_path("half.safetensors"));
+    write_edited(good, tmp_path, oa, na);
+    write_edited(tmp_path, bad, ob, nb);
+    CHECK(st_read(bad, &st, err, sizeof err) == 0, "the swap is a valid container: %s", err);
+    st_free(&st);
+    expect_refused(bad, m, &opt, "CRC32 of the file is ");
+    // one bit of every 5th byte of the first 4 KiB of the header, one at a time: none loads (105
+    // of 300 random flips did)
+    size_t len;
+    char *buf = read_file_text(good, &len);
+    int accepted = 0, tried = 0;
+    for (size_t byte = 8; byte < 8 + 4096 && byte < len; byte += 5) {
+        char bit = (char)(1 << (byte % 8));
+        buf[byte] ^= bit;
+        FILE *f = fopenCheck(bad, "wb");
+        fwriteCheck(buf, 1, len, f, bad);
+        fcloseCheck(f, bad);
+        buf[byte] ^= bit;
+        accepted += ckpt_load(bad, m, &opt, &ts, err, sizeof err) == 0;
+        tried++;
+    }
+    CHECK(accepted == 0 && tried > 800, "%d of %d header bit flips loaded", accepted, tried);
+    free(buf);
+}
+
+// A checkpoint of format 1 (CRC of the data only) as the trainer wrote them before.
+static void write_format1(const char *src, const char *dst) {
+    SafeTensors st;
+    char err[256];
+    CHECK(st_read(src, &st, err, sizeof err) == 0, "%s", err);
+    char from[32], to[32];
+    snprintf(from, sizeof from, "\"crc32\":\"%s\"", st_meta(&st, "crc32"));
+    snprintf(to, sizeof to, "\"crc32\":\"%08lx\"", crc32(0L, st.data, (uInt)st.data_len));
+    st_free(&st);
+    const char *mid = test_path("v1_mid.safetensors");
+    write_edited(src, mid, "attnscope-checkpoint-2", "attnscope-checkpoint-1");
+    write_edited(mid, dst, from, to);
+}
+
+static void load_twice(void *path) {
+    Config cfg;
+    Optimizer opt;
+    Model *m = small_checkpoint(test_path("other.safetensors"), &cfg, &opt);
+    char err[512];
+    TrainState ts;
+    for (int i = 0; i < 2; i++)
+        if (ckpt_load(path, m, &opt, &ts, err, sizeof err) != 0 || ts.step != 2) die("%s", err);
+    exit(0);
+}
+
+TEST(faults_checkpoint_of_format_1_loads_with_one_warning) {
+    Config cfg;
+    Optimizer opt;
+    const char *good = strdupCheck(test_path("good.safetensors"));
+    Model *m = small_checkpoint(good, &cfg, &opt);
+    const char *v1 = strdupCheck(test_path("v1.safetensors"));
+    write_format1(good, v1);
+    char err[1024];
+    int st = test_fork(load_twice, (void *)v1, err, sizeof err);
+    CHECK(st == 0, "exit %d: %s", st, err);
+    CHECK(strstr(err, "warning: ") && strstr(err, "v1.safetensors: a checkpoint of format attnscope-checkpoint-1, "
+                                                  "whose CRC does not cover its header") &&
+          strchr(err, '\n')[1] == 0, "not one warning line: '%s'", err);
+    // its data is still checked
+    size_t len;
+    char *buf = read_file_text(v1, &len);
+    buf[len - 5] ^= 4;
+    FILE *f = fopenCheck(v1, "wb");
+    fwriteCheck(buf, 1, len, f, v1);
+    fcloseCheck(f, v1);
+    free(buf);
+    expect_refused(v1, m, &opt, "CRC32 of the data section is ");
+}
+
+// One line and exit 2 where libgomp crashed (threads=100000: exit 139) or printed its own error.
+TEST(faults_threads_beyond_1024_are_refused_by_every_program) {
+    char out[4096];
+    const char *progs[] = {"./train /dev/null", "./sample nothing.safetensors", "./evaluate nothing"};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) {
+            const char *v = k ? "100000" : "1025";
+            int st = test_run(out, sizeof out, "%s threads=%s 2>&1 > /dev/null", progs[i], v);
+            char want[200];
+            snprintf(want, sizeof want, "command line: threads: expected 0 (all cores) or 1 to 1024, got '%s'\n", v);
+            CHECK(st == 2 && !strcmp(out, want), "%s threads=%s: exit %d: %s", progs[i], v, st, out);
+        }
+    const char *conf = test_write_file("t.conf", "threads = 50000\n");
+    int st = test_run(out, sizeof out, "./train %s 2>&1 > /dev/null", conf);
+    CHECK(st == 2 && strstr(out, "t.conf:1: threads: expected 0 (all cores) or 1 to 1024, got '50000'\n"), "exit %d: %s", st, out);
+}
+
+// Two ./train in one run folder interleaved their logs and checkpoints, each exiting 0: the
+// second is now refused naming the first's pid; the lock dies with its holder (kill -9 included).
+TEST(faults_second_trainer_on_a_run_folder_is_refused) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out,
+                      RUN " save_every=50 steps=100000 out_dir=%s/run > /dev/null 2>&1 & p=$!; "
+                          "for i in $(seq 2000); do [ -s %s/run/latest ] && break; sleep 0.01; done; "
+                          "echo pid $p; " RUN " steps=10 out_dir=%s/run 2>&1 >/dev/null; echo exit $?; "
+                          RUN " steps=10 out_dir=%s/run resume=never overwrite=true 2>&1 >/dev/null; echo exit $?; "
+                          "./evaluate %s/run eval_batches=1 > /dev/null 2>&1; echo evaluate $?; "
+                          "kill -9 $p; wait $p 2>/dev/null; "
+                          RUN " steps=3 out_dir=%s/run > /dev/null; echo exit $?",
+                      d, d, d, d, d, d);
+    CHECK(st == 0, "%s", out);
+    long pid = 0;
+    CHECK(sscanf(out, "pid %ld", &pid) == 1, "%s", out);
+    char want[600];
+    snprintf(want, sizeof want, "out_dir: '%s/run' is in use by process %ld (another ./train writing this run); wait "
+             "for it to end or choose another out_dir\nexit 2\n", d, pid);
+    const char *first = strstr(out, want);
+    CHECK(first && strstr(first + 1, want), "not refused twice with the holder's pid:\n%s", out);
+    // ./evaluate reads the live run without the lock; after kill -9 the lock is gone with its
+    // process: the folder is usable at once
+    CHECK(strstr(out, "exit 2\nevaluate 0\nexit 0\n"), "%s", out);
+}
+
+// The process died after the last checkpoint but before the done record: every later resume
+// printed "done: 0 steps" and never wrote it, so ./sweep reran the point forever.
+TEST(faults_missing_done_record_is_written_on_resume) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    for (int acc = 0; acc < 2; acc++) {
+        // steps: the last step; stop_at_acc: validation accuracy reaches 0.02 at step 5
+        const char *extra = acc ? "steps=200 eval_every=5 stop_at_acc=0.02" : "steps=12 save_every=4";
+        int st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d > /dev/null", extra, d, acc);
+        CHECK(st == 0, "%s", out);
+        char p[600];
+        snprintf(p, sizeof p, "%s/r%d/metrics.jsonl", d, acc);
+        char *full = read_file_text(p, NULL);
+        CHECK(full && strstr(full, "{\"type\":\"done\""), "%s", full);
+        char *last = strstr(full, "{\"type\":\"done\"");
+        FILE *f = fopenCheck(p, "w");  // the record torn off
+        fwriteCheck(full, 1, (size_t)(last - full), f, p);
+        fcloseCheck(f, p);
+        st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d", extra, d, acc);
+        CHECK(st == 0 && strstr(out, "but its log had no done record: written\n"), "exit %d: %s", st, out);
+        char *again = read_file_text(p, NULL);
+        CHECK(!strcmp(again, full), "the log after the resume differs from the uninterrupted run's:\n%s\nvs\n%s", again, full);
+        st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d", extra, d, acc);
+        CHECK(st == 0 && strstr(out, "the run is complete") && strstr(out, "nothing to do"), "exit %d: %s", st, out);
+        char *third = read_file_text(p, NULL);
+        CHECK(!strcmp(third, full), "a complete run's log changed:\n%s", third);
+        free(full), free(again), free(third);
+    }
+}
+
+// kill -9 of ./sweep left its ./train children training as orphans.
+TEST(faults_sweep_killed_ends_its_trainers) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    test_write_file("b.conf", "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\n"
+                              "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
+                              "save_every = 100000\nsteps = 1000000\n");
+    test_write_file("k.sweep", "base = b.conf\nseed = 1, 2\n");
+    int st = test_run(out, sizeof out,
+                      "cd %s && %s/sweep k.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; "
+                      "for i in $(seq 3000); do [ -s %s/out/seed=1/metrics.jsonl ] && [ -s %s/out/seed=2/metrics.jsonl ] && break; sleep 0.01; done; "
+                      "kill -9 $s; "
+                      "for i in $(seq 1000); do pgrep -f 'out_dir=ou[t]/seed=' > /dev/null || break; sleep 0.01; done; "
+                      "pgrep -af 'out_dir=ou[t]/seed=' || echo none left",
+                      d, cwd, d, d);
+    CHECK(st == 0 && strstr(out, "none left"), "trainers still running 10 s after the sweep was killed:\n%s", out);
+    // each saved its step on the way out (./train's SIGTERM path) and resumes from it
+    for (int s = 1; s <= 2; s++) {
+        char log[600];
+        snprintf(log, sizeof log, "%s/out/seed=%d/train.log", d, s);
+        char *text = read_file_text(log, NULL);
+        CHECK(text && strstr(text, "interrupted: saving step"), "%s: %s", log, text ? text : "missing");
+        free(text);
+    }
+}
+
+// Where PR_SET_PDEATHSIG does not exist, ./train compares getppid() with the pid ./sweep gave it.
+TEST(faults_trainer_stops_when_its_sweep_is_gone_without_pdeathsig) {
+    char out[4096];
+    int st = test_run(out, sizeof out, "ATTNSCOPE_PARENT_PID=1 " RUN " steps=1000 out_dir=%s/o", test_tmpdir());
+    CHECK(st == 128 + 15 && strstr(out, "the ./sweep that started this run has ended\ninterrupted: saving step 1 and stopping"),
+          "exit %d: %s", st, out);
+}
+
+TEST(faults_key_combinations_refused_or_noted) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " lr=1e-3 min_lr=0.01 steps=2 out_dir=%s/a 2>&1 >/dev/null", d);
+    CHECK(st == 2 && !strcmp(out, "command line: min_lr: 0.01 is above lr = 0.001 (expected min_lr <= lr: the schedule decays to it)\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " stop_at_acc=1.5 steps=2 out_dir=%s/a 2>&1 >/dev/null", d);
+    CHECK(st == 2 && !strcmp(out, "command line: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '1.5'\n"),
+          "exit %d: %s", st, out);
+    // a config error after the run folder was made leaves no empty folder behind
+    CHECK(!path_exists(test_path("a")), "an empty out_dir was left behind");
+    st = test_run(out, sizeof out, RUN " task=shards train_data=%s/none*.bin steps=2 out_dir=%s/b 2>&1 >/dev/null", d, d);
+    CHECK(st == 2 && !path_exists(test_path("b")), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " overwrite=true steps=1 out_dir=%s/c 2>&1 >/dev/null", d);
+    CHECK(st == 0 && !strcmp(out, "note: command line: overwrite = true does nothing unless resume = never (resume is 'auto')\n"),
+          "exit %d: %s", st, out);
+}
+
+TEST(faults_failed_saves_say_what_is_left) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    // the first save fails: there is no earlier checkpoint to speak of
+    int st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 64; " RUN " steps=6 out_dir=%s/run > /dev/null", d);
+    CHECK(st == 1 && strstr(out, "ckpt_00000000.safetensors: checkpoint not saved: cannot write ") &&
+          strstr(out, "(File too large) (there is no earlier checkpoint)\n"), "exit %d: %s", st, out);
+    // `latest` cannot be replaced (a folder in its place): the reason is given
+    char p[600];
+    snprintf(p, sizeof p, "%s/l/latest", d);
+    CHECK(mkdir_p(p) == 0);
+    st = test_run(out, sizeof out, RUN " steps=2 out_dir=%s/l > /dev/null", d);
+    CHECK(st == 1 && strstr(out, "/l/latest: cannot point it at ckpt_00000000.safetensors (Is a directory); the checkpoint itself is saved\n"),
+          "exit %d: %s", st, out);
+}
+
+// MQAR with vocab_size = 2147483647 printed nothing and shuffled 4 GB for minutes.
+TEST(faults_vocab_size_beyond_the_shard_bound_is_refused) {
+    char out[4096];
+    int st = test_run(out, sizeof out, "./train /dev/null vocab_size=2147483647 out_dir=%s/v/w 2>&1 >/dev/null", test_tmpdir());
+    CHECK(st == 2 && !strcmp(out, "command line: vocab_size: expected at most 16777216 (the largest vocabulary of shards "
+                                  "and tokenizers), got 2147483647\n"), "exit %d: %s", st, out);
+    CHECK(!path_exists(test_path("v")), "an empty out_dir (or its parent) was left behind");
+}
+
+// A text of 60 short documents and two different tokenizers, in the scratch folder.
+static const char *text_fixture(void) {
+    const char *d = test_tmpdir();
+    char out[4096], cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    int st = test_run(out, sizeof out,
+                      "cd %s && for i in $(seq 60); do echo \"the cat sat on the mat number $i, and the dog ate the rat\"; echo; done > text.txt && "
+                      "sed 's/cat/cow/g' text.txt | head -c 2000 > other.txt && "
+                      "%s/tokenize train text.txt vocab_size=300 out=a.bpe > /dev/null && "
+                      "%s/tokenize train other.txt vocab_size=280 out=b.bpe > /dev/null",
+                      d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    return d;
+}
+
+// `out=` one of the inputs replaced the user's text with exit 0; `out=` a folder.
+TEST(faults_tokenize_never_writes_over_its_inputs) {
+    const char *d = text_fixture();
+    char out[4096], *cwd = getcwd(NULL, 0);
+    char *before = read_file_text(test_path("text.txt"), NULL);
+    const char *cmds[][2] = {
+        {"encode text.txt tokenizer=a.bpe out=text.txt", "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=./text.txt", "command line: out: './text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=link.txt", "command line: out: 'link.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=a.bpe", "command line: out: 'a.bpe' is the tokenizer 'a.bpe': writing it would replace it\n"},
+        {"train text.txt vocab_size=270 out=text.txt", "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=sub", "command line: out: 'sub' is a folder, expected a file name\n"},
+        {"train text.txt vocab_size=270 out=sub", "command line: out: 'sub' is a folder, expected a file name\n"},
+    };
+    int st = test_run(out, sizeof out, "cd %s && ln text.txt link.txt && mkdir sub", d);
+    CHECK(st == 0, "%s", out);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        st = test_run(out, sizeof out, "cd %s && %s/tokenize %s 2>&1 >/dev/null", d, cwd, cmds[i][0]);
+        CHECK(st == 2 && !strcmp(out, cmds[i][1]), "%s: exit %d: %s", cmds[i][0], st, out);
+    }
+    char *after = read_file_text(test_path("text.txt"), NULL);
+    CHECK(after && !strcmp(before, after), "text.txt changed");
+    CHECK(!path_exists(test_path("sub.tmp")) && !path_exists(test_path("text.txt.tmp")), "a .tmp file was left");
+    // an empty input: exit 2, and earlier shards under the prefix stay
+    st = test_run(out, sizeof out, "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x > /dev/null && : > empty.txt && "
+                  "%s/tokenize prepare empty.txt tokenizer=a.bpe out=d/x 2>&1 >/dev/null", d, cwd, cwd);
+    CHECK(st == 2 && !strcmp(out, "empty.txt: no text to prepare (0 documents): no shard written\n"), "exit %d: %s", st, out);
+    CHECK(path_exists(test_path("d/x_train_000.bin")), "the earlier shards were removed");
+    free(cwd);
+}
+
+// ./sample with another tokenizer wrote binary garbage with exit 0: shards and checkpoints now
+// record the tokenizer (vocabulary and identity) and a different one is refused.
+TEST(faults_wrong_tokenizer_is_refused_by_sample_and_sample_every) {
+    const char *d = text_fixture();
+    char out[8192], *cwd = getcwd(NULL, 0);
+#define SHARDS_RUN "%s/train /dev/null task=shards train_data='d/x_train_*.bin' seq_len=16 d_model=16 n_head=2 " \
+                   "batch_size=4 steps=3 threads=1 sparsity_every=0 eval_every=0"
+    int st = test_run(out, sizeof out, "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x val_fraction=0 > /dev/null && "
+                      SHARDS_RUN " tokenizer=a.bpe out_dir=run > /dev/null", d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    Shard s;
+    shard_open(&s, test_path("d/x_train_000.bin"));
+    CHECK(s.tok_vocab > 256, "the shard records no tokenizer");
+    shard_close(&s);
+    st = test_run(out, sizeof out, "cd %s && %s/sample run n=4 > /dev/null", d, cwd);
+    CHECK(st == 0, "the right tokenizer: %s", out);
+    st = test_run(out, sizeof out, "cd %s && %s/sample run n=4 tokenizer=b.bpe 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "tokenizer: b.bpe (vocabulary 280, identity ") &&
+          strstr(out, ") is not the tokenizer the model was trained with (vocabulary 29") &&
+          strstr(out, "recorded in run/ckpt_00000003.safetensors)\n") && strchr(out, '\n')[1] == 0, "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "cd %s && " SHARDS_RUN " sample_every=1 tokenizer=b.bpe out_dir=run2 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "is not the tokenizer the model was trained with") && strstr(out, "recorded in the training shards)\n"),
+          "exit %d: %s", st, out);
+    // shards without the record (llm.c's own) are accepted as before, with no check
+    uint32_t toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = (uint32_t)(i * 7 % 250);
+    CHECK(mkdir_p(test_path("u")) == 0);
+    shard_write(test_path("u/y_000.bin"), toks, 64, 0);
+    st = test_run(out, sizeof out, "cd %s && %s/train /dev/null task=shards train_data=u/y_000.bin vocab_size=300 seq_len=16 "
+                  "d_model=16 n_head=2 batch_size=2 steps=2 threads=1 sparsity_every=0 eval_every=0 out_dir=run3 > /dev/null && "
+                  "%s/sample run3 n=4 tokenizer=b.bpe > /dev/null", d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    free(cwd);
+}
+
+// A UTF-8 BOM (Windows editors) gave "unknown key 'mixer'"; `include = DIR` "Input/output error";
+// '#' could not be in a value.
+TEST(faults_config_bom_include_folder_and_quoted_hash) {
+    Config c;
+    config_init_all(&c);
+    config_load_text(&c, "\xEF\xBB\xBFmixer = linear\nsample_prompt = \"a # b\"   # a comment\n", "bom.conf");
+    CHECK(!strcmp(cfg_str(&c, "mixer"), "linear") && !strcmp(cfg_str(&c, "sample_prompt"), "a # b"), "%s / %s",
+          cfg_str(&c, "mixer"), cfg_str(&c, "sample_prompt"));
+    // the effective config (config.conf, a checkpoint's) quotes it, so it reads back the same
+    char *text = config_to_text(&c);
+    Config back;
+    config_init_all(&back);
+    config_load_text(&back, text, "effective config");
+    CHECK(!strcmp(cfg_str(&back, "sample_prompt"), "a # b") && !config_first_difference(&c, &back), "%s", cfg_str(&back, "sample_prompt"));
+    free(text);
+    config_free(&back);
+    config_free(&c);
+    char out[4096];
+    CHECK(mkdir_p(test_path("incdir")) == 0);
+    const char *conf = test_write_file("inc.conf", "include = incdir\n");
+    int st = test_run(out, sizeof out, "./train %s 2>&1 >/dev/null", conf);
+    CHECK(st == 2 && strstr(out, "inc.conf:1: include: '") && strstr(out, "/incdir' is a folder, expected a config file\n"),
+          "exit %d: %s", st, out);
+    conf = test_write_file("q.conf", "sample_prompt = \"abc\n");
+    st = test_run(out, sizeof out, "./train %s 2>&1 >/dev/null", conf);
+    CHECK(st == 2 && strstr(out, "q.conf:1: sample_prompt: a value that starts with '\"' must end with its closing '\"'\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./train /dev/null 'sample_prompt=say \"#1\"' 2>&1 >/dev/null");
+    CHECK(st == 2 && !strcmp(out, "command line: sample_prompt: a value may not contain both '#' and '\"'\n"), "exit %d: %s", st, out);
+    // a sweep file with a BOM
+    const char *sweep = test_write_file("bom.sweep", "\xEF\xBB\xBFsteps = 1\nseed = 1, 2\n");
+    st = test_run(out, sizeof out, "./sweep %s --print", sweep);
+    CHECK(st == 0 && strstr(out, "seed=2"), "exit %d: %s", st, out);
+}
+
+// `lr = 1e-3, 0.001` made two points, two folders, one run twice.
+TEST(faults_sweep_values_equal_as_numbers_are_one_point) {
+    char out[4096];
+    test_write_file("b.conf", "d_model = 16\n");
+    const char *cases[][2] = {
+        {"base = b.conf\nlr = 1e-3, 0.001\n", "d1.sweep:2: lr: '1e-3' and '0.001' are the same value: points 'lr=1e-3' and 'lr=0.001' would be one run\n"},
+        {"base = b.conf\nd_model = 16, 016\nseed = 1, 2\n", "d1.sweep:2: d_model: '16' and '016' are the same value: points 'd_model=16,seed=1' and 'd_model=016,seed=1' would be one run\n"},
+    };
+    for (int i = 0; i < 2; i++) {
+        const char *sweep = test_write_file("d1.sweep", cases[i][0]);
+        int st = test_run(out, sizeof out, "cd %s && %s/sweep d1.sweep --print 2>&1 >/dev/null", test_tmpdir(), getcwd((char[1024]){0}, 1024));
+        (void)sweep;
+        CHECK(st == 2 && !strcmp(out, cases[i][1]), "exit %d: %s", st, out);
+    }
 }

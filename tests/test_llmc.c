@@ -198,7 +198,7 @@ TEST(llmc_model_file_lands_every_tensor_and_gives_gpt2s_loss) {
     const char *path = write_gpt2("gpt2.bin", 3, L, 0);
     CHECK(llmc_is_model_file(path));
     Config cfg;
-    Model *m = ckpt_open_model(path, &cfg, 1, MAXT);
+    Model *m = ckpt_open_model(path, &cfg, 1, MAXT, NULL);
     CHECK(m->s.V == V && m->s.T == MAXT && m->s.L == L && m->s.H == NH && m->s.C == C && m->s.mlp && m->s.pos_emb);
     CHECK(!strcmp(cfg_str(&cfg, "mixer"), "softmax"));
     check_every_value(m, 3);
@@ -233,7 +233,7 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
     CHECK(test_run(out, sizeof out, "./export %s out=%s", test_path("rt_run"), test_path("rt_run.bin")) == 0, "%s", out);
     Config c1, c2;
     char *ck = ckpt_resolve(test_path("rt_run"));
-    Model *m1 = ckpt_open_model(ck, &c1, 1, 16), *m2 = ckpt_open_model(test_path("rt_run.bin"), &c2, 1, 16);
+    Model *m1 = ckpt_open_model(ck, &c1, 1, 16, NULL), *m2 = ckpt_open_model(test_path("rt_run.bin"), &c2, 1, 16, NULL);
     CHECK(m1->n_params == m2->n_params);
     for (int i = 0; i < m1->n_tensors; i++) {
         const TensorInfo *t1 = &m1->tensors[i], *t2 = model_find_tensor(m2, t1->name);
@@ -247,7 +247,7 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
 TEST(llmc_bf16_file_widens_exactly_and_shorter_seq_len_takes_the_first_rows) {
     const char *path = write_gpt2("bf16.bin", 5, L, 0);
     Config cfg;
-    Model *m = ckpt_open_model(path, &cfg, 1, MAXT);
+    Model *m = ckpt_open_model(path, &cfg, 1, MAXT, NULL);
     check_every_value(m, 5);
     model_free(m);
     // a model with seq_len 5 < max_seq_len 8 keeps wpe's first 5 rows
@@ -305,7 +305,7 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     char ck0[4096];
     snprintf(ck0, sizeof ck0, "%s/ckpt_00000000.safetensors", test_path("good_init"));
     Config cfg;
-    Model *m = ckpt_open_model(ck0, &cfg, 1, MAXT);
+    Model *m = ckpt_open_model(ck0, &cfg, 1, MAXT, NULL);
     check_every_value(m, 3);
     model_free(m);
     config_free(&cfg);

@@ -306,3 +306,81 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     char *md = read_out("col", "summary.md");
     CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
 }
+
+// --slurm writes an sbatch job array of the unfinished points; its tasks run as ./sweep runs a
+// point (log header, train.log), skip a finished point at once and report a failed one. The
+// tasks are run here by hand with SLURM_ARRAY_TASK_ID set, as Slurm runs them (a real Slurm runs
+// the script in `make slurm-test`, tests/engines/slurm.sh).
+TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
+    const char *f = sweep_file("slu", "mixer = softmax, linear\nseed = 0, 1\n");
+    char out[8192];
+    int st = test_run(out, sizeof out, "./sweep %s --print --threads 1 | head -1 | sh > /dev/null 2>&1", f);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./sweep %s --slurm --threads 2 --jobs 3", f);
+    char script[1024];
+    snprintf(script, sizeof script, "%s/out_slu/slurm.sbatch", test_tmpdir());
+    CHECK(st == 0 && strstr(out, "4 points, 3 not finished: a Slurm array of 3 tasks, 2 CPUs each") &&
+              strstr(out, "at most 3 tasks at once") && strstr(out, "\n  sbatch ") && strstr(out, script) &&
+              strstr(out, "slu.sweep --collect\n"), "%d %s", st, out);
+    char *text = read_file_text(script, NULL);
+    CHECK(text && !strncmp(text, "#!/bin/bash\n", 12) && strstr(text, "\n#SBATCH --array=1-3%3\n") &&
+              strstr(text, "\n#SBATCH --cpus-per-task=2\n") && strstr(text, "\n#SBATCH --chdir=/") &&
+              strstr(text, "/out_slu/slurm/%A_%a.out\n"), "%s", text);
+    // the finished point has no task; the others, in order, with the commands --print writes
+    CHECK(!strstr(text, "point=mixer=softmax,seed=0") && strstr(text, "1) n=2 point=mixer=softmax,seed=1 ") &&
+              strstr(text, "3) n=4 point=mixer=linear,seed=1 ") && strstr(text, " threads=2' ;;"), "%s", text);
+    st = test_run(out, sizeof out, "bash -n %s", script);
+    CHECK(st == 0, "bash -n: %s", out);
+
+    st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_JOB_ID=77 bash %s", script);
+    CHECK(st == 0 && strstr(out, "[2/4] mixer=softmax,seed=1: started on ") &&
+              strstr(out, "[2/4] mixer=softmax,seed=1: done in "), "%d %s", st, out);
+    char *log = read_out("slu", "mixer=softmax,seed=1/train.log");
+    CHECK(log && strstr(log, "== sweep slu, point 2/4, ") && strstr(log, ", Slurm job 77_1:\n./train ") &&
+              strstr(log, "done: 4 steps"), "%s", log);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/out_slu/mixer=softmax,seed=1", test_tmpdir());
+    CHECK(run_finished(p));
+    // submitted again, a finished point's task exits at once without touching its log
+    snprintf(p, sizeof p, "%s/out_slu/mixer=softmax,seed=1/train.log", test_tmpdir());
+    long before = file_size(p);
+    st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=1 bash %s", script);
+    CHECK(st == 0 && !strcmp(out, "[2/4] mixer=softmax,seed=1: finished before, skipped\n") && file_size(p) == before,
+          "%d %s", st, out);
+    st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=4 bash %s", script);
+    CHECK(st == 2 && strstr(out, "task '4': expected 1 to 3"), "%d %s", st, out);
+    st = test_run(out, sizeof out, "bash %s", script);
+    CHECK(st == 2 && strstr(out, "submit this script with sbatch"), "%d %s", st, out);
+    for (int t = 2; t <= 3; t++) test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=%d bash %s", t, script);
+    st = test_run(out, sizeof out, "./sweep %s --slurm", f);
+    CHECK(st == 0 && strstr(out, "every point is finished; nothing to submit") && strstr(out, "slu.sweep --collect"),
+          "%d %s", st, out);
+    st = test_run(out, sizeof out, "./sweep %s --collect", f);
+    CHECK(st == 0 && strstr(out, "4 done, 0 partial, 0 failed, 0 missing"), "%d %s", st, out);
+
+    // a failing point's task exits with ./train's status and says why
+    f = sweep_file("slf", "n_head = 3\nseed = 0, 1\n");
+    st = test_run(out, sizeof out, "./sweep %s --slurm --out %s/out_slf", f, test_tmpdir());
+    CHECK(st == 0 && strstr(out, "--collect --out "), "%d %s", st, out);
+    snprintf(script, sizeof script, "%s/out_slf/slurm.sbatch", test_tmpdir());
+    st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=2 bash %s", script);
+    CHECK(st == 2 && strstr(out, "[2/2] seed=1: FAILED (exit 2) after ") && strstr(out, "not divisible by n_head 3") &&
+              strstr(out, "(log: ") && strstr(out, "seed=1/train.log)"), "%d %s", st, out);
+    // a threads axis: each command keeps its own, the array asks for the largest
+    f = sweep_file("slt", "threads = 1, 3\n");
+    st = test_run(out, sizeof out, "./sweep %s --slurm --threads 2", f);
+    CHECK(st == 0 && strstr(out, "a Slurm array of 2 tasks, 3 CPUs each"), "%d %s", st, out);
+    snprintf(script, sizeof script, "%s/out_slt/slurm.sbatch", test_tmpdir());
+    free(text);
+    text = read_file_text(script, NULL);
+    CHECK(text && strstr(text, "\n#SBATCH --cpus-per-task=3\n") && strstr(text, " threads=1 out_dir=") &&
+              strstr(text, " threads=3 out_dir=") && !strstr(text, "threads=2"), "%s", text);
+    // bad input: a folder #SBATCH lines cannot name, bad combinations
+    st = test_run(out, sizeof out, "./sweep %s --slurm --out '%s/a b'", f, test_tmpdir());
+    CHECK(st == 2 && strstr(out, "a b' holds a space or a %, which #SBATCH lines cannot") && !strchr(out, '\n')[1],
+          "%d %s", st, out);
+    st = test_run(out, sizeof out, "./sweep %s --slurm --print", f);
+    CHECK(st == 2 && strstr(out, "--print, --collect and --slurm exclude each other"), "%d %s", st, out);
+    st = test_run(out, sizeof out, "./sweep %s --slurm --unfinished", f);
+    CHECK(st == 2 && strstr(out, "--unfinished goes with --print"), "%d %s", st, out);
+}

@@ -81,6 +81,18 @@ Bpe *bpe_create(const uint32_t (*merges)[2], int n_merges) {
     return b;
 }
 
+uint32_t bpe_identity(const Bpe *b) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    for (int k = 0; k < b->n_merges; k++)
+        for (int j = 0; j < 2; j++) {
+            uint32_t v = b->merges[k][j];
+            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+            c = crc32(c, le, 4);
+        }
+    for (int k = 0; k < b->n_special; k++) c = crc32(c, (const unsigned char *)b->special[k], (uInt)strlen(b->special[k]) + 1);
+    return (uint32_t)c;
+}
+
 void bpe_free(Bpe *b) {
     if (!b) return;
     free(b->merges);
@@ -141,15 +153,10 @@ void bpe_save(const Bpe *b, const char *path) {
     }
     uint32_t crc = (uint32_t)crc32(0L, t.v, (uInt)t.n);
     bprintf(&t, "crc32 %08x\n", crc);
-    char *tmp = mallocCheck(strlen(path) + 5);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) die_input("%s: cannot write (%s)", tmp, strerror(errno));
-    fwriteCheck(t.v, 1, t.n, f, tmp);
-    if (fflush(f) != 0) die("%s: write error (%s)", tmp, strerror(errno));
-    fcloseCheck(f, tmp);
-    if (rename(tmp, path) != 0) die("%s: cannot rename %s (%s)", path, tmp, strerror(errno));
-    free(tmp);
+    AtomicFile out;
+    atomic_open(&out, path);
+    fwriteCheck(t.v, 1, t.n, out.f, out.tmp);
+    atomic_close(&out);
     free(t.v);
 }
 

@@ -59,6 +59,11 @@ typedef struct {
 // Builds a tokenizer from merges (each pair made of ids < 256 + its index; callers check) with
 // the end-of-text token as the only special token.
 Bpe *bpe_create(const uint32_t (*merges)[2], int n_merges);
+
+// The tokenizer's identity, recorded in the shards it prepares and the checkpoints trained on
+// them: zlib CRC-32 of its merges (each pair as two little-endian uint32) followed by its special
+// tokens' names, each with its NUL. Together with vocab_size it tells two tokenizers apart.
+uint32_t bpe_identity(const Bpe *b);
 void bpe_free(Bpe *b);
 
 // Reads a tokenizer file (this project's, or llm.c's binary one as a decode-only tokenizer); NULL with a one-line message naming the file (and line) on any problem.

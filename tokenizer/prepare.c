@@ -38,7 +38,7 @@ char *prepare_shard_path(const char *prefix, int split, int k) {
 static void write_shard(Prep *p, int s, size_t n) {
     TokBuf *b = &p->buf[s];
     char *path = prepare_shard_path(p->o->out, s, p->st->shards[s]++);
-    shard_write(path, b->v, (long)n, p->wide);
+    shard_write_tagged(path, b->v, (long)n, p->wide, p->bpe->vocab_size, bpe_identity(p->bpe));
     free(path);
     memmove(b->v, b->v + n, (b->n - n) * sizeof *b->v);
     b->n -= n;
@@ -149,6 +149,10 @@ void prepare_shards(Bpe *bpe, char *const *inputs, int n_inputs, const PrepareOp
         read_text_file(inputs[i], on_block, &p);
         doc_end(&p);  // a file ends its last document
     }
+    // (before any shard is written or removed: an empty input must not replace earlier shards)
+    if (st->docs[0] + st->docs[1] == 0)
+        die_input("%s%s: no text to prepare (0 documents): no shard written", inputs[0],
+                  n_inputs > 1 ? " and the other inputs" : "");
     for (int s = 0; s < 2; s++)
         if (p.buf[s].n) write_shard(&p, s, p.buf[s].n);
     if (o->progress) progress_break();

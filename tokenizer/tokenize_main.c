@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/config.h"
 #include "core/io.h"
@@ -82,6 +83,21 @@ static const char *need_str(const Config *c, const char *key, const char *what) 
     return v;
 }
 
+// The file out= names must not be one of the inputs (the same file under any name: same device
+// and inode), which the write would replace, nor a folder. Checked before any work.
+static void check_output(const char *out, char *const *inputs, int n_inputs, const char *tokenizer) {
+    struct stat so, si;
+    if (stat(out, &so) != 0) return;  // a new file
+    if (S_ISDIR(so.st_mode)) die_input("command line: out: '%s' is a folder, expected a file name", out);
+    for (int i = 0; i <= n_inputs; i++) {
+        const char *in = i < n_inputs ? inputs[i] : tokenizer;
+        if (!in || !strcmp(in, "-") || stat(in, &si) != 0) continue;
+        if (si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            die_input("command line: out: '%s' is the %s '%s': writing it would replace it", out,
+                      i < n_inputs ? "input" : "tokenizer", in);
+    }
+}
+
 static void make_parent_dir(const char *path, const char *key) {
     char *dir = strdupCheck(path);
     char *slash = strrchr(dir, '/');
@@ -128,6 +144,7 @@ static int cmd_train(int argc, char **argv) {
     if (a.n_inputs == 0) die_input("command line: no INPUT files to learn from");
     for (int i = 0; i < a.n_inputs; i++)  // refuse a bad input before any work
         if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
+    check_output(out, a.inputs, a.n_inputs, NULL);
     TrainCtx c = {.t = bpe_trainer_create(), .t0 = now_seconds()};
     chunks_init(&c.cs);
     for (int i = 0; i < a.n_inputs; i++) {
@@ -233,6 +250,7 @@ static int cmd_encode(int argc, char **argv) {
     char *std_in[] = {"-"};
     char **inputs = a.n_inputs ? a.inputs : std_in;
     int n_inputs = a.n_inputs ? a.n_inputs : 1;
+    if (*out) check_output(out, inputs, n_inputs, tok);
     EncCtx e = {.b = bpe_load(tok), .text_out = *out ? NULL : stdout};
     chunks_init(&e.cs);
     for (int i = 0; i < n_inputs; i++) {
@@ -241,7 +259,7 @@ static int cmd_encode(int argc, char **argv) {
     }
     if (*out) {
         make_parent_dir(out, "out");
-        shard_write(out, e.toks.v, (long)e.toks.n, e.b->vocab_size > 65536);
+        shard_write_tagged(out, e.toks.v, (long)e.toks.n, e.b->vocab_size > 65536, e.b->vocab_size, bpe_identity(e.b));
         fprintf(stderr, "%s: %zu tokens\n", out, e.toks.n);
     } else {
         enc_flush(&e);

@@ -57,30 +57,52 @@ int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Conf
     snprintf(num, sizeof num, "%ld", ts->opt_t);
     st_writer_meta(w, "optimizer_steps", num);
     st_writer_meta(w, "optimizer", has_moments ? "adamw" : opt ? "sgd" : "none");
+    if (ts->tokenizer_vocab > 0) {
+        snprintf(num, sizeof num, "%d", ts->tokenizer_vocab);
+        st_writer_meta(w, "tokenizer_vocab_size", num);
+        snprintf(num, sizeof num, "%08" PRIx32, ts->tokenizer_id);
+        st_writer_meta(w, "tokenizer_identity", num);
+    }
     int rc = st_writer_save(w, path, err, errlen);
     st_writer_free(w);
     return rc;
+}
+
+// Format 1 checkpoints (CRC of the data only) load with this warning, once per process.
+static void warn_header_unchecked(const char *path) {
+    static int warned;
+    if (warned++) return;
+    fprintf(stderr, "warning: %s: a checkpoint of format %s, whose CRC does not cover its header (metadata, "
+            "tensor offsets): loaded with the header unchecked; checkpoints saved from now on cover it\n",
+            path, CKPT_FORMAT_V1);
 }
 
 // Checks container, format and CRC; 0 or -1 with err.
 static int open_checked(const char *path, SafeTensors *st, char *err, size_t errlen) {
     if (st_read(path, st, err, errlen) != 0) return -1;
     const char *format = st_meta(st, "format");
-    if (!format || strcmp(format, CKPT_FORMAT)) {
+    int v1 = format && !strcmp(format, CKPT_FORMAT_V1);
+    if (!format || (strcmp(format, CKPT_FORMAT) && !v1)) {
         snprintf(err, errlen, "not a checkpoint of this trainer (metadata format '%s', expected '%s')",
                  format ? format : "missing", CKPT_FORMAT);
         st_free(st);
         return -1;
     }
     const char *stored = st_meta(st, "crc32");
-    char crc[16];
-    snprintf(crc, sizeof crc, "%08lx", crc32(crc32(0L, Z_NULL, 0), st->data, (uInt)st->data_len));
-    if (!stored || strcmp(stored, crc)) {
-        snprintf(err, errlen, "CRC32 of the data section is %s, the header says %s: the file is corrupt", crc,
-                 stored ? stored : "nothing");
+    uint32_t crc = 0;
+    int have = 1;
+    if (v1) crc = (uint32_t)crc32_z(0L, st->data, st->data_len);
+    else have = st_file_crc32(st->file_buf, st->file_len, &crc) == 0;
+    char hex[16];
+    snprintf(hex, sizeof hex, "%08" PRIx32, crc);
+    if (!stored || !have || strcmp(stored, hex)) {
+        if (!have) snprintf(err, errlen, "the header does not hold exactly one \"crc32\" value: the file is corrupt");
+        else snprintf(err, errlen, "CRC32 of the %s is %s, the header says %s: the file is corrupt or was edited",
+                      v1 ? "data section" : "file", hex, stored ? stored : "nothing");
         st_free(st);
         return -1;
     }
+    if (v1) warn_header_unchecked(path);
     static const char *required[] = {"config", "step", "data_pos", "data_seed", "optimizer_steps"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!st_meta(st, required[i])) {
@@ -162,10 +184,11 @@ static void copy_tensor(real *dst, const StTensor *f, const SafeTensors *st) {
 
 int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *err, size_t errlen) {
     if (llmc_is_model_file(path)) {
-        if (opt || ts) {
+        if (opt) {
             snprintf(err, errlen, "an llm.c model file holds weights only: use it as init_from, not to resume");
             return -1;
         }
+        if (ts) memset(ts, 0, sizeof *ts);
         return llmc_load(path, m, err, errlen);
     }
     SafeTensors st;
@@ -202,6 +225,21 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
     }
     s.data_pos = (uint64_t)v;
     s.data_seed = strtoull(st_meta(&st, "data_seed"), NULL, 10);
+    s.tokenizer_vocab = 0;
+    s.tokenizer_id = 0;
+    const char *tv = st_meta(&st, "tokenizer_vocab_size"), *ti = st_meta(&st, "tokenizer_identity");
+    if (tv && ti) {
+        char *end;
+        long vv = strtol(tv, &end, 10);
+        unsigned long iv = strtoul(ti, &end, 16);
+        if (vv <= 0 || vv > (1 << 24) || strlen(ti) != 8 || *end) {
+            snprintf(err, errlen, "metadata tokenizer_vocab_size '%s' / tokenizer_identity '%s' is not a tokenizer's", tv, ti);
+            st_free(&st);
+            return -1;
+        }
+        s.tokenizer_vocab = (int)vv;
+        s.tokenizer_id = (uint32_t)iv;
+    }
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
         copy_tensor(m->params + t->offset, st_find(&st, t->name), &st);

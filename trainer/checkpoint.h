@@ -1,6 +1,6 @@
 // Checkpoints (docs/checkpoints.md#format): the model's tensors as F32 under their names, AdamW
 // state as optim.m.<name> / optim.v.<name>, and __metadata__ with the format version, the
-// effective config, the step, the data-loader and RNG state and the CRC32 of the data section.
+// effective config, the step, the data-loader and RNG state and a CRC32 of the whole file.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -9,13 +9,20 @@
 #include "model/model.h"
 #include "trainer/optim.h"
 
-#define CKPT_FORMAT "attnscope-checkpoint-1"
+// Format 2: the metadata "crc32" covers the whole file, header included (st_file_crc32).
+// Format 1 (before): it covered the data section only; such files still load, with a warning.
+#define CKPT_FORMAT "attnscope-checkpoint-2"
+#define CKPT_FORMAT_V1 "attnscope-checkpoint-1"
 
 typedef struct {
     long step;             // optimizer steps done
     uint64_t data_pos;     // training loader position (sequences consumed)
     uint64_t data_seed;    // seed of the loader's per-epoch permutations
     long opt_t;            // optimizer step count (AdamW bias correction)
+    // the tokenizer of the training shards (Dataset.tok_vocab, tok_id), metadata
+    // tokenizer_vocab_size and tokenizer_identity; 0 when unknown (MQAR, llm.c shards)
+    int tokenizer_vocab;
+    uint32_t tokenizer_id;
 } TrainState;
 
 // Saves atomically; 0 on success, -1 with a message in err. opt may be NULL (weights only).

@@ -24,7 +24,7 @@ char *ckpt_resolve(const char *arg) {
     return ckpt;
 }
 
-Model *ckpt_open_model(const char *path, Config *cfg, int B, int rows_max) {
+Model *ckpt_open_model(const char *path, Config *cfg, int B, int rows_max, TrainState *ts) {
     char err[1024];
     long step;
     if (ckpt_read_config(path, cfg, &step, err, sizeof err) != 0) die_input("%s: %s", path, err);
@@ -39,6 +39,6 @@ Model *ckpt_open_model(const char *path, Config *cfg, int B, int rows_max) {
     };
     if (s.V <= 0) die_input("%s: the checkpoint's config has no vocab_size", path);
     Model *m = model_create(&s, mixer_find(cfg_str(cfg, "mixer")), cfg, B, rows_max);
-    if (ckpt_load(path, m, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", path, err);
+    if (ckpt_load(path, m, NULL, ts, err, sizeof err) != 0) die_input("%s: %s", path, err);
     return m;
 }

@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
 
     char *ckpt = ckpt_resolve(argv[1]);
     Config cfg;
-    Model *m = ckpt_open_model(ckpt, &cfg, 1, 1);
+    Model *m = ckpt_open_model(ckpt, &cfg, 1, 1, NULL);
     char err[1024];
     if (llmc_exportable(m, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
     if (llmc_save(out, m, err, sizeof err) != 0) die("%s", err);

@@ -32,3 +32,11 @@ printf 'zip = lr, seed\nlr = 1, 2\nseed = 1, 2, 3\n' > zip.sweep
 # a uint32 shard (magic 20240801, version 7) of 8 tokens, one of them 2312681882
 { printf '\241\331\064\001\007\000\000\000\010\000\000\000'; head -c 1012 /dev/zero
   printf '\001\000\000\000\002\000\000\000\232\271\330\211\003\000\000\000'; head -c 16 /dev/zero; } > big.bin
+# Reliability II rows (docs/reliability.md)
+: > empty.txt
+mkdir -p incdir
+printf 'include = incdir\n' > incfolder.conf
+printf 'sample_prompt = "unclosed\n' > quote.conf
+"$P/tokenize" train text.txt vocab_size=260 out=other.bpe > /dev/null
+"$P/train" ok.conf task=shards train_data=ok.bin val_data=ok.bin vocab_size=0 seq_len=16 steps=2 tokenizer=tok.bpe out_dir=textrun > /dev/null
+LC_ALL=C sed 's/"step":"2"/"step":"3"/' run/ckpt_00000002.safetensors > stepedit.safetensors

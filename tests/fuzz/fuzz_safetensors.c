@@ -1,7 +1,8 @@
 // Fuzz target: the safetensors reader (core/safetensors.c) and the checkpoint loader on top of it
 // (trainer/checkpoint.c). The input is a file. st_read must accept it or return an error, never
 // crash; an accepted file's tensors lie inside its data section. Then the same file with its
-// "crc32" metadata recomputed (so mutations get past the CRC) goes to ckpt_read_config and
+// "crc32" metadata recomputed (so mutations get past the CRC: over the whole file with the value
+// read as 00000000, st_file_crc32; format 1: over the data section) goes to ckpt_read_config and
 // ckpt_load into a fixed small model (softmax, d_model 8, 1 layer, vocabulary 16, 8 tokens),
 // which must load it whole or report why and leave the model unchanged.
 // FUZZ_WRITE_SEED=PATH: write that model's checkpoint to PATH (the seed corpus) and exit.
@@ -36,7 +37,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *seed = getenv("FUZZ_WRITE_SEED");
     if (seed) {
         for (size_t i = 0; i < g_model->n_params; i++) g_opt.m[i] = 0.001f * (float)i, g_opt.v[i] = 1e-6f;
-        TrainState ts = {3, 48, 7, 3};
+        TrainState ts = {3, 48, 7, 3, 0, 0};
         char err[256];
         if (ckpt_save(seed, g_model, &g_opt, &g_cfg, &ts, err, sizeof err)) fuzz_fail("%s", err);
         exit(0);
@@ -79,20 +80,24 @@ static void load_checkpoint(void *path) {
     free(before);
 }
 
-// The input with its "crc32":"xxxxxxxx" metadata set to the CRC32 of its data section.
+// The input with its "crc32":"xxxxxxxx" metadata set to the value the loader expects: the CRC32
+// of the file with the value read as 00000000 (st_file_crc32), or for a header naming format 1,
+// of the data section.
 static unsigned char *with_crc(const unsigned char *data, size_t size) {
     unsigned char *out = malloc(size + 1);
     memcpy(out, data, size);
-    if (size < 8) return out;
+    size_t slot = st_crc_slot(data, size);
+    if (!slot) return out;
     unsigned long long hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | data[i];
-    if (hlen > size - 8) return out;
-    static const char key[] = "\"crc32\":\"";
-    unsigned char *h = out + 8, *p = memmem(h, (size_t)hlen, key, sizeof key - 1);
-    if (!p || (size_t)(p - h) + sizeof key - 1 + 9 > hlen) return out;
-    char crc[16];
-    snprintf(crc, sizeof crc, "%08lx", crc32(0L, data + 8 + hlen, (uInt)(size - 8 - hlen)));
-    memcpy(p + sizeof key - 1, crc, 8);
+    uint32_t crc = 0;
+    if (memmem(data + 8, (size_t)hlen, CKPT_FORMAT_V1, strlen(CKPT_FORMAT_V1)))
+        crc = (uint32_t)crc32(0L, data + 8 + hlen, (uInt)(size - 8 - hlen));
+    else if (st_file_crc32(data, size, &crc) != 0)
+        return out;
+    char hex[16];
+    snprintf(hex, sizeof hex, "%08x", (unsigned)crc);
+    memcpy(out + slot, hex, 8);
     return out;
 }
 
