@@ -38,13 +38,22 @@ $($(1)_DIR)/$(if $($(1)_RUNNER),bin/)$(2): $(addprefix $($(1)_DIR)/$(4)/,$(3)) $
 	$($(1)_CC) $($(1)_FLAGS) $$^ -o $$@ $(LDLIBS)
 endef
 
+# --- ARCH=NAME and NO_OMP=1 (Makefile): the default build's flags, in build/NAME[-noomp] -------------
+ifneq ($(ALT_DIR),)
+ALT_CC    = $(CC)
+ALT_FLAGS = $(ALL_CFLAGS)
+$(eval $(call variant,ALT))
+$(eval $(call variant_program,ALT,bench,bench/bench.o bench/peak.o,f32))
+$(eval $(call variant_program,ALT,bench_gemm,bench/bench_gemm.o bench/peak.o,f32))
+endif
+
 # --- AddressSanitizer + UndefinedBehaviorSanitizer -------------------------------------------------
 ASAN_DIR     = build/asan$(if $(ASAN_SKIP),,-full)
 ASAN_CC     ?= $(CC)
 # UBSan's pointer-overflow check makes the numeric tests 10-30x slower (the suite 6 min instead of
 # 1.5); `make asan ASAN_SKIP=` includes it (built in build/asan-full).
 ASAN_SKIP   ?= pointer-overflow
-ASAN_FLAGS   = -std=c11 -O2 -g -fno-omit-frame-pointer $(ARCH) -ffp-contract=fast -fopenmp $(WARN) \
+ASAN_FLAGS   = -std=c11 -O2 -g -fno-omit-frame-pointer $(ARCH_FLAGS) -ffp-contract=fast -fopenmp $(WARN) \
                -D_GNU_SOURCE -I. -fsanitize=address,undefined $(if $(ASAN_SKIP),-fno-sanitize=$(ASAN_SKIP)) \
                -fno-sanitize-recover=all $(CFLAGS)
 ASAN_ENV     = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
@@ -66,7 +75,7 @@ valgrind: $(VG_DIR)/train
 # --- clang, warnings as errors (objects only: the link is the same as gcc's) -------------------------
 CLANG_DIR   = build/clang
 CLANG_CC    = clang
-CLANG_FLAGS = -std=c11 $(OPT) $(ARCH) -ffp-contract=fast -fopenmp $(WARN) $(CLANG_WARN) -D_GNU_SOURCE -I. -Werror $(CFLAGS)
+CLANG_FLAGS = -std=c11 $(OPT) $(ARCH_FLAGS) -ffp-contract=fast -fopenmp $(WARN) $(CLANG_WARN) -D_GNU_SOURCE -I. -Werror $(CFLAGS)
 $(eval $(call variant,CLANG))
 
 clang-check: $(CLANG_DIR)/ready
