@@ -10,9 +10,9 @@ UNAME_S ?= $(shell uname -s)
 UNAME_M ?= $(shell uname -m)
 CC      ?= cc
 ARCH    ?= native
-ARCH    := $(patsubst -march=%,%,$(ARCH))
+ISA      = $(patsubst -march=%,%,$(ARCH))
 # -march=native targets this CPU; arm64 compilers (Apple clang in particular) take -mcpu=native
-ARCH_FLAGS = $(if $(filter native,$(ARCH)),$(if $(filter arm64 aarch64,$(UNAME_M)),-mcpu=native,-march=native),-march=$(ARCH))
+ARCH_FLAGS = $(if $(filter native,$(ISA)),$(if $(filter arm64 aarch64,$(UNAME_M)),-mcpu=native,-march=native),-march=$(ISA))
 OPT     ?= -O3
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 # clang reports each `#pragma omp simd` loop it cannot vectorize (calls to exp without a vector libm)
@@ -43,7 +43,8 @@ else
   OMP_FOUND := $(shell printf '\043include <omp.h>\nint main(void){return omp_get_max_threads()<1;}\n' | \
       $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo $(CC) -fopenmp)
 endif
-ifneq ($(NO_OMP),)
+NOOMP = $(filter-out 0,$(NO_OMP))
+ifneq ($(NOOMP),)
   OMP_FOUND =
 endif
 ifeq ($(OMP_FOUND),)
@@ -51,8 +52,8 @@ ifeq ($(OMP_FOUND),)
                 -Wno-unknown-pragmas -Icore/no_openmp
   OMP_LDLIBS  =
   ifeq ($(filter clean,$(MAKECMDGOALS)),)
-    $(info OpenMP $(if $(NO_OMP),disabled (NO_OMP),not found): building single-threaded$(if \
-      $(filter Darwin,$(UNAME_S)), (for threads: brew install libomp, then make clean && make)))
+    $(info OpenMP $(if $(NOOMP),disabled (NO_OMP),not found): building single-threaded$(if \
+      $(NOOMP),,$(if $(filter Darwin,$(UNAME_S)), (for threads: brew install libomp, then make clean && make))))
   endif
 endif
 
@@ -62,7 +63,7 @@ LDFLAGS ?=
 
 # The default build (ARCH=native, OpenMP as found) writes build/f32, build/f64 and the programs
 # here; another ARCH or NO_OMP=1 builds everything into its own folder ALT_DIR (tests/reliability.mk).
-ALT_DIR  = $(if $(filter-out native,$(ARCH))$(NO_OMP),build/$(ARCH)$(if $(NO_OMP),-noomp))
+ALT_DIR  = $(if $(filter-out native,$(ISA))$(NOOMP),build/$(ISA)$(if $(NOOMP),-noomp))
 
 LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c model/kernels/*.c data/*.c eval/*.c text/*.c ablation/*.c))
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
@@ -70,7 +71,7 @@ F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
 TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
 PROGRAMS = train evaluate tokenizer sample sweep
 
-.PHONY: all test clean asan bench
+.PHONY: all test clean asan bench gemm-check
 ifeq ($(ALT_DIR),)
 all: $(PROGRAMS) build/run_tests
 else
@@ -120,6 +121,11 @@ build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/bench/peak.o $(F32_OBJ)
 
 # bench_gemm prints the GEMM kernel it runs and the ISA the build targets first.
 BENCH_DIR = $(or $(ALT_DIR),build)
+# `make gemm-check`: every float GEMM kernel variant this CPU runs against a double reference, and
+# 1 thread = 2 threads = gemm_serial bit for bit (the test suite runs the double build).
+gemm-check: $(BENCH_DIR)/bench_gemm
+	$(BENCH_DIR)/bench_gemm --check-only
+
 bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
 	$(BENCH_DIR)/bench_gemm --quick --no-check
 	$(BENCH_DIR)/bench $(BENCH_ARGS) $(BENCH_CONF)

@@ -5,7 +5,8 @@
 // Usage: bench_gemm [--kernel NAME] [--quick] [--no-check] [--check-only] [--shape SUBSTRING]
 //   NAME: avx512, avx2, neon, portable (a whole table) or one variant (avx512_14x2, ...).
 //   --check-only: no timing; the odd-size check below for every variant of every kernel table
-//   this CPU runs (CI, and arm64 under qemu, where timings mean nothing).
+//   this CPU runs, or of table NAME with --kernel (CI, and arm64 under qemu, where timings mean
+//   nothing).
 //   Tuning through the environment: GEMM_KC, GEMM_NC, GEMM_SPLIT (1 = M, 2 = N), GEMM_NOPF=1.
 // Prints the measured fp32 FMA peak for 1 and 2 threads, memory write bandwidth, then per shape:
 // max relative error against a double reference (all four transpose combinations), bit-identity
@@ -254,12 +255,14 @@ static int check_odd_sizes(int nthr) {
     return failures;
 }
 
-// --check-only: check_odd_sizes for every variant of every table this CPU runs.
-static int check_all_kernels(int nthr) {
+// --check-only: check_odd_sizes for every variant of every table this CPU runs (only the table
+// `only` when given).
+static int check_all_kernels(int nthr, const char *only) {
     const char *tables[] = {"portable", "avx2", "avx512", "neon"};
     int failures = 0;
     printf("build ISA: %s; default kernel: %s; threads: %d\n", gemm_build_isa(), gemm_kernel_name(), nthr);
     for (int t = 0; t < 4; t++) {
+        if (only && strcmp(only, tables[t])) continue;
         if (!gemm_select_kernel(tables[t])) continue;  // not built here or not run by this CPU
         const GemmKernel *const *list = t == 0 ? gemm_kernels_portable : NULL;
 #ifdef GEMM_HAVE_X86
@@ -295,7 +298,7 @@ int main(int argc, char **argv) {
         }
     }
     if (check == 2) {
-        int f = check_all_kernels(omp_get_max_threads() >= 2 ? 2 : 1);
+        int f = check_all_kernels(omp_get_max_threads() >= 2 ? 2 : 1, kernel);
         if (f) printf("\n%d FAILURES\n", f);
         return f ? 1 : 0;
     }
