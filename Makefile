@@ -1,17 +1,69 @@
 # Build every program with `make`, run the tests with `make test`.
 # Library sources are compiled twice: build/f32 (the programs) and build/f64 (REAL_DOUBLE, the
 # test runner, so finite-difference checks can use tight tolerances).
+# Laptops, other ISAs and builds without OpenMP: docs/laptops.md.
+#   make ARCH=x86-64-v3   another instruction set (any -march name): programs and tests in
+#                         build/x86-64-v3/, `make test ARCH=...` runs the suite there
+#   make NO_OMP=1         single-threaded, without OpenMP (build/native-noomp/)
+# UNAME_S/UNAME_M may be set to check the recipe of another OS (make -n UNAME_S=Darwin).
+UNAME_S ?= $(shell uname -s)
+UNAME_M ?= $(shell uname -m)
 CC      ?= cc
-ARCH    ?= -march=native
+ARCH    ?= native
+ISA      = $(patsubst -march=%,%,$(ARCH))
+# -march=native targets this CPU; arm64 compilers (Apple clang in particular) take -mcpu=native
+ARCH_FLAGS = $(if $(filter native,$(ISA)),$(if $(filter arm64 aarch64,$(UNAME_M)),-mcpu=native,-march=native),-march=$(ISA))
 OPT     ?= -O3
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 # clang reports each `#pragma omp simd` loop it cannot vectorize (calls to exp without a vector libm)
 CLANG_WARN = -Wno-pass-failed
 WARN    += $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),$(CLANG_WARN))
 CFLAGS  ?=
-ALL_CFLAGS = -std=c11 $(OPT) $(ARCH) -ffp-contract=fast -fopenmp $(WARN) -D_GNU_SOURCE -I. $(CFLAGS)
-LDLIBS   = -lz -lm
+
+# OpenMP. macOS: Apple clang has no -fopenmp; with Homebrew's libomp (brew install libomp) the
+# front end takes -Xpreprocessor -fopenmp and links -lomp; else a Homebrew gcc-N, which has
+# OpenMP. Elsewhere -fopenmp, if a test program compiles and links with it. Without any (or with
+# NO_OMP=1) the build is single-threaded: core/no_openmp/omp.h stands in for <omp.h>.
+OMP_CFLAGS = -fopenmp
+OMP_LDLIBS =
+ifeq ($(UNAME_S),Darwin)
+  BREW          ?= $(shell command -v brew 2>/dev/null)
+  BREW_PREFIX   ?= $(if $(BREW),$(shell $(BREW) --prefix 2>/dev/null))
+  LIBOMP_PREFIX ?= $(if $(BREW),$(shell $(BREW) --prefix libomp 2>/dev/null))
+  BREW_GCC      ?= $(if $(BREW_PREFIX),$(lastword $(shell ls $(BREW_PREFIX)/bin 2>/dev/null | grep -E '^gcc-[0-9]+$$' | sort -t- -k2 -n)))
+  ifneq ($(wildcard $(LIBOMP_PREFIX)/include/omp.h),)
+    OMP_FOUND  = Apple clang + Homebrew libomp ($(LIBOMP_PREFIX))
+    OMP_CFLAGS = -Xpreprocessor -fopenmp -I$(LIBOMP_PREFIX)/include
+    OMP_LDLIBS = -L$(LIBOMP_PREFIX)/lib -lomp
+  else ifneq ($(and $(BREW_GCC),$(filter default,$(origin CC))),)
+    CC        := $(BREW_PREFIX)/bin/$(BREW_GCC)
+    OMP_FOUND  = Homebrew $(BREW_GCC)
+  endif
+else
+  OMP_FOUND := $(shell printf '\043include <omp.h>\nint main(void){return omp_get_max_threads()<1;}\n' | \
+      $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo $(CC) -fopenmp)
+endif
+NOOMP = $(filter-out 0,$(NO_OMP))
+ifneq ($(NOOMP),)
+  OMP_FOUND =
+endif
+ifeq ($(OMP_FOUND),)
+  OMP_CFLAGS := $(shell $(CC) -fopenmp-simd -x c -E /dev/null >/dev/null 2>&1 && echo -fopenmp-simd) \
+                -Wno-unknown-pragmas -Icore/no_openmp
+  OMP_LDLIBS  =
+  ifeq ($(filter clean,$(MAKECMDGOALS)),)
+    $(info OpenMP $(if $(NOOMP),disabled (NO_OMP),not found): building single-threaded$(if \
+      $(NOOMP),,$(if $(filter Darwin,$(UNAME_S)), (for threads: brew install libomp, then make clean && make))))
+  endif
+endif
+
+ALL_CFLAGS = -std=c11 $(OPT) $(ARCH_FLAGS) -ffp-contract=fast $(OMP_CFLAGS) $(WARN) -D_GNU_SOURCE -I. $(CFLAGS)
+LDLIBS   = $(OMP_LDLIBS) -lz -lm
 LDFLAGS ?=
+
+# The default build (ARCH=native, OpenMP as found) writes build/f32, build/f64 and the programs
+# here; another ARCH or NO_OMP=1 builds everything into its own folder ALT_DIR (tests/reliability.mk).
+ALT_DIR  = $(if $(filter-out native,$(ISA))$(NOOMP),build/$(ISA)$(if $(NOOMP),-noomp))
 
 LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c model/mixers/*.c model/kernels/*.c data/*.c eval/*.c tokenizer/*.c trainer/*.c ablation/*.c))
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
@@ -19,8 +71,12 @@ F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
 TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
 PROGRAMS = train evaluate tokenize sample sweep export
 
-.PHONY: all test clean asan bench
+.PHONY: all test clean asan bench gemm-check
+ifeq ($(ALT_DIR),)
 all: $(PROGRAMS) build/run_tests
+else
+all: $(ALT_DIR)/ready
+endif
 
 train: build/f32/train.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -53,7 +109,7 @@ build/f64/%.o: %.c
 
 # The test runner runs every case in its own process; arguments filter by substring.
 test: all
-	./build/run_tests $(T)
+	$(if $(ALT_DIR),cd $(ALT_DIR) && ./run_tests $(T),./build/run_tests $(T))
 
 # `make bench`: the gemm kernels, then every bench/*.conf model for every registered mixer
 # (bench/bench.c; results appended to bench/results.jsonl). BENCH_ARGS passes options, e.g.
@@ -63,12 +119,19 @@ BENCH_ARGS ?=
 build/bench: build/f32/bench/bench.o build/f32/bench/peak.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/bench/peak.o build/f32/model/kernels/gemm.o build/f32/model/kernels/gemm_x86.o
+build/bench_gemm: build/f32/bench/bench_gemm.o build/f32/bench/peak.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-bench: build/bench build/bench_gemm
-	./build/bench_gemm --quick --no-check
-	./build/bench $(BENCH_ARGS) $(BENCH_CONF)
+# bench_gemm prints the GEMM kernel it runs and the ISA the build targets first.
+BENCH_DIR = $(or $(ALT_DIR),build)
+# `make gemm-check`: every float GEMM kernel variant this CPU runs against a double reference, and
+# 1 thread = 2 threads = gemm_serial bit for bit (the test suite runs the double build).
+gemm-check: $(BENCH_DIR)/bench_gemm
+	$(BENCH_DIR)/bench_gemm --check-only
+
+bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
+	$(BENCH_DIR)/bench_gemm --quick --no-check
+	$(BENCH_DIR)/bench $(BENCH_ARGS) $(BENCH_CONF)
 
 # asan, valgrind, fuzz, faults, clang-check, arm64-test: docs/reliability.md#reliability-targets
 include tests/reliability.mk

@@ -264,7 +264,11 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
     r->flop_step = model_flops(m, B, T, m->n_rows, &mixer_part, &r->mixer_flops);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    r->rss_mb = (double)ru.ru_maxrss / 1024.0;
+#ifdef __APPLE__
+    r->rss_mb = (double)ru.ru_maxrss / 1048576.0;  // bytes on macOS
+#else
+    r->rss_mb = (double)ru.ru_maxrss / 1024.0;  // kilobytes on Linux
+#endif
     r->ok = 1;
 }
 

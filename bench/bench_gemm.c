@@ -1,9 +1,12 @@
 // Standalone gemm benchmark and float-mode check (the test runner builds in double).
 // Build by hand (float, as the programs are built):
 //   cc -std=c11 -O3 -march=native -ffp-contract=fast -fopenmp -D_GNU_SOURCE -I.
-//      bench/bench_gemm.c model/kernels/gemm.c model/kernels/gemm_x86.c -o /tmp/bench_gemm -lm
-// Usage: bench_gemm [--kernel NAME] [--quick] [--no-check] [--shape SUBSTRING]
-//   NAME: avx512, avx2, portable (a whole table) or one variant (avx512_14x2, avx512_6x4, ...).
+//      bench/bench_gemm.c bench/peak.c model/kernels/gemm.c model/kernels/gemm_x86.c model/kernels/gemm_neon.c -o /tmp/bench_gemm -lm
+// Usage: bench_gemm [--kernel NAME] [--quick] [--no-check] [--check-only] [--shape SUBSTRING]
+//   NAME: avx512, avx2, neon, portable (a whole table) or one variant (avx512_14x2, ...).
+//   --check-only: no timing; the odd-size check below for every variant of every kernel table
+//   this CPU runs, or of table NAME with --kernel (CI, and arm64 under qemu, where timings mean
+//   nothing).
 //   Tuning through the environment: GEMM_KC, GEMM_NC, GEMM_SPLIT (1 = M, 2 = N), GEMM_NOPF=1.
 // Prints the measured fp32 FMA peak for 1 and 2 threads, memory write bandwidth, then per shape:
 // max relative error against a double reference (all four transpose combinations), bit-identity
@@ -206,6 +209,80 @@ static double time_gemm_quiet(Prob *p, int beta, int nthreads, double min_time, 
     return best;
 }
 
+// Float correctness of the current selection: odd sizes (tile and cache-block edges: K past KC,
+// N past NC) x all transpose combinations x beta 0/1 x padded strides against a double
+// reference; and gemm with 1 and nthr threads and gemm_serial give the same bits. Returns the
+// number of failures.
+static int check_odd_sizes(int nthr) {
+    const int odd[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 129}, {97, 161, 515}, {15, 33, 300},
+                          {200, 47, 1030}, {3, 1500, 40}, {1500, 5, 40}};
+    double worst_all = 0;
+    int failures = 0, bitid = 1;
+    for (int s = 0; s < (int)(sizeof odd / sizeof odd[0]); s++)
+        for (int t = 0; t < 4; t++)
+            for (int pad = 0; pad < 2; pad++) {
+                Prob p;
+                prob_make(&p, t >> 1, t & 1, odd[s][0], odd[s][1], odd[s][2], pad * 3);
+                size_t nc = (size_t)p.M * p.ldc;
+                float *ref = falloc(nc);
+                for (int beta = 0; beta < 2; beta++) {
+                    omp_set_num_threads(1);
+                    prob_run(&p, beta, 0);
+                    memcpy(ref, p.C, nc * sizeof(float));
+                    double e = prob_check(&p, beta);
+                    if (e > worst_all) worst_all = e;
+                    if (!(e < 1e-6)) {
+                        printf("FAIL odd %dx%dx%d tA=%d tB=%d beta=%d pad=%d: rel err %.3g\n",
+                               odd[s][0], odd[s][1], odd[s][2], t >> 1, t & 1, beta, pad, e);
+                        failures++;
+                    }
+                    omp_set_num_threads(nthr);
+                    for (int serial = 0; serial < 2; serial++) {
+                        prob_run(&p, beta, serial);
+                        if (memcmp(ref, p.C, nc * sizeof(float))) {
+                            printf("FAIL odd %dx%dx%d tA=%d tB=%d beta=%d pad=%d: %s differs from 1 thread\n",
+                                   odd[s][0], odd[s][1], odd[s][2], t >> 1, t & 1, beta, pad,
+                                   serial ? "gemm_serial" : "gemm with threads");
+                            failures++, bitid = 0;
+                        }
+                    }
+                }
+                free(ref);
+                prob_free(&p);
+            }
+    printf("odd sizes x 4 trans x beta 0/1 x padded: max rel err %.3g, 1 = %d threads = serial: %s %s\n",
+           worst_all, nthr, bitid ? "yes" : "NO", failures ? "FAIL" : "ok");
+    return failures;
+}
+
+// --check-only: check_odd_sizes for every variant of every table this CPU runs (only the table
+// `only` when given).
+static int check_all_kernels(int nthr, const char *only) {
+    const char *tables[] = {"portable", "avx2", "avx512", "neon"};
+    int failures = 0;
+    printf("build ISA: %s; default kernel: %s; threads: %d\n", gemm_build_isa(), gemm_kernel_name(), nthr);
+    for (int t = 0; t < 4; t++) {
+        if (only && strcmp(only, tables[t])) continue;
+        if (!gemm_select_kernel(tables[t])) continue;  // not built here or not run by this CPU
+        const GemmKernel *const *list = t == 0 ? gemm_kernels_portable : NULL;
+#ifdef GEMM_HAVE_X86
+        if (t == 1) list = gemm_kernels_avx2;
+        if (t == 2) list = gemm_kernels_avx512;
+#endif
+#ifdef GEMM_HAVE_NEON
+        if (t == 3) list = gemm_kernels_neon;
+#endif
+        for (int i = 0; list && list[i]; i++) {
+            gemm_select_kernel(list[i]->name);
+            printf("%-16s ", list[i]->name);
+            fflush(stdout);
+            failures += check_odd_sizes(nthr);
+        }
+    }
+    gemm_select_kernel(NULL);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     const char *kernel = NULL, *filter = NULL;
     int quick = 0, check = 1;
@@ -214,10 +291,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) filter = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--no-check")) check = 0;
+        else if (!strcmp(argv[i], "--check-only")) check = 2;
         else {
-            fprintf(stderr, "usage: %s [--kernel NAME] [--shape SUBSTRING] [--quick] [--no-check]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--kernel NAME] [--shape SUBSTRING] [--quick] [--no-check] [--check-only]\n", argv[0]);
             return 2;
         }
+    }
+    if (check == 2) {
+        int f = check_all_kernels(omp_get_max_threads() >= 2 ? 2 : 1, kernel);
+        if (f) printf("\n%d FAILURES\n", f);
+        return f ? 1 : 0;
     }
     const GemmKernel *kd = gemm_select_kernel(kernel);
     if (!kd) {
@@ -233,8 +316,8 @@ int main(int argc, char **argv) {
     int nthr2 = maxthr >= 2 ? 2 : 1;
     const char *kind;
     double peak1 = peak_fp32(1, &kind), peak2 = peak_fp32(nthr2, &kind);
-    printf("kernels: %s (first variant %s: MR=%d NR=%d KC=%d NC=%d)\n", gemm_kernel_name(), kd->name,
-           kd->mr, kd->nr, kd->kc, kd->nc);
+    printf("kernels: %s (first variant %s: MR=%d NR=%d KC=%d NC=%d); build ISA: %s\n",
+           gemm_kernel_name(), kd->name, kd->mr, kd->nr, kd->kc, kd->nc, gemm_build_isa());
     printf("measured fp32 FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", kind,
            peak1, nthr2, peak2);
     printf("memory bandwidth (c=a+b): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", measure_bw(1),
@@ -254,32 +337,7 @@ int main(int argc, char **argv) {
     }
 
     // Correctness in float: all transpose combinations, beta 0/1, padded strides, odd sizes.
-    int failures = 0;
-    if (check) {
-        const int odd[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 129}, {97, 161, 515}, {15, 33, 300},
-                              {200, 47, 1030}, {3, 1500, 40}, {1500, 5, 40}};
-        double worst_all = 0;
-        for (int s = 0; s < (int)(sizeof odd / sizeof odd[0]); s++)
-            for (int t = 0; t < 4; t++)
-                for (int pad = 0; pad < 2; pad++) {
-                    Prob p;
-                    prob_make(&p, t >> 1, t & 1, odd[s][0], odd[s][1], odd[s][2], pad * 3);
-                    for (int beta = 0; beta < 2; beta++) {
-                        prob_run(&p, beta, 0);
-                        double e = prob_check(&p, beta);
-                        if (e > worst_all) worst_all = e;
-                        if (!(e < 1e-6)) {
-                            printf("FAIL odd %dx%dx%d tA=%d tB=%d beta=%d pad=%d: rel err %.3g\n",
-                                   odd[s][0], odd[s][1], odd[s][2], t >> 1, t & 1, beta, pad, e);
-                            failures++;
-                        }
-                    }
-                    prob_free(&p);
-                }
-        printf("odd sizes x 4 trans x beta 0/1 x padded: max rel err %.3g %s\n", worst_all,
-               failures ? "FAIL" : "ok");
-    }
-
+    int failures = check ? check_odd_sizes(nthr2) : 0;
     printf("\n%-36s %5s %8s %5s | %8s %6s | %8s %6s\n", "shape (MxNxK)", "trans", "relerr", "bitid",
            "1 thr", "%peak", "2 thr", "%peak");
     double min_time = quick ? 0.05 : 0.3;

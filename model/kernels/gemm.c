@@ -13,7 +13,8 @@
 // MR consecutive values of a row of A^T. The next K block of B is prefetched into L2 while the
 // current one is used, and the next C tile when it is to be read (beta = 1 or later K blocks).
 // The register tile (MR x NR) is chosen per call among the ISA's variants by the padding it
-// wastes on M and N (model/kernels/gemm_x86.c: AVX-512 14x32, 12x32, 8x32, 6x64, 16x16; AVX2 6x16).
+// wastes on M and N (model/kernels/gemm_x86.c: AVX-512 14x32, 12x32, 8x32, 6x64, 16x16; AVX2 6x16;
+// model/kernels/gemm_neon.c: NEON 8x12, 12x8, 4x16 in float, half as wide in double).
 //
 // Determinism: every C element is one sequential FMA chain over k = 0..K-1 starting from
 // beta*C, whatever the tiling, the blocking and the thread count. gemm splits C into disjoint
@@ -44,9 +45,10 @@ static int omp_get_thread_num(void) { return 0; }
 GemmTuning gemm_tuning;
 
 // ---------------------------------------------------------------------------------------------
-// Portable micro-kernels (any C11 compiler; the double build always uses them). With GCC/Clang
-// they use generic vector extensions (SSE/AVX/NEON... whatever the target has), else plain loops
-// that the compiler may vectorize. With FMA hardware and -ffp-contract=fast the update is an FMA.
+// Portable micro-kernels (any C11 compiler; the double build uses them except on arm64). With
+// GCC/Clang they use generic vector extensions (SSE/AVX/NEON... whatever the target has), else
+// plain loops that the compiler may vectorize. With FMA hardware and -ffp-contract=fast the
+// update is an FMA.
 
 #if defined(__AVX__)
 #define PV_BYTES 32  // 16 ymm registers: 12 accumulators of 6 x 2 vectors fit
@@ -113,7 +115,7 @@ typedef real pvec __attribute__((vector_size(PV_BYTES)));
 DEF_PORTABLE(6, 2, 1.0)
 DEF_PORTABLE(4, 1, 1.3)
 
-static const GemmKernel *const gemm_kernels_portable[] = {&kp_6x2, &kp_4x1, NULL};
+const GemmKernel *const gemm_kernels_portable[] = {&kp_6x2, &kp_4x1, NULL};
 
 // ---------------------------------------------------------------------------------------------
 // Kernel selection.
@@ -122,6 +124,7 @@ static const GemmKernel *const *g_list;      // the selected table (NULL: the be
 static const GemmKernel *g_forced[2];        // a single forced variant (as a table)
 static const char *g_name;                   // the selection's name
 
+// ISAs: 0 portable, 1 AVX2+FMA, 2 AVX-512, 3 NEON (every AArch64 CPU has it).
 static int isa_supported(int isa) {
 #ifdef GEMM_HAVE_X86
     __builtin_cpu_init();
@@ -130,15 +133,45 @@ static int isa_supported(int isa) {
                __builtin_cpu_supports("fma");
     if (isa == 1) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
+#ifdef GEMM_HAVE_NEON
+    if (isa == 3) return 1;
+#endif
     return isa == 0;
 }
 
+// The x86 kernels carry their own target attributes, so the CPU alone would decide; the default
+// is also held to the build's -march (an x86-64-v3 build stands for an AVX2 laptop).
 static const GemmKernel *const *best_list(const char **name) {
 #ifdef GEMM_HAVE_X86
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__FMA__)
     if (isa_supported(2)) return *name = "avx512", gemm_kernels_avx512;
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
     if (isa_supported(1)) return *name = "avx2", gemm_kernels_avx2;
 #endif
+#endif
+#ifdef GEMM_HAVE_NEON
+    return *name = "neon", gemm_kernels_neon;
+#endif
     return *name = "portable", gemm_kernels_portable;
+}
+
+const char *gemm_build_isa(void) {
+#if defined(__x86_64__)
+#if defined(__AVX512F__)
+    return "x86-64 AVX-512F";
+#elif defined(__AVX2__) && defined(__FMA__)
+    return "x86-64 AVX2+FMA";
+#elif defined(__AVX__)
+    return "x86-64 AVX";
+#else
+    return "x86-64 SSE2";
+#endif
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    return "arm64 NEON";
+#else
+    return "generic C";
+#endif
 }
 
 const GemmKernel *gemm_select_kernel(const char *name) {
@@ -150,6 +183,9 @@ const GemmKernel *gemm_select_kernel(const char *name) {
 #ifdef GEMM_HAVE_X86
         {"avx2", 1, gemm_kernels_avx2},
         {"avx512", 2, gemm_kernels_avx512},
+#endif
+#ifdef GEMM_HAVE_NEON
+        {"neon", 3, gemm_kernels_neon},
 #endif
     };
     for (size_t t = 0; !list && t < sizeof tables / sizeof tables[0]; t++) {

@@ -20,9 +20,7 @@
 
 #include "core/io.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <omp.h>  // core/no_openmp/omp.h in a build without OpenMP
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>

@@ -29,13 +29,18 @@ typedef struct {
 
 // Kernel tables: NULL-terminated lists of variants of one ISA; each call picks the variant
 // that wastes least on edge tiles, from the full problem's M and N (so gemm and gemm_serial
-// always agree). Selects by name: "avx512", "avx2", "portable" (a whole table) or one
-// variant's name (e.g. "avx512_14x2"); NULL = the best table this CPU supports. Returns the
+// always agree). Selects by name: "avx512", "avx2", "neon", "portable" (a whole table) or one
+// variant's name (e.g. "avx512_14x2"); NULL = the best table that both this CPU and the build's
+// target ISA (-march) support, so an x86-64-v3 build runs the AVX2 kernel even on an AVX-512
+// machine, as an AVX2 laptop would (a name may select any kernel the CPU runs). Returns the
 // first variant of the selection, or NULL (selection unchanged) when unknown or unsupported.
 // Not thread-safe: call before gemm runs (the bench uses it to compare kernels).
 const GemmKernel *gemm_select_kernel(const char *name);
 // Name of the current selection ("avx512", "avx2_6x2", ...).
 const char *gemm_kernel_name(void);
+// The ISA the build targets, from the compiler's predefined macros (e.g. "x86-64 AVX-512F",
+// "x86-64 AVX2+FMA", "x86-64 SSE2", "arm64 NEON").
+const char *gemm_build_isa(void);
 // The variant a call of this shape uses.
 const GemmKernel *gemm_kernel_for(int M, int N);
 
@@ -48,8 +53,13 @@ typedef struct {
 } GemmTuning;
 extern GemmTuning gemm_tuning;
 
+extern const GemmKernel *const gemm_kernels_portable[];
 #if !defined(REAL_DOUBLE) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GEMM_HAVE_X86 1
 extern const GemmKernel *const gemm_kernels_avx512[];
 extern const GemmKernel *const gemm_kernels_avx2[];
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
+#define GEMM_HAVE_NEON 1  // float and double (model/kernels/gemm_neon.c)
+extern const GemmKernel *const gemm_kernels_neon[];
 #endif
