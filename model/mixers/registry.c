@@ -13,7 +13,8 @@
     X(mixer_identity) \
     X(mixer_relu2) \
     X(mixer_cog) \
-    X(mixer_cosformer)
+    X(mixer_cosformer) \
+    X(mixer_gpam)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)
