@@ -227,13 +227,15 @@ static void h3_backward(const void *st, MixerIO *io) {
                                io->g[P_SSM_D] + h);
     }
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; c++)
-        for (int l = 0; l <= N; l++) {
-            real acc = 0;
-            for (int b = 0; b < B; b++) acc += dshift[((size_t)b * C + c) * (N + 1) + l];
-            if (l < N) io->g[P_SK_W][(size_t)c * N + l] += acc;
-            else io->g[P_SK_D][c] += acc;
+    for (int c = 0; c < C; c++) {
+        real *acc = dshift + (size_t)c * (N + 1);  // batch row 0's slot collects the sum
+        for (int b = 1; b < B; b++) {
+            const real *part = dshift + ((size_t)b * C + c) * (N + 1);
+            for (int l = 0; l <= N; l++) acc[l] += part[l];
         }
+        for (int l = 0; l < N; l++) io->g[P_SK_W][(size_t)c * N + l] += acc[l];
+        io->g[P_SK_D][c] += acc[N];
+    }
     qkv_in_backward(&m->s, io);
 }
 
