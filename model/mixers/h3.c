@@ -10,7 +10,7 @@
 // Training materialises each head's kernel from its parameters every call and convolves it
 // (O(T^2) per channel product, contiguous dot products); generation steps both SSMs' states,
 // O(1) per token. H3's output channel order (d2 outer) is a fixed permutation absorbed by the
-// output projection; here output channel h*P + d2.
+// output projection; here output channel h*P + d2. docs/mixers.md#h3 has the derivations.
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
