@@ -107,6 +107,67 @@ void rig_free(MixerRig *r) {
     for (int i = 0; i < MIXER_MAX_BUFFERS; i++) free(r->act[i]), free(r->tmp[i]);
     free(r->x), free(r->y), free(r->R), free(r->dx);
     r->kind->destroy(r->st);
+    if (r->own_cfg) config_free(r->own_cfg), free(r->own_cfg);
+}
+
+void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer,
+               int n_layer, uint64_t seed) {
+    Config *cfg = mallocCheck(sizeof *cfg);
+    test_config(cfg, opts);
+    rig_init(r, mixer, cfg, C, H, B, T, layer, n_layer, seed);
+    r->own_cfg = cfg;
+}
+
+void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
+                   uint64_t seed) {
+    MixerRig r;
+    rig_setup(&r, mixer, opts, C, H, B, T, layer, n_layer, seed);
+    rig_check_grads(&r, 1e-6, 1e-8);
+    rig_check_attention(&r, 1e-9);
+    rig_check_step(&r, 1e-10);
+    rig_free(&r);
+}
+
+void rig_qkv(MixerRig *r, int b, int t, int h, double *q, double *k, double *v) {
+    int C = r->dims.C, D = C / r->dims.H;
+    const real *w = rig_param(r, "attn.qkv.weight"), *bias = rig_param(r, "attn.qkv.bias");
+    const real *x = r->x + ((size_t)b * r->T + t) * C;
+    for (int d = 0; d < D; d++) {
+        double s[3];
+        for (int p = 0; p < 3; p++) {
+            int row = p * C + h * D + d;
+            s[p] = bias[row];
+            for (int c = 0; c < C; c++) s[p] += (double)w[(size_t)row * C + c] * x[c];
+        }
+        q[d] = s[0], k[d] = s[1], v[d] = s[2];
+    }
+}
+
+real *rig_act(MixerRig *r, const char *name) {
+    BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
+    int ns = 0, nt = 0;
+    r->kind->buffers(r->st, r->B, r->T, saved, &ns, scratch, &nt);
+    for (int i = 0; i < ns; i++)
+        if (!strcmp(saved[i].name, name)) return r->act[i];
+    test_fail(__FILE__, __LINE__, "mixer %s has no saved buffer '%s'", r->kind->name, name);
+}
+
+typedef struct {
+    const char *mixer, *opts;
+    int C, H, T;
+} CreateArgs;
+
+static void create_mixer(void *arg) {
+    const CreateArgs *a = arg;
+    Config cfg;
+    test_config(&cfg, a->opts);
+    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg};
+    mixer_find(a->mixer)->create(&d);
+}
+
+int rig_create_status(const char *mixer, const char *opts, int C, int H, int T, char *err, size_t errlen) {
+    CreateArgs a = {mixer, opts, C, H, T};
+    return test_fork(create_mixer, &a, err, errlen);
 }
 
 MixerIO rig_io(MixerRig *r) {
@@ -131,7 +192,9 @@ real *rig_param(MixerRig *r, const char *name) {
     test_fail(__FILE__, __LINE__, "mixer %s has no tensor '%s'", r->kind->name, name);
 }
 
-void rig_check_grads(MixerRig *r, double rtol, double atol) {
+void rig_check_grads(MixerRig *r, double rtol, double atol) { rig_check_grads_h(r, 1e-6, rtol, atol); }
+
+void rig_check_grads_h(MixerRig *r, double h, double rtol, double atol) {
     size_t n = (size_t)r->B * r->T * r->dims.C;
     rig_loss(r);
     MixerIO io = rig_io(r);
@@ -147,10 +210,10 @@ void rig_check_grads(MixerRig *r, double rtol, double atol) {
         for (size_t i = 0; i < r->count[k]; i++) r->g[k][i] -= 0.25;
     char what[96];
     snprintf(what, sizeof what, "%s d(input)", r->kind->name);
-    check_grad(what, rig_loss, r, r->x, r->dx, n, 1e-6, rtol, atol);
+    check_grad(what, rig_loss, r, r->x, r->dx, n, h, rtol, atol);
     for (int k = 0; k < r->n_params; k++) {
         snprintf(what, sizeof what, "%s d(%s)", r->kind->name, r->decl[k].name);
-        check_grad(what, rig_loss, r, r->p[k], r->g[k], r->count[k], 1e-6, rtol, atol);
+        check_grad(what, rig_loss, r, r->p[k], r->g[k], r->count[k], h, rtol, atol);
     }
 }
 

@@ -29,6 +29,7 @@ typedef struct {
     size_t count[MIXER_MAX_TENSORS];
     real *act[MIXER_MAX_BUFFERS], *tmp[MIXER_MAX_BUFFERS];
     real *x, *y, *R, *dx;  // [B,T,C]
+    Config *own_cfg;       // the config rig_setup made (freed by rig_free), or NULL
 } MixerRig;
 
 // Config with every key at its default plus `overrides` ("key=value key=value", may be NULL).
@@ -38,11 +39,29 @@ void test_config(Config *c, const char *overrides);
 void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer,
               int n_layer, uint64_t seed);
 void rig_free(MixerRig *r);
+// rig_init with its own config: every key at its default plus `opts` (may be NULL).
+void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer,
+               int n_layer, uint64_t seed);
+// The checks a mixer's own tests run at lengths past one block or chunk: finite differences
+// (rtol 1e-6, atol 1e-8), maps (1e-9) and step (1e-10) of a rig_setup rig, then frees it.
+void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
+                   uint64_t seed);
+// q, k, v [D] of token t of batch row b for head h, in fp64 from the attn.qkv tensors and the
+// input (the q/k/v mixers' projection), so tests can rebuild weights from their definitions.
+void rig_qkv(MixerRig *r, int b, int t, int h, double *q, double *k, double *v);
+// Saved activation `name` as the mixer declares it.
+real *rig_act(MixerRig *r, const char *name);
+// Exit status of creating `mixer` (d_model C, n_head H, seq_len T) with `opts` in a child
+// process, its stderr in err: 2 and a message naming the key for a refused option.
+int rig_create_status(const char *mixer, const char *opts, int C, int H, int T, char *err, size_t errlen);
 MixerIO rig_io(MixerRig *r);
 // sum(y * R) after a forward pass.
 double rig_loss(void *rig);
 // Every parameter and the input checked against finite differences.
 void rig_check_grads(MixerRig *r, double rtol, double atol);
+// The same with finite-difference step h (rig_check_grads: 1e-6). A larger step keeps the
+// roundoff of long sums (~eps |loss| / h) below the tolerance where the loss is large.
+void rig_check_grads_h(MixerRig *r, double h, double rtol, double atol);
 // Every map's a_ij is causal and reproduces the mixer's values-to-outputs map to tol.
 void rig_check_attention(MixerRig *r, double tol);
 real *rig_param(MixerRig *r, const char *name);

@@ -9,11 +9,9 @@
 #include "tests/test.h"
 
 TEST(cog_backward_across_query_blocks) {
-    Config cfg;
-    test_config(&cfg, NULL);
     for (int layer = 0; layer < 2; layer++) {  // layer 0 of 3: softmax; layer 1: signed
         MixerRig r;
-        rig_init(&r, "cog", &cfg, 4, 1, 1, 70, layer, 3, 51);  // 70 rows: blocks of 64 and 6
+        rig_setup(&r, "cog", NULL, 4, 1, 1, 70, layer, 3, 51);  // 70 rows: blocks of 64 and 6
         // atol 3e-8: in softmax mode the key bias's gradient is exactly 0 (a shift of every key
         // leaves each row's softmax unchanged) and its finite difference is roundoff, ~1e-8 here
         rig_check_grads(&r, 1e-6, 3e-8);
@@ -26,12 +24,10 @@ TEST(cog_backward_across_query_blocks) {
 // Cog at `layer` of 3 against softmax with the same parameters and inputs: identical outputs
 // and maps when `softmax` says so, else different outputs and some negative weights.
 static void check_layer(const char *opts, int layer, int softmax) {
-    Config cfg;
-    test_config(&cfg, opts);
     MixerRig c, s;
     int C = 8, H = 2, B = 2, T = 9;
-    rig_init(&c, "cog", &cfg, C, H, B, T, layer, 3, 52);
-    rig_init(&s, "softmax", &cfg, C, H, B, T, layer, 3, 52);
+    rig_setup(&c, "cog", opts, C, H, B, T, layer, 3, 52);
+    rig_setup(&s, "softmax", opts, C, H, B, T, layer, 3, 52);
     rig_loss(&c);
     rig_loss(&s);
     double diff = 0;
@@ -63,31 +59,23 @@ TEST(cog_softmax_in_the_first_and_last_layer) {
 }
 
 TEST(cog_weights_are_signed_with_unit_absolute_sum) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
-    int C = 8, H = 2, D = 4, T = 12;
-    rig_init(&r, "cog", &cfg, C, H, 1, T, 1, 3, 53);
+    int H = 2, D = 4, T = 12;
+    rig_setup(&r, "cog", NULL, 8, H, 1, T, 1, 3, 53);
     rig_loss(&r);
     MixerIO io = rig_io(&r);
-    const real *w = rig_param(&r, "attn.qkv.weight"), *bias = rig_param(&r, "attn.qkv.bias");
     real *a = mallocCheck(sizeof(real) * T * T);
     double p[16];
     int neg = 0;
     for (int h = 0; h < H; h++) {
         r.kind->attention(r.st, &io, 0, h, a);
         for (int i = 0; i < T; i++) {
-            double z = 0, abs_sum = 0;
+            double z = 0, abs_sum = 0, q[4], k[4], v[4], qj[4];
+            rig_qkv(&r, 0, i, h, q, k, v);
             for (int j = 0; j <= i; j++) {  // p_ij = q_i.k_j / sqrt(D), from the parameters
+                rig_qkv(&r, 0, j, h, qj, k, v);
                 p[j] = 0;
-                for (int d = 0; d < D; d++) {
-                    double q = bias[h * D + d], k = bias[C + h * D + d];
-                    for (int c = 0; c < C; c++) {
-                        q += w[(h * D + d) * C + c] * r.x[i * C + c];
-                        k += w[(C + h * D + d) * C + c] * r.x[j * C + c];
-                    }
-                    p[j] += q * k / 2;
-                }
+                for (int d = 0; d < D; d++) p[j] += q[d] * k[d] / 2;
                 z += exp(fabs(p[j]));
             }
             for (int j = 0; j <= i; j++) {

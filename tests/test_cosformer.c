@@ -10,15 +10,13 @@
 #include "tests/test.h"
 
 TEST(cosformer_linear_form_matches_map_across_chunks) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     // T = 70 (chunks of 64 and 6) for finite differences: every row after a change moves, so
     // their roundoff grows with T; maps and step over three chunks.
-    rig_init(&r, "cosformer", &cfg, 8, 2, 1, 70, 0, 2, 61);
+    rig_setup(&r, "cosformer", NULL, 8, 2, 1, 70, 0, 2, 61);
     rig_check_grads(&r, 1e-6, 1e-8);
     rig_free(&r);
-    rig_init(&r, "cosformer", &cfg, 4, 2, 2, 150, 0, 2, 62);
+    rig_setup(&r, "cosformer", NULL, 4, 2, 2, 150, 0, 2, 62);
     rig_check_attention(&r, 1e-9);
     rig_check_step(&r, 1e-10);
     rig_free(&r);
@@ -26,26 +24,17 @@ TEST(cosformer_linear_form_matches_map_across_chunks) {
 
 // Head h's relu(q_i) . relu(k_j) of a B = 1 rig, from its parameters.
 static double relu_score(MixerRig *r, int h, int i, int j) {
-    int C = r->dims.C, D = C / r->dims.H;
-    const real *w = rig_param(r, "attn.qkv.weight"), *b = rig_param(r, "attn.qkv.bias");
-    double s = 0;
-    for (int d = 0; d < D; d++) {
-        double q = b[h * D + d], k = b[C + h * D + d];
-        for (int c = 0; c < C; c++) {
-            q += w[(h * D + d) * C + c] * r->x[i * C + c];
-            k += w[(C + h * D + d) * C + c] * r->x[j * C + c];
-        }
-        s += fmax(q, 0) * fmax(k, 0);
-    }
+    double qi[8], ki[8], vi[8], qj[8], kj[8], vj[8], s = 0;
+    rig_qkv(r, 0, i, h, qi, ki, vi);
+    rig_qkv(r, 0, j, h, qj, kj, vj);
+    for (int d = 0; d < r->dims.C / r->dims.H; d++) s += fmax(qi[d], 0) * fmax(kj[d], 0);
     return s;
 }
 
 TEST(cosformer_map_is_the_reweighted_normalised_relu_kernel) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     int C = 8, H = 2, M = 12;
-    rig_init(&r, "cosformer", &cfg, C, H, 1, M, 0, 2, 63);
+    rig_setup(&r, "cosformer", NULL, C, H, 1, M, 0, 2, 63);
     real *a = mallocCheck(sizeof(real) * M * M);
     for (int T = M; T >= 7; T -= 5) {  // a shorter call keeps M = seq_len = 12
         MixerIO io = rig_io(&r);
@@ -74,11 +63,9 @@ TEST(cosformer_map_is_the_reweighted_normalised_relu_kernel) {
 // o = num / 1e-6 and no gradient through den. Finite differences on the key rows use a step of
 // 1e-13, far below the keys themselves (the outputs depend on them through ~1/1e-6).
 TEST(cosformer_clamped_denominator) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     int C = 8, H = 2, T = 9;
-    rig_init(&r, "cosformer", &cfg, C, H, 1, T, 0, 2, 64);
+    rig_setup(&r, "cosformer", NULL, C, H, 1, T, 0, 2, 64);
     real *w = rig_param(&r, "attn.qkv.weight"), *b = rig_param(&r, "attn.qkv.bias");
     for (int i = C * C; i < 2 * C * C; i++) w[i] *= 3e-8;
     for (int i = C; i < 2 * C; i++) b[i] = (real)(3e-8 * (4 + fabs(b[i])));

@@ -61,33 +61,19 @@ TEST(linear_chunk_matches_plain_sum_and_finite_differences) {
 }
 
 TEST(decay_chunked_form_across_chunks) {
-    Config cfg;
-    test_config(&cfg, NULL);
-    MixerRig r;
-    rig_init(&r, "decay", &cfg, 4, 2, 1, 150, 0, 2, 21);  // chunks of 64, 64 and 22 rows
-    rig_check_grads(&r, 1e-6, 1e-8);
-    rig_check_attention(&r, 1e-9);
-    rig_check_step(&r, 1e-10);
-    rig_free(&r);
-    test_config(&cfg, "decay_gamma=0.5");  // fast decay: g^63 ~ 1e-19 inside a chunk
-    rig_init(&r, "decay", &cfg, 4, 2, 2, 130, 1, 3, 22);
-    rig_check_grads(&r, 1e-6, 1e-8);
-    rig_check_attention(&r, 1e-9);
-    rig_check_step(&r, 1e-10);
-    rig_free(&r);
+    rig_check_all("decay", NULL, 4, 2, 1, 150, 0, 2, 21);  // chunks of 64, 64 and 22 rows
+    // fast decay: g^63 ~ 1e-19 inside a chunk
+    rig_check_all("decay", "decay_gamma=0.5", 4, 2, 2, 130, 1, 3, 22);
 }
 
 TEST(decay_gamma_per_head_and_option) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
-    rig_init(&r, "decay", &cfg, 8, 4, 1, 5, 0, 2, 23);
+    rig_setup(&r, "decay", NULL, 8, 4, 1, 5, 0, 2, 23);
     CHECK(r.kind->theory == THEORY_DECAY);
     for (int h = 0; h < 4; h++) CHECK(r.kind->decay_rate(r.st, h) == 1 - ldexp(1, -5 - h));
     CHECK_CLOSE(r.kind->decay_rate(r.st, 0), 0.96875, 0);
     rig_free(&r);
-    test_config(&cfg, "decay_gamma=0.9");
-    rig_init(&r, "decay", &cfg, 8, 4, 1, 5, 0, 2, 23);
+    rig_setup(&r, "decay", "decay_gamma=0.9", 8, 4, 1, 5, 0, 2, 23);
     for (int h = 0; h < 4; h++) CHECK(r.kind->decay_rate(r.st, h) == 0.9);
     rig_free(&r);
 }
@@ -95,11 +81,9 @@ TEST(decay_gamma_per_head_and_option) {
 // q_t = k_t = c at every position (W_q = W_k = 0, equal biases), so q_i.k_j is one constant and
 // a_ij = const * gamma^(i-j): S of row i must be the closed form with n = i + 1.
 static void check_closed_form(const char *opts, int H, int T) {
-    Config cfg;
-    test_config(&cfg, opts);
     MixerRig r;
     int C = 8;
-    rig_init(&r, "decay", &cfg, C, H, 1, T, 0, 2, 24);
+    rig_setup(&r, "decay", opts, C, H, 1, T, 0, 2, 24);
     real *w = rig_param(&r, "attn.qkv.weight"), *b = rig_param(&r, "attn.qkv.bias");
     for (int i = 0; i < 2 * C * C; i++) w[i] = 0;
     for (int c = 0; c < C; c++) b[C + c] = b[c];

@@ -8,48 +8,34 @@
 #include "tests/test.h"
 
 TEST(identity_chunked_form_across_chunks) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     // T = 70: chunks of 64 and 6 rows. (Without decay a change at row t moves every later
     // output, so the roundoff of the finite differences grows with T; the kernel itself is checked
     // across three chunks in tests/test_decay.c.) D = 8: the RMSNorm of short vectors near zero
     // (rstd ~ 300 at D = 2) is as hard on them.
-    rig_init(&r, "identity", &cfg, 8, 1, 1, 70, 0, 2, 31);
-    rig_check_grads(&r, 1e-6, 1e-8);
-    rig_check_attention(&r, 1e-9);
-    rig_check_step(&r, 1e-10);
-    rig_free(&r);
-    rig_init(&r, "identity", &cfg, 4, 2, 2, 150, 0, 2, 33);  // three chunks: maps and step
+    rig_check_all("identity", NULL, 8, 1, 1, 70, 0, 2, 31);
+    rig_setup(&r, "identity", NULL, 4, 2, 2, 150, 0, 2, 33);  // three chunks: maps and step
     rig_check_attention(&r, 1e-9);
     rig_check_step(&r, 1e-10);
     rig_free(&r);
 }
 
 TEST(identity_map_is_the_scaled_signed_scores) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
-    int C = 8, H = 2, D = 4, T = 12;
-    rig_init(&r, "identity", &cfg, C, H, 1, T, 0, 2, 32);
+    int H = 2, D = 4, T = 12;
+    rig_setup(&r, "identity", NULL, 8, H, 1, T, 0, 2, 32);
     rig_loss(&r);
     MixerIO io = rig_io(&r);
-    const real *w = rig_param(&r, "attn.qkv.weight"), *bias = rig_param(&r, "attn.qkv.bias");
     real *a = mallocCheck(sizeof(real) * T * T);
     int neg = 0;
     for (int h = 0; h < H; h++) {
         r.kind->attention(r.st, &io, 0, h, a);
         for (int i = 0; i < T; i++)
             for (int j = 0; j <= i; j++) {
-                double s = 0;
-                for (int d = 0; d < D; d++) {
-                    double q = bias[h * D + d], k = bias[C + h * D + d];
-                    for (int c = 0; c < C; c++) {
-                        q += w[(h * D + d) * C + c] * r.x[i * C + c];
-                        k += w[(C + h * D + d) * C + c] * r.x[j * C + c];
-                    }
-                    s += q * k;
-                }
+                double q[4], k[4], v[4], qj[4], s = 0;
+                rig_qkv(&r, 0, i, h, q, k, v);
+                rig_qkv(&r, 0, j, h, qj, k, v);
+                for (int d = 0; d < D; d++) s += q[d] * k[d];
                 CHECK_CLOSE(a[i * T + j], s / 2, 1e-12);
                 neg += a[i * T + j] < 0;
             }

@@ -13,32 +13,13 @@
 
 static double phi(double x) { return x > 0 ? x + 1 : exp(x); }
 
-// q, k, v of token t of batch row b for head h (D wide) from the rig's parameters, in fp64.
-static void qkv_of(MixerRig *r, int b, int t, int h, double *q, double *k, double *v) {
-    int C = r->dims.C, D = C / r->dims.H;
-    const real *w = rig_param(r, "attn.qkv.weight"), *bias = rig_param(r, "attn.qkv.bias");
-    const real *x = r->x + ((size_t)b * r->T + t) * C;
-    for (int d = 0; d < D; d++) {
-        double s[3];
-        for (int p = 0; p < 3; p++) {
-            int row = p * C + h * D + d;
-            s[p] = bias[row];
-            for (int c = 0; c < C; c++) s[p] += w[row * C + c] * x[c];
-        }
-        q[d] = s[0], k[d] = s[1], v[d] = s[2];
-    }
-}
-
-
 // The plain recurrence (linear_elu1_naive) in fp64 against the chunked form's o (the
 // attention_values outputs) and y = o Wproj^T + b. Head 1's queries are pushed to ~-25, so
 // phi(q).z ~ 1e-9 and the 1e-6 dominates its denominators.
 TEST(linear_chunked_form_matches_recurrence) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     int C = 8, H = 2, D = 4, B = 2, T = 150;  // chunks of 64, 64 and 22
-    rig_init(&r, "linear", &cfg, C, H, B, T, 0, 2, 50);
+    rig_setup(&r, "linear", NULL, C, H, B, T, 0, 2, 50);
     real *bias = rig_param(&r, "attn.qkv.bias");
     for (int d = 0; d < D; d++) bias[D + d] = -25;
     rig_loss(&r);
@@ -52,7 +33,7 @@ TEST(linear_chunked_form_matches_recurrence) {
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             CHECK(r.kind->attention_values(r.st, &io, b, h, v, o) == D);
-            for (int t = 0; t < T; t++) qkv_of(&r, b, t, h, q + t * D, k + t * D, vv + t * D);
+            for (int t = 0; t < T; t++) rig_qkv(&r, b, t, h, q + t * D, k + t * D, vv + t * D);
             linear_elu1_naive(T, D, q, k, vv, want, mag);
             for (int t = 0; t < T; t++) {
                 double den = 1e-6;  // the denominator, to count the rows the 1e-6 dominates
@@ -86,11 +67,9 @@ TEST(linear_chunked_form_matches_recurrence) {
 }
 
 TEST(linear_backward_across_chunks) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     // T = 70: chunks of 64 and 6 (the generic tests run T = 7, one chunk)
-    rig_init(&r, "linear", &cfg, 8, 2, 1, 70, 0, 2, 51);
+    rig_setup(&r, "linear", NULL, 8, 2, 1, 70, 0, 2, 51);
     rig_check_grads(&r, 1e-6, 1e-8);
     rig_free(&r);
 }
@@ -98,11 +77,9 @@ TEST(linear_backward_across_chunks) {
 // a_ij = phi(q_i).phi(k_j) / (phi(q_i).z_i + 1e-6): non-negative, rows summing to 1 - 1e-6/den_i;
 // attention_qk's phi(q), phi(k) give the same rows up to that scale (what S(a) sees).
 TEST(linear_map_and_theory_queries_and_keys) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     int C = 8, H = 2, D = 4, T = 12;
-    rig_init(&r, "linear", &cfg, C, H, 1, T, 0, 2, 52);
+    rig_setup(&r, "linear", NULL, C, H, 1, T, 0, 2, 52);
     CHECK(r.kind->theory == THEORY_LINEAR && r.kind->attention_qk);
     rig_loss(&r);
     MixerIO io = rig_io(&r);
@@ -114,7 +91,7 @@ TEST(linear_map_and_theory_queries_and_keys) {
         double z[4] = {0};
         for (int i = 0; i < T; i++) {
             double q[4], k[4], v[4], den = 1e-6, sum = 0, qk_sum = 0;
-            qkv_of(&r, 0, i, h, q, k, v);
+            rig_qkv(&r, 0, i, h, q, k, v);
             for (int d = 0; d < D; d++) {
                 z[d] += phi(k[d]);
                 den += phi(q[d]) * z[d];
@@ -123,7 +100,7 @@ TEST(linear_map_and_theory_queries_and_keys) {
             }
             for (int j = 0; j <= i; j++) {
                 double qj[4], kj[4], vj[4], s = 0, sq = 0;
-                qkv_of(&r, 0, j, h, qj, kj, vj);
+                rig_qkv(&r, 0, j, h, qj, kj, vj);
                 for (int d = 0; d < D; d++) {
                     s += phi(q[d]) * phi(kj[d]);
                     sq += (double)pq[i * D + d] * pk[j * D + d];
@@ -146,11 +123,9 @@ TEST(linear_map_and_theory_queries_and_keys) {
 }
 
 TEST(linear_tensor_names_and_shapes) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     int C = 12, H = 3;
-    rig_init(&r, "linear", &cfg, C, H, 1, 3, 0, 2, 53);
+    rig_setup(&r, "linear", NULL, C, H, 1, 3, 0, 2, 53);
     const ParamDecl want[] = {
         {"attn.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0},
         {"attn.qkv.bias", 1, {3 * C}, INIT_ZERO, 0, 0},

@@ -13,16 +13,6 @@
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
-// Saved activation `name` of a rig (buffers are found by the names the mixer declares).
-static real *rig_act(MixerRig *r, const char *name) {
-    BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
-    int ns = 0, nt = 0;
-    r->kind->buffers(r->st, r->B, r->T, saved, &ns, scratch, &nt);
-    for (int i = 0; i < ns; i++)
-        if (!strcmp(saved[i].name, name)) return r->act[i];
-    test_fail(__FILE__, __LINE__, "mamba has no saved buffer '%s'", name);
-}
-
 static size_t param_count(MixerRig *r, const char *name) {
     for (int i = 0; i < r->n_params; i++)
         if (!strcmp(r->decl[i].name, name)) return r->count[i];

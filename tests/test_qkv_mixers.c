@@ -1,7 +1,8 @@
-// What the q/k/v mixers of model/mixers/qkv_common.c (decay, identity, relu2, cog, cosformer) share:
-// the tensor names and shapes of docs/design.md#tensor-names, bit-identical results for 1 and 2
-// threads, and the whole model's gradients with a signed Cog layer (tests/test_model.c runs cog
-// with its default softmax ends, which at 2 layers are every layer).
+// What the q/k/v mixers of model/mixers/qkv_common.c (decay, identity, relu2, cog, cosformer; gpam
+// and h3 check their own names in their tests) share:
+// the tensor names and shapes of docs/design.md#tensor-names, bit-identical results for 1 and 2 threads, and the whole
+// model's gradients with a signed Cog layer (tests/test_model.c runs cog with its default
+// softmax ends, which at 2 layers are every layer).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +15,10 @@
 static const char *const g_names[] = {"decay", "identity", "relu2", "cog", "cosformer"};
 
 TEST(qkv_mixers_tensor_names_and_shapes) {
-    Config cfg;
-    test_config(&cfg, NULL);
     for (int k = 0; k < 5; k++) {
         MixerRig r;
         int C = 12, H = 3, D = 4;
-        rig_init(&r, g_names[k], &cfg, C, H, 1, 3, 0, 2, 70);
+        rig_setup(&r, g_names[k], NULL, C, H, 1, 3, 0, 2, 70);
         int norm = !strcmp(g_names[k], "decay") || !strcmp(g_names[k], "identity");
         CHECK(r.n_params == 4 + norm, "%s: %d tensors", g_names[k], r.n_params);
         const ParamDecl want[] = {

@@ -8,39 +8,23 @@
 #include "tests/test.h"
 
 TEST(relu2_backward_across_query_blocks) {
-    Config cfg;
-    test_config(&cfg, NULL);
-    MixerRig r;
-    rig_init(&r, "relu2", &cfg, 4, 1, 1, 70, 0, 2, 41);  // 70 rows: blocks of 64 and 6
-    rig_check_grads(&r, 1e-6, 1e-8);
-    rig_check_attention(&r, 1e-9);
-    rig_check_step(&r, 1e-10);
-    rig_free(&r);
+    rig_check_all("relu2", NULL, 4, 1, 1, 70, 0, 2, 41);  // 70 rows: blocks of 64 and 6
 }
 
 // Head h's score q_i.k_j of a B = 1 rig, from its parameters.
 static double score(MixerRig *r, int h, int i, int j) {
-    int C = r->dims.C, D = C / r->dims.H;
-    const real *w = rig_param(r, "attn.qkv.weight"), *b = rig_param(r, "attn.qkv.bias");
-    double s = 0;
-    for (int d = 0; d < D; d++) {
-        double q = b[h * D + d], k = b[C + h * D + d];
-        for (int c = 0; c < C; c++) {
-            q += w[(h * D + d) * C + c] * r->x[i * C + c];
-            k += w[(C + h * D + d) * C + c] * r->x[j * C + c];
-        }
-        s += q * k;
-    }
+    double qi[8], ki[8], vi[8], qj[8], kj[8], vj[8], s = 0;
+    rig_qkv(r, 0, i, h, qi, ki, vi);
+    rig_qkv(r, 0, j, h, qj, kj, vj);
+    for (int d = 0; d < r->dims.C / r->dims.H; d++) s += qi[d] * kj[d];
     return s;
 }
 
 // Every weight is relu(score / n + b)^2: exactly 0 where that is <= 0 or j > i.
 static void check_weights(const char *opts, double bias, int *zeros, int *positive) {
-    Config cfg;
-    test_config(&cfg, opts);
     MixerRig r;
     int T = 12, H = 2;
-    rig_init(&r, "relu2", &cfg, 8, H, 1, T, 0, 2, 42);
+    rig_setup(&r, "relu2", opts, 8, H, 1, T, 0, 2, 42);
     rig_loss(&r);
     MixerIO io = rig_io(&r);
     real *a = mallocCheck(sizeof(real) * T * T);
@@ -77,11 +61,9 @@ TEST(relu2_exact_zeros_and_bias) {
 }
 
 TEST(relu2_divides_by_the_configured_seq_len) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
     int C = 8, T = 12, t = 5;
-    rig_init(&r, "relu2", &cfg, C, 2, 1, T, 0, 2, 43);
+    rig_setup(&r, "relu2", NULL, C, 2, 1, T, 0, 2, 43);
     rig_loss(&r);
     real *y = mallocCheck(sizeof(real) * T * C);
     for (int i = 0; i < T * C; i++) y[i] = r.y[i];

@@ -7,19 +7,15 @@
 #include "tests/test.h"
 
 TEST(softmax_backward_across_query_blocks) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
-    rig_init(&r, "softmax", &cfg, 4, 1, 1, 70, 0, 2, 5);  // 70 rows: blocks of 64 and 6
+    rig_setup(&r, "softmax", NULL, 4, 1, 1, 70, 0, 2, 5);  // 70 rows: blocks of 64 and 6
     rig_check_grads(&r, 1e-6, 1e-8);
     rig_free(&r);
 }
 
 TEST(softmax_rows_are_distributions) {
-    Config cfg;
-    test_config(&cfg, NULL);
     MixerRig r;
-    rig_init(&r, "softmax", &cfg, 8, 2, 1, 66, 0, 2, 6);
+    rig_setup(&r, "softmax", NULL, 8, 2, 1, 66, 0, 2, 6);
     rig_check_attention(&r, 1e-10);
     rig_loss(&r);
     MixerIO io = rig_io(&r);

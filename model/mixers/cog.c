@@ -3,20 +3,18 @@
 //   p_ij = q_i . k_j / sqrt(D),  a_ij = sign(p_ij) softmax_j(|p_ij|) over j <= i,  o_i = sum_j a_ij v_j,
 // so sum_j |a_ij| = 1 and a head can subtract a value as well as add it (sign(0) = 0). Cogformer
 // keeps plain softmax attention in the first and the last layer (`cog_softmax_ends`). Forward and
-// backward work on blocks of QB query rows like attn_softmax.c, saving the log-sum-exp of each
+// backward run model/mixers/qblock.c's blocks of query rows like softmax, saving the log-sum-exp of each
 // row; backward: dp_ij = m_ij dA_ij - a_ij Dlt_i (m = the softmax, dA_ij = dO_i.v_j,
 // Dlt_i = dO_i.o_i), which is softmax's P (dP - Dlt) when every sign is +1.
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
 #include "model/kernels/gemm.h"
+#include "model/mixers/qblock.h"
 #include "model/mixers/qkv_common.h"
 #include "model/kernels/vmath.h"
-
-#define QB 64  // query rows per block
 
 typedef struct {
     QkvShape s;
@@ -24,7 +22,7 @@ typedef struct {
 } Cog;
 
 enum { A_LSE = QKV_N_SAVED };      // saved: log-sum-exp of |p| (or p) per row [B, H, T]
-enum { S_BLOCK = QKV_N_SCRATCH };  // scratch: per-thread blocks [3, QB, T]
+enum { S_BLOCK = QKV_N_SCRATCH };  // scratch: per-thread blocks [3, 64, T] (qblock.h)
 
 static const KeyDef cog_keys[] = {
     {"cog_softmax_ends", KEY_BOOL, "true", 0, 0, 0, "model",
@@ -50,7 +48,7 @@ static void cog_buffers(const void *st, int B, int T, BufDecl *saved, int *n_sav
     qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
     saved[A_LSE] = (BufDecl){"lse", (size_t)B * m->s.H * T};
     *n_saved = A_LSE + 1;
-    scratch[S_BLOCK] = (BufDecl){"blocks", (size_t)omp_get_max_threads() * 3 * QB * T};
+    scratch[S_BLOCK] = (BufDecl){"blocks", qblock_scratch(2, T)};
     *n_scratch = S_BLOCK + 1;
 }
 
@@ -107,62 +105,48 @@ static void block_weights(const Cog *c, const real *q, const real *k, int ldq, i
     }
 }
 
+// qblock hooks. The weights: A, and in the backward the softmax M (plane 1) as well.
+static void cog_weights(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *A, int forward) {
+    const Cog *m = qb->mixer;
+    const MixerIO *io = qb->call;
+    real *M = forward ? NULL : A + (size_t)QBLOCK_ROWS * qb->Tmax;
+    block_weights(m, hd->q, hd->k, qb->ld, i0, i1, A, M, io->act[A_LSE] + (size_t)hd->bh * qb->T, !forward);
+}
+
+// dp = (m dA - a Dlt_i) / sqrt(D), Dlt_i = dO_i . o_i
+static void cog_dscores(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *A, real *dP) {
+    int D = qb->D, C = qb->ldo;
+    real scale = 1 / sqrtr((real)D), *M = A + (size_t)QBLOCK_ROWS * qb->Tmax;
+    for (int r = 0; r < i1 - i0; r++) {
+        int i = i0 + r;
+        const real *doi = hd->dout + (size_t)i * C, *oi = hd->o + (size_t)i * C;
+        real dlt = 0;
+        for (int d = 0; d < D; d++) dlt += doi[d] * oi[d];
+        real *ar = A + (size_t)r * i1, *mr = M + (size_t)r * i1, *dpr = dP + (size_t)r * i1;
+        for (int j = 0; j <= i; j++) dpr[j] = (mr[j] * dpr[j] - ar[j] * dlt) * scale;
+        for (int j = i + 1; j < i1; j++) dpr[j] = 0;
+    }
+}
+
+static QBlock cog_qblock(const Cog *m, const MixerIO *io) {
+    return (QBlock){.mixer = m, .call = io, .B = io->B, .T = io->T, .H = m->s.H, .D = m->s.D,
+                    .ld = 3 * m->s.C, .ldo = m->s.C, .n_planes = 2, .Tmax = m->s.T,
+                    .scratch = io->tmp[S_BLOCK], .weights = cog_weights, .dscores = cog_dscores};
+}
+
 static void cog_forward(const void *st, MixerIO *io) {
     const Cog *m = st;
-    int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
     qkv_in_forward(&m->s, io);
-    const real *qkv = io->act[QKV_A_QKV];
-    real *att = io->act[QKV_A_ATT], *lse = io->act[A_LSE];
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < io->B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        real *A = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 3 * QB * m->s.T;
-        const real *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
-        real *o = att + (size_t)b * T * C + h * D;
-        for (int i0 = 0; i0 < T; i0 += QB) {
-            int i1 = i0 + QB < T ? i0 + QB : T;
-            block_weights(m, q, k, C3, i0, i1, A, NULL, lse + (size_t)bh * T, 0);
-            gemm_serial(0, 0, i1 - i0, D, i1, A, i1, v, C3, 0, o + (size_t)i0 * C, C);
-        }
-    }
+    QBlock qb = cog_qblock(m, io);
+    qblock_forward(&qb, io->act[QKV_A_QKV], m->s.C, 2 * m->s.C, io->act[QKV_A_ATT]);
     qkv_out_forward(&m->s, io);
 }
 
 static void cog_backward(const void *st, MixerIO *io) {
     const Cog *m = st;
-    int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
     const real *datt = qkv_out_backward(&m->s, io);
-    const real *qkv = io->act[QKV_A_QKV], *att = io->act[QKV_A_ATT];
-    real *lse = io->act[A_LSE], *dqkv = io->tmp[QKV_S_DQKV], scale = 1 / sqrtr((real)D);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < io->B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        real *A = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 3 * QB * m->s.T;
-        real *M = A + (size_t)QB * m->s.T, *dP = M + (size_t)QB * m->s.T;
-        size_t off = (size_t)b * T * C3 + h * D;
-        const real *q = qkv + off, *k = q + C, *v = q + 2 * C;
-        real *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-        const real *o = att + (size_t)b * T * C + h * D, *dout = datt + (size_t)b * T * C + h * D;
-        for (int i0 = 0; i0 < T; i0 += QB) {
-            int i1 = i0 + QB < T ? i0 + QB : T, nq = i1 - i0;
-            block_weights(m, q, k, C3, i0, i1, A, M, lse + (size_t)bh * T, 1);
-            // dA = dO V^T, then dp = (m dA - a Dlt_i) / sqrt(D), Dlt_i = dO_i . o_i
-            gemm_serial(0, 1, nq, i1, D, dout + (size_t)i0 * C, C, v, C3, 0, dP, i1);
-            for (int r = 0; r < nq; r++) {
-                int i = i0 + r;
-                const real *doi = dout + (size_t)i * C, *oi = o + (size_t)i * C;
-                real dlt = 0;
-                for (int d = 0; d < D; d++) dlt += doi[d] * oi[d];
-                real *ar = A + (size_t)r * i1, *mr = M + (size_t)r * i1, *dpr = dP + (size_t)r * i1;
-                for (int j = 0; j <= i; j++) dpr[j] = (mr[j] * dpr[j] - ar[j] * dlt) * scale;
-                for (int j = i + 1; j < i1; j++) dpr[j] = 0;
-            }
-            // dV[0:i1] += A^T dO;  dQ[i0:i1] += dp K;  dK[0:i1] += dp^T Q
-            gemm_serial(1, 0, i1, D, nq, A, i1, dout + (size_t)i0 * C, C, 1, dv, C3);
-            gemm_serial(0, 0, nq, D, i1, dP, i1, k, C3, 1, dq + (size_t)i0 * C3, C3);
-            gemm_serial(1, 0, i1, D, nq, dP, i1, q + (size_t)i0 * C3, C3, 1, dk, C3);
-        }
-    }
+    QBlock qb = cog_qblock(m, io);
+    qblock_backward(&qb, io->act[QKV_A_QKV], m->s.C, 2 * m->s.C, io->act[QKV_A_ATT], datt, io->tmp[QKV_S_DQKV]);
     qkv_in_backward(&m->s, io);
 }
 

@@ -13,7 +13,9 @@
     X(mixer_identity) \
     X(mixer_relu2) \
     X(mixer_cog) \
-    X(mixer_cosformer)
+    X(mixer_cosformer) \
+    X(mixer_gpam) \
+    X(mixer_h3)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)

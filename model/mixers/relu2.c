@@ -3,25 +3,23 @@
 // n = seq_len (the configured length, fixed, not the call's), b = `relu2_bias`; then the output
 // projection. No normalisation: rows do not sum to 1 and every score <= 0 gives an exact zero.
 // The causal mask is applied to a_ij itself (lucidrains' GAU masks before the square, which leaks
-// the future). Forward and backward work on blocks of QB query rows like attn_softmax.c, so
-// memory is O(QB * T) per thread; backward recomputes the block (O(T^2) per head).
+// the future). Forward and backward run model/mixers/qblock.c's blocks of query rows like softmax,
+// so memory is O(64 T) per thread; backward recomputes the block (O(T^2) per head).
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
 #include "model/kernels/gemm.h"
+#include "model/mixers/qblock.h"
 #include "model/mixers/qkv_common.h"
-
-#define QB 64  // query rows per block
 
 typedef struct {
     QkvShape s;
     real inv_n, bias;  // 1 / seq_len, b
 } Relu2;
 
-enum { S_BLOCK = QKV_N_SCRATCH };  // scratch: per-thread blocks [2, QB, T]
+enum { S_BLOCK = QKV_N_SCRATCH };  // scratch: per-thread blocks [2, 64, T] (qblock.h)
 
 static const KeyDef relu2_keys[] = {
     {"relu2_bias", KEY_FLOAT, "0", RANGE_ANY, 0, 0, "model",
@@ -45,7 +43,7 @@ static void relu2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_s
                           int *n_scratch) {
     const Relu2 *m = st;
     qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
-    scratch[S_BLOCK] = (BufDecl){"blocks", (size_t)omp_get_max_threads() * 2 * QB * T};
+    scratch[S_BLOCK] = (BufDecl){"blocks", qblock_scratch(1, T)};
     *n_scratch = S_BLOCK + 1;
 }
 
@@ -64,58 +62,42 @@ static void block_relu(const Relu2 *m, const real *q, const real *k, int ldq, in
     }
 }
 
+// qblock hooks. The forward's weights are relu(s)^2; the backward keeps R = relu(s) for dscores.
+static void relu2_weights(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *A, int forward) {
+    block_relu(qb->mixer, hd->q, hd->k, qb->ld, i0, i1, A);
+    if (forward)
+        for (size_t e = 0; e < (size_t)(i1 - i0) * i1; e++) A[e] *= A[e];
+}
+
+// d(score) = 2 relu(s) dA / n (0 where relu is off); then R becomes A = R^2
+static void relu2_dscores(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *R, real *dA) {
+    const Relu2 *m = qb->mixer;
+    (void)hd;
+    for (size_t e = 0; e < (size_t)(i1 - i0) * i1; e++) {
+        dA[e] *= 2 * R[e] * m->inv_n;
+        R[e] *= R[e];
+    }
+}
+
+static QBlock relu2_qblock(const Relu2 *m, const MixerIO *io) {
+    return (QBlock){.mixer = m, .call = io, .B = io->B, .T = io->T, .H = m->s.H, .D = m->s.D,
+                    .ld = 3 * m->s.C, .ldo = m->s.C, .n_planes = 1, .Tmax = m->s.T,
+                    .scratch = io->tmp[S_BLOCK], .weights = relu2_weights, .dscores = relu2_dscores};
+}
+
 static void relu2_forward(const void *st, MixerIO *io) {
     const Relu2 *m = st;
-    int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
     qkv_in_forward(&m->s, io);
-    const real *qkv = io->act[QKV_A_QKV];
-    real *att = io->act[QKV_A_ATT];
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < io->B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        real *A = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 2 * QB * m->s.T;
-        const real *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
-        real *o = att + (size_t)b * T * C + h * D;
-        for (int i0 = 0; i0 < T; i0 += QB) {
-            int i1 = i0 + QB < T ? i0 + QB : T;
-            block_relu(m, q, k, C3, i0, i1, A);
-            for (size_t e = 0; e < (size_t)(i1 - i0) * i1; e++) A[e] *= A[e];
-            gemm_serial(0, 0, i1 - i0, D, i1, A, i1, v, C3, 0, o + (size_t)i0 * C, C);
-        }
-    }
+    QBlock qb = relu2_qblock(m, io);
+    qblock_forward(&qb, io->act[QKV_A_QKV], m->s.C, 2 * m->s.C, io->act[QKV_A_ATT]);
     qkv_out_forward(&m->s, io);
 }
 
 static void relu2_backward(const void *st, MixerIO *io) {
     const Relu2 *m = st;
-    int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
     const real *datt = qkv_out_backward(&m->s, io);
-    const real *qkv = io->act[QKV_A_QKV];
-    real *dqkv = io->tmp[QKV_S_DQKV];
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < io->B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        real *R = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 2 * QB * m->s.T;
-        real *dA = R + (size_t)QB * m->s.T;
-        size_t off = (size_t)b * T * C3 + h * D;
-        const real *q = qkv + off, *k = q + C, *v = q + 2 * C;
-        real *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-        const real *dout = datt + (size_t)b * T * C + h * D;
-        for (int i0 = 0; i0 < T; i0 += QB) {
-            int i1 = i0 + QB < T ? i0 + QB : T, nq = i1 - i0;
-            block_relu(m, q, k, C3, i0, i1, R);
-            // dA = dO V^T;  d(score) = 2 relu(s) dA / n (0 where relu is off);  then R becomes A
-            gemm_serial(0, 1, nq, i1, D, dout + (size_t)i0 * C, C, v, C3, 0, dA, i1);
-            for (size_t e = 0; e < (size_t)nq * i1; e++) {
-                dA[e] *= 2 * R[e] * m->inv_n;
-                R[e] *= R[e];
-            }
-            // dV[0:i1] += A^T dO;  dQ[i0:i1] += dS K;  dK[0:i1] += dS^T Q
-            gemm_serial(1, 0, i1, D, nq, R, i1, dout + (size_t)i0 * C, C, 1, dv, C3);
-            gemm_serial(0, 0, nq, D, i1, dA, i1, k, C3, 1, dq + (size_t)i0 * C3, C3);
-            gemm_serial(1, 0, i1, D, nq, dA, i1, q + (size_t)i0 * C3, C3, 1, dk, C3);
-        }
-    }
+    QBlock qb = relu2_qblock(m, io);
+    qblock_backward(&qb, io->act[QKV_A_QKV], m->s.C, 2 * m->s.C, io->act[QKV_A_ATT], datt, io->tmp[QKV_S_DQKV]);
     qkv_in_backward(&m->s, io);
 }
 

@@ -1,20 +1,17 @@
 // Causal multi-head softmax attention (GPT-2): qkv = x Wqkv^T + b; per head
 // P = softmax(q k^T / sqrt(D)) with the causal mask; o = P v; y = o Wproj^T + b.
-// Forward and backward work on blocks of QB query rows against the causal key prefix, so memory is
-// O(QB * T) per thread and the backward recomputes P from the saved log-sum-exp (O(T^2) per head,
-// FlashAttention-2's dS = P * (dP - rowsum(dO * O))).
+// Forward and backward run model/mixers/qblock.c's blocks of query rows against the causal key
+// prefix, so memory is O(64 T) per thread and the backward recomputes P from the saved
+// log-sum-exp (O(T^2) per head, FlashAttention-2's dS = P * (dP - rowsum(dO * O))).
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
-#include "model/kernels/gemm.h"
 #include "model/layers.h"
 #include "model/mixers/mixer.h"
-#include "model/kernels/vmath.h"
+#include "model/mixers/qblock.h"
 
-#define QB 64  // query rows per block
 
 typedef struct {
     int C, H, D, T, B;
@@ -53,105 +50,58 @@ static void softmax_buffers(const void *st, int B, int T, BufDecl *saved, int *n
     *n_saved = 3;
     scratch[S_DATT] = (BufDecl){"datt", BT * s->C};
     scratch[S_DQKV] = (BufDecl){"dqkv", BT * 3 * s->C};
-    scratch[S_BLOCK] = (BufDecl){"blocks", (size_t)omp_get_max_threads() * 2 * QB * T};
+    scratch[S_BLOCK] = (BufDecl){"blocks", qblock_scratch(1, T)};
     *n_scratch = 3;
 }
 
-// Scores of query rows [i0, i1) against keys [0, i1) into S[(i1-i0), i1] (row stride i1),
-// turned into probabilities P with the causal mask, using the row's log-sum-exp when `lse_in`
-// is given (backward) or computing and storing it (forward).
-static void block_probs(const Softmax *s, const real *q, const real *k, int i0, int i1, real *S,
-                        real *lse, int recompute) {
-    int C3 = 3 * s->C, nk = i1, nq = i1 - i0;
-    real scale = 1 / sqrtr((real)s->D);
-    gemm_serial(0, 1, nq, nk, s->D, q + (size_t)i0 * C3, C3, k, C3, 0, S, nk);
-    for (int r = 0; r < nq; r++) {
+// qblock hooks: P of the block (the forward stores each row's log-sum-exp, the backward reads it).
+static void softmax_weights(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *P, int forward) {
+    const MixerIO *io = qb->call;
+    qblock_softmax(qb->D, hd->q, qb->ld, hd->k, qb->ld, i0, i1, P, io->act[A_LSE] + (size_t)hd->bh * qb->T, !forward);
+}
+
+// dS = P * (dP - Dlt_i) / sqrt(D), Dlt_i = dO_i . O_i (FlashAttention-2)
+static void softmax_dscores(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *P, real *dP) {
+    int D = qb->D, C = qb->ldo;
+    real scale = 1 / sqrtr((real)D);
+    for (int r = 0; r < i1 - i0; r++) {
         int i = i0 + r;
-        real *row = S + (size_t)r * nk;
-        if (recompute) {
-            real l = lse[i];
-#pragma omp simd
-            for (int j = 0; j <= i; j++) row[j] = vexpr(row[j] * scale - l);
-        } else {
-            real m = row[0];
-#pragma omp simd reduction(max : m)
-            for (int j = 1; j <= i; j++) m = row[j] > m ? row[j] : m;
-            m *= scale;
-            real sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int j = 0; j <= i; j++) {
-                row[j] = vexpr(row[j] * scale - m);
-                sum += row[j];
-            }
-            real inv = 1 / sum;
-#pragma omp simd
-            for (int j = 0; j <= i; j++) row[j] *= inv;
-            lse[i] = m + logr(sum);
-        }
-        for (int j = i + 1; j < nk; j++) row[j] = 0;
+        const real *doi = hd->dout + (size_t)i * C, *oi = hd->o + (size_t)i * C;
+        real dlt = 0;
+        for (int d = 0; d < D; d++) dlt += doi[d] * oi[d];
+        real *pr = P + (size_t)r * i1, *dpr = dP + (size_t)r * i1;
+        for (int j = 0; j <= i; j++) dpr[j] = pr[j] * (dpr[j] - dlt) * scale;
+        for (int j = i + 1; j < i1; j++) dpr[j] = 0;
     }
+}
+
+static QBlock softmax_qblock(const Softmax *s, const MixerIO *io) {
+    return (QBlock){.mixer = s, .call = io, .B = io->B, .T = io->T, .H = s->H, .D = s->D,
+                    .ld = 3 * s->C, .ldo = s->C, .n_planes = 1, .Tmax = s->T,
+                    .scratch = io->tmp[S_BLOCK], .weights = softmax_weights,
+                    .dscores = softmax_dscores};
 }
 
 static void softmax_forward(const void *st, MixerIO *io) {
     const Softmax *s = st;
-    int B = io->B, T = io->T, C = s->C, H = s->H, D = s->D, C3 = 3 * C;
-    real *qkv = io->act[A_QKV], *att = io->act[A_ATT], *lse = io->act[A_LSE];
+    int B = io->B, T = io->T, C = s->C, C3 = 3 * C;
+    real *qkv = io->act[A_QKV], *att = io->act[A_ATT];
     matmul_forward(qkv, io->x, io->p[P_QKV_W], io->p[P_QKV_B], B * T, C, C3);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        real *S = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 2 * QB * s->T;
-        const real *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
-        real *o = att + (size_t)b * T * C + h * D;
-        real *l = lse + (size_t)bh * T;
-        for (int i0 = 0; i0 < T; i0 += QB) {
-            int i1 = i0 + QB < T ? i0 + QB : T;
-            block_probs(s, q, k, i0, i1, S, l, 0);
-            gemm_serial(0, 0, i1 - i0, D, i1, S, i1, v, C3, 0, o + (size_t)i0 * C, C);
-        }
-    }
+    QBlock qb = softmax_qblock(s, io);
+    qblock_forward(&qb, qkv, C, 2 * C, att);
     matmul_forward(io->y, att, io->p[P_PROJ_W], io->p[P_PROJ_B], B * T, C, C);
 }
 
 static void softmax_backward(const void *st, MixerIO *io) {
     const Softmax *s = st;
-    int B = io->B, T = io->T, C = s->C, H = s->H, D = s->D, C3 = 3 * C;
-    const real *qkv = io->act[A_QKV], *att = io->act[A_ATT], *lse = io->act[A_LSE];
+    int B = io->B, T = io->T, C = s->C, C3 = 3 * C;
+    const real *qkv = io->act[A_QKV], *att = io->act[A_ATT];
     real *datt = io->tmp[S_DATT], *dqkv = io->tmp[S_DQKV];
-    real scale = 1 / sqrtr((real)D);
     memset(datt, 0, sizeof(real) * B * T * C);
     matmul_backward(datt, io->g[P_PROJ_W], io->g[P_PROJ_B], io->dy, att, io->p[P_PROJ_W], B * T, C, C);
     memset(dqkv, 0, sizeof(real) * B * T * C3);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        real *P = io->tmp[S_BLOCK] + (size_t)omp_get_thread_num() * 2 * QB * s->T;
-        real *dP = P + (size_t)QB * s->T;
-        size_t off = (size_t)b * T * C3 + h * D;
-        const real *q = qkv + off, *k = q + C, *v = q + 2 * C;
-        real *dq = dqkv + off, *dk = dq + C, *dv = dq + 2 * C;
-        const real *o = att + (size_t)b * T * C + h * D, *dout = datt + (size_t)b * T * C + h * D;
-        const real *l = lse + (size_t)bh * T;
-        for (int i0 = 0; i0 < T; i0 += QB) {
-            int i1 = i0 + QB < T ? i0 + QB : T, nq = i1 - i0;
-            block_probs(s, q, k, i0, i1, P, (real *)l, 1);
-            // dP = dO V^T, then dS = P * (dP - Dlt_i), Dlt_i = dO_i . O_i
-            gemm_serial(0, 1, nq, i1, D, dout + (size_t)i0 * C, C, v, C3, 0, dP, i1);
-            for (int r = 0; r < nq; r++) {
-                int i = i0 + r;
-                const real *doi = dout + (size_t)i * C, *oi = o + (size_t)i * C;
-                real dlt = 0;
-                for (int d = 0; d < D; d++) dlt += doi[d] * oi[d];
-                real *pr = P + (size_t)r * i1, *dpr = dP + (size_t)r * i1;
-                for (int j = 0; j <= i; j++) dpr[j] = pr[j] * (dpr[j] - dlt) * scale;
-                for (int j = i + 1; j < i1; j++) dpr[j] = 0;
-            }
-            // dV[0:i1] += P^T dO;  dQ[i0:i1] += dS K;  dK[0:i1] += dS^T Q
-            gemm_serial(1, 0, i1, D, nq, P, i1, dout + (size_t)i0 * C, C, 1, dv, C3);
-            gemm_serial(0, 0, nq, D, i1, dP, i1, k, C3, 1, dq + (size_t)i0 * C3, C3);
-            gemm_serial(1, 0, i1, D, nq, dP, i1, q + (size_t)i0 * C3, C3, 1, dk, C3);
-        }
-    }
+    QBlock qb = softmax_qblock(s, io);
+    qblock_backward(&qb, qkv, C, 2 * C, att, datt, dqkv);
     matmul_backward(io->dx, io->g[P_QKV_W], io->g[P_QKV_B], dqkv, io->x, io->p[P_QKV_W], B * T, C, C3);
 }
 
@@ -162,7 +112,7 @@ static void softmax_attention(const void *st, const MixerIO *io, int b, int m, r
     int T = io->T, C3 = 3 * s->C;
     const real *q = io->act[A_QKV] + (size_t)b * T * C3 + m * s->D, *k = q + s->C;
     real *l = io->act[A_LSE] + ((size_t)b * s->H + m) * T;
-    block_probs(s, q, k, 0, T, a, l, 1);
+    qblock_softmax(s->D, q, C3, k, C3, 0, T, a, l, 1);
 }
 
 static int softmax_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {

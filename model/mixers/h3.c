@@ -1,0 +1,339 @@
+// H3, Hungry Hungry Hippos (Fu, Dao et al. 2022, arXiv 2212.14052; HazyResearch/H3's H3 layer):
+//   q, k, v = x Wqkv^T + b;  ks = SSM_shift(k) (per channel);  o = q * SSM_diag(ks * v);
+//   y = o Wproj^T + b.
+// Channels form heads of P = h3_head_dim (1 by default, as in H3 and Zoology); head h owns
+// channels h*P..h*P+P-1 and one diagonal SSM of h3_d_state states shared by its P*P products:
+//   o_i[d2] = sum_{d1} q_i[d1] sum_{j <= i} Kbar_h(i-j) ks_j[d1] v_j[d2]
+// with Kbar_h the head's kernel (model/mixers/h3_ssm.h; S4D-Real, its D skip in Kbar_h(0)). So
+// each head is linear attention with a kernel decay, a_ij = Kbar_h(i-j) (q_i . ks_j) acting on
+// v_j, which is the map the evaluator reads (one per head: C / P maps).
+// Training materialises each head's kernel from its parameters every call and convolves it
+// (O(T^2) per channel product, contiguous dot products); generation steps both SSMs' states,
+// O(1) per token. H3's output channel order (d2 outer) is a fixed permutation absorbed by the
+// output projection; here output channel h*P + d2. docs/mixers.md#h3 has the derivations.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/mixers/h3_ssm.h"
+#include "model/mixers/qkv_common.h"
+
+typedef struct {
+    QkvShape s;      // C, model heads H, T, B (s.D is unused: heads of P channels below)
+    int P, NH, N;    // channels per H3 head, H3 heads C / P, states per SSM
+} H3;
+
+// After the q/k/v tensors: shift SSM taps and skip per channel; diagonal SSM per H3 head.
+enum { P_SK_W = QKV_NORM_W, P_SK_D, P_LOG_DT, P_A_LOG, P_SSM_C, P_SSM_D };
+// saved: ks [B,T,C] shifted keys; y [B,T,C*P] the diagonal SSM's output per (d1, d2) product
+enum { A_KS = QKV_N_SAVED, A_Y };
+// scratch: kernels K [NH,T] and reversed [NH,T]; dK per (batch row, head) [B,NH,T]; shift
+// gradients per (batch row, channel) [B,C,N+1]; per-thread work [(4 + 6P) T]
+enum { S_K = QKV_N_SCRATCH, S_KREV, S_DK, S_DSHIFT, S_WORK };
+
+static const KeyDef h3_keys[] = {
+    {"h3_d_state", KEY_INT, "64", RANGE_POS, 0, 0, "model",
+     "h3: states N of the diagonal SSM and taps of the shift SSM (H3's d_state)"},
+    {"h3_head_dim", KEY_INT, "1", RANGE_POS, 0, 0, "model",
+     "h3: channels per H3 head (1 as in H3 and Zoology); d_model / h3_head_dim must divide by n_head"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+static void *h3_create(const MixerDims *d) {
+    H3 *m = mallocCheck(sizeof *m);
+    qkv_shape(&m->s, d, 0);
+    long N = cfg_int(d->cfg, "h3_d_state"), P = cfg_int(d->cfg, "h3_head_dim");
+    if (N > 1024) die_input("h3_d_state: expected 1..1024, got %ld", N);
+    if (P > d->C || d->C % P)
+        die_input("h3_head_dim: expected a divisor of d_model %d, got %ld", d->C, P);
+    if ((d->C / P) % d->H)
+        die_input("h3_head_dim: d_model / h3_head_dim = %ld heads must divide by n_head %d", d->C / P, d->H);
+    m->P = (int)P, m->NH = d->C / (int)P, m->N = (int)N;
+    return m;
+}
+
+static void h3_destroy(void *st) { free(st); }
+
+static int h3_params(const void *st, ParamDecl *out) {
+    const H3 *m = st;
+    int n = qkv_params(&m->s, out), C = m->s.C, N = m->N, NH = m->NH;
+    out[n++] = (ParamDecl){"attn.ssm_k.weight", 2, {C, N}, INIT_UNIFORM, 1 / sqrt((double)N), 0};
+    out[n++] = (ParamDecl){"attn.ssm_k.D", 1, {C}, INIT_NORMAL, 1, 0};
+    out[n++] = (ParamDecl){"attn.ssm.log_dt", 1, {NH}, INIT_CUSTOM, 0, 1};
+    out[n++] = (ParamDecl){"attn.ssm.A_log", 2, {NH, N}, INIT_CUSTOM, 0, 1};
+    out[n++] = (ParamDecl){"attn.ssm.C", 2, {NH, N}, INIT_NORMAL, 1, 0};
+    out[n++] = (ParamDecl){"attn.ssm.D", 1, {NH}, INIT_NORMAL, 1, 0};
+    return n;
+}
+
+static void h3_init_custom(const void *st, int index, real *w, Rng *rng) {
+    const H3 *m = st;
+    if (index == P_A_LOG) {  // S4D-Real: a_n = -(n + 1)
+        for (int h = 0; h < m->NH; h++)
+            for (int n = 0; n < m->N; n++) w[(size_t)h * m->N + n] = (real)log(n + 1.0);
+    } else if (index == P_LOG_DT) {  // dt log-uniform in [1e-3, 1e-1] (S4's dt_min, dt_max)
+        for (int h = 0; h < m->NH; h++) w[h] = (real)(log(1e-3) + rng_uniform(rng) * (log(1e-1) - log(1e-3)));
+    }
+}
+
+static size_t work_per_thread(const H3 *m, int T) { return (size_t)(4 + 6 * m->P) * T; }
+
+static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
+                       int *n_scratch) {
+    const H3 *m = st;
+    size_t BT = (size_t)B * T, C = (size_t)m->s.C;
+    qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
+    saved[A_KS] = (BufDecl){"k_shift", BT * C};
+    saved[A_Y] = (BufDecl){"ssm_out", BT * C * m->P};
+    *n_saved = A_Y + 1;
+    scratch[S_K] = (BufDecl){"kernel", (size_t)m->NH * T};
+    scratch[S_KREV] = (BufDecl){"kernel_rev", (size_t)m->NH * T};
+    scratch[S_DK] = (BufDecl){"dkernel", (size_t)B * m->NH * T};
+    scratch[S_DSHIFT] = (BufDecl){"dshift", (size_t)B * C * (m->N + 1)};
+    scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * work_per_thread(m, T)};
+    *n_scratch = S_WORK + 1;
+}
+
+// Every head's kernel for this call's length, and its reverse.
+static void kernels(const H3 *m, real *const *p, int T, real *K, real *Krev) {
+    int N = m->N;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < m->NH; h++) {
+        real *k = K + (size_t)h * T, *kr = Krev + (size_t)h * T;
+        h3_ssm_kernel(N, T, p[P_LOG_DT][h], p[P_A_LOG] + (size_t)h * N, p[P_SSM_C] + (size_t)h * N,
+                      p[P_SSM_D][h], k);
+        for (int l = 0; l < T; l++) kr[T - 1 - l] = k[l];
+    }
+}
+
+// Column c of a [B,T,ld] array for batch row b into dst[T], and back.
+static void gather(const real *a, int ld, int b, int T, int c, real *dst) {
+    for (int t = 0; t < T; t++) dst[t] = a[((size_t)b * T + t) * ld + c];
+}
+static void scatter_add(real *a, int ld, int b, int T, int c, const real *src) {
+    for (int t = 0; t < T; t++) a[((size_t)b * T + t) * ld + c] += src[t];
+}
+
+static void h3_forward(const void *st, MixerIO *io) {
+    const H3 *m = st;
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N;
+    qkv_in_forward(&m->s, io);
+    kernels(m, io->p, T, io->tmp[S_K], io->tmp[S_KREV]);
+    const real *qkv = io->act[QKV_A_QKV];
+    real *ksa = io->act[A_KS], *ya = io->act[A_Y], *att = io->act[QKV_A_ATT];
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * m->NH; bh++) {
+        int b = bh / m->NH, h = bh % m->NH;
+        real *kc = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
+        real *ks = kc + T, *q = ks + (size_t)P * T, *v = q + (size_t)P * T, *u = v + (size_t)P * T;
+        real *y = u + T, *o = y + T;
+        for (int d = 0; d < P; d++) {
+            int c = h * P + d;
+            gather(qkv, C3, b, T, C + c, kc);
+            h3_shift_forward(T, N, io->p[P_SK_W] + (size_t)c * N, io->p[P_SK_D][c], kc, ks + (size_t)d * T);
+            gather(qkv, C3, b, T, c, q + (size_t)d * T);
+            gather(qkv, C3, b, T, 2 * C + c, v + (size_t)d * T);
+            for (int t = 0; t < T; t++) ksa[((size_t)b * T + t) * C + c] = ks[(size_t)d * T + t];
+        }
+        for (int d2 = 0; d2 < P; d2++) {
+            for (int t = 0; t < T; t++) o[t] = 0;
+            for (int d1 = 0; d1 < P; d1++) {
+                const real *k1 = ks + (size_t)d1 * T, *v2 = v + (size_t)d2 * T, *q1 = q + (size_t)d1 * T;
+                for (int t = 0; t < T; t++) u[t] = k1[t] * v2[t];
+                h3_conv_forward(T, io->tmp[S_KREV] + (size_t)h * T, u, y);
+                for (int t = 0; t < T; t++) {
+                    ya[((size_t)b * T + t) * C * P + ((size_t)h * P + d1) * P + d2] = y[t];
+                    o[t] += q1[t] * y[t];
+                }
+            }
+            for (int t = 0; t < T; t++) att[((size_t)b * T + t) * C + h * P + d2] = o[t];
+        }
+    }
+    qkv_out_forward(&m->s, io);
+}
+
+static void h3_backward(const void *st, MixerIO *io) {
+    const H3 *m = st;
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH;
+    const real *datt = qkv_out_backward(&m->s, io);
+    kernels(m, io->p, T, io->tmp[S_K], io->tmp[S_KREV]);
+    const real *qkv = io->act[QKV_A_QKV], *ksa = io->act[A_KS], *ya = io->act[A_Y];
+    real *dqkv = io->tmp[QKV_S_DQKV], *dK = io->tmp[S_DK], *dshift = io->tmp[S_DSHIFT];
+    memset(dK, 0, sizeof(real) * B * NH * T);
+    memset(dshift, 0, sizeof(real) * B * C * (N + 1));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        real *kc = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
+        real *ks = kc + T, *q = ks + (size_t)P * T, *v = q + (size_t)P * T, *u = v + (size_t)P * T;
+        real *dy = u + T, *du = dy + T, *dks = du + T, *dv = dks + (size_t)P * T, *dout = dv + (size_t)P * T;
+        const real *K = io->tmp[S_K] + (size_t)h * T;
+        real *dKh = dK + (size_t)bh * T;
+        for (int d = 0; d < P; d++) {
+            int c = h * P + d;
+            gather(ksa, C, b, T, c, ks + (size_t)d * T);
+            gather(qkv, C3, b, T, c, q + (size_t)d * T);
+            gather(qkv, C3, b, T, 2 * C + c, v + (size_t)d * T);
+            gather(datt, C, b, T, c, dout + (size_t)d * T);
+        }
+        memset(dks, 0, sizeof(real) * P * T);
+        memset(dv, 0, sizeof(real) * P * T);
+        for (int d1 = 0; d1 < P; d1++) {
+            const real *q1 = q + (size_t)d1 * T, *k1 = ks + (size_t)d1 * T;
+            real *dq = du;  // dq of channel d1 = sum_d2 dO[d2] y[d1, d2], built before du is used
+            for (int t = 0; t < T; t++) {
+                const real *yr = ya + ((size_t)b * T + t) * C * P + ((size_t)h * P + d1) * P;
+                real s = 0;
+                for (int d2 = 0; d2 < P; d2++) s += dout[(size_t)d2 * T + t] * yr[d2];
+                dq[t] = s;
+            }
+            scatter_add(dqkv, C3, b, T, h * P + d1, dq);
+            for (int d2 = 0; d2 < P; d2++) {
+                const real *v2 = v + (size_t)d2 * T, *do2 = dout + (size_t)d2 * T;
+                real *dk1 = dks + (size_t)d1 * T, *dv2 = dv + (size_t)d2 * T;
+                for (int t = 0; t < T; t++) {
+                    dy[t] = q1[t] * do2[t];
+                    u[t] = k1[t] * v2[t];
+                }
+                h3_conv_backward(T, K, u, dy, du, dKh);
+                for (int t = 0; t < T; t++) {
+                    dk1[t] += du[t] * v2[t];
+                    dv2[t] += du[t] * k1[t];
+                }
+            }
+        }
+        for (int d = 0; d < P; d++) {
+            int c = h * P + d;
+            real *dsh = dshift + ((size_t)b * C + c) * (N + 1);
+            gather(qkv, C3, b, T, C + c, kc);
+            for (int t = 0; t < T; t++) dy[t] = 0;  // dk of channel c
+            h3_shift_backward(T, N, io->p[P_SK_W] + (size_t)c * N, io->p[P_SK_D][c], kc,
+                              dks + (size_t)d * T, dy, dsh, dsh + N);
+            scatter_add(dqkv, C3, b, T, C + c, dy);
+            scatter_add(dqkv, C3, b, T, 2 * C + c, dv + (size_t)d * T);
+        }
+    }
+    // Sums over batch rows in order (thread-count free), then the kernel parameters' gradients.
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < NH; h++) {
+        real *acc = dK + (size_t)h * T;  // batch row 0's slot collects the sum
+        for (int b = 1; b < B; b++)
+            for (int l = 0; l < T; l++) acc[l] += dK[((size_t)b * NH + h) * T + l];
+        h3_ssm_kernel_backward(N, T, io->p[P_LOG_DT][h], io->p[P_A_LOG] + (size_t)h * N,
+                               io->p[P_SSM_C] + (size_t)h * N, acc, io->g[P_LOG_DT] + h,
+                               io->g[P_A_LOG] + (size_t)h * N, io->g[P_SSM_C] + (size_t)h * N,
+                               io->g[P_SSM_D] + h);
+    }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+        real *acc = dshift + (size_t)c * (N + 1);  // batch row 0's slot collects the sum
+        for (int b = 1; b < B; b++) {
+            const real *part = dshift + ((size_t)b * C + c) * (N + 1);
+            for (int l = 0; l <= N; l++) acc[l] += part[l];
+        }
+        for (int l = 0; l < N; l++) io->g[P_SK_W][(size_t)c * N + l] += acc[l];
+        io->g[P_SK_D][c] += acc[N];
+    }
+    qkv_in_backward(&m->s, io);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maps: head h's a_ij = Kbar_h(i-j) (q_i . ks_j) over its P channels, acting on v_j (W = P).
+
+static int h3_n_maps(const void *st) { return ((const H3 *)st)->NH; }
+
+static void h3_attention(const void *st, const MixerIO *io, int b, int h, real *a) {
+    const H3 *m = st;
+    int T = io->T, C = m->s.C, P = m->P, N = m->N;
+    real *K = mallocCheck(sizeof(real) * T);
+    h3_ssm_kernel(N, T, io->p[P_LOG_DT][h], io->p[P_A_LOG] + (size_t)h * N, io->p[P_SSM_C] + (size_t)h * N,
+                  io->p[P_SSM_D][h], K);
+    for (int i = 0; i < T; i++) {
+        const real *q = io->act[QKV_A_QKV] + ((size_t)b * T + i) * 3 * C + h * P;
+        for (int j = 0; j < T; j++) {
+            real s = 0;
+            if (j <= i) {
+                const real *ks = io->act[A_KS] + ((size_t)b * T + j) * C + h * P;
+                for (int d = 0; d < P; d++) s += q[d] * ks[d];
+                s *= K[i - j];
+            }
+            a[(size_t)i * T + j] = s;
+        }
+    }
+    free(K);
+}
+
+static int h3_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
+    const H3 *m = st;
+    int T = io->T, C = m->s.C, P = m->P;
+    for (int t = 0; t < T; t++) {
+        size_t row = (size_t)b * T + t;
+        memcpy(v + (size_t)t * P, io->act[QKV_A_QKV] + row * 3 * C + 2 * C + (size_t)h * P, sizeof(real) * P);
+        memcpy(o + (size_t)t * P, io->act[QKV_A_ATT] + row * C + (size_t)h * P, sizeof(real) * P);
+    }
+    return P;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation. State: the shift SSM's window [C, N] (last N keys, newest first) and the diagonal
+// SSM's states [NH, P, P, N]; then scratch for one token: qkv [3C], ks [C], o [C], r [N], bd [N].
+
+static size_t h3_state_size(const void *st) {
+    const H3 *m = st;
+    size_t C = (size_t)m->s.C, N = (size_t)m->N;
+    return C * N + C * m->P * N + 5 * C + 2 * N;
+}
+
+static void h3_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
+    const H3 *m = st;
+    int C = m->s.C, P = m->P, N = m->N;
+    real *win = state, *xs = win + (size_t)C * N, *qkv = xs + (size_t)C * P * N, *ks = qkv + 3 * C;
+    real *o = ks + C, *r = o + C, *bd = r + N;
+    (void)t;
+    qkv_step_in(&m->s, p, x, qkv);
+    for (int c = 0; c < C; c++)
+        ks[c] = h3_shift_step(N, p[P_SK_W] + (size_t)c * N, p[P_SK_D][c], win + (size_t)c * N, qkv[C + c]);
+    for (int h = 0; h < m->NH; h++) {
+        h3_ssm_discretize(N, p[P_LOG_DT][h], p[P_A_LOG] + (size_t)h * N, r, bd);
+        for (int d2 = 0; d2 < P; d2++) {
+            real s = 0;
+            for (int d1 = 0; d1 < P; d1++) {
+                real *xh = xs + (((size_t)h * P + d1) * P + d2) * N;
+                real u = ks[h * P + d1] * qkv[2 * C + h * P + d2];
+                s += qkv[h * P + d1] * h3_ssm_step(N, r, bd, p[P_SSM_C] + (size_t)h * N, p[P_SSM_D][h], xh, u);
+            }
+            o[h * P + d2] = s;
+        }
+    }
+    qkv_step_out(&m->s, p, o, y);
+}
+
+// Per token: the shift filter (N taps per channel), then per head P*P products convolved over the
+// causal triangle and the contraction with q; the kernels (NH N T) are small beside them.
+static void h3_flops(const void *st, int B, int T, double *fwd, double *bwd) {
+    const H3 *m = st;
+    double BT = (double)B * T, C = m->s.C, P = m->P, N = m->N < T ? m->N : T;
+    double mix = 2 * BT * C * N + (double)B * C * P * T * (T + 1.0) + 4 * BT * C * P + 3.0 * m->NH * m->N * T;
+    qkv_flops(&m->s, B, T, mix, fwd, bwd);
+}
+
+const MixerKind mixer_h3 = {
+    .name = "h3",
+    .summary = "H3: q * SSM_diag(SSM_shift(k) * v), S4D-Real diagonal SSM, heads of h3_head_dim channels (Fu, Dao et al. 2022)",
+    .options = h3_keys,
+    .create = h3_create,
+    .destroy = h3_destroy,
+    .params = h3_params,
+    .init_custom = h3_init_custom,
+    .buffers = h3_buffers,
+    .forward = h3_forward,
+    .backward = h3_backward,
+    .n_maps = h3_n_maps,
+    .attention = h3_attention,
+    .attention_values = h3_attention_values,
+    .state_size = h3_state_size,
+    .step = h3_step,
+    .flops = h3_flops,
+};

@@ -1,0 +1,146 @@
+// H3 beyond the generic checks: its SSM kernels (model/mixers/h3_ssm.c) against the recurrences
+// they come from, finite differences of the kernel's parameters, the mixer with heads of several
+// channels and past 64 tokens, the map against its definition, init, names and refused options.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/mixers/h3_ssm.h"
+#include "tests/gradcheck.h"
+#include "tests/test.h"
+
+// The convolution with the kernel built from (log_dt, A_log, C, D) equals stepping the state,
+// and the shift filter equals its shift register, over 150 tokens.
+TEST(h3_kernels_match_their_recurrences) {
+    int N = 6, T = 150;
+    real A_log[6], Cc[6], r[6], bd[6], x[6] = {0}, w[6], s[6] = {0};
+    real u[150], y[150], K[150], Krev[150], ks[150];
+    Rng rng;
+    rng_seed(&rng, 80);
+    for (int n = 0; n < N; n++) {
+        A_log[n] = (real)(log(n + 1.0) + 0.3 * rng_normal(&rng));
+        Cc[n] = (real)rng_normal(&rng);
+        w[n] = (real)rng_normal(&rng);
+    }
+    fill_normal(u, T, &rng, 1);
+    real log_dt = (real)log(0.05), D = (real)0.7, Dk = (real)-0.4;
+    h3_ssm_kernel(N, T, log_dt, A_log, Cc, D, K);
+    for (int l = 0; l < T; l++) Krev[T - 1 - l] = K[l];
+    h3_conv_forward(T, Krev, u, y);
+    h3_shift_forward(T, N, w, Dk, u, ks);
+    h3_ssm_discretize(N, log_dt, A_log, r, bd);
+    for (int t = 0; t < T; t++) {
+        CHECK_CLOSE(y[t], h3_ssm_step(N, r, bd, Cc, D, x, u[t]), 1e-12);
+        CHECK_CLOSE(ks[t], h3_shift_step(N, w, Dk, s, u[t]), 1e-13);
+    }
+}
+
+typedef struct {
+    int N, T;
+    real log_dt, D, A_log[5], C[5], R[40], K[40];
+} KernelCase;
+
+static double kernel_loss(void *ctx) {
+    KernelCase *k = ctx;
+    h3_ssm_kernel(k->N, k->T, k->log_dt, k->A_log, k->C, k->D, k->K);
+    double s = 0;
+    for (int l = 0; l < k->T; l++) s += (double)k->K[l] * k->R[l];
+    return s;
+}
+
+TEST(h3_kernel_backward_matches_finite_differences) {
+    KernelCase k = {.N = 5, .T = 40, .log_dt = (real)log(0.02), .D = (real)0.3};
+    Rng rng;
+    rng_seed(&rng, 81);
+    for (int n = 0; n < k.N; n++) k.A_log[n] = (real)(log(n + 1.0) + 0.2 * rng_normal(&rng)), k.C[n] = (real)rng_normal(&rng);
+    fill_normal(k.R, k.T, &rng, 1);
+    real dlog_dt = 0, dA[5] = {0}, dC[5] = {0}, dD = 0;
+    h3_ssm_kernel_backward(k.N, k.T, k.log_dt, k.A_log, k.C, k.R, &dlog_dt, dA, dC, &dD);
+    check_grad("log_dt", kernel_loss, &k, &k.log_dt, &dlog_dt, 1, 1e-6, 1e-7, 1e-9);
+    check_grad("A_log", kernel_loss, &k, k.A_log, dA, 5, 1e-6, 1e-7, 1e-9);
+    check_grad("C", kernel_loss, &k, k.C, dC, 5, 1e-6, 1e-7, 1e-9);
+    check_grad("D", kernel_loss, &k, &k.D, &dD, 1, 1e-6, 1e-7, 1e-9);
+}
+
+TEST(h3_backward_heads_and_lengths) {
+    rig_check_all("h3", "h3_d_state=5", 4, 1, 1, 70, 0, 2, 82);            // past 64 tokens
+    rig_check_all("h3", "h3_d_state=3 h3_head_dim=2", 8, 2, 2, 9, 0, 2, 83);  // 4 heads of 2
+    rig_check_all("h3", "h3_d_state=4 h3_head_dim=4", 8, 1, 1, 11, 0, 2, 84); // 2 heads of 4
+}
+
+// a_ij = Kbar(i-j) q_i.ks_j rebuilt from the parameters for heads of 2 channels.
+TEST(h3_map_is_the_kernel_times_q_dot_shifted_k) {
+    MixerRig r;
+    int C = 4, P = 2, N = 3, T = 10;
+    rig_setup(&r, "h3", "h3_d_state=3 h3_head_dim=2", C, 1, 1, T, 0, 2, 85);
+    CHECK(r.kind->n_maps(r.st) == 2);
+    rig_loss(&r);
+    MixerIO io = rig_io(&r);
+    const real *w = rig_param(&r, "attn.qkv.weight"), *bias = rig_param(&r, "attn.qkv.bias");
+    const real *sw = rig_param(&r, "attn.ssm_k.weight"), *sd = rig_param(&r, "attn.ssm_k.D");
+    double qv[10][4], kv[10][4], ks[10][4];
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            qv[t][c] = bias[c], kv[t][c] = bias[C + c];
+            for (int i = 0; i < C; i++) qv[t][c] += (double)w[c * C + i] * r.x[t * C + i], kv[t][c] += (double)w[(C + c) * C + i] * r.x[t * C + i];
+        }
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            ks[t][c] = sd[c] * kv[t][c];
+            for (int l = 0; l < N && l <= t; l++) ks[t][c] += sw[c * N + l] * kv[t - l][c];
+        }
+    real *a = mallocCheck(sizeof(real) * T * T);
+    for (int h = 0; h < 2; h++) {
+        double dt = exp(rig_param(&r, "attn.ssm.log_dt")[h]), K[10] = {0};
+        const real *Al = rig_param(&r, "attn.ssm.A_log") + h * N, *Cc = rig_param(&r, "attn.ssm.C") + h * N;
+        for (int l = 0; l < T; l++)
+            for (int n = 0; n < N; n++) {
+                double an = -exp(Al[n]);
+                K[l] += Cc[n] * (exp(dt * an) - 1) / an * exp(dt * an * l);
+            }
+        K[0] += rig_param(&r, "attn.ssm.D")[h];
+        r.kind->attention(r.st, &io, 0, h, a);
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j <= i; j++) {
+                double s = 0;
+                for (int d = 0; d < P; d++) s += qv[i][h * P + d] * ks[j][h * P + d];
+                CHECK_CLOSE(a[i * T + j], K[i - j] * s, 1e-12);
+            }
+    }
+    free(a);
+    rig_free(&r);
+}
+
+TEST(h3_init_names_and_shapes) {
+    MixerRig r;
+    int C = 8, N = 64;
+    rig_setup(&r, "h3", NULL, C, 2, 1, 3, 0, 2, 86);  // defaults: d_state 64, head_dim 1
+    const char *names[] = {"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+                           "attn.ssm_k.weight", "attn.ssm_k.D", "attn.ssm.log_dt", "attn.ssm.A_log",
+                           "attn.ssm.C", "attn.ssm.D"};
+    const int rows[] = {3 * C, 3 * C, C, C, C, C, C, C, C, C};
+    CHECK(r.n_params == 10, "%d tensors", r.n_params);
+    for (int i = 0; i < 10; i++)
+        CHECK(!strcmp(r.decl[i].name, names[i]) && r.decl[i].shape[0] == rows[i], "tensor %d is %s", i, r.decl[i].name);
+    CHECK(r.decl[4].shape[1] == N && r.decl[7].shape[1] == N && r.decl[8].shape[1] == N);
+    const real *A_log = rig_param(&r, "attn.ssm.A_log"), *log_dt = rig_param(&r, "attn.ssm.log_dt");
+    for (int h = 0; h < C; h++) {
+        CHECK(log_dt[h] >= log(1e-3) && log_dt[h] <= log(1e-1));
+        for (int n = 0; n < N; n++) CHECK_CLOSE(exp(A_log[h * N + n]), n + 1, 1e-12);  // S4D-Real
+    }
+    CHECK(r.kind->n_maps(r.st) == C && r.kind->step && r.kind->flops);
+    rig_free(&r);
+}
+
+TEST(h3_rejects_bad_options) {
+    char err[512];
+    CHECK(rig_create_status("h3", "h3_head_dim=3", 8, 1, 4, err, sizeof err) == 2);
+    CHECK(strstr(err, "h3_head_dim"), "%s", err);
+    CHECK(rig_create_status("h3", "h3_head_dim=8", 8, 2, 4, err, sizeof err) == 2);  // 1 head, 2 n_head
+    CHECK(strstr(err, "h3_head_dim"), "%s", err);
+    CHECK(rig_create_status("h3", "h3_d_state=5000", 8, 1, 4, err, sizeof err) == 2);
+    CHECK(strstr(err, "h3_d_state"), "%s", err);
+    CHECK(rig_create_status("h3", "h3_d_state=0", 8, 1, 4, err, sizeof err) == 2);
+    CHECK(strstr(err, "h3_d_state"), "%s", err);
+}
