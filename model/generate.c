@@ -65,9 +65,9 @@ static void step_token(Generator *g, int token, int t) {
         for (int c = 0; c < C; c++) g->x[c] += g->mix[c];
         if (s->mlp) {
             layernorm_forward(g->ln, &mean, &rstd, g->x, p->ln2_w, p->ln2_b, 1, C);
-            matmul_forward(g->fch, g->ln, p->fc_w, p->fc_b, 1, C, 4 * C);
+            matmul_forward(g->fch, g->ln, p->fc_w, p->fc_b, 1, C, 4 * C, m->precision);
             gelu_forward(g->fch_gelu, g->fch, (size_t)4 * C);
-            matmul_forward(g->branch, g->fch_gelu, p->proj_w, p->proj_b, 1, 4 * C, C);
+            matmul_forward(g->branch, g->fch_gelu, p->proj_w, p->proj_b, 1, 4 * C, C, m->precision);
             for (int c = 0; c < C; c++) g->x[c] += g->branch[c];
         }
     }

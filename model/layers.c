@@ -131,40 +131,33 @@ void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tok
     }
 }
 
-static int g_bf16;
-
-void matmul_set_precision(const char *name) {
-    if (!strcmp(name, "fp32")) {
-        g_bf16 = 0;
-    } else if (!strcmp(name, "bf16")) {
+Precision precision_parse(const char *name) {
+    if (!strcmp(name, "fp32")) return PRECISION_FP32;
+    if (strcmp(name, "bf16")) die_input("precision: expected fp32 or bf16, got '%s'", name);
 #ifdef REAL_DOUBLE
-        die_input("precision: bf16 needs the float build (this is the double-precision test build)");
+    die_input("precision: bf16 needs the float build (this is the double-precision test build)");
 #endif
-        if (!gemm_bf16_supported())
-            die_input("precision: bf16 needs a CPU with AVX512-BF16 (Intel Cooper Lake or Sapphire "
-                      "Rapids and later, AMD Zen 4 and later); this one lacks it (use precision = fp32)");
-        g_bf16 = 1;
-    } else {
-        die_input("precision: expected fp32 or bf16, got '%s'", name);
-    }
+    if (!gemm_bf16_supported())
+        die_input("precision: bf16 needs a CPU with AVX512-BF16 (Intel Cooper Lake or Sapphire "
+                  "Rapids and later, AMD Zen 4 and later); this one lacks it (use precision = fp32)");
+    return PRECISION_BF16;
 }
 
-int matmul_is_bf16(void) { return g_bf16; }
-
 void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
-                 int ldb, real beta, real *C, int ldc) {
+                 int ldb, real beta, real *C, int ldc, Precision prec) {
 #ifndef REAL_DOUBLE
-    if (g_bf16) {
+    if (prec == PRECISION_BF16) {
         gemm_bf16(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
 #endif
+    (void)prec;
     gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC,
-                    int OC) {
-    matmul_gemm(0, 1, N, OC, IC, inp, IC, w, IC, 0, out, OC);
+                    int OC, Precision prec) {
+    matmul_gemm(0, 1, N, OC, IC, inp, IC, w, IC, 0, out, OC, prec);
     if (!bias) return;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -174,9 +167,9 @@ void matmul_forward(real *out, const real *inp, const real *w, const real *bias,
 }
 
 void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
-                     const real *w, int N, int IC, int OC) {
-    if (dinp) matmul_gemm(0, 0, N, IC, OC, dout, OC, w, IC, 1, dinp, IC);
-    if (dw) matmul_gemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1, dw, IC);
+                     const real *w, int N, int IC, int OC, Precision prec) {
+    if (dinp) matmul_gemm(0, 0, N, IC, OC, dout, OC, w, IC, 1, dinp, IC, prec);
+    if (dw) matmul_gemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1, dw, IC, prec);
     if (dbias) colsum_accumulate(dbias, dout, N, OC);
 }
 

@@ -183,9 +183,9 @@ static void build_activations(Model *m) {
 Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
     if (s->L < 1 || s->L > MAX_LAYERS) die_input("n_layer: expected 1..%d, got %d", MAX_LAYERS, s->L);
     if (s->C % s->H) die_input("n_head: d_model %d is not divisible by n_head %d", s->C, s->H);
-    if (cfg && config_find(cfg, "precision")) matmul_set_precision(cfg_str(cfg, "precision"));
     Model *m = callocCheck(1, sizeof *m);
     m->s = *s;
+    m->precision = cfg && config_find(cfg, "precision") ? precision_parse(cfg_str(cfg, "precision")) : PRECISION_FP32;
     m->mixer = mixer;
     m->B_max = B;
     m->rows_max = rows_max;
@@ -194,7 +194,7 @@ Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *c
     if (m->head_chunk < 16) m->head_chunk = 16;
     if (m->head_chunk > rows_max) m->head_chunk = rows_max;
     for (int l = 0; l < s->L; l++) {
-        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg};
+        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg, m->precision};
         m->mixer_state[l] = mixer->create(&d);
     }
     build_param_table(m);
@@ -272,7 +272,7 @@ static HeadStats head_forward(Model *m, int want_grad) {
     for (int r0 = 0; r0 < M; r0 += m->head_chunk) {
         int n = M - r0 < m->head_chunk ? M - r0 : m->head_chunk;
         const real *h = m->h_rows + (size_t)r0 * C;
-        matmul_gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V);
+        matmul_gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V, m->precision);
         double loss = 0;
         long correct = 0;
 #pragma omp parallel for schedule(static) reduction(+ : correct)
@@ -301,8 +301,8 @@ static HeadStats head_forward(Model *m, int want_grad) {
         st.loss_sum += loss;
         st.n_correct += correct;
         if (want_grad) {
-            matmul_gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C);
-            matmul_gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C);
+            matmul_gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C, m->precision);
+            matmul_gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C, m->precision);
         }
     }
     return st;
@@ -334,9 +334,9 @@ HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, 
         residual_forward(a->res_mid, a->res_in, a->mix_out, (size_t)BT * C);
         if (s->mlp) {
             layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid, p->ln2_w, p->ln2_b, BT, C);
-            matmul_forward(a->fch, a->ln2, p->fc_w, p->fc_b, BT, C, 4 * C);
+            matmul_forward(a->fch, a->ln2, p->fc_w, p->fc_b, BT, C, 4 * C, m->precision);
             gelu_forward(a->fch_gelu, a->fch, (size_t)BT * 4 * C);
-            matmul_forward(m->branch, a->fch_gelu, p->proj_w, p->proj_b, BT, 4 * C, C);
+            matmul_forward(m->branch, a->fch_gelu, p->proj_w, p->proj_b, BT, 4 * C, C, m->precision);
             residual_forward(next, a->res_mid, m->branch, (size_t)BT * C);
         }
     }
@@ -362,11 +362,11 @@ void model_backward(Model *m) {
         if (s->mlp) {
             // dres is the gradient of the block output = of the MLP branch and of res_mid
             memset(m->dfch_a, 0, sizeof(real) * nBTC * 4);
-            matmul_backward(m->dfch_a, g->proj_w, g->proj_b, m->dres, a->fch_gelu, p->proj_w, BT, 4 * C, C);
+            matmul_backward(m->dfch_a, g->proj_w, g->proj_b, m->dres, a->fch_gelu, p->proj_w, BT, 4 * C, C, m->precision);
             memset(m->dfch_b, 0, sizeof(real) * nBTC * 4);
             gelu_backward(m->dfch_b, a->fch, m->dfch_a, nBTC * 4);
             memset(m->dln, 0, sizeof(real) * nBTC);
-            matmul_backward(m->dln, g->fc_w, g->fc_b, m->dfch_b, a->ln2, p->fc_w, BT, C, 4 * C);
+            matmul_backward(m->dln, g->fc_w, g->fc_b, m->dfch_b, a->ln2, p->fc_w, BT, C, 4 * C, m->precision);
             layernorm_backward(m->dres, g->ln2_w, g->ln2_b, m->dln, a->res_mid, p->ln2_w, a->ln2_mean, a->ln2_rstd, BT, C);
         }
         memset(m->dln, 0, sizeof(real) * nBTC);
@@ -381,7 +381,7 @@ void model_backward(Model *m) {
 
 void model_logits_at(const Model *m, int b, int t, real *logits) {
     const real *h = m->lnf + ((size_t)b * m->cur_T + t) * m->s.C;
-    matmul_gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V);
+    matmul_gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V, m->precision);
 }
 
 size_t model_activation_bytes(const Model *m) { return m->n_acts * sizeof(real); }

@@ -55,6 +55,7 @@ typedef struct {
 typedef struct {
     ModelShape s;
     int B_max, rows_max;        // largest batch; most positions with a target in one batch
+    Precision precision;        // of every matmul (config key `precision`; fp32 without a config)
     const MixerKind *mixer;
     void *mixer_state[MAX_LAYERS];
     int n_mixer_tensors;
