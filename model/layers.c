@@ -187,3 +187,74 @@ void colsum_accumulate(real *out, const real *x, int N, int C) {
         for (int i = 0; i < C; i++) out[i] += partial[(size_t)ch * C + i];
     free(partial);
 }
+
+void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T,
+                        int C, int K) {
+#pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < B * T; bt++) {
+        int t = bt % T;
+        real *o = out + (size_t)bt * C;
+        for (int c = 0; c < C; c++) o[c] = bias[c];
+        for (int k = 0; k < K; k++) {
+            int back = K - 1 - k;  // inp[t - back] meets w[:, k]
+            if (back > t) continue;
+            const real *x = inp + (size_t)(bt - back) * C;
+            for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + k] * x[c];
+        }
+    }
+}
+
+void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
+                         const real *w, int B, int T, int C, int K) {
+    int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    // dinp: each row gathers from the K outputs it fed (parallel over rows, no races)
+#pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < N; bt++) {
+        int t = bt % T;
+        real *dx = dinp + (size_t)bt * C;
+        for (int k = 0; k < K; k++) {
+            int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
+            if (t + ahead >= T) continue;
+            const real *dy = dout + (size_t)(bt + ahead) * C;
+            for (int c = 0; c < C; c++) dx[c] += w[(size_t)c * K + k] * dy[c];
+        }
+    }
+    // dw, dbias: partial sums per row chunk, added in chunk order (thread-count free)
+    real *partial = callocCheck((size_t)n_chunks * C * (K + 1), sizeof(real));  // [chunk][C][K | bias]
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < n_chunks; ch++) {
+        real *p = partial + (size_t)ch * C * (K + 1);
+        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
+        for (int bt = ch * ROW_CHUNK; bt < end; bt++) {
+            int t = bt % T;
+            const real *dy = dout + (size_t)bt * C;
+            for (int c = 0; c < C; c++) p[(size_t)c * (K + 1) + K] += dy[c];
+            for (int k = 0; k < K; k++) {
+                int back = K - 1 - k;
+                if (back > t) continue;
+                const real *x = inp + (size_t)(bt - back) * C;
+                for (int c = 0; c < C; c++) p[(size_t)c * (K + 1) + k] += dy[c] * x[c];
+            }
+        }
+    }
+    for (int ch = 0; ch < n_chunks; ch++) {
+        const real *p = partial + (size_t)ch * C * (K + 1);
+        for (int c = 0; c < C; c++) {
+            for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += p[(size_t)c * (K + 1) + k];
+            dbias[c] += p[(size_t)c * (K + 1) + K];
+        }
+    }
+    free(partial);
+}
+
+void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C,
+                     int K) {
+    for (int c = 0; c < C; c++) {
+        real o = bias[c];
+        for (int k = 0; k < K - 1; k++) o += w[(size_t)c * K + k] * state[(size_t)k * C + c];
+        out[c] = o + w[(size_t)c * K + K - 1] * x[c];
+    }
+    if (K < 2) return;
+    memmove(state, state + C, sizeof(real) * (size_t)(K - 2) * C);
+    memcpy(state + (size_t)(K - 2) * C, x, sizeof(real) * C);
+}

@@ -47,5 +47,20 @@ void matmul_forward(real *out, const real *inp, const real *w, const real *bias,
 void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
                      const real *w, int N, int IC, int OC, Precision prec);
 
+// Short convolution (config key `short_conv` = K): depthwise causal convolution along time with a
+// bias and no activation, on the mixer's input (docs/mixers.md, Hybrid stacks and short
+// convolution). w[C,K] as PyTorch's Conv1d(C, C, K, groups=C, padding=K-1) truncated to T:
+//   out[b,t,c] = bias[c] + sum_k w[c,k] inp[b, t-(K-1)+k, c]   (inputs before t = 0 are zero)
+void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T,
+                        int C, int K);
+// dinp[b,t,c] += sum_k w[c,k] dout[b, t+(K-1)-k, c];  dw[c,k] += sum_{b,t} dout[b,t,c]
+// inp[b, t-(K-1)+k, c];  dbias[c] += sum_{b,t} dout[b,t,c]  (fixed order over row chunks).
+void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
+                         const real *w, int B, int T, int C, int K);
+// One token for generation: out[C] from x[C] and state[(K-1)*C], the K-1 previous inputs, oldest
+// first (zero before position 0); then shifts x into the state. Agrees with short_conv_forward.
+void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C,
+                     int K);
+
 // out[C] += sum over the N rows of x[N,C], in a fixed order.
 void colsum_accumulate(real *out, const real *x, int N, int C);

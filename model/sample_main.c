@@ -93,8 +93,7 @@ int main(int argc, char **argv) {
         .pos_emb = !strcmp(cfg_str(&cfg, "pos_emb"), "learned"),
     };
     if (s.V <= 0) die_input("%s: the checkpoint's config has no vocab_size", ckpt);
-    const MixerKind *mk = mixer_find(cfg_str(&cfg, "mixer"));
-    Model *m = model_create(&s, mk, &cfg, 1, 1);
+    Model *m = model_create(&s, NULL, &cfg, 1, 1);  // the mixers from the checkpoint's config
     if (ckpt_load(ckpt, m, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
 
     const char *tok_path = *cfg_str(&opt, "tokenizer") ? cfg_str(&opt, "tokenizer") : cfg_str(&cfg, "tokenizer");
@@ -132,7 +131,7 @@ int main(int argc, char **argv) {
     printf("\n");
     fflush(stdout);
     fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt, step,
-            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), mk->name,
+            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), cfg_str(&cfg, "mixer"),
             g->recurrent ? "step() on cached state" : "prefix re-run");
     generator_free(g);
     free(pt.v);
