@@ -6,7 +6,8 @@
 //
 // Usage: build/bench [options] CONF... [key=value ...]
 //   --only SUBSTR    run only rows whose "config/mixer" contains SUBSTR
-//   --mixers A,B     only these mixers (default: the conf's bench_mixers, normally all)
+//   --mixers A,B     only these mixers (default: the conf's bench_mixers, normally all); a hybrid
+//                    stack joins its layers' mixers with '+': --mixers linear+softmax
 //   --steps N, --warmup N   override the confs' bench_steps / bench_warmup
 //   --quick          1 warm-up step, 3 timed steps, first seq_len of a sweep only
 //   --threads N      OpenMP threads (default: the conf's `threads`, 0 = OpenMP default)
@@ -106,13 +107,16 @@ static double model_flops(const Model *m, int B, int T, int n_rows, double *mixe
     double fwd = 2.0 * n_rows * C * s->V, bwd = 4.0 * n_rows * C * s->V;  // head
     if (s->mlp) fwd += s->L * 16 * BT * C * C, bwd += s->L * 32 * BT * C * C;
     *mixer_part = 0;
-    *has = m->mixer->flops != NULL;
-    if (m->mixer->flops)
-        for (int l = 0; l < s->L; l++) {
-            double f = 0, b = 0;
-            m->mixer->flops(m->mixer_state[l], B, T, &f, &b);
-            *mixer_part += f + b;
+    *has = 1;
+    for (int l = 0; l < s->L; l++) {
+        double f = 0, b = 0;
+        if (!m->mixer[l]->flops) {
+            *has = 0;
+            continue;
         }
+        m->mixer[l]->flops(m->mixer_state[l], B, T, &f, &b);
+        *mixer_part += f + b;
+    }
     return fwd + bwd + *mixer_part;
 }
 
@@ -167,11 +171,23 @@ static double wait_quiet(double max_s) {
 // ---------------------------------------------------------------------------------------------
 // One row, in a child process.
 
+// 1 when every '+'-separated name of a bench mixer entry is a registered mixer.
+static int known_mixers(const char *entry) {
+    char *buf = strdupCheck(entry);
+    int ok = 1;
+    for (char *name = strtok(buf, "+"); name; name = strtok(NULL, "+")) ok &= mixer_find(name) != NULL;
+    free(buf);
+    return ok;
+}
+
 static void run_row(const char *conf, const char *mixer, int T, int B, const Options *o, Result *r) {
     Config cfg;
     load_config(&cfg, conf, o);
+    char *list = strdupCheck(mixer);
+    for (char *p = list; *p; p++) *p = *p == '+' ? ',' : *p;  // a hybrid: one mixer per layer
+    config_set(&cfg, "mixer", list, "bench");
+    free(list);
     char buf[64];
-    config_set(&cfg, "mixer", mixer, "bench");
     snprintf(buf, sizeof buf, "%d", T);
     config_set(&cfg, "seq_len", buf, "bench");
     snprintf(buf, sizeof buf, "%d", B);
@@ -199,8 +215,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
         .pos_emb = !strcmp(cfg_str(&cfg, "pos_emb"), "learned"),
     };
     r->B = B, r->T = T, r->V = V, r->C = s.C, r->L = s.L, r->H = s.H, r->mlp = s.mlp;
-    const MixerKind *mk = mixer_find(mixer);
-    Model *m = model_create(&s, mk, &cfg, B, B * per_seq);
+    Model *m = model_create(&s, NULL, &cfg, B, B * per_seq);  // the mixers from cfg (a hybrid lists them)
     model_init_weights(m, (uint64_t)cfg_int(&cfg, "seed"));
     r->act_mb = (double)model_activation_bytes(m) / 1048576.0;
     Optimizer opt;
@@ -507,8 +522,8 @@ int main(int argc, char **argv) {
         double tok_of[32][16];
         memset(tok_of, 0, sizeof tok_of);
         for (int mi = 0; mi < n_mix; mi++) {
-            if (!mixer_find(mix[mi])) {
-                printf("%-9s unknown mixer (known: %s)\n", mix[mi], mixer_choices());
+            if (!known_mixers(mix[mi])) {
+                printf("%-9s unknown mixer (known: %s, or a hybrid as a+b)\n", mix[mi], mixer_choices());
                 continue;
             }
             for (int li = 0; li < n_len; li++) {

@@ -112,6 +112,40 @@ static char *trim(char *s) {
 
 static const char *where(const char *origin) { return origin ? origin : "default"; }
 
+static int is_choice(const KeyDef *d, const char *value) {
+    size_t n = strlen(value);
+    for (const char *p = d->choices; n && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, value, n) == 0) return 1;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return 0;
+}
+
+// A KEY_LIST value holding commas: every item (spaces around it ignored) a choice; "a,b".
+static char *canonical_list(const KeyDef *d, const char *value, const char *origin) {
+    char *copy = strdupCheck(value), *out = callocCheck(strlen(value) + 1, 1);
+    for (char *item = copy, *next; item; item = next) {
+        next = strchr(item, ',');
+        if (next) *next++ = 0;
+        item = trim(item);
+        if (!is_choice(d, item)) {
+            char bad[64];  // freed before fail(), which may return by longjmp
+            snprintf(bad, sizeof bad, "%s", item);
+            free(copy);
+            free(out);
+            fail("%s: %s: expected one of %s or a comma list of them, got '%s' in '%s'", where(origin),
+                 d->name, d->choices, bad, value);
+        }
+        if (*out) strcat(out, ",");
+        strcat(out, item);
+    }
+    free(copy);
+    return out;
+}
+
 // Validates `value` for `d` and returns its canonical text (allocated), or exits 2.
 static char *canonical_value(const KeyDef *d, const char *value, const char *origin) {
     char buf[64];
@@ -150,6 +184,7 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
             fail("%s: %s: expected true or false, got '%s'", o, d->name, value);
         return strdupCheck(value);
     case KEY_ENUM: {
+        if ((d->flags & KEY_LIST) && strchr(value, ',')) return canonical_list(d, value, origin);
         size_t n = strlen(value);
         for (const char *p = d->choices; n && *p;) {
             const char *bar = strchr(p, '|');

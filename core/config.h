@@ -16,6 +16,7 @@ typedef enum { RANGE_ANY, RANGE_POS, RANGE_NONNEG, RANGE_UNIT /* [0,1) */, RANGE
 
 // flags
 #define KEY_RESUMABLE 1  // may differ when resuming (run length, logging, paths, threads)
+#define KEY_LIST 2       // KEY_ENUM: also a comma list of choices, canonical "a,b" (mixer = gla, softmax)
 
 typedef struct {
     const char *name;

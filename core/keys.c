@@ -5,7 +5,7 @@
 // Sections name the groups of config.conf and of the key tables in docs/config.md.
 static KeyDef g_keys[] = {
     // model
-    {"mixer", KEY_ENUM, "softmax", 0, NULL /* set from the registry */, 0, "model", "attention block of every layer"},
+    {"mixer", KEY_ENUM, "softmax", 0, NULL /* set from the registry */, KEY_LIST, "model", "attention block of every layer, or a comma list of n_layer names, one per layer (a hybrid stack)"},
     {"n_layer", KEY_INT, "2", RANGE_POS, 0, 0, "model", "number of blocks"},
     {"n_head", KEY_INT, "1", RANGE_POS, 0, 0, "model", "heads per mixer (d_model must divide by it)"},
     {"d_model", KEY_INT, "64", RANGE_POS, 0, 0, "model", "width of the residual stream"},
@@ -13,6 +13,7 @@ static KeyDef g_keys[] = {
     {"vocab_size", KEY_INT, "0", RANGE_NONNEG, 0, 0, "model", "0 = from the task (MQAR: 8192) or the data (max token + 1)"},
     {"mlp", KEY_BOOL, "true", 0, 0, 0, "model", "GELU MLP (4x) after each mixer"},
     {"pos_emb", KEY_ENUM, "learned", 0, "learned|none", 0, "model", "learned absolute position embedding or none"},
+    {"short_conv", KEY_INT, "0", RANGE_NONNEG, 0, 0, "model", "width K of a depthwise causal convolution (with bias) on every mixer's input, as in Based (0 = off; at most seq_len)"},
     {"precision", KEY_ENUM, "fp32", 0, "fp32|bf16", 0, "model", "matmul operands: fp32, or bf16 with fp32 accumulation and fp32 weights (needs AVX512-BF16)"},
     // data
     {"task", KEY_ENUM, "mqar", 0, "mqar|shards", 0, "data", "mqar: synthetic recall; shards: llm.c token shards"},

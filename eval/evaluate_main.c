@@ -386,9 +386,10 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
         .mlp = cfg_bool(&e->cfg, "mlp"),
         .pos_emb = !strcmp(cfg_str(&e->cfg, "pos_emb"), "learned"),
     };
-    const MixerKind *mk = mixer_find(cfg_str(&e->cfg, "mixer"));
-    if (!mk->attention) die_input("%s: mixer '%s' has no attention extractor yet", ckpt, mk->name);
-    e->model = model_create(&s, mk, &e->cfg, e->B, e->B * e->task.targets_per_seq);
+    e->model = model_create(&s, NULL, &e->cfg, e->B, e->B * e->task.targets_per_seq);
+    for (int l = 0; l < s.L; l++)
+        if (!e->model->mixer[l]->attention)
+            die_input("%s: mixer '%s' has no attention extractor yet", ckpt, e->model->mixer[l]->name);
     e->built = 1;
 }
 

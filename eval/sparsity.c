@@ -134,7 +134,7 @@ typedef struct {  // per-thread scratch
 // Measures map mi of batch row b over its selected rows (sel[T], NULL = all).
 static void measure_map(const Model *m, int l, const MixerIO *io, int b, int mi, const unsigned char *sel,
                         const int *targets, Scratch *s, MapSums *out) {
-    const MixerKind *mk = m->mixer;
+    const MixerKind *mk = m->mixer[l];
     const void *st = m->mixer_state[l];
     int T = io->T;
     memset(out, 0, sizeof *out);
@@ -184,16 +184,24 @@ void sparsity_result_free(SparsityResult *r) {
     memset(r, 0, sizeof *r);
 }
 
-int sparsity_supported(const Model *m) { return m->mixer->attention && m->mixer->n_maps; }
+int sparsity_supported(const Model *m) {
+    for (int l = 0; l < m->s.L; l++)
+        if (!m->mixer[l]->attention || !m->mixer[l]->n_maps) return 0;
+    return 1;
+}
 
 void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
                    SparsityResult *out) {
     int L = m->s.L, H = m->s.H, C = m->s.C;
-    const MixerKind *mk = m->mixer;
-    if (!sparsity_supported(m)) die("sparsity: mixer '%s' has no attention extractor", mk->name);
-    int n_maps = mk->n_maps(m->mixer_state[0]);
-    if (n_maps % H) die("internal error: mixer '%s' has %d maps for %d heads", mk->name, n_maps, H);
-    int per_head = n_maps / H;
+    if (!sparsity_supported(m)) die("sparsity: a layer's mixer has no attention extractor");
+    // Layers of a hybrid stack have different map counts (a head, or every channel for Mamba).
+    int n_maps_l[MAX_LAYERS], n_maps_max = 0;
+    for (int l = 0; l < L; l++) {
+        const MixerKind *mk = m->mixer[l];
+        n_maps_l[l] = mk->n_maps(m->mixer_state[l]);
+        if (n_maps_l[l] % H) die("internal error: mixer '%s' has %d maps for %d heads", mk->name, n_maps_l[l], H);
+        if (n_maps_l[l] > n_maps_max) n_maps_max = n_maps_l[l];
+    }
     long n_seq = eval_batches > 0 && eval_batches * B < val->n ? eval_batches * B : val->n;
     unsigned long long R = (unsigned long long)n_seq * (unsigned long long)T;
     unsigned long long N = sparsity_rows > 0 && (unsigned long long)sparsity_rows < R ? (unsigned long long)sparsity_rows : 0;
@@ -202,10 +210,14 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
     memset(out, 0, sizeof *out);
     out->L = L;
     out->H = H;
-    out->theory = mk->theory;
+    for (int l = 0; l < L; l++) {
+        out->theory[l] = m->mixer[l]->theory;
+        out->mixer[l] = m->mixer[l]->name;
+    }
+    out->hybrid = model_is_hybrid(m);
     out->heads = callocCheck((size_t)L * H, sizeof(HeadSparsity));
     MapSums *head_sums = callocCheck((size_t)L * H, sizeof(MapSums));
-    MapSums *map_sums = mallocCheck(sizeof(MapSums) * (size_t)B * n_maps);
+    MapSums *map_sums = mallocCheck(sizeof(MapSums) * (size_t)B * n_maps_max);
     int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
     unsigned char *sel = mallocCheck((size_t)B * T);
     int *seq_used = mallocCheck(sizeof(int) * (size_t)B);
@@ -245,6 +257,7 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
         out->sequences += b;
         for (int l = 0; l < L; l++) {
             MixerIO io = model_mixer_io(m, l);
+            int n_maps = n_maps_l[l], per_head = n_maps / H;
 #pragma omp parallel for schedule(dynamic, 1)
             for (int task = 0; task < b * n_maps; task++) {
                 int r = task / n_maps, mi = task % n_maps;
@@ -263,6 +276,7 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
     for (int i = 0; i < L * H; i++) {
         const MapSums *s = &head_sums[i];
         HeadSparsity *h = &out->heads[i];
+        int per_head = n_maps_l[i / H] / H;
         h->rows = s->rows / per_head;
         h->rows_recall = s->rows_recall / per_head;
         h->rows_pred = s->rows_pred / per_head;
@@ -306,7 +320,7 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
             fputc('{', f);
             if (type) fprintf(f, "\"type\":\"%s\",", type);
             fprintf(f, "\"step\":%ld,\"layer\":%d,\"head\":%d,\"mixer\":", step, l, hd);
-            json_write_string(f, mixer);
+            json_write_string(f, r->hybrid ? r->mixer[l] : mixer);  // a hybrid's layer: its own
             if (isfinite(h->S)) fprintf(f, ",\"S\":%.9g", h->S);
             else fputs(",\"S\":null", f);
             if (isfinite(h->S_recall)) fprintf(f, ",\"S_recall\":%.9g", h->S_recall);
@@ -317,7 +331,7 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
             put_num(f, "neg_mass", h->neg_mass);
             put_num(f, "S_onehot", h->S_onehot);
             put_num(f, "S_recall_onehot", h->S_recall_onehot);
-            fprintf(f, ",\"theory\":\"%s\"", theory_name(r->theory));
+            fprintf(f, ",\"theory\":\"%s\"", theory_name(r->theory[l]));
             if (h->rows_pred > 0) {
                 put_num(f, "S_pred", h->S_pred);
                 put_num(f, "S_pred_ratio", h->S_meas_pred / h->S_pred);

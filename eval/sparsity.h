@@ -53,7 +53,9 @@ typedef struct {
 
 typedef struct {
     int L, H;
-    Theory theory;
+    Theory theory[MAX_LAYERS];      // of each layer's mixer
+    const char *mixer[MAX_LAYERS];  // each layer's mixer name
+    int hybrid;                     // the layers' mixers differ: records name the layer's own
     HeadSparsity *heads;  // [L * H], heads[l * H + h]
     HeadStats stats;      // val loss and accuracy of the same forward passes
     long sequences;       // sequences run through the model
@@ -82,6 +84,7 @@ void sparsity_result_free(SparsityResult *r);
 //  "theory":"exp","S_pred":..,
 //  "S_pred_ratio":..,"S_recall_pred":..,"S_recall_pred_ratio":..}
 // S_recall is null without target rows; the prediction fields are left out without a closed form.
+// In a hybrid stack "mixer" is the layer's own mixer (e.g. "linear" for layer 0 of linear,softmax).
 // S_pred_ratio = measured S / S_pred over the rows that have a prediction.
 void sparsity_write_jsonl(FILE *f, long step, const char *mixer, const SparsityResult *r);
 // The same records with "type":"<type>" first (eval.jsonl).

@@ -8,23 +8,28 @@
 #include "model/layers.h"
 
 Generator *generator_create(Model *m, int recurrent) {
-    const MixerKind *mk = m->mixer;
-    int has_step = mk->step && mk->state_size;
+    const MixerKind *no_step = NULL;  // a layer's mixer without step()
+    for (int l = 0; l < m->s.L && !no_step; l++)
+        if (!m->mixer[l]->step || !m->mixer[l]->state_size) no_step = m->mixer[l];
+    int has_step = !no_step;
     if (recurrent == 1 && !has_step)
-        die_input("mixer '%s' has no step(): generation needs the prefix re-run (cache = false)", mk->name);
+        die_input("mixer '%s' has no step(): generation needs the prefix re-run (cache = false)", no_step->name);
     Generator *g = callocCheck(1, sizeof *g);
     g->m = m;
     g->recurrent = recurrent < 0 ? has_step : recurrent;
     int C = m->s.C;
     if (g->recurrent) {
-        // every layer's state has the same size (same mixer, same shapes)
-        g->state_size = mk->state_size(m->mixer_state[0]);
-        g->state = callocCheck((size_t)m->s.L * g->state_size, sizeof(real));
+        for (int l = 0; l < m->s.L; l++)
+            g->state_off[l + 1] = g->state_off[l] + m->mixer[l]->state_size(m->mixer_state[l]);
+        g->state = callocCheck(g->state_off[m->s.L], sizeof(real));
+        if (m->s.short_conv > 1)
+            g->conv_state = callocCheck((size_t)m->s.L * (m->s.short_conv - 1) * C, sizeof(real));
     }
     g->ctx = callocCheck((size_t)m->s.T, sizeof(int));
     g->x = callocCheck((size_t)C, sizeof(real));
     g->ln = callocCheck((size_t)C, sizeof(real));
     g->mix = callocCheck((size_t)C, sizeof(real));
+    g->conv = callocCheck((size_t)C, sizeof(real));
     g->branch = callocCheck((size_t)C, sizeof(real));
     g->fch = callocCheck((size_t)4 * C, sizeof(real));
     g->fch_gelu = callocCheck((size_t)4 * C, sizeof(real));
@@ -35,6 +40,8 @@ Generator *generator_create(Model *m, int recurrent) {
 void generator_free(Generator *g) {
     if (!g) return;
     free(g->state);
+    free(g->conv_state);
+    free(g->conv);
     free(g->ctx);
     free(g->x);
     free(g->ln);
@@ -48,26 +55,32 @@ void generator_free(Generator *g) {
 
 void generator_reset(Generator *g) {
     g->n = 0;
-    if (g->recurrent) memset(g->state, 0, sizeof(real) * (size_t)g->m->s.L * g->state_size);
+    if (g->recurrent) memset(g->state, 0, sizeof(real) * g->state_off[g->m->s.L]);
+    if (g->conv_state) memset(g->conv_state, 0, sizeof(real) * (size_t)g->m->s.L * (g->m->s.short_conv - 1) * g->m->s.C);
 }
 
 // One token at position t through every block, each mixer stepping its state; logits at the end.
 static void step_token(Generator *g, int token, int t) {
     Model *m = g->m;
     const ModelShape *s = &m->s;
-    int C = s->C;
+    int C = s->C, K = s->short_conv;
     real mean, rstd;
     embedding_forward(g->x, &token, m->wte, m->wpe ? m->wpe + (size_t)t * C : NULL, 1, 1, C);
     for (int l = 0; l < s->L; l++) {
         const LayerParams *p = &m->lp[l];
         layernorm_forward(g->ln, &mean, &rstd, g->x, p->ln1_w, p->ln1_b, 1, C);
-        m->mixer->step(m->mixer_state[l], p->mix, g->state + (size_t)l * g->state_size, t, g->ln, g->mix);
+        const real *in = g->ln;  // the mixer's input
+        if (K) {
+            short_conv_step(g->conv, g->conv_state ? g->conv_state + (size_t)l * (K - 1) * C : NULL, g->ln, p->sc_w, p->sc_b, C, K);
+            in = g->conv;
+        }
+        m->mixer[l]->step(m->mixer_state[l], p->mix, g->state + g->state_off[l], t, in, g->mix);
         for (int c = 0; c < C; c++) g->x[c] += g->mix[c];
         if (s->mlp) {
             layernorm_forward(g->ln, &mean, &rstd, g->x, p->ln2_w, p->ln2_b, 1, C);
-            matmul_forward(g->fch, g->ln, p->fc_w, p->fc_b, 1, C, 4 * C);
+            matmul_forward(g->fch, g->ln, p->fc_w, p->fc_b, 1, C, 4 * C, m->precision);
             gelu_forward(g->fch_gelu, g->fch, (size_t)4 * C);
-            matmul_forward(g->branch, g->fch_gelu, p->proj_w, p->proj_b, 1, 4 * C, C);
+            matmul_forward(g->branch, g->fch_gelu, p->proj_w, p->proj_b, 1, 4 * C, C, m->precision);
             for (int c = 0; c < C; c++) g->x[c] += g->branch[c];
         }
     }

@@ -131,40 +131,33 @@ void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tok
     }
 }
 
-static int g_bf16;
-
-void matmul_set_precision(const char *name) {
-    if (!strcmp(name, "fp32")) {
-        g_bf16 = 0;
-    } else if (!strcmp(name, "bf16")) {
+Precision precision_parse(const char *name) {
+    if (!strcmp(name, "fp32")) return PRECISION_FP32;
+    if (strcmp(name, "bf16")) die_input("precision: expected fp32 or bf16, got '%s'", name);
 #ifdef REAL_DOUBLE
-        die_input("precision: bf16 needs the float build (this is the double-precision test build)");
+    die_input("precision: bf16 needs the float build (this is the double-precision test build)");
 #endif
-        if (!gemm_bf16_supported())
-            die_input("precision: bf16 needs a CPU with AVX512-BF16 (Intel Cooper Lake or Sapphire "
-                      "Rapids and later, AMD Zen 4 and later); this one lacks it (use precision = fp32)");
-        g_bf16 = 1;
-    } else {
-        die_input("precision: expected fp32 or bf16, got '%s'", name);
-    }
+    if (!gemm_bf16_supported())
+        die_input("precision: bf16 needs a CPU with AVX512-BF16 (Intel Cooper Lake or Sapphire "
+                  "Rapids and later, AMD Zen 4 and later); this one lacks it (use precision = fp32)");
+    return PRECISION_BF16;
 }
 
-int matmul_is_bf16(void) { return g_bf16; }
-
 void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
-                 int ldb, real beta, real *C, int ldc) {
+                 int ldb, real beta, real *C, int ldc, Precision prec) {
 #ifndef REAL_DOUBLE
-    if (g_bf16) {
+    if (prec == PRECISION_BF16) {
         gemm_bf16(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
 #endif
+    (void)prec;
     gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
 void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC,
-                    int OC) {
-    matmul_gemm(0, 1, N, OC, IC, inp, IC, w, IC, 0, out, OC);
+                    int OC, Precision prec) {
+    matmul_gemm(0, 1, N, OC, IC, inp, IC, w, IC, 0, out, OC, prec);
     if (!bias) return;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -174,9 +167,9 @@ void matmul_forward(real *out, const real *inp, const real *w, const real *bias,
 }
 
 void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
-                     const real *w, int N, int IC, int OC) {
-    if (dinp) matmul_gemm(0, 0, N, IC, OC, dout, OC, w, IC, 1, dinp, IC);
-    if (dw) matmul_gemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1, dw, IC);
+                     const real *w, int N, int IC, int OC, Precision prec) {
+    if (dinp) matmul_gemm(0, 0, N, IC, OC, dout, OC, w, IC, 1, dinp, IC, prec);
+    if (dw) matmul_gemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1, dw, IC, prec);
     if (dbias) colsum_accumulate(dbias, dout, N, OC);
 }
 
@@ -193,4 +186,75 @@ void colsum_accumulate(real *out, const real *x, int N, int C) {
     for (int ch = 0; ch < n_chunks; ch++)
         for (int i = 0; i < C; i++) out[i] += partial[(size_t)ch * C + i];
     free(partial);
+}
+
+void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T,
+                        int C, int K) {
+#pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < B * T; bt++) {
+        int t = bt % T;
+        real *o = out + (size_t)bt * C;
+        for (int c = 0; c < C; c++) o[c] = bias[c];
+        for (int k = 0; k < K; k++) {
+            int back = K - 1 - k;  // inp[t - back] meets w[:, k]
+            if (back > t) continue;
+            const real *x = inp + (size_t)(bt - back) * C;
+            for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + k] * x[c];
+        }
+    }
+}
+
+void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
+                         const real *w, int B, int T, int C, int K) {
+    int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    // dinp: each row gathers from the K outputs it fed (parallel over rows, no races)
+#pragma omp parallel for schedule(static)
+    for (int bt = 0; bt < N; bt++) {
+        int t = bt % T;
+        real *dx = dinp + (size_t)bt * C;
+        for (int k = 0; k < K; k++) {
+            int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
+            if (t + ahead >= T) continue;
+            const real *dy = dout + (size_t)(bt + ahead) * C;
+            for (int c = 0; c < C; c++) dx[c] += w[(size_t)c * K + k] * dy[c];
+        }
+    }
+    // dw, dbias: partial sums per row chunk, added in chunk order (thread-count free)
+    real *partial = callocCheck((size_t)n_chunks * C * (K + 1), sizeof(real));  // [chunk][C][K | bias]
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < n_chunks; ch++) {
+        real *p = partial + (size_t)ch * C * (K + 1);
+        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
+        for (int bt = ch * ROW_CHUNK; bt < end; bt++) {
+            int t = bt % T;
+            const real *dy = dout + (size_t)bt * C;
+            for (int c = 0; c < C; c++) p[(size_t)c * (K + 1) + K] += dy[c];
+            for (int k = 0; k < K; k++) {
+                int back = K - 1 - k;
+                if (back > t) continue;
+                const real *x = inp + (size_t)(bt - back) * C;
+                for (int c = 0; c < C; c++) p[(size_t)c * (K + 1) + k] += dy[c] * x[c];
+            }
+        }
+    }
+    for (int ch = 0; ch < n_chunks; ch++) {
+        const real *p = partial + (size_t)ch * C * (K + 1);
+        for (int c = 0; c < C; c++) {
+            for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += p[(size_t)c * (K + 1) + k];
+            dbias[c] += p[(size_t)c * (K + 1) + K];
+        }
+    }
+    free(partial);
+}
+
+void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C,
+                     int K) {
+    for (int c = 0; c < C; c++) {
+        real o = bias[c];
+        for (int k = 0; k < K - 1; k++) o += w[(size_t)c * K + k] * state[(size_t)k * C + c];
+        out[c] = o + w[(size_t)c * K + K - 1] * x[c];
+    }
+    if (K < 2) return;
+    memmove(state, state + C, sizeof(real) * (size_t)(K - 2) * C);
+    memcpy(state + (size_t)(K - 2) * C, x, sizeof(real) * C);
 }

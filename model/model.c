@@ -48,9 +48,13 @@ static void build_param_table(Model *m) {
     for (int l = 0; l < s->L; l++) {
         add_tensor(m, cap, LNAME("ln_1.weight"), 1, SHAPE(C), INIT_ONE, 0, 0, l, -1);
         add_tensor(m, cap, LNAME("ln_1.bias"), 1, SHAPE(C), INIT_ZERO, 0, 0, l, -1);
+        if (s->short_conv) {  // PyTorch's Conv1d init: U(+-1/sqrt(fan_in)), fan_in = K (depthwise)
+            int K = s->short_conv;
+            add_tensor(m, cap, LNAME("short_conv.weight"), 2, SHAPE(C, K), INIT_UNIFORM, 1 / sqrt((double)K), 1, l, -1);
+            add_tensor(m, cap, LNAME("short_conv.bias"), 1, SHAPE(C), INIT_UNIFORM, 1 / sqrt((double)K), 0, l, -1);
+        }
         ParamDecl decl[MIXER_MAX_TENSORS];
-        int n = m->mixer->params(m->mixer_state[l], decl);
-        m->n_mixer_tensors = n;
+        int n = m->mixer[l]->params(m->mixer_state[l], decl);
         for (int i = 0; i < n; i++) {
             const ParamDecl *d = &decl[i];
             int decay = d->ndim == 2 && !d->no_decay;
@@ -94,6 +98,7 @@ static void point_params(Model *m, real *arena, real **wte, real **wpe, real **l
             {"ln_1.weight", &L->ln1_w}, {"ln_1.bias", &L->ln1_b},     {"ln_2.weight", &L->ln2_w},
             {"ln_2.bias", &L->ln2_b},   {"mlp.fc.weight", &L->fc_w},  {"mlp.fc.bias", &L->fc_b},
             {"mlp.proj.weight", &L->proj_w}, {"mlp.proj.bias", &L->proj_b},
+            {"short_conv.weight", &L->sc_w}, {"short_conv.bias", &L->sc_b},
         };
         for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
             if (!strcmp(suffix, fields[k].name)) *fields[k].field = p;
@@ -124,12 +129,17 @@ static void build_activations(Model *m) {
     CarveList cl = {0};
     BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
     int n_saved = 0, n_scratch = 0;
+    // Scratch is shared by the layers: slot i gets the largest size any layer asks of it (the
+    // layers of a hybrid stack declare different scratch).
+    size_t scratch_count[MIXER_MAX_BUFFERS] = {0};
+    int n_scratch_max = 0;
     for (int l = 0; l < s->L; l++) {
         LayerActs *a = &m->la[l];
         if (l == 0) carve(&cl, &a->res_in, BT * C);
         carve(&cl, &a->ln1, BT * C);
         carve(&cl, &a->ln1_mean, BT);
         carve(&cl, &a->ln1_rstd, BT);
+        if (s->short_conv) carve(&cl, &a->conv, BT * C);
         carve(&cl, &a->mix_out, BT * C);
         carve(&cl, &a->res_mid, BT * C);
         if (s->mlp) {
@@ -141,11 +151,14 @@ static void build_activations(Model *m) {
             // the next layer's input (or the model output) is a fresh residual buffer
             carve(&cl, l + 1 < s->L ? &m->la[l + 1].res_in : &m->res_out, BT * C);
         }
-        m->mixer->buffers(m->mixer_state[l], m->B_max, s->T, saved, &n_saved, scratch, &n_scratch);
+        m->mixer[l]->buffers(m->mixer_state[l], m->B_max, s->T, saved, &n_saved, scratch, &n_scratch);
         if (n_saved > MIXER_MAX_BUFFERS || n_scratch > MIXER_MAX_BUFFERS) die("internal error: too many mixer buffers");
         for (int i = 0; i < n_saved; i++) carve(&cl, &a->mixer_act[i], saved[i].count);
+        for (int i = 0; i < n_scratch; i++)
+            if (scratch[i].count > scratch_count[i]) scratch_count[i] = scratch[i].count;
+        if (n_scratch > n_scratch_max) n_scratch_max = n_scratch;
     }
-    for (int i = 0; i < n_scratch; i++) carve(&cl, &m->mixer_tmp[i], scratch[i].count);
+    for (int i = 0; i < n_scratch_max; i++) carve(&cl, &m->mixer_tmp[i], scratch_count[i]);
     carve(&cl, &m->lnf, BT * C);
     carve(&cl, &m->lnf_mean, BT);
     carve(&cl, &m->lnf_rstd, BT);
@@ -156,6 +169,7 @@ static void build_activations(Model *m) {
     carve(&cl, &m->branch, BT * C);
     carve(&cl, &m->dres, BT * C);
     carve(&cl, &m->dln, BT * C);
+    if (s->short_conv) carve(&cl, &m->dconv, BT * C);
     if (s->mlp) {
         carve(&cl, &m->dfch_a, BT * 4 * C);
         carve(&cl, &m->dfch_b, BT * 4 * C);
@@ -180,13 +194,51 @@ static void build_activations(Model *m) {
 
 // ---------------------------------------------------------------------------------------------
 
+int model_parse_mixers(const char *value, int L, const MixerKind **out) {
+    int n = 0;
+    for (const char *p = value;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), p);
+        const MixerKind *mk = mixer_find(name);
+        if (!mk) die_input("mixer: unknown mixer '%s' (expected one of %s)", name, mixer_choices());
+        if (n < L) out[n] = mk;
+        n++;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    if (n == 1)
+        for (int l = 1; l < L; l++) out[l] = out[0];
+    else if (n != L)
+        die_input("mixer: expected one name or a list of n_layer = %d names, got %d names in '%s'", L, n, value);
+    return n;
+}
+
+int model_is_hybrid(const Model *m) {
+    for (int l = 1; l < m->s.L; l++)
+        if (m->mixer[l] != m->mixer[0]) return 1;
+    return 0;
+}
+
 Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
     if (s->L < 1 || s->L > MAX_LAYERS) die_input("n_layer: expected 1..%d, got %d", MAX_LAYERS, s->L);
     if (s->C % s->H) die_input("n_head: d_model %d is not divisible by n_head %d", s->C, s->H);
-    if (cfg && config_find(cfg, "precision")) matmul_set_precision(cfg_str(cfg, "precision"));
     Model *m = callocCheck(1, sizeof *m);
     m->s = *s;
-    m->mixer = mixer;
+    if (cfg && config_find(cfg, "short_conv")) m->s.short_conv = (int)cfg_int(cfg, "short_conv");
+    if (m->s.short_conv < 0 || m->s.short_conv > s->T)
+        die_input("short_conv: expected 0 (off) to seq_len = %d, got %d", s->T, m->s.short_conv);
+    m->precision = cfg && config_find(cfg, "precision") ? precision_parse(cfg_str(cfg, "precision")) : PRECISION_FP32;
+    int listed = 0;  // the config lists each layer's mixer
+    if (mixer) {
+        for (int l = 0; l < s->L; l++) m->mixer[l] = mixer;
+    } else {
+        if (!cfg) die("internal error: model_create without a mixer or a config");
+        listed = model_parse_mixers(cfg_str(cfg, "mixer"), s->L, m->mixer) > 1;
+    }
     m->B_max = B;
     m->rows_max = rows_max;
     // Head rows per chunk: a fixed function of V (never of the thread count), ~4M logits.
@@ -194,8 +246,8 @@ Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *c
     if (m->head_chunk < 16) m->head_chunk = 16;
     if (m->head_chunk > rows_max) m->head_chunk = rows_max;
     for (int l = 0; l < s->L; l++) {
-        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg};
-        m->mixer_state[l] = mixer->create(&d);
+        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg, m->precision, listed};
+        m->mixer_state[l] = m->mixer[l]->create(&d);
     }
     build_param_table(m);
     m->params = callocCheck(m->n_params, sizeof(real));
@@ -211,7 +263,7 @@ Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *c
 
 void model_free(Model *m) {
     if (!m) return;
-    for (int l = 0; l < m->s.L; l++) m->mixer->destroy(m->mixer_state[l]);
+    for (int l = 0; l < m->s.L; l++) m->mixer[l]->destroy(m->mixer_state[l]);
     free(m->tensors);
     free(m->params);
     free(m->grads);
@@ -246,7 +298,7 @@ void model_init_weights(Model *m, uint64_t seed) {
         case INIT_UNIFORM:
             for (size_t k = 0; k < t->count; k++) w[k] = (real)(t->arg * (2 * rng_uniform(&rng) - 1));
             break;
-        case INIT_CUSTOM: m->mixer->init_custom(m->mixer_state[t->layer], t->mixer_slot, w, &rng); break;
+        case INIT_CUSTOM: m->mixer[t->layer]->init_custom(m->mixer_state[t->layer], t->mixer_slot, w, &rng); break;
         }
     }
 }
@@ -256,7 +308,8 @@ void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(real) * m->n_params)
 MixerIO model_mixer_io(Model *m, int l) {
     LayerActs *a = &m->la[l];
     MixerIO io = {.B = m->cur_B, .T = m->cur_T, .p = m->lp[l].mix, .g = m->lg[l].mix,
-                  .act = a->mixer_act, .tmp = m->mixer_tmp, .x = a->ln1, .y = a->mix_out};
+                  .act = a->mixer_act, .tmp = m->mixer_tmp, .x = a->conv ? a->conv : a->ln1,
+                  .y = a->mix_out};
     return io;
 }
 
@@ -272,7 +325,7 @@ static HeadStats head_forward(Model *m, int want_grad) {
     for (int r0 = 0; r0 < M; r0 += m->head_chunk) {
         int n = M - r0 < m->head_chunk ? M - r0 : m->head_chunk;
         const real *h = m->h_rows + (size_t)r0 * C;
-        matmul_gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V);
+        matmul_gemm(0, 1, n, V, C, h, C, m->wte, C, 0, m->logits, V, m->precision);
         double loss = 0;
         long correct = 0;
 #pragma omp parallel for schedule(static) reduction(+ : correct)
@@ -301,8 +354,8 @@ static HeadStats head_forward(Model *m, int want_grad) {
         st.loss_sum += loss;
         st.n_correct += correct;
         if (want_grad) {
-            matmul_gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C);
-            matmul_gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C);
+            matmul_gemm(0, 0, n, C, V, m->logits, V, m->wte, C, 0, m->dh_rows + (size_t)r0 * C, C, m->precision);
+            matmul_gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C, m->precision);
         }
     }
     return st;
@@ -329,14 +382,15 @@ HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, 
         LayerActs *a = &m->la[l];
         real *next = l + 1 < s->L ? m->la[l + 1].res_in : m->res_out;
         layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->res_in, p->ln1_w, p->ln1_b, BT, C);
+        if (s->short_conv) short_conv_forward(a->conv, a->ln1, p->sc_w, p->sc_b, B, T, C, s->short_conv);
         MixerIO io = model_mixer_io(m, l);
-        m->mixer->forward(m->mixer_state[l], &io);
+        m->mixer[l]->forward(m->mixer_state[l], &io);
         residual_forward(a->res_mid, a->res_in, a->mix_out, (size_t)BT * C);
         if (s->mlp) {
             layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid, p->ln2_w, p->ln2_b, BT, C);
-            matmul_forward(a->fch, a->ln2, p->fc_w, p->fc_b, BT, C, 4 * C);
+            matmul_forward(a->fch, a->ln2, p->fc_w, p->fc_b, BT, C, 4 * C, m->precision);
             gelu_forward(a->fch_gelu, a->fch, (size_t)BT * 4 * C);
-            matmul_forward(m->branch, a->fch_gelu, p->proj_w, p->proj_b, BT, 4 * C, C);
+            matmul_forward(m->branch, a->fch_gelu, p->proj_w, p->proj_b, BT, 4 * C, C, m->precision);
             residual_forward(next, a->res_mid, m->branch, (size_t)BT * C);
         }
     }
@@ -362,18 +416,21 @@ void model_backward(Model *m) {
         if (s->mlp) {
             // dres is the gradient of the block output = of the MLP branch and of res_mid
             memset(m->dfch_a, 0, sizeof(real) * nBTC * 4);
-            matmul_backward(m->dfch_a, g->proj_w, g->proj_b, m->dres, a->fch_gelu, p->proj_w, BT, 4 * C, C);
+            matmul_backward(m->dfch_a, g->proj_w, g->proj_b, m->dres, a->fch_gelu, p->proj_w, BT, 4 * C, C, m->precision);
             memset(m->dfch_b, 0, sizeof(real) * nBTC * 4);
             gelu_backward(m->dfch_b, a->fch, m->dfch_a, nBTC * 4);
             memset(m->dln, 0, sizeof(real) * nBTC);
-            matmul_backward(m->dln, g->fc_w, g->fc_b, m->dfch_b, a->ln2, p->fc_w, BT, C, 4 * C);
+            matmul_backward(m->dln, g->fc_w, g->fc_b, m->dfch_b, a->ln2, p->fc_w, BT, C, 4 * C, m->precision);
             layernorm_backward(m->dres, g->ln2_w, g->ln2_b, m->dln, a->res_mid, p->ln2_w, a->ln2_mean, a->ln2_rstd, BT, C);
         }
         memset(m->dln, 0, sizeof(real) * nBTC);
         MixerIO io = model_mixer_io(m, l);
         io.dy = m->dres;
-        io.dx = m->dln;
-        m->mixer->backward(m->mixer_state[l], &io);
+        io.dx = s->short_conv ? m->dconv : m->dln;
+        if (s->short_conv) memset(m->dconv, 0, sizeof(real) * nBTC);
+        m->mixer[l]->backward(m->mixer_state[l], &io);
+        if (s->short_conv)
+            short_conv_backward(m->dln, g->sc_w, g->sc_b, m->dconv, a->ln1, p->sc_w, B, T, C, s->short_conv);
         layernorm_backward(m->dres, g->ln1_w, g->ln1_b, m->dln, a->res_in, p->ln1_w, a->ln1_mean, a->ln1_rstd, BT, C);
     }
     embedding_backward(m->g_wte, m->g_wpe, m->dres, m->inputs, B, T, C);
@@ -381,7 +438,7 @@ void model_backward(Model *m) {
 
 void model_logits_at(const Model *m, int b, int t, real *logits) {
     const real *h = m->lnf + ((size_t)b * m->cur_T + t) * m->s.C;
-    matmul_gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V);
+    matmul_gemm(0, 1, 1, m->s.V, m->s.C, h, m->s.C, m->wte, m->s.C, 0, logits, m->s.V, m->precision);
 }
 
 size_t model_activation_bytes(const Model *m) { return m->n_acts * sizeof(real); }

@@ -1,6 +1,8 @@
 // The decoder-only transformer (docs/design.md#the-model): token (+ learned position) embedding,
 // n_layer pre-LN blocks x += mixer(ln_1(x)); x += mlp(ln_2(x)) (when mlp), final LayerNorm, and
-// the LM head tied to wte. One parameter arena and one activation arena, carved by tables.
+// the LM head tied to wte. Each layer has its own mixer (a hybrid stack when they differ); with
+// short_conv = K the mixer reads short_conv(ln_1(x)), a depthwise causal convolution of width K.
+// One parameter arena and one activation arena, carved by tables.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +17,8 @@ typedef struct {
     int V, C, L, H, T;  // vocab_size, d_model, n_layer, n_head, seq_len
     int mlp;            // 1: GELU MLP (4x) after the mixer
     int pos_emb;        // 1: learned position embedding wpe [T, C]
+    int short_conv;     // K > 0: a short convolution of width K on every mixer's input (0: none);
+                        // model_create takes it from the config's `short_conv` key when given one
 } ModelShape;
 
 typedef struct {
@@ -30,6 +34,7 @@ typedef struct {
 
 typedef struct {
     real *ln1_w, *ln1_b, *ln2_w, *ln2_b;  // [C]
+    real *sc_w, *sc_b;                     // [C, K], [C] short convolution (short_conv = K > 0)
     real *fc_w, *fc_b;                     // [4C, C], [4C]
     real *proj_w, *proj_b;                 // [C, 4C], [C]
     real *mix[MIXER_MAX_TENSORS];          // the mixer's tensors in declaration order
@@ -38,6 +43,7 @@ typedef struct {
 typedef struct {
     real *res_in;                    // [B,T,C] residual stream entering the layer
     real *ln1, *ln1_mean, *ln1_rstd; // [B,T,C], [B,T], [B,T]
+    real *conv;                      // [B,T,C] short convolution of ln1: the mixer's input (short_conv)
     real *mix_out;                   // [B,T,C] mixer output
     real *res_mid;                   // [B,T,C] after the mixer's residual add
     real *ln2, *ln2_mean, *ln2_rstd; // [B,T,C], [B,T], [B,T]       (mlp)
@@ -55,9 +61,9 @@ typedef struct {
 typedef struct {
     ModelShape s;
     int B_max, rows_max;        // largest batch; most positions with a target in one batch
-    const MixerKind *mixer;
-    void *mixer_state[MAX_LAYERS];
-    int n_mixer_tensors;
+    Precision precision;        // of every matmul (config key `precision`; fp32 without a config)
+    const MixerKind *mixer[MAX_LAYERS];  // layer l's mixer (a hybrid stack mixes kinds)
+    void *mixer_state[MAX_LAYERS];       // its state (options and shapes)
 
     TensorInfo *tensors;        // the parameter table
     int n_tensors;
@@ -78,6 +84,7 @@ typedef struct {
     int head_chunk;
     // scratch shared by layers
     real *branch, *dres, *dln;  // [B,T,C]
+    real *dconv;                // [B,T,C] gradient of the mixer's input (short_conv)
     real *dfch_a, *dfch_b;      // [B,T,4C] (mlp)
     real *mixer_tmp[MIXER_MAX_BUFFERS];
     int *inputs, *targets;      // [B,T] copies of the last forward's batch
@@ -88,9 +95,17 @@ typedef struct {
 } Model;
 
 // Builds the model and its arenas for batches of up to B sequences with up to rows_max target
-// positions. Dies with exit 2 naming the key when the shape is invalid.
+// positions. `mixer` is every layer's mixer, or NULL to take them from cfg's `mixer` key (one
+// name for every layer, or a comma list of n_layer names: a hybrid stack). Dies with exit 2
+// naming the key when the shape or the list is invalid.
 Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B,
                     int rows_max);
+// Fills out[L] from a `mixer` value: one name (every layer) or a comma list of L names (spaces
+// around the names are ignored); returns how many names the value holds. Dies with exit 2 naming
+// the key on an unknown name or a list whose length is neither 1 nor L.
+int model_parse_mixers(const char *value, int L, const MixerKind **out);
+// 1 when the layers do not all have the same mixer.
+int model_is_hybrid(const Model *m);
 void model_free(Model *m);
 // Draws every parameter from `seed` in table order.
 void model_init_weights(Model *m, uint64_t seed);

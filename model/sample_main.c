@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     printf("\n");
     fflush(stdout);
     fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt, (long)ts.step,
-            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), m->mixer->name,
+            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), cfg_str(&cfg, "mixer"),
             g->recurrent ? "step() on cached state" : "prefix re-run");
     generator_free(g);
     free(pt.v);

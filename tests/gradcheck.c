@@ -56,7 +56,7 @@ void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, i
     memset(r, 0, sizeof *r);
     r->kind = mixer_find(mixer);
     if (!r->kind) test_fail(__FILE__, __LINE__, "no mixer '%s'", mixer);
-    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg};
+    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg, PRECISION_FP32, 0};
     r->B = B;
     r->T = T;
     r->st = r->kind->create(&r->dims);

@@ -33,7 +33,7 @@ static double layer_loss(void *p) {
         n = (size_t)c->N * c->C;
         break;
     case K_MATMUL:
-        matmul_forward(c->out, c->x, c->w, c->b, c->N, c->C, c->OC);
+        matmul_forward(c->out, c->x, c->w, c->b, c->N, c->C, c->OC, PRECISION_FP32);
         n = (size_t)c->N * c->OC;
         break;
     case K_EMBED:
@@ -106,7 +106,7 @@ TEST(matmul_backward_matches_finite_differences) {
     real *dx = callocCheck((size_t)N * IC, sizeof(real)), *dw = callocCheck((size_t)OC * IC, sizeof(real));
     real *db = callocCheck(OC, sizeof(real));
     layer_loss(&c);
-    matmul_backward(dx, dw, db, c.R, c.x, c.w, N, IC, OC);
+    matmul_backward(dx, dw, db, c.R, c.x, c.w, N, IC, OC, PRECISION_FP32);
     check_grad("matmul dx", layer_loss, &c, c.x, dx, (size_t)N * IC, 1e-6, RTOL, ATOL);
     check_grad("matmul dw", layer_loss, &c, c.w, dw, (size_t)OC * IC, 1e-6, RTOL, ATOL);
     check_grad("matmul db", layer_loss, &c, c.b, db, OC, 1e-6, RTOL, ATOL);

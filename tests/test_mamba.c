@@ -226,7 +226,7 @@ TEST(mamba_activations_fit_1GiB_at_T1024_B16) {
 static void bad_d_state(void *arg) {
     Config cfg;
     test_config(&cfg, arg);
-    MixerDims d = {8, 1, 4, 1, 0, 1, &cfg};
+    MixerDims d = {8, 1, 4, 1, 0, 1, &cfg, PRECISION_FP32, 0};
     mixer_find("mamba")->create(&d);
 }
 

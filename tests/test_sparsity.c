@@ -206,7 +206,7 @@ static void brute_force(Rig *r, long n_seq, const unsigned char *chosen, double 
         for (int l = 0; l < L; l++) {
             MixerIO io = model_mixer_io(m, l);
             for (int h = 0; h < H; h++) {
-                int K = m->mixer->attention_qk(m->mixer_state[l], &io, 0, h, q, k);
+                int K = m->mixer[l]->attention_qk(m->mixer_state[l], &io, 0, h, q, k);
                 CHECK(K == D);
                 theory_exp_rows(q, k, T, K, p);
                 for (int i = 0; i < T; i++) {
@@ -243,7 +243,7 @@ TEST(sparsity_pass_matches_brute_force) {
     rig_make(&r, 4, 11);  // batches of 4, 4, 3
     SparsityResult res = {0};
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 0, &res);
-    CHECK(res.L == 2 && res.H == 2 && res.sequences == 11 && res.theory == THEORY_EXP);
+    CHECK(res.L == 2 && res.H == 2 && res.sequences == 11 && res.theory[0] == THEORY_EXP && res.theory[1] == THEORY_EXP);
     double S[4], Sr[4], pred[4];
     long rows[4], rows_r[4];
     brute_force(&r, 11, NULL, S, Sr, rows, rows_r, pred);
@@ -326,7 +326,7 @@ TEST(sparsity_records_follow_design) {
          .S_pred = 0.4, .S_meas_pred = 0.5, .S_recall_pred = 0.5, .S_recall_meas_pred = 0.25},
         {.rows = 64, .rows_recall = 0, .S = 0.75, .S_recall = NAN, .entropy = 0.9, .max_weight = 0.1},
     };
-    SparsityResult r = {.L = 2, .H = 1, .theory = THEORY_EXP, .heads = heads};
+    SparsityResult r = {.L = 2, .H = 1, .theory = {THEORY_EXP, THEORY_EXP}, .heads = heads};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

@@ -199,10 +199,12 @@ int llmc_load(const char *path, Model *m, char *err, size_t errlen) {
 int llmc_exportable(const Model *m, char *err, size_t errlen) {
     const ModelShape *s = &m->s;
     // Other mixers may share softmax's tensor names (elu+1 linear does) but not its function.
-    if (strcmp(m->mixer->name, "softmax")) {
-        snprintf(err, errlen, "llm.c's GPT-2 is softmax attention, not the model's mixer '%s'", m->mixer->name);
-        return -1;
-    }
+    for (int l = 0; l < s->L; l++)
+        if (strcmp(m->mixer[l]->name, "softmax")) {
+            snprintf(err, errlen, "llm.c's GPT-2 is softmax attention in every layer, not the model's mixer '%s'%s",
+                     m->mixer[l]->name, model_is_hybrid(m) ? " (a hybrid stack)" : "");
+            return -1;
+        }
     if (!s->mlp || !s->pos_emb) {
         snprintf(err, errlen, "llm.c's GPT-2 needs %s", !s->mlp ? "an MLP in every block (mlp = true)"
                                                                 : "learned positions (pos_emb = learned)");
@@ -220,7 +222,7 @@ int llmc_exportable(const Model *m, char *err, size_t errlen) {
         int known = 0;
         for (int k = 0; k < LLMC_N_TENSORS; k++) known |= !strcmp(suffix, k_tensors[k].name);
         if (!known) {
-            snprintf(err, errlen, "llm.c's GPT-2 has no tensor like '%s' (mixer '%s')", n, m->mixer->name);
+            snprintf(err, errlen, "llm.c's GPT-2 has no tensor like '%s'", n);
             return -1;
         }
     }

@@ -34,7 +34,7 @@ static void *cog_create(const MixerDims *d) {
     Cog *m = mallocCheck(sizeof *m);
     qkv_shape(&m->s, d, 0);
     int end = d->layer == 0 || d->layer == d->n_layer - 1;
-    m->is_signed = !(end && cfg_bool(d->cfg, "cog_softmax_ends"));
+    m->is_signed = !(end && !d->listed && cfg_bool(d->cfg, "cog_softmax_ends"));
     return m;
 }
 

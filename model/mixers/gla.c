@@ -26,6 +26,7 @@
 typedef struct {
     int C, H, Kd, Vd, dk, dv, R;  // d_model, heads, key/value widths, per head, gate rank
     real gate_norm, scale;        // gla_gate_norm; dk^-1/2
+    Precision prec;               // of the matmuls
 } Gla;
 
 enum { P_Q, P_K, P_V, P_GK1, P_GK2, P_GK2_B, P_G, P_NORM, P_O };
@@ -51,7 +52,7 @@ static void *gla_create(const MixerDims *d) {
     Gla *s = mallocCheck(sizeof *s);
     int Kd = d->C / 2, Vd = d->C;
     *s = (Gla){.C = d->C, .H = d->H, .Kd = Kd, .Vd = Vd, .dk = Kd / d->H, .dv = Vd / d->H, .R = (int)R,
-               .gate_norm = (real)norm, .scale = (real)(1 / sqrt((double)(Kd / d->H)))};
+               .gate_norm = (real)norm, .scale = (real)(1 / sqrt((double)(Kd / d->H))), .prec = d->prec};
     return s;
 }
 
@@ -140,12 +141,12 @@ static void gla_forward(const void *st, MixerIO *io) {
     int B = io->B, T = io->T, N = B * T, C = s->C, H = s->H, Kd = s->Kd, Vd = s->Vd;
     real *q = io->act[A_Q], *k = io->act[A_K], *v = io->act[A_V], *g = io->act[A_G];
     real *att = io->act[A_ATT], *states = io->act[A_ST];
-    matmul_forward(q, io->x, io->p[P_Q], NULL, N, C, Kd);
-    matmul_forward(k, io->x, io->p[P_K], NULL, N, C, Kd);
-    matmul_forward(v, io->x, io->p[P_V], NULL, N, C, Vd);
-    matmul_forward(io->act[A_R], io->x, io->p[P_G], NULL, N, C, Vd);
-    matmul_forward(io->act[A_GL], io->x, io->p[P_GK1], NULL, N, C, s->R);
-    matmul_forward(g, io->act[A_GL], io->p[P_GK2], io->p[P_GK2_B], N, s->R, Kd);
+    matmul_forward(q, io->x, io->p[P_Q], NULL, N, C, Kd, s->prec);
+    matmul_forward(k, io->x, io->p[P_K], NULL, N, C, Kd, s->prec);
+    matmul_forward(v, io->x, io->p[P_V], NULL, N, C, Vd, s->prec);
+    matmul_forward(io->act[A_R], io->x, io->p[P_G], NULL, N, C, Vd, s->prec);
+    matmul_forward(io->act[A_GL], io->x, io->p[P_GK1], NULL, N, C, s->R, s->prec);
+    matmul_forward(g, io->act[A_GL], io->p[P_GK2], io->p[P_GK2_B], N, s->R, Kd, s->prec);
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < (size_t)N * Kd; i++) g[i] = log_gate(s, g[i]);
     size_t st_head = (size_t)gla_n_states(T, GLA_CHUNK) * s->dk * s->dv;
@@ -158,7 +159,7 @@ static void gla_forward(const void *st, MixerIO *io) {
                          v + ov, Vd, g + ok, Kd, att + ov, Vd, states + bh * st_head, work);
     }
     norm_gate_forward(s, io, 1);
-    matmul_forward(io->y, io->tmp[S_U], io->p[P_O], NULL, N, Vd, C);
+    matmul_forward(io->y, io->tmp[S_U], io->p[P_O], NULL, N, Vd, C, s->prec);
 }
 
 // From du: datt (overwritten), dr (overwritten) and the norm weight's gradient (accumulated).
@@ -204,7 +205,7 @@ static void gla_backward(const void *st, MixerIO *io) {
     // y = u Wo^T, u recomputed
     norm_gate_forward(s, io, 0);
     memset(du, 0, sizeof(real) * N * Vd);
-    matmul_backward(du, io->g[P_O], NULL, io->dy, io->tmp[S_U], io->p[P_O], N, Vd, C);
+    matmul_backward(du, io->g[P_O], NULL, io->dy, io->tmp[S_U], io->p[P_O], N, Vd, C, s->prec);
     norm_gate_backward(s, io);
     // the scan
     memset(dq, 0, sizeof(real) * N * Kd);
@@ -226,12 +227,12 @@ static void gla_backward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < (size_t)N * Kd; i++) dg[i] *= -expm1r(s->gate_norm * g[i]) * inv;
     memset(dgl, 0, sizeof(real) * N * R);
-    matmul_backward(dgl, io->g[P_GK2], io->g[P_GK2_B], dg, io->act[A_GL], io->p[P_GK2], N, R, Kd);
-    matmul_backward(io->dx, io->g[P_GK1], NULL, dgl, io->x, io->p[P_GK1], N, C, R);
-    matmul_backward(io->dx, io->g[P_Q], NULL, dq, io->x, io->p[P_Q], N, C, Kd);
-    matmul_backward(io->dx, io->g[P_K], NULL, dk, io->x, io->p[P_K], N, C, Kd);
-    matmul_backward(io->dx, io->g[P_V], NULL, dv, io->x, io->p[P_V], N, C, Vd);
-    matmul_backward(io->dx, io->g[P_G], NULL, io->tmp[S_DR], io->x, io->p[P_G], N, C, Vd);
+    matmul_backward(dgl, io->g[P_GK2], io->g[P_GK2_B], dg, io->act[A_GL], io->p[P_GK2], N, R, Kd, s->prec);
+    matmul_backward(io->dx, io->g[P_GK1], NULL, dgl, io->x, io->p[P_GK1], N, C, R, s->prec);
+    matmul_backward(io->dx, io->g[P_Q], NULL, dq, io->x, io->p[P_Q], N, C, Kd, s->prec);
+    matmul_backward(io->dx, io->g[P_K], NULL, dk, io->x, io->p[P_K], N, C, Kd, s->prec);
+    matmul_backward(io->dx, io->g[P_V], NULL, dv, io->x, io->p[P_V], N, C, Vd, s->prec);
+    matmul_backward(io->dx, io->g[P_G], NULL, io->tmp[S_DR], io->x, io->p[P_G], N, C, Vd, s->prec);
 }
 
 static int gla_n_maps(const void *st) { return ((const Gla *)st)->H; }
@@ -286,18 +287,18 @@ static void gla_step(const void *st, real *const *p, real *state, int t, const r
     int C = s->C, Kd = s->Kd, Vd = s->Vd, dk = s->dk, dv = s->dv;
     real *S = state, *q = S + (size_t)s->H * dk * dv, *k = q + Kd, *g = k + Kd;
     real *v = g + Kd, *r = v + Vd, *o = r + Vd, *u = o + Vd, *gl = u + Vd, *rstd = gl + s->R;
-    matmul_forward(q, x, p[P_Q], NULL, 1, C, Kd);
-    matmul_forward(k, x, p[P_K], NULL, 1, C, Kd);
-    matmul_forward(v, x, p[P_V], NULL, 1, C, Vd);
-    matmul_forward(r, x, p[P_G], NULL, 1, C, Vd);
-    matmul_forward(gl, x, p[P_GK1], NULL, 1, C, s->R);
-    matmul_forward(g, gl, p[P_GK2], p[P_GK2_B], 1, s->R, Kd);
+    matmul_forward(q, x, p[P_Q], NULL, 1, C, Kd, s->prec);
+    matmul_forward(k, x, p[P_K], NULL, 1, C, Kd, s->prec);
+    matmul_forward(v, x, p[P_V], NULL, 1, C, Vd, s->prec);
+    matmul_forward(r, x, p[P_G], NULL, 1, C, Vd, s->prec);
+    matmul_forward(gl, x, p[P_GK1], NULL, 1, C, s->R, s->prec);
+    matmul_forward(g, gl, p[P_GK2], p[P_GK2_B], 1, s->R, Kd, s->prec);
     for (int c = 0; c < Kd; c++) g[c] = log_gate(s, g[c]);
     for (int h = 0; h < s->H; h++)
         gla_scan_step(dk, dv, s->scale, S + (size_t)h * dk * dv, q + h * dk, k + h * dk, v + h * dv,
                       g + h * dk, o + h * dv);
     norm_gate_row(s, o, r, p[P_NORM], NULL, rstd, u);
-    matmul_forward(y, u, p[P_O], NULL, 1, Vd, C);
+    matmul_forward(y, u, p[P_O], NULL, 1, Vd, C, s->prec);
 }
 
 // Projections (q, k, v, r, the two gate factors, o) and the chunked scan: per chunk of n tokens

@@ -134,7 +134,7 @@ static void gpam_forward(const void *st, MixerIO *io) {
     const Gpam *m = st;
     int BT = io->B * io->T, C = m->s.C;
     qkv_in_forward(&m->s, io);
-    matmul_forward(io->act[A_QN], io->x, io->p[P_QN_W], io->p[P_QN_B], BT, C, C);
+    matmul_forward(io->act[A_QN], io->x, io->p[P_QN_W], io->p[P_QN_B], BT, C, C, m->s.prec);
     QBlock qb = gpam_qblock(m, io);
     qblock_forward(&qb, io->act[QKV_A_QKV], C, 2 * C, io->act[QKV_A_ATT]);
     qkv_out_forward(&m->s, io);
@@ -153,7 +153,7 @@ static void gpam_backward(const void *st, MixerIO *io) {
         for (int b = 0; b < B; b++) acc += io->tmp[S_DLAM][b * H + h];
         io->g[P_RHO][h] += acc / (1 + expr(-rho));  // softplus' = sigmoid
     }
-    matmul_backward(io->dx, io->g[P_QN_W], io->g[P_QN_B], io->tmp[S_DQN], io->x, io->p[P_QN_W], BT, C, C);
+    matmul_backward(io->dx, io->g[P_QN_W], io->g[P_QN_B], io->tmp[S_DQN], io->x, io->p[P_QN_W], BT, C, C, m->s.prec);
     qkv_in_backward(&m->s, io);
 }
 
@@ -200,7 +200,7 @@ static void gpam_step(const void *st, real *const *p, real *state, int t, const 
     real *kc = state, *vc = kc + (size_t)T * C, *qkv = vc + (size_t)T * C, *qn = qkv + 3 * C;
     real *o = qn + C, *wp = o + C, *wn = wp + T;
     qkv_step_in(&m->s, p, x, qkv);
-    matmul_forward(qn, x, p[P_QN_W], p[P_QN_B], 1, C, C);
+    matmul_forward(qn, x, p[P_QN_W], p[P_QN_B], 1, C, C, m->s.prec);
     memcpy(kc + (size_t)t * C, qkv + C, sizeof(real) * C);
     memcpy(vc + (size_t)t * C, qkv + 2 * C, sizeof(real) * C);
     for (int h = 0; h < m->s.H; h++) {

@@ -20,6 +20,7 @@
 typedef struct {
     int C, E, N, K, R;  // d_model, inner width, d_state, d_conv, dt_rank
     int n_layer, mlp;   // for out_proj's init scale
+    Precision prec;     // of the matmuls
 } Mamba;
 
 enum { P_IN_W, P_CONV_W, P_CONV_B, P_XPROJ_W, P_DT_W, P_DT_B, P_A_LOG, P_D, P_OUT_W };
@@ -49,7 +50,7 @@ static void *mamba_create(const MixerDims *d) {
     if (R > 4096) die_input("dt_rank: expected 0..4096, got %ld", R);
     *m = (Mamba){.C = d->C, .E = (int)ex * d->C, .N = (int)N, .K = (int)K,
                  .R = R ? (int)R : (d->C + 15) / 16, .n_layer = d->n_layer,
-                 .mlp = cfg_bool(d->cfg, "mlp")};
+                 .mlp = cfg_bool(d->cfg, "mlp"), .prec = d->prec};
     return m;
 }
 
@@ -197,16 +198,16 @@ static void mamba_forward(const void *st, MixerIO *io) {
     const Mamba *m = st;
     int BT = io->B * io->T, C = m->C, E = m->E, L = m->R + 2 * m->N;
     real **a = io->act;
-    matmul_forward(a[A_XZ], io->x, io->p[P_IN_W], NULL, BT, C, 2 * E);
+    matmul_forward(a[A_XZ], io->x, io->p[P_IN_W], NULL, BT, C, 2 * E, m->prec);
     conv_weight_t(m, io->p[P_CONV_W], io->tmp[S_WT]);
     conv_forward(m, io->tmp[S_WT], io->p[P_CONV_B], a[A_XZ], a[A_V], a[A_U], io->B, io->T);
-    matmul_forward(a[A_XDBL], a[A_U], io->p[P_XPROJ_W], NULL, BT, E, L);
+    matmul_forward(a[A_XDBL], a[A_U], io->p[P_XPROJ_W], NULL, BT, E, L, m->prec);
     dt_forward(m, io->p, a[A_XDBL], a[A_DT], a[A_DELTA], BT);
     compute_A(m, io->p[P_A_LOG], io->tmp[S_A]);
     MambaScan s = scan_args(m, io);
     mamba_scan_forward(&s, a[A_YS], a[A_HS], io->tmp[S_WORK]);
     gate_forward(m, io->p[P_D], a[A_YS], a[A_U], a[A_XZ], io->tmp[S_G], BT);
-    matmul_forward(io->y, io->tmp[S_G], io->p[P_OUT_W], NULL, BT, E, C);
+    matmul_forward(io->y, io->tmp[S_G], io->p[P_OUT_W], NULL, BT, E, C, m->prec);
 }
 
 // dg (in place) becomes dLoss/dy (y = ys + D u); dz goes to column E.. of dxz's rows.
@@ -284,7 +285,7 @@ static void mamba_backward(const void *st, MixerIO *io) {
     // out_proj, then the gate
     gate_forward(m, io->p[P_D], a[A_YS], a[A_U], a[A_XZ], t[S_G], BT);
     gemm(0, 0, BT, E, C, io->dy, C, io->p[P_OUT_W], E, 0, t[S_DG], E);  // dg = dy W_out
-    matmul_backward(NULL, g[P_OUT_W], NULL, io->dy, t[S_G], io->p[P_OUT_W], BT, E, C);
+    matmul_backward(NULL, g[P_OUT_W], NULL, io->dy, t[S_G], io->p[P_OUT_W], BT, E, C, m->prec);
     gate_backward(m, io->p[P_D], a[A_YS], a[A_U], a[A_XZ], t[S_DG], t[S_DXZ], BT);
     // the scan (with the D skip and softplus'), then its sums over blocks and sequences
     MambaScan s = scan_args(m, io);
@@ -313,10 +314,10 @@ static void mamba_backward(const void *st, MixerIO *io) {
     gemm(1, 0, E, R, BT, t[S_DDT], E, a[A_XDBL], L, 1, g[P_DT_W], R);
     gemm(0, 0, BT, R, E, t[S_DDT], E, io->p[P_DT_W], R, 0, t[S_DXDBL], L);
     // x_proj, conv + SiLU, in_proj
-    matmul_backward(t[S_DU], g[P_XPROJ_W], NULL, t[S_DXDBL], a[A_U], io->p[P_XPROJ_W], BT, E, L);
+    matmul_backward(t[S_DU], g[P_XPROJ_W], NULL, t[S_DXDBL], a[A_U], io->p[P_XPROJ_W], BT, E, L, m->prec);
     conv_weight_t(m, io->p[P_CONV_W], t[S_WT]);
     conv_backward(m, io, t[S_DU], t[S_DXZ]);
-    matmul_backward(io->dx, g[P_IN_W], NULL, t[S_DXZ], io->x, io->p[P_IN_W], BT, C, 2 * E);
+    matmul_backward(io->dx, g[P_IN_W], NULL, t[S_DXZ], io->x, io->p[P_IN_W], BT, C, 2 * E, m->prec);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -378,7 +379,7 @@ static void mamba_step(const void *st, real *const *p, real *state, int t, const
     real *win = state, *h = win + (size_t)(K - 1) * E, *xz = h + (size_t)E * N, *xdbl = xz + 2 * E;
     real *dt = xdbl + L, *delta = dt + E, *v = delta + E, *u = v + E, *ys = u + E, *g = ys + E;
     real *A = g + E, *wT = A + N;
-    matmul_forward(xz, x, p[P_IN_W], NULL, 1, m->C, 2 * E);
+    matmul_forward(xz, x, p[P_IN_W], NULL, 1, m->C, 2 * E, m->prec);
     int n_back = t < K - 1 ? t : K - 1;
     const real *rows[64] = {xz};
     for (int j = 1; j <= n_back; j++) rows[j] = win + (size_t)(K - 1 - j) * E;
@@ -389,7 +390,7 @@ static void mamba_step(const void *st, real *const *p, real *state, int t, const
         memcpy(win + (size_t)(K - 2) * E, xz, sizeof(real) * E);
     }
     for (int e = 0; e < E; e++) u[e] = v[e] * mamba_sigmoid(v[e]);
-    matmul_forward(xdbl, u, p[P_XPROJ_W], NULL, 1, E, L);
+    matmul_forward(xdbl, u, p[P_XPROJ_W], NULL, 1, E, L, m->prec);
     dt_forward(m, p, xdbl, dt, delta, 1);
     for (int e = 0; e < E; e++) {
         real *he = h + (size_t)e * N;
@@ -398,7 +399,7 @@ static void mamba_step(const void *st, real *const *p, real *state, int t, const
         ys[e] = mamba_dot(xdbl + R + N, he, N);
     }
     gate_forward(m, p[P_D], ys, u, xz, g, 1);
-    matmul_forward(y, g, p[P_OUT_W], NULL, 1, E, m->C);
+    matmul_forward(y, g, p[P_OUT_W], NULL, 1, E, m->C, m->prec);
 }
 
 // Per token: the four projections (in_proj C -> 2E, x_proj E -> R+2N, dt_proj R -> E, out_proj

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/real.h"
 #include "core/rng.h"
+#include "model/precision.h"
 
 #define MIXER_MAX_TENSORS 16
 #define MIXER_MAX_BUFFERS 16
@@ -45,6 +46,9 @@ typedef struct {
     int B;            // batch_size: the largest batch any call will pass
     int layer, n_layer;
     const Config *cfg;  // the mixer reads its own option keys here
+    Precision prec;   // of the mixer's matmuls (the model's, from the `precision` key)
+    int listed;       // 1: the `mixer` key lists every layer's mixer (a hybrid stack), so options
+                      // that choose per layer (cog_softmax_ends) step aside
 } MixerDims;
 
 // One call's tensors. Pointers to parameters, gradients and buffers follow declaration order.

@@ -11,7 +11,7 @@
 void qkv_shape(QkvShape *s, const MixerDims *d, int norm) {
     if (d->C % d->H) die_input("n_head: d_model %d is not divisible by n_head %d", d->C, d->H);
     *s = (QkvShape){.C = d->C, .H = d->H, .D = d->C / d->H, .T = d->T, .B = d->B,
-                    .layer = d->layer, .n_layer = d->n_layer, .norm = norm};
+                    .layer = d->layer, .n_layer = d->n_layer, .norm = norm, .prec = d->prec};
 }
 
 int qkv_params(const QkvShape *s, ParamDecl *out) {
@@ -40,7 +40,7 @@ void qkv_buffers(const QkvShape *s, int B, int T, BufDecl *saved, int *n_saved, 
 }
 
 void qkv_in_forward(const QkvShape *s, MixerIO *io) {
-    matmul_forward(io->act[QKV_A_QKV], io->x, io->p[QKV_W], io->p[QKV_B], io->B * io->T, s->C, 3 * s->C);
+    matmul_forward(io->act[QKV_A_QKV], io->x, io->p[QKV_W], io->p[QKV_B], io->B * io->T, s->C, 3 * s->C, s->prec);
 }
 
 // One head's RMSNorm: out = o * rstd * w; returns rstd.
@@ -66,7 +66,7 @@ void qkv_out_forward(const QkvShape *s, MixerIO *io) {
             }
         att = nrm;
     }
-    matmul_forward(io->y, att, io->p[QKV_PROJ_W], io->p[QKV_PROJ_B], N, C, C);
+    matmul_forward(io->y, att, io->p[QKV_PROJ_W], io->p[QKV_PROJ_B], N, C, C, s->prec);
 }
 
 real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
@@ -76,14 +76,14 @@ real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
     memset(io->tmp[QKV_S_DQKV], 0, sizeof(real) * N * 3 * C);
     if (!s->norm) {
         matmul_backward(datt, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_ATT],
-                        io->p[QKV_PROJ_W], N, C, C);
+                        io->p[QKV_PROJ_W], N, C, C, s->prec);
         return datt;
     }
     real *dnrm = io->tmp[QKV_S_DNRM];
     const real *att = io->act[QKV_A_ATT], *rstd = io->act[QKV_A_RSTD], *w = io->p[QKV_NORM_W];
     memset(dnrm, 0, sizeof(real) * N * C);
     matmul_backward(dnrm, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_NRM],
-                    io->p[QKV_PROJ_W], N, C, C);
+                    io->p[QKV_PROJ_W], N, C, C, s->prec);
     // d att = rstd * (dn - att * rstd^2 * mean(dn * att)), dn = dnrm * w;  dw += dnrm * att * rstd
     int n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     real *partial = callocCheck((size_t)n_chunks * D, sizeof(real));
@@ -113,7 +113,7 @@ real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
 
 void qkv_in_backward(const QkvShape *s, MixerIO *io) {
     matmul_backward(io->dx, io->g[QKV_W], io->g[QKV_B], io->tmp[QKV_S_DQKV], io->x, io->p[QKV_W],
-                    io->B * io->T, s->C, 3 * s->C);
+                    io->B * io->T, s->C, 3 * s->C, s->prec);
 }
 
 int qkv_attention_values(const QkvShape *s, const MixerIO *io, int b, int m, real *v, real *o) {
@@ -134,11 +134,11 @@ void qkv_flops(const QkvShape *s, int B, int T, double mix, double *fwd, double 
 }
 
 void qkv_step_in(const QkvShape *s, real *const *p, const real *x, real *qkv) {
-    matmul_forward(qkv, x, p[QKV_W], p[QKV_B], 1, s->C, 3 * s->C);
+    matmul_forward(qkv, x, p[QKV_W], p[QKV_B], 1, s->C, 3 * s->C, s->prec);
 }
 
 void qkv_step_out(const QkvShape *s, real *const *p, real *o, real *y) {
     if (s->norm)
         for (int h = 0; h < s->H; h++) rmsnorm_head(o + h * s->D, p[QKV_NORM_W], s->D, o + h * s->D);
-    matmul_forward(y, o, p[QKV_PROJ_W], p[QKV_PROJ_B], 1, s->C, s->C);
+    matmul_forward(y, o, p[QKV_PROJ_W], p[QKV_PROJ_B], 1, s->C, s->C, s->prec);
 }

@@ -18,6 +18,7 @@ typedef struct {
     int T, B;         // the longest call (seq_len) and the largest batch
     int layer, n_layer;
     int norm;         // 1: per-head RMSNorm with the learnable attn.norm.weight [D]
+    Precision prec;   // of the projections
 } QkvShape;
 
 // Parameter slots (attn.norm.weight only with the norm).

@@ -15,6 +15,7 @@
 
 typedef struct {
     int C, H, D, T, B;
+    Precision prec;  // of the matmuls
 } Softmax;
 
 enum { P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B };
@@ -24,7 +25,7 @@ enum { S_DATT, S_DQKV, S_BLOCK };        // scratch: datt [B,T,C], dqkv [B,T,3C]
 static void *softmax_create(const MixerDims *d) {
     if (d->C % d->H) die_input("n_head: d_model %d is not divisible by n_head %d", d->C, d->H);
     Softmax *s = mallocCheck(sizeof *s);
-    *s = (Softmax){d->C, d->H, d->C / d->H, d->T, d->B};
+    *s = (Softmax){d->C, d->H, d->C / d->H, d->T, d->B, d->prec};
     return s;
 }
 
@@ -86,10 +87,10 @@ static void softmax_forward(const void *st, MixerIO *io) {
     const Softmax *s = st;
     int B = io->B, T = io->T, C = s->C, C3 = 3 * C;
     real *qkv = io->act[A_QKV], *att = io->act[A_ATT];
-    matmul_forward(qkv, io->x, io->p[P_QKV_W], io->p[P_QKV_B], B * T, C, C3);
+    matmul_forward(qkv, io->x, io->p[P_QKV_W], io->p[P_QKV_B], B * T, C, C3, s->prec);
     QBlock qb = softmax_qblock(s, io);
     qblock_forward(&qb, qkv, C, 2 * C, att);
-    matmul_forward(io->y, att, io->p[P_PROJ_W], io->p[P_PROJ_B], B * T, C, C);
+    matmul_forward(io->y, att, io->p[P_PROJ_W], io->p[P_PROJ_B], B * T, C, C, s->prec);
 }
 
 static void softmax_backward(const void *st, MixerIO *io) {
@@ -98,11 +99,11 @@ static void softmax_backward(const void *st, MixerIO *io) {
     const real *qkv = io->act[A_QKV], *att = io->act[A_ATT];
     real *datt = io->tmp[S_DATT], *dqkv = io->tmp[S_DQKV];
     memset(datt, 0, sizeof(real) * B * T * C);
-    matmul_backward(datt, io->g[P_PROJ_W], io->g[P_PROJ_B], io->dy, att, io->p[P_PROJ_W], B * T, C, C);
+    matmul_backward(datt, io->g[P_PROJ_W], io->g[P_PROJ_B], io->dy, att, io->p[P_PROJ_W], B * T, C, C, s->prec);
     memset(dqkv, 0, sizeof(real) * B * T * C3);
     QBlock qb = softmax_qblock(s, io);
     qblock_backward(&qb, qkv, C, 2 * C, att, datt, dqkv);
-    matmul_backward(io->dx, io->g[P_QKV_W], io->g[P_QKV_B], dqkv, io->x, io->p[P_QKV_W], B * T, C, C3);
+    matmul_backward(io->dx, io->g[P_QKV_W], io->g[P_QKV_B], dqkv, io->x, io->p[P_QKV_W], B * T, C, C3, s->prec);
 }
 
 static int softmax_n_maps(const void *st) { return ((const Softmax *)st)->H; }
@@ -151,7 +152,7 @@ static void softmax_step(const void *st, real *const *p, real *state, int t, con
     real *kc = state, *vc = kc + (size_t)s->T * C, *qkv = vc + (size_t)s->T * C, *o = qkv + 3 * C;
     real *sc = o + C;
     real scale = 1 / sqrtr((real)D);
-    matmul_forward(qkv, x, p[P_QKV_W], p[P_QKV_B], 1, C, 3 * C);
+    matmul_forward(qkv, x, p[P_QKV_W], p[P_QKV_B], 1, C, 3 * C, s->prec);
     memcpy(kc + (size_t)t * C, qkv + C, sizeof(real) * C);
     memcpy(vc + (size_t)t * C, qkv + 2 * C, sizeof(real) * C);
     for (int h = 0; h < s->H; h++) {
@@ -167,7 +168,7 @@ static void softmax_step(const void *st, real *const *p, real *state, int t, con
         for (int j = 0; j <= t; j++)
             for (int i = 0; i < D; i++) o[h * D + i] += sc[j] / sum * vc[(size_t)j * C + h * D + i];
     }
-    matmul_forward(y, o, p[P_PROJ_W], p[P_PROJ_B], 1, C, C);
+    matmul_forward(y, o, p[P_PROJ_W], p[P_PROJ_B], 1, C, C, s->prec);
 }
 
 // qkv and output projections, then per head q k^T and P v over the causal triangle; the backward
