@@ -22,28 +22,9 @@
 #define MAMBA_EB 16     // channels per block (the SIMD lanes)
 #define MAMBA_GROUP 16  // blocks per task (up to)
 
-// exp is the project's one fast exp (model/vmath.h: vexpf in the float build, libm's in the
-// double build).
-// softplus(r) = max(r, 0) + log1p(y), y = exp(-|r|) in (0, 1], with log1p(y) = 2 atanh(s),
-// s = y / (2 + y) <= 1/3, summed as its odd series to s^15 (truncation < 2e-9 relative).
-static inline float mamba_softplusf(float r) {
-    float y = vexpf(r < 0 ? r : -r), s = y / (2 + y), s2 = s * s;
-    float p = 1.0f / 15;
-    p = p * s2 + 1.0f / 13;
-    p = p * s2 + 1.0f / 11;
-    p = p * s2 + 1.0f / 9;
-    p = p * s2 + 1.0f / 7;
-    p = p * s2 + 1.0f / 5;
-    p = p * s2 + 1.0f / 3;
-    p = p * s2 + 1.0f;
-    return (r > 0 ? r : 0.0f) + 2 * s * p;
-}
+// exp and softplus are the project's (model/vmath.h).
 static inline real mamba_exp(real x) { return vexpr(x); }
-#ifdef REAL_DOUBLE
-static inline real mamba_softplus(real r) { return r <= 20 ? log1p(exp(r)) : r; }
-#else
-static inline real mamba_softplus(real r) { return r <= 20 ? mamba_softplusf(r) : r; }
-#endif
+static inline real mamba_softplus(real r) { return r <= 20 ? vsoftplusr(r) : r; }
 
 static inline real mamba_sigmoid(real v) { return 1 / (1 + mamba_exp(-v)); }
 
