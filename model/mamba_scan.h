@@ -2,15 +2,16 @@
 //   h_t[e,n] = exp(delta_t[e] A[e,n]) h_{t-1}[e,n] + delta_t[e] B_t[n] u_t[e]
 //   ys_t[e]  = sum_n C_t[n] h_t[e,n]                     (the D skip and the z gate are the caller's)
 // Work is split into tasks of (sequence b, up to MAMBA_GROUP blocks of MAMBA_EB consecutive
-// channels), run in parallel with OpenMP. The block's channels are the SIMD lanes (one 16-float vector): each state
-// n is an independent chain per lane, the read-out sum over n needs no horizontal add, and the
-// only cross-lane sums (dB, dC over a task's channels in backward) are done for all N states at
-// once by a transposing tree (lane_sums in mamba_scan.c).
+// channels), run in parallel with OpenMP; a task walks its blocks token by token, so each row is
+// read in contiguous pieces. A block's channels are the SIMD lanes (one 16-float vector): each
+// state n is an independent chain per lane, the read-out sum over n needs no horizontal add, and
+// the only cross-lane sums (dB, dC over a task's channels in backward) are done for all N states
+// at once by a transposing tree (lane_sums in mamba_scan.c).
 // Memory: forward saves the state only at the start of every MAMBA_CHUNK tokens; backward
-// recomputes each chunk's states from there (into a per-thread buffer that stays in L1/L2) and
-// walks it in reverse. Reductions across tasks (dB, dC over groups of blocks; dA, dD over sequences)
-// go to per-task partial buffers that the caller sums in a fixed order, so results do not depend
-// on the thread count.
+// recomputes each chunk's states from there (into a per-thread buffer that stays in L2) and
+// walks it in reverse. Reductions across tasks (dB, dC over groups of blocks; dA, dD over
+// sequences) go to per-task partial buffers that the caller sums in a fixed order, so results do
+// not depend on the thread count.
 #pragma once
 #include <stddef.h>
 #include <string.h>
