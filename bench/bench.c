@@ -71,6 +71,7 @@ typedef struct {
     char err[200];
     int threads, B, T, V, C, L, H, mlp;
     double ms_best, ms_median, fwd_ms, bwd_ms, opt_ms;  // per step; phases at the best step
+    double cpu_ms;           // least CPU time of the process in one step (all threads)
     double flop_step;        // FLOPs of one training step (model + mixer)
     int mixer_flops;         // 1: the mixer counted its own work
     double act_mb, rss_mb;   // activation arena, peak resident set
@@ -168,6 +169,15 @@ static double wait_quiet(double max_s) {
     return share;
 }
 
+// CPU time of this process (all its threads). On a host shared with other jobs, one thread's CPU
+// time per step is a steadier figure than the wall clock (with 2 threads it also counts the time
+// OpenMP spins at barriers).
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 // ---------------------------------------------------------------------------------------------
 // One row, in a child process.
 
@@ -237,14 +247,14 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
         r->attempts = attempt + 1;
         double before = peak_fp32_quick(r->threads);
         CpuMark m0 = cpu_mark();
-        double best = 1e30, fwd = 0, bwd = 0, upd = 0;
+        double best = 1e30, fwd = 0, bwd = 0, upd = 0, cpu_best = 1e30;
         for (int it = 0; it < warm + steps; it++) {
             if (lm)
                 for (int i = 0; i < B * T; i++) in[i] = (int32_t)(rng_below(&rng, (uint64_t)V)),
                                                  tg[i] = (int32_t)(rng_below(&rng, (uint64_t)V));
             else
                 loader_next(&ld, in, tg);
-            double t0 = peak_now();
+            double c0 = cpu_seconds(), t0 = peak_now();
             model_zero_grad(m);
             HeadStats hs = model_forward(m, in, tg, B, T, 1);
             double t1 = peak_now();
@@ -253,11 +263,12 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
             double norm = grad_global_norm(m->grads, m->n_params);
             if (clip > 0) grad_clip(m->grads, m->n_params, norm, clip);
             optim_step(&opt, m, lr);
-            double t3 = peak_now();
+            double t3 = peak_now(), c3 = cpu_seconds();
             r->loss = hs.n_counted ? hs.loss_sum / (double)hs.n_counted : 0;
             if (it < warm) continue;
             ms[it - warm] = (t3 - t0) * 1e3;
             if (t3 - t0 < best) best = t3 - t0, fwd = t1 - t0, bwd = t2 - t1, upd = t3 - t2;
+            if (c3 - c0 < cpu_best) cpu_best = c3 - c0;
         }
         double others = others_share(m0, cpu_mark());
         double after = peak_fp32_quick(r->threads);
@@ -267,6 +278,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
             qsort(ms, (size_t)steps, sizeof(double), cmp_double);
             r->ms_best = best * 1e3, r->ms_median = ms[steps / 2];
             r->fwd_ms = fwd * 1e3, r->bwd_ms = bwd * 1e3, r->opt_ms = upd * 1e3;
+            r->cpu_ms = cpu_best * 1e3;
             r->probe_lo = lo;
             r->others = others;
         }
@@ -446,179 +458,227 @@ static void usage(void) {
     exit(2);
 }
 
-int main(int argc, char **argv) {
-    Options o = {.python = "/usr/bin/python3", .out = "bench/results.jsonl", .steps = 0, .warmup = -1, .torch = 1};
-    const char *confs[256];
+// Options and the conf paths from the command line.
+static int parse_args(int argc, char **argv, Options *o, const char **confs, int max_confs) {
     int n_conf = 0;
     char **over = mallocCheck(sizeof(char *) * (size_t)argc);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define ARG() (i + 1 < argc ? argv[++i] : (usage(), ""))
-        if (!strcmp(a, "--only")) o.only = ARG();
-        else if (!strcmp(a, "--mixers")) o.mixers = ARG();
-        else if (!strcmp(a, "--steps")) o.steps = atoi(ARG());
-        else if (!strcmp(a, "--warmup")) o.warmup = atoi(ARG());
-        else if (!strcmp(a, "--threads")) o.threads = atoi(ARG());
-        else if (!strcmp(a, "--python")) o.python = ARG();
-        else if (!strcmp(a, "--out")) o.out = ARG();
-        else if (!strcmp(a, "--wait-quiet")) o.wait_quiet = atof(ARG());
-        else if (!strcmp(a, "--quick")) o.quick = 1;
-        else if (!strcmp(a, "--no-torch")) o.torch = 0;
+        if (!strcmp(a, "--only")) o->only = ARG();
+        else if (!strcmp(a, "--mixers")) o->mixers = ARG();
+        else if (!strcmp(a, "--steps")) o->steps = atoi(ARG());
+        else if (!strcmp(a, "--warmup")) o->warmup = atoi(ARG());
+        else if (!strcmp(a, "--threads")) o->threads = atoi(ARG());
+        else if (!strcmp(a, "--python")) o->python = ARG();
+        else if (!strcmp(a, "--out")) o->out = ARG();
+        else if (!strcmp(a, "--wait-quiet")) o->wait_quiet = atof(ARG());
+        else if (!strcmp(a, "--quick")) o->quick = 1;
+        else if (!strcmp(a, "--no-torch")) o->torch = 0;
         else if (a[0] == '-') usage();
-        else if (strchr(a, '=')) over[o.n_over++] = argv[i];
-        else if (n_conf < 256) confs[n_conf++] = a;
+        else if (strchr(a, '=')) over[o->n_over++] = argv[i];
+        else if (n_conf < max_confs) confs[n_conf++] = a;
 #undef ARG
     }
     if (!n_conf) usage();
-    o.over = over;
-    if (o.quick) {
-        if (o.steps <= 0) o.steps = 3;
-        if (o.warmup < 0) o.warmup = 1;
+    o->over = over;
+    if (o->quick) {
+        if (o->steps <= 0) o->steps = 3;
+        if (o->warmup < 0) o->warmup = 1;
     }
+    return n_conf;
+}
+
+// What every row of the run shares: the machine, the date, the results file.
+typedef struct {
     char cpu[256], date[64];
-    cpu_name(cpu, sizeof cpu);
+    const char *wait_policy;
+    FILE *out;  // NULL: --out -
+} RunInfo;
+
+// The softmax row's PyTorch figure (best of up to 3 tries when another process was busy);
+// *busy when even the best try shared the CPUs.
+static double torch_compare(const Options *o, const Config *cfg, const Result *r, int per_seq, char *note,
+                            size_t nn, int *busy) {
+    double torch = 0, share = 0;
+    *busy = 0;
+    for (int attempt = 0; attempt < 3 && (attempt == 0 || *busy); attempt++) {
+        if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
+        CpuMark t0 = cpu_mark();
+        double t = torch_tokens_per_s(o, cfg, r, per_seq, note, nn);
+        double sh = others_share(t0, cpu_mark());
+        if (t > torch) torch = t, share = sh;  // the best try
+        *busy = torch > 0 && sh > 0.05;
+        if (t <= 0) break;
+    }
+    *busy = torch > 0 && share > 0.05;
+    if (*busy && !*note)
+        snprintf(note, nn, "busy: other processes used %.0f%% of the CPUs during the PyTorch run", 100 * share);
+    return torch;
+}
+
+static void write_json_row(const RunInfo *ri, const Options *o, const char *cname, const char *mixer,
+                           const char *prec, const Result *r, double tok, double gf, double torch,
+                           int torch_busy, double llmc, double vs_llmc) {
+    FILE *out = ri->out;
+    fputc('{', out);
+    json_str(out, "date", ri->date);
+    json_str(out, "cpu", ri->cpu);
+    json_str(out, "config", cname);
+    json_str(out, "mixer", mixer);
+    json_str(out, "precision", prec);
+    fprintf(out, "\"threads\":%d,\"B\":%d,\"T\":%d,\"V\":%d,\"d_model\":%d,\"n_layer\":%d,"
+                 "\"n_head\":%d,\"mlp\":%d,\"tokens_per_s\":%.1f,\"ms_per_step\":%.3f,"
+                 "\"ms_median\":%.3f,\"cpu_ms\":%.3f,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,\"opt_ms\":%.3f,"
+                 "\"gflop_per_step\":%.4f,\"gflops\":%.2f,\"peak_gflops\":%.1f,"
+                 "\"pct_peak\":%.2f,\"mixer_flops\":%s,\"act_mb\":%.1f,\"peak_rss_mb\":%.1f,"
+                 "\"busy\":%s,\"others_cpu\":%.3f,\"attempts\":%d,\"load1\":%.2f,",
+            r->threads, r->B, r->T, r->V, r->C, r->L, r->H, r->mlp, tok, r->ms_best, r->ms_median, r->cpu_ms,
+            r->fwd_ms, r->bwd_ms, r->opt_ms, r->flop_step * 1e-9, gf, o->peak, 100 * gf / o->peak,
+            r->mixer_flops ? "true" : "false", r->act_mb, r->rss_mb, r->busy ? "true" : "false",
+            r->others, r->attempts, load1());
+    if (torch > 0)
+        fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", torch, tok / torch,
+                torch_busy ? "true" : "false");
+    if (vs_llmc > 0) fprintf(out, "\"llmc_tokens_per_s\":%.1f,\"vs_llmc\":%.3f,", llmc, vs_llmc);
+    fprintf(out, "\"omp_wait_policy\":\"%s\"}\n", ri->wait_policy ? ri->wait_policy : "unset");
+    fflush(out);
+}
+
+// One row (mixer, seq_len) of a conf: runs it, prints it, appends it to the results file;
+// returns its tokens/s and (in *cpu_tok) its tokens per CPU second (0 when it failed).
+static double bench_row(const RunInfo *ri, const Options *o, const char *conf, const char *cname,
+                        const Config *cfg, const char *mixer, int T, int first_len, double *cpu_tok) {
+    *cpu_tok = 0;
+    long tokens = cfg_int(cfg, "bench_tokens");
+    int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(cfg, "batch_size");
+    const char *prec = config_find(cfg, "precision") ? cfg_str(cfg, "precision") : "fp32";
+    int per_seq = !strcmp(cfg_str(cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(cfg, "mqar_kv_pairs");
+    double llmc = cfg_float(cfg, "bench_llmc");
+    if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
+    Result r = run_row_isolated(conf, mixer, T, B, o);
+    if (!r.ok) {
+        printf("%-9s %5d %4d  failed: %s\n", mixer, T, B, r.err);
+        fflush(stdout);
+        return 0;
+    }
+    double tok = (double)B * T / (r.ms_best * 1e-3);
+    double gf = r.flop_step / (r.ms_best * 1e-3) * 1e-9;
+    double torch = 0;
+    char note[256] = "";
+    int is_softmax = !strcmp(mixer, "softmax"), torch_busy = 0;
+    if (is_softmax && o->torch && cfg_bool(cfg, "bench_torch"))
+        torch = torch_compare(o, cfg, &r, per_seq, note, sizeof note, &torch_busy);
+    double vs_llmc = is_softmax && llmc > 0 && first_len ? tok / llmc : 0;
+    char ts[16] = "-", vt[16] = "-", vl[16] = "-";
+    if (torch > 0) snprintf(ts, sizeof ts, "%.0f", torch), snprintf(vt, sizeof vt, "%.2fx", tok / torch);
+    if (vs_llmc > 0) snprintf(vl, sizeof vl, "%.1fx", vs_llmc);
+    printf("%-9s %5d %4d %3d %9.0f %8.1f %8.1f %5.1f%% %7.1f %7.1f %9s %7s %7s%s%s\n", mixer, T, B, r.threads,
+           tok, r.ms_best, gf, 100 * gf / o->peak, r.act_mb, r.rss_mb, ts, vt, vl,
+           r.mixer_flops ? "" : "  (mixer has no flops(): its work is not counted)", r.busy ? "  busy" : "");
+    if (r.busy)
+        printf("%-9s %5s      busy: other processes used %.0f%% of the CPUs while timing (best of %d tries)\n",
+               "", "", 100 * r.others, r.attempts);
+    printf("%-9s %5s      fwd %.1f ms, bwd %.1f ms, grad norm + optimizer %.1f ms; median step %.1f ms; "
+           "CPU %.1f ms/step (%.0f tok/CPU-s); loss %.3f\n",
+           "", "", r.fwd_ms, r.bwd_ms, r.opt_ms, r.ms_median, r.cpu_ms, (double)B * T / (r.cpu_ms * 1e-3), r.loss);
+    if (*note) printf("%-9s %5s      torch: %s\n", "", "", note);
+    fflush(stdout);
+    if (ri->out) write_json_row(ri, o, cname, mixer, prec, &r, tok, gf, torch, torch_busy, llmc, vs_llmc);
+    *cpu_tok = (double)B * T / (r.cpu_ms * 1e-3);
+    return tok;
+}
+
+// The sweep's summary: per-token cost growth and speed against softmax per seq_len, by the wall
+// clock and by CPU time.
+static void print_sweep_summary(char mix[][64], int n_mix, char lens[][64], int n_len, double tok_of[][16],
+                                const double *base_tok, double cpu_of[][16], const double *base_cpu) {
+    printf("per-token cost T=%s vs T=%s, and tokens/s against softmax per T:\n", lens[n_len - 1], lens[0]);
+    for (int mi = 0; mi < n_mix && mi < 32; mi++) {
+        if (tok_of[mi][0] <= 0) continue;
+        printf("  %-9s", mix[mi]);
+        if (tok_of[mi][n_len - 1] > 0) printf(" %5.2fx cost |", tok_of[mi][0] / tok_of[mi][n_len - 1]);
+        for (int li = 0; li < n_len && li < 16; li++)
+            if (base_tok[li] > 0 && tok_of[mi][li] > 0) printf(" T=%s %.2fx", lens[li], tok_of[mi][li] / base_tok[li]);
+        printf(" | CPU time:");
+        for (int li = 0; li < n_len && li < 16; li++)
+            if (base_cpu[li] > 0 && cpu_of[mi][li] > 0) printf(" %.2fx", cpu_of[mi][li] / base_cpu[li]);
+        printf("\n");
+    }
+}
+
+// Every row of one conf: its mixers (the conf's bench_mixers or --mixers) times its seq_lens.
+static void bench_conf(const RunInfo *ri, const Options *o, const char *conf) {
+    Config cfg;
+    load_config(&cfg, conf, o);
+    char cname[160];
+    const char *base = strrchr(conf, '/');
+    snprintf(cname, sizeof cname, "%.150s", base ? base + 1 : conf);
+    if (strstr(cname, ".conf")) *strstr(cname, ".conf") = 0;
+    char mix[32][64], lens[16][64];
+    int n_mix;
+    const char *ml = o->mixers ? o->mixers : cfg_str(&cfg, "bench_mixers");
+    if (!strcmp(ml, "all")) {
+        n_mix = mixer_count() < 32 ? mixer_count() : 32;
+        for (int i = 0; i < n_mix; i++) snprintf(mix[i], 64, "%s", mixer_at(i)->name);
+    } else {
+        n_mix = parse_list(ml, mix, 32);
+    }
+    int n_len = parse_list(cfg_str(&cfg, "bench_seq_lens"), lens, 16);
+    if (!n_len) snprintf(lens[0], 64, "%ld", cfg_int(&cfg, "seq_len")), n_len = 1;
+    if (o->quick) n_len = 1;
+    const char *prec = config_find(&cfg, "precision") ? cfg_str(&cfg, "precision") : "fp32";
+    int per_seq = !strcmp(cfg_str(&cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(&cfg, "mqar_kv_pairs");
+    printf("\n== %s (%s): V=%ld d=%ld L=%ld H=%ld mlp=%s, %s, precision %s\n", cname, conf,
+           cfg_int(&cfg, "vocab_size"), cfg_int(&cfg, "d_model"), cfg_int(&cfg, "n_layer"), cfg_int(&cfg, "n_head"),
+           cfg_bool(&cfg, "mlp") ? "yes" : "no", per_seq < 0 ? "loss at every position" : "MQAR (loss at the queries)",
+           prec);
+    printf("%-9s %5s %4s %3s %9s %8s %8s %6s %7s %7s %9s %7s %7s\n", "mixer", "T", "B", "thr", "tok/s",
+           "ms/step", "GFLOP/s", "%peak", "act MB", "RSS MB", "torch", "x torch", "x llm.c");
+    double base_tok[16] = {0};  // softmax tokens/s per seq_len, for the sweep summary
+    double tok_of[32][16], cpu_of[32][16], base_cpu[16] = {0};
+    memset(tok_of, 0, sizeof tok_of);
+    memset(cpu_of, 0, sizeof cpu_of);
+    for (int mi = 0; mi < n_mix; mi++) {
+        if (!known_mixers(mix[mi])) {
+            printf("%-9s unknown mixer (known: %s, or a hybrid as a+b)\n", mix[mi], mixer_choices());
+            continue;
+        }
+        for (int li = 0; li < n_len; li++) {
+            char rowname[240];
+            snprintf(rowname, sizeof rowname, "%.150s/%.63s", cname, mix[mi]);
+            if (o->only && !strstr(rowname, o->only)) continue;
+            double cpu_tok, tok = bench_row(ri, o, conf, cname, &cfg, mix[mi], atoi(lens[li]), li == 0, &cpu_tok);
+            if (mi < 32 && li < 16) tok_of[mi][li] = tok, cpu_of[mi][li] = cpu_tok;
+            if (!strcmp(mix[mi], "softmax") && li < 16) base_tok[li] = tok, base_cpu[li] = cpu_tok;
+        }
+    }
+    if (n_len > 1) print_sweep_summary(mix, n_mix, lens, n_len, tok_of, base_tok, cpu_of, base_cpu);
+    config_free(&cfg);
+}
+
+int main(int argc, char **argv) {
+    Options o = {.python = "/usr/bin/python3", .out = "bench/results.jsonl", .steps = 0, .warmup = -1, .torch = 1};
+    const char *confs[256];
+    int n_conf = parse_args(argc, argv, &o, confs, 256);
+    RunInfo ri;
+    cpu_name(ri.cpu, sizeof ri.cpu);
     time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", localtime(&now));
-    const char *wp = getenv("OMP_WAIT_POLICY");
+    strftime(ri.date, sizeof ri.date, "%Y-%m-%dT%H:%M:%S", localtime(&now));
+    ri.wait_policy = getenv("OMP_WAIT_POLICY");
     double l0 = load1();
     if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
     measure_peaks(&o);
-    printf("%s | %s | load %.2f | OMP_WAIT_POLICY=%s\n", date, cpu, l0, wp ? wp : "unset");
-    printf("measured peak: fp32 FMA %.1f GFLOP/s, bf16 dot product %.1f GFLOP/s (threads as below)\n",
-           o.peak, o.peak_bf16);
+    printf("%s | %s | load %.2f | OMP_WAIT_POLICY=%s\n", ri.date, ri.cpu, l0, ri.wait_policy ? ri.wait_policy : "unset");
+    printf("measured peak: fp32 FMA %.1f GFLOP/s, bf16 dot product %.1f GFLOP/s (threads as below)\n", o.peak,
+           o.peak_bf16);
     if (l0 > 0.5) printf("note: load average %.2f: other processes share the cores; see 'busy' flags\n", l0);
-    FILE *out = strcmp(o.out, "-") ? fopen(o.out, "a") : NULL;
-    if (strcmp(o.out, "-") && !out) die_input("--out: cannot append to '%s'", o.out);
-
-    for (int ci = 0; ci < n_conf; ci++) {
-        Config cfg;
-        load_config(&cfg, confs[ci], &o);
-        char cname[160];
-        const char *base = strrchr(confs[ci], '/');
-        snprintf(cname, sizeof cname, "%.150s", base ? base + 1 : confs[ci]);
-        if (strstr(cname, ".conf")) *strstr(cname, ".conf") = 0;
-        char mix[32][64], lens[16][64];
-        int n_mix;
-        const char *ml = o.mixers ? o.mixers : cfg_str(&cfg, "bench_mixers");
-        if (!strcmp(ml, "all")) {
-            n_mix = mixer_count() < 32 ? mixer_count() : 32;
-            for (int i = 0; i < n_mix; i++) snprintf(mix[i], 64, "%s", mixer_at(i)->name);
-        } else {
-            n_mix = parse_list(ml, mix, 32);
-        }
-        int n_len = parse_list(cfg_str(&cfg, "bench_seq_lens"), lens, 16);
-        if (!n_len) snprintf(lens[0], 64, "%ld", cfg_int(&cfg, "seq_len")), n_len = 1;
-        if (o.quick) n_len = 1;
-        const char *prec = config_find(&cfg, "precision") ? cfg_str(&cfg, "precision") : "fp32";
-        double llmc = cfg_float(&cfg, "bench_llmc");
-        int per_seq = !strcmp(cfg_str(&cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(&cfg, "mqar_kv_pairs");
-        printf("\n== %s (%s): V=%ld d=%ld L=%ld H=%ld mlp=%s, %s, precision %s\n", cname, confs[ci],
-               cfg_int(&cfg, "vocab_size"), cfg_int(&cfg, "d_model"), cfg_int(&cfg, "n_layer"),
-               cfg_int(&cfg, "n_head"), cfg_bool(&cfg, "mlp") ? "yes" : "no",
-               per_seq < 0 ? "loss at every position" : "MQAR (loss at the queries)", prec);
-        printf("%-9s %5s %4s %3s %9s %8s %8s %6s %7s %7s %9s %7s %7s\n", "mixer", "T", "B", "thr",
-               "tok/s", "ms/step", "GFLOP/s", "%peak", "act MB", "RSS MB", "torch", "x torch", "x llm.c");
-        double base_tok[16] = {0};  // softmax tokens/s per seq_len, for the sweep summary
-        double tok_of[32][16];
-        memset(tok_of, 0, sizeof tok_of);
-        for (int mi = 0; mi < n_mix; mi++) {
-            if (!known_mixers(mix[mi])) {
-                printf("%-9s unknown mixer (known: %s, or a hybrid as a+b)\n", mix[mi], mixer_choices());
-                continue;
-            }
-            for (int li = 0; li < n_len; li++) {
-                char rowname[240];
-                snprintf(rowname, sizeof rowname, "%.150s/%.63s", cname, mix[mi]);
-                if (o.only && !strstr(rowname, o.only)) continue;
-                int T = atoi(lens[li]);
-                long tokens = cfg_int(&cfg, "bench_tokens");
-                int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(&cfg, "batch_size");
-                if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
-                Result r = run_row_isolated(confs[ci], mix[mi], T, B, &o);
-                if (!r.ok) {
-                    printf("%-9s %5d %4d  failed: %s\n", mix[mi], T, B, r.err);
-                    fflush(stdout);
-                    continue;
-                }
-                double tok = (double)B * T / (r.ms_best * 1e-3);
-                double gf = r.flop_step / (r.ms_best * 1e-3) * 1e-9;
-                double torch = 0;
-                char note[256] = "";
-                int is_softmax = !strcmp(mix[mi], "softmax");
-                int torch_busy = 0;
-                if (is_softmax && o.torch && cfg_bool(&cfg, "bench_torch")) {
-                    double share = 0;
-                    for (int attempt = 0; attempt < 3 && (attempt == 0 || torch_busy); attempt++) {
-                        if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
-                        CpuMark t0 = cpu_mark();
-                        double t = torch_tokens_per_s(&o, &cfg, &r, per_seq, note, sizeof note);
-                        double sh = others_share(t0, cpu_mark());
-                        if (t > torch) torch = t, share = sh;  // the best try
-                        torch_busy = torch > 0 && sh > 0.05;
-                        if (t <= 0) break;
-                    }
-                    torch_busy = torch > 0 && share > 0.05;
-                    if (torch_busy && !*note)
-                        snprintf(note, sizeof note, "busy: other processes used %.0f%% of the CPUs during the PyTorch run",
-                                 100 * share);
-                }
-                double vs_llmc = is_softmax && llmc > 0 && li == 0 ? tok / llmc : 0;
-                char ts[16] = "-", vt[16] = "-", vl[16] = "-";
-                if (torch > 0) snprintf(ts, sizeof ts, "%.0f", torch), snprintf(vt, sizeof vt, "%.2fx", tok / torch);
-                if (vs_llmc > 0) snprintf(vl, sizeof vl, "%.1fx", vs_llmc);
-                printf("%-9s %5d %4d %3d %9.0f %8.1f %8.1f %5.1f%% %7.1f %7.1f %9s %7s %7s%s%s\n", mix[mi],
-                       T, B, r.threads, tok, r.ms_best, gf, 100 * gf / o.peak, r.act_mb, r.rss_mb, ts, vt,
-                       vl, r.mixer_flops ? "" : "  (mixer has no flops(): its work is not counted)",
-                       r.busy ? "  busy" : "");
-                if (r.busy) printf("%-9s %5s      busy: other processes used %.0f%% of the CPUs while timing (best of %d tries)\n", "", "", 100 * r.others, r.attempts);
-                printf("%-9s %5s      fwd %.1f ms, bwd %.1f ms, grad norm + optimizer %.1f ms; median step %.1f ms; loss %.3f\n",
-                       "", "", r.fwd_ms, r.bwd_ms, r.opt_ms, r.ms_median, r.loss);
-                if (*note) printf("%-9s %5s      torch: %s\n", "", "", note);
-                fflush(stdout);
-                if (mi < 32 && li < 16) tok_of[mi][li] = tok;
-                if (is_softmax && li < 16) base_tok[li] = tok;
-                if (out) {
-                    fputc('{', out);
-                    json_str(out, "date", date);
-                    json_str(out, "cpu", cpu);
-                    json_str(out, "config", cname);
-                    json_str(out, "mixer", mix[mi]);
-                    json_str(out, "precision", prec);
-                    fprintf(out, "\"threads\":%d,\"B\":%d,\"T\":%d,\"V\":%d,\"d_model\":%d,\"n_layer\":%d,"
-                                 "\"n_head\":%d,\"mlp\":%d,\"tokens_per_s\":%.1f,\"ms_per_step\":%.3f,"
-                                 "\"ms_median\":%.3f,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,\"opt_ms\":%.3f,"
-                                 "\"gflop_per_step\":%.4f,\"gflops\":%.2f,\"peak_gflops\":%.1f,"
-                                 "\"pct_peak\":%.2f,\"mixer_flops\":%s,\"act_mb\":%.1f,\"peak_rss_mb\":%.1f,"
-                                 "\"busy\":%s,\"others_cpu\":%.3f,\"attempts\":%d,\"load1\":%.2f,",
-                            r.threads, B, T, r.V, r.C, r.L, r.H, r.mlp, tok, r.ms_best, r.ms_median,
-                            r.fwd_ms, r.bwd_ms, r.opt_ms, r.flop_step * 1e-9, gf, o.peak, 100 * gf / o.peak,
-                            r.mixer_flops ? "true" : "false", r.act_mb, r.rss_mb, r.busy ? "true" : "false",
-                            r.others, r.attempts, load1());
-                    if (torch > 0)
-                        fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", torch,
-                                tok / torch, torch_busy ? "true" : "false");
-                    if (vs_llmc > 0) fprintf(out, "\"llmc_tokens_per_s\":%.1f,\"vs_llmc\":%.3f,", llmc, vs_llmc);
-                    fprintf(out, "\"omp_wait_policy\":\"%s\"}\n", wp ? wp : "unset");
-                    fflush(out);
-                }
-            }
-        }
-        if (n_len > 1) {  // the sweep's summary: per-token cost growth and speed against softmax
-            printf("per-token cost T=%s vs T=%s, and tokens/s against softmax per T:\n", lens[n_len - 1], lens[0]);
-            for (int mi = 0; mi < n_mix && mi < 32; mi++) {
-                if (tok_of[mi][0] <= 0) continue;
-                printf("  %-9s", mix[mi]);
-                if (tok_of[mi][n_len - 1] > 0) printf(" %5.2fx cost |", tok_of[mi][0] / tok_of[mi][n_len - 1]);
-                for (int li = 0; li < n_len && li < 16; li++)
-                    if (base_tok[li] > 0 && tok_of[mi][li] > 0) printf(" T=%s %.2fx", lens[li], tok_of[mi][li] / base_tok[li]);
-                printf("\n");
-            }
-        }
-        config_free(&cfg);
-    }
-    if (out) fclose(out);
+    ri.out = strcmp(o.out, "-") ? fopen(o.out, "a") : NULL;
+    if (strcmp(o.out, "-") && !ri.out) die_input("--out: cannot append to '%s'", o.out);
+    for (int ci = 0; ci < n_conf; ci++) bench_conf(&ri, &o, confs[ci]);
+    if (ri.out) fclose(ri.out);
     printf("\n%%peak: of the fp32 FMA peak measured above. busy: another process held a core during the\n"
            "timing (lower bound). Results appended to %s.\n", o.out);
-    free(over);
+    free(o.over);
     return 0;
 }

@@ -103,10 +103,8 @@ static void gla_buffers(const void *st, int B, int T, BufDecl *saved, int *n_sav
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
 
-// logsigmoid(x) / gate_norm, logsigmoid(x) = min(x, 0) - log1p(exp(-|x|)).
-static real log_gate(const Gla *s, real x) {
-    return ((x < 0 ? x : 0) - log1pr(vexpr(-fabsr(x)))) / s->gate_norm;
-}
+// logsigmoid(x) / gate_norm, logsigmoid(x) = -softplus(-x) (vmath.h's, vectorizable).
+static real log_gate(const Gla *s, real x) { return -vsoftplusr(-x) / s->gate_norm; }
 
 // One token: rstd[H] of o (when rstd_out) and u = o rstd w * r sigmoid(r), per head.
 static void norm_gate_row(const Gla *s, const real *o, const real *r, const real *w, const real *rstd_in,
@@ -116,11 +114,13 @@ static void norm_gate_row(const Gla *s, const real *o, const real *r, const real
         real *uh = u + h * s->dv, rs;
         if (rstd_out) {
             real ss = 0;
+#pragma omp simd reduction(+ : ss)
             for (int d = 0; d < s->dv; d++) ss += oh[d] * oh[d];
             rs = rstd_out[h] = 1 / sqrtr(ss / s->dv + (real)GLA_NORM_EPS);
         } else {
             rs = rstd_in[h];
         }
+#pragma omp simd
         for (int d = 0; d < s->dv; d++) uh[d] = oh[d] * rs * w[d] * rh[d] * sigmoidr(rh[d]);
     }
 }
@@ -136,11 +136,33 @@ static void norm_gate_forward(const Gla *s, MixerIO *io, int fresh) {
                       fresh ? rstd + (size_t)n * H : NULL, u + (size_t)n * Vd);
 }
 
+// The scan of every (sequence, head), in parallel: forward writes att and the chunk states;
+// backward (from datt) accumulates dq, dk, dv and dg. Heads are strided column slices of the
+// [B,T,Kd] and [B,T,Vd] tensors.
+static void scan_heads(const Gla *s, MixerIO *io, int backward) {
+    int B = io->B, T = io->T, H = s->H, Kd = s->Kd, Vd = s->Vd, dk = s->dk, dv = s->dv;
+    const real *q = io->act[A_Q], *k = io->act[A_K], *v = io->act[A_V], *g = io->act[A_G];
+    size_t st_head = (size_t)gla_n_states(T, GLA_CHUNK) * dk * dv;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        size_t ok = (size_t)b * T * Kd + (size_t)h * dk, ov = (size_t)b * T * Vd + (size_t)h * dv;
+        real *states = io->act[A_ST] + bh * st_head;
+        real *work = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * gla_scan_work(dk, dv);
+        if (!backward)
+            gla_scan_forward(T, dk, dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd, v + ov, Vd,
+                             g + ok, Kd, io->act[A_ATT] + ov, Vd, states, work);
+        else
+            gla_scan_backward(T, dk, dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd, v + ov,
+                              Vd, g + ok, Kd, io->tmp[S_DATT] + ov, Vd, states, io->tmp[S_DQ] + ok,
+                              io->tmp[S_DK] + ok, io->tmp[S_DV] + ov, io->tmp[S_DG] + ok, work);
+    }
+}
+
 static void gla_forward(const void *st, MixerIO *io) {
     const Gla *s = st;
-    int B = io->B, T = io->T, N = B * T, C = s->C, H = s->H, Kd = s->Kd, Vd = s->Vd;
+    int N = io->B * io->T, C = s->C, Kd = s->Kd, Vd = s->Vd;
     real *q = io->act[A_Q], *k = io->act[A_K], *v = io->act[A_V], *g = io->act[A_G];
-    real *att = io->act[A_ATT], *states = io->act[A_ST];
     matmul_forward(q, io->x, io->p[P_Q], NULL, N, C, Kd, s->prec);
     matmul_forward(k, io->x, io->p[P_K], NULL, N, C, Kd, s->prec);
     matmul_forward(v, io->x, io->p[P_V], NULL, N, C, Vd, s->prec);
@@ -149,15 +171,7 @@ static void gla_forward(const void *st, MixerIO *io) {
     matmul_forward(g, io->act[A_GL], io->p[P_GK2], io->p[P_GK2_B], N, s->R, Kd, s->prec);
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < (size_t)N * Kd; i++) g[i] = log_gate(s, g[i]);
-    size_t st_head = (size_t)gla_n_states(T, GLA_CHUNK) * s->dk * s->dv;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        size_t ok = (size_t)b * T * Kd + (size_t)h * s->dk, ov = (size_t)b * T * Vd + (size_t)h * s->dv;
-        real *work = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * gla_scan_work(s->dk, s->dv);
-        gla_scan_forward(T, s->dk, s->dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd,
-                         v + ov, Vd, g + ok, Kd, att + ov, Vd, states + bh * st_head, work);
-    }
+    scan_heads(s, io, 0);
     norm_gate_forward(s, io, 1);
     matmul_forward(io->y, io->tmp[S_U], io->p[P_O], NULL, N, Vd, C, s->prec);
 }
@@ -179,6 +193,7 @@ static void norm_gate_backward(const Gla *s, MixerIO *io) {
                 size_t off = (size_t)n * Vd + (size_t)h * dv;
                 const real *o = att + off, *rh = r + off, *duh = du + off;
                 real rs = rstd[(size_t)n * H + h], dot = 0;
+#pragma omp simd reduction(+ : dot)
                 for (int d = 0; d < dv; d++) {
                     real sg = sigmoidr(rh[d]), dn = duh[d] * rh[d] * sg;  // d(normed o)
                     dr[off + d] = duh[d] * o[d] * rs * w[d] * sg * (1 + rh[d] * (1 - sg));
@@ -187,6 +202,7 @@ static void norm_gate_backward(const Gla *s, MixerIO *io) {
                     dot += dn * w[d] * o[d];
                 }
                 real c = rs * rs * dot / dv;
+#pragma omp simd
                 for (int d = 0; d < dv; d++) datt[off + d] = rs * (datt[off + d] * w[d] - o[d] * c);
             }
     }
@@ -197,9 +213,8 @@ static void norm_gate_backward(const Gla *s, MixerIO *io) {
 
 static void gla_backward(const void *st, MixerIO *io) {
     const Gla *s = st;
-    int B = io->B, T = io->T, N = B * T, C = s->C, H = s->H, Kd = s->Kd, Vd = s->Vd, R = s->R;
-    const real *q = io->act[A_Q], *k = io->act[A_K], *v = io->act[A_V], *g = io->act[A_G];
-    const real *states = io->act[A_ST], *datt = io->tmp[S_DATT];
+    int N = io->B * io->T, C = s->C, Kd = s->Kd, Vd = s->Vd, R = s->R;
+    const real *g = io->act[A_G];
     real *dq = io->tmp[S_DQ], *dk = io->tmp[S_DK], *dv = io->tmp[S_DV], *dg = io->tmp[S_DG];
     real *du = io->tmp[S_DU], *dgl = io->tmp[S_DGL];
     // y = u Wo^T, u recomputed
@@ -212,16 +227,7 @@ static void gla_backward(const void *st, MixerIO *io) {
     memset(dk, 0, sizeof(real) * N * Kd);
     memset(dg, 0, sizeof(real) * N * Kd);
     memset(dv, 0, sizeof(real) * N * Vd);
-    size_t st_head = (size_t)gla_n_states(T, GLA_CHUNK) * s->dk * s->dv;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        size_t ok = (size_t)b * T * Kd + (size_t)h * s->dk, ov = (size_t)b * T * Vd + (size_t)h * s->dv;
-        real *work = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * gla_scan_work(s->dk, s->dv);
-        gla_scan_backward(T, s->dk, s->dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd,
-                          v + ov, Vd, g + ok, Kd, datt + ov, Vd, states + bh * st_head, dq + ok, dk + ok,
-                          dv + ov, dg + ok, work);
-    }
+    scan_heads(s, io, 1);
     // g = logsigmoid(gk) / norm: dgk = dg sigmoid(-gk) / norm, sigmoid(-gk) = -expm1(norm g)
     real inv = 1 / s->gate_norm;
 #pragma omp parallel for schedule(static)

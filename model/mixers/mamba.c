@@ -25,10 +25,10 @@ typedef struct {
 
 enum { P_IN_W, P_CONV_W, P_CONV_B, P_XPROJ_W, P_DT_W, P_DT_B, P_A_LOG, P_D, P_OUT_W };
 // saved: xz [B,T,2E], v [B,T,E] conv output, u [B,T,E] = SiLU(v), xdbl [B,T,R+2N], dt [B,T,E]
-// (pre-softplus), delta [B,T,E], ys [B,T,E] (scan output before D), hs [B,chunks,E,N]
+// (pre-softplus), delta [B,T,E], ys [B,T,E] (scan output before D), hs [mamba_states_size]
 enum { A_XZ, A_V, A_U, A_XDBL, A_DT, A_DELTA, A_YS, A_HS };
 // scratch: A [E,N], g [B,T,E] gated output, dg [B,T,E], dxz [B,T,2E], du [B,T,E], ddt [B,T,E],
-// dxdbl [B,T,R+2N], dbc [B,T,blocks,2N], dA [B,E,N], dD [B,E], per-thread scan work, conv
+// dxdbl [B,T,R+2N], dbc [B,T,groups,2N], dA [B,E,N], dD [B,E], per-thread scan work, conv
 // weight transposed [K,E], per-sequence conv weight and bias gradients [B,K+1,E]
 enum { S_A, S_G, S_DG, S_DXZ, S_DU, S_DDT, S_DXDBL, S_DBC, S_DA, S_DD, S_WORK, S_WT, S_DCONV };
 
@@ -99,7 +99,7 @@ static void mamba_buffers(const void *st, int B, int T, BufDecl *saved, int *n_s
     saved[A_DT] = (BufDecl){"dt", BT * E};
     saved[A_DELTA] = (BufDecl){"delta", BT * E};
     saved[A_YS] = (BufDecl){"ys", BT * E};
-    saved[A_HS] = (BufDecl){"chunk_states", (size_t)B * mamba_n_chunks(T) * E * N};
+    saved[A_HS] = (BufDecl){"chunk_states", mamba_states_size(B, T, m->E, m->N)};
     *n_saved = 8;
     scratch[S_A] = (BufDecl){"A", E * N};
     scratch[S_G] = (BufDecl){"gated", BT * E};
@@ -108,10 +108,10 @@ static void mamba_buffers(const void *st, int B, int T, BufDecl *saved, int *n_s
     scratch[S_DU] = (BufDecl){"du", BT * E};
     scratch[S_DDT] = (BufDecl){"ddt", BT * E};
     scratch[S_DXDBL] = (BufDecl){"dx_dbl", BT * L};
-    scratch[S_DBC] = (BufDecl){"dBC_blocks", BT * mamba_n_blocks(m->E) * 2 * N};
+    scratch[S_DBC] = (BufDecl){"dBC_groups", BT * mamba_n_groups(m->E) * 2 * N};
     scratch[S_DA] = (BufDecl){"dA_seq", (size_t)B * E * N};
     scratch[S_DD] = (BufDecl){"dD_seq", (size_t)B * E};
-    scratch[S_WORK] = (BufDecl){"scan_work", (size_t)omp_get_max_threads() * mamba_scan_work(m->N)};
+    scratch[S_WORK] = (BufDecl){"scan_work", (size_t)omp_get_max_threads() * mamba_scan_work(m->E, m->N)};
     scratch[S_WT] = (BufDecl){"conv_wT", (size_t)m->K * E};
     scratch[S_DCONV] = (BufDecl){"dconv_seq", (size_t)B * (m->K + 1) * E};
     *n_scratch = 13;
@@ -279,7 +279,7 @@ static void conv_backward(const Mamba *m, const MixerIO *io, real *du, real *dxz
 static void mamba_backward(const void *st, MixerIO *io) {
     const Mamba *m = st;
     int B = io->B, BT = B * io->T, C = m->C, E = m->E, N = m->N, R = m->R, L = R + 2 * N;
-    int nb = mamba_n_blocks(E);
+    int nb = mamba_n_groups(E);
     real **a = io->act, **t = io->tmp, **g = io->g;
     compute_A(m, io->p[P_A_LOG], t[S_A]);
     // out_proj, then the gate
@@ -395,7 +395,7 @@ static void mamba_step(const void *st, real *const *p, real *state, int t, const
     for (int e = 0; e < E; e++) {
         real *he = h + (size_t)e * N;
         for (int n = 0; n < N; n++) A[n] = -expr(p[P_A_LOG][(size_t)e * N + n]);
-        mamba_scan_token(he, he, NULL, A, xdbl + R, delta[e], u[e], N);
+        mamba_scan_token(he, he, A, xdbl + R, delta[e], u[e], N);
         ys[e] = mamba_dot(xdbl + R + N, he, N);
     }
     gate_forward(m, p[P_D], ys, u, xz, g, 1);

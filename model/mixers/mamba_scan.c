@@ -3,131 +3,263 @@
 #include <omp.h>
 #include <string.h>
 
-size_t mamba_scan_work(int N) {
-    // backward: a [CHUNK][EB][N], h [CHUNK+1][EB][N], carry and dA [EB][N], dD [EB];
-    // rounded up to a cache line so threads never share one
-    size_t n = (size_t)(2 * MAMBA_CHUNK + 3) * MAMBA_EB * N + MAMBA_EB;
+// One block's vectors: real[MAMBA_EB], one lane per channel of the block.
+#define EB MAMBA_EB
+typedef real lanes_t[EB];
+
+static inline int round16(int n) { return (n + 15) / 16 * 16; }
+
+size_t mamba_scan_work(int E, int N) {
+    // per block of the group: At, carry, dA [N], a [CHUNK][N], h [CHUNK+1][N] (of lanes_t), D
+    // and dD [EB]; lane partials of dB, dC [2 round16(N)]; rounded up to a cache line so threads
+    // never share one
+    size_t G = mamba_n_blocks(E) < MAMBA_GROUP ? (size_t)mamba_n_blocks(E) : MAMBA_GROUP;
+    size_t n = G * ((size_t)(2 * MAMBA_CHUNK + 4) * N + 2) * EB + 2 * (size_t)round16(N) * EB;
     return (n + 15) / 16 * 16;
 }
 
-// One task of the forward: sequence b, channels e0 .. e0+ne-1. Inlined with N a constant for
-// the default d_state, so the state loop is one unrolled vector with no remainder handling.
+// Lanes e0 .. e0+ne-1 of a row, zero beyond (padding lanes: delta = u = dy = 0 keep their
+// states at 0 and contribute nothing).
+// Whole vectors where possible: scalar stores followed by a vector load of the same bytes stall
+// on store forwarding.
+static inline void load_lanes(real *dst, const real *row, int ne) {
+    if (ne == EB) {
+        memcpy(dst, row, sizeof(real) * EB);
+    } else {
+        memset(dst, 0, sizeof(real) * EB);
+        memcpy(dst, row, sizeof(real) * ne);
+    }
+}
+
+static inline void store_lanes(real *row, const real *src, int ne) {
+    if (ne == EB) memcpy(row, src, sizeof(real) * EB);
+    else memcpy(row, src, sizeof(real) * ne);
+}
+
+// A transposed for the block: At[n][l] = A[e0 + l, n].
+static void load_A(lanes_t *At, const real *A, int e0, int ne, int N) {
+    for (int n = 0; n < N; n++)
+        for (int l = 0; l < EB; l++) At[n][l] = l < ne ? A[(size_t)(e0 + l) * N + n] : 0;
+}
+
+// One token of the block: h = exp(d A) h_prev + d x B for every state (h may be h_prev), keeping
+// exp(d A) in a unless a is NULL, and y = sum_n C[n] h[n] unless y is NULL. The forward and the
+// backward's recomputation both call it, so they produce the same bits.
+static inline __attribute__((always_inline)) void scan_token(lanes_t *h, const lanes_t *h_prev,
+                                                             lanes_t *a, const lanes_t *At,
+                                                             const real *d, const real *dx,
+                                                             const real *Bt, const real *Ct,
+                                                             real *y, int N) {
+    real acc[EB] = {0};
+    for (int n = 0; n < N; n++) {
+        real Bn = Bt[n], Cn = Ct ? Ct[n] : 0;
+#pragma omp simd
+        for (int l = 0; l < EB; l++) {
+            real an = vexpr_nonpos(d[l] * At[n][l]);  // delta > 0, A < 0
+            real hn = an * h_prev[n][l] + dx[l] * Bn;
+            h[n][l] = hn;
+            if (a) a[n][l] = an;
+            if (y) acc[l] += Cn * hn;
+        }
+    }
+    if (y)
+        for (int l = 0; l < EB; l++) y[l] = acc[l];
+}
+
+// out[n] = sum over the lanes of P[n] for n < N (P has round16(N) rows, the rows past N zero).
+// Sixteen rows at a time by a transposing tree: halve the lanes of pairs of rows and add, four
+// times; the order of the additions is fixed (and the same for every row).
+typedef real vec_t __attribute__((vector_size(EB * sizeof(real))));
+#ifdef REAL_DOUBLE
+typedef long long idx_t __attribute__((vector_size(EB * sizeof(long long))));
+#else
+typedef int idx_t __attribute__((vector_size(EB * sizeof(int))));
+#endif
+static inline vec_t halve(vec_t a, vec_t b, idx_t lo, idx_t hi) {
+    return __builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi);
+}
+static inline __attribute__((always_inline)) void lane_sums(const lanes_t *P, int N, real *out) {
+    // level k keeps groups of 8 >> k lanes of each row: lo takes the first half of every group of
+    // both operands, hi the second half
+    static const idx_t lo1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+    static const idx_t hi1 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+    static const idx_t lo2 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+    static const idx_t hi2 = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+    static const idx_t lo3 = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29};
+    static const idx_t hi3 = {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
+    static const idx_t lo4 = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+    static const idx_t hi4 = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+    for (int n0 = 0; n0 < N; n0 += 16) {
+        vec_t v[16];
+        memcpy(v, P + n0, sizeof v);
+        for (int i = 0; i < 8; i++) v[i] = halve(v[2 * i], v[2 * i + 1], lo1, hi1);
+        for (int i = 0; i < 4; i++) v[i] = halve(v[2 * i], v[2 * i + 1], lo2, hi2);
+        for (int i = 0; i < 2; i++) v[i] = halve(v[2 * i], v[2 * i + 1], lo3, hi3);
+        v[0] = halve(v[0], v[1], lo4, hi4);
+        int m = N - n0 < 16 ? N - n0 : 16;
+        memcpy(out + n0, &v[0], sizeof(real) * m);
+    }
+}
+
+static inline size_t hs_offset(const MambaScan *s, int b, int c, int blk) {
+    return (((size_t)b * mamba_n_chunks(s->T) + c) * mamba_n_blocks(s->E) + blk) * s->N * EB;
+}
+
+// A task is a sequence and a group of up to MAMBA_GROUP consecutive blocks, walked token by
+// token: each token's rows (delta, u, dy, ... at a stride of E reals) are read in pieces of
+// MAMBA_GROUP * 64 contiguous bytes. One block per task read 64 bytes per row, a pattern the
+// prefetchers miss (a new page every few tokens): the scan waited on memory 60% of the time.
+
+// One task of the forward: sequence b, blocks blk0 .. blk1-1. Inlined with N a constant for the
+// default d_state, so the state loop is unrolled.
 static inline __attribute__((always_inline)) void forward_task(const MambaScan *s, real *ys, real *hs,
-                                                                real *h, int b, int e0, int ne, int N) {
-    int T = s->T, E = s->E, nc = mamba_n_chunks(T);
-    memset(h, 0, sizeof(real) * ne * N);
+                                                                real *work, int b, int blk0, int blk1,
+                                                                int N) {
+    int T = s->T, E = s->E, G = blk1 - blk0;
+    lanes_t *At = (lanes_t *)work, *h = At + (size_t)G * N;  // [G][N] each
+    for (int j = 0; j < G; j++) {
+        int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+        load_A(At + (size_t)j * N, s->A, e0, ne, N);
+    }
+    memset(h, 0, sizeof(lanes_t) * G * N);
     for (int t = 0; t < T; t++) {
         size_t bt = (size_t)b * T + t;
         if (t % MAMBA_CHUNK == 0)
-            memcpy(hs + (((size_t)b * nc + t / MAMBA_CHUNK) * E + e0) * N, h, sizeof(real) * ne * N);
-        const real *Bt = s->bc + bt * s->ld, *Ct = Bt + N;
-        for (int i = 0; i < ne; i++) {
-            int e = e0 + i;
-            real *hi = h + (size_t)i * N;
-            mamba_scan_token(hi, hi, NULL, s->A + (size_t)e * N, Bt, s->delta[bt * E + e],
-                             s->u[bt * E + e], N);
-            ys[bt * E + e] = mamba_dot(Ct, hi, N);
+            memcpy(hs + hs_offset(s, b, t / MAMBA_CHUNK, blk0), h, sizeof(lanes_t) * G * N);
+        const real *Bt = s->bc + bt * s->ld;
+        for (int j = 0; j < G; j++) {
+            int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+            real d[EB], x[EB], dx[EB], y[EB];
+            load_lanes(d, s->delta + bt * E + e0, ne);
+            load_lanes(x, s->u + bt * E + e0, ne);
+            for (int l = 0; l < EB; l++) dx[l] = d[l] * x[l];
+            lanes_t *hj = h + (size_t)j * N;
+            scan_token(hj, hj, NULL, At + (size_t)j * N, d, dx, Bt, Bt + N, y, N);
+            store_lanes(ys + bt * E + e0, y, ne);
         }
     }
 }
 
 void mamba_scan_forward(const MambaScan *s, real *ys, real *hs, real *work) {
-    int nb = mamba_n_blocks(s->E);
-    size_t wsz = mamba_scan_work(s->N);
+    int nb = mamba_n_blocks(s->E), ng = mamba_n_groups(s->E);
+    size_t wsz = mamba_scan_work(s->E, s->N);
 #pragma omp parallel for schedule(static)
-    for (int task = 0; task < s->B * nb; task++) {
-        int b = task / nb, e0 = task % nb * MAMBA_EB;
-        int ne = s->E - e0 < MAMBA_EB ? s->E - e0 : MAMBA_EB;
-        real *h = work + (size_t)omp_get_thread_num() * wsz;  // [ne][N]
-        if (s->N == 16) forward_task(s, ys, hs, h, b, e0, ne, 16);
-        else forward_task(s, ys, hs, h, b, e0, ne, s->N);
+    for (int task = 0; task < s->B * ng; task++) {
+        int b = task / ng, blk0 = task % ng * MAMBA_GROUP;
+        int blk1 = blk0 + MAMBA_GROUP < nb ? blk0 + MAMBA_GROUP : nb;
+        real *w = work + (size_t)omp_get_thread_num() * wsz;
+        if (s->N == 16) forward_task(s, ys, hs, w, b, blk0, blk1, 16);
+        else forward_task(s, ys, hs, w, b, blk0, blk1, s->N);
     }
 }
 
 // One task of the backward (see forward_task); work as mamba_scan_work describes.
 static inline __attribute__((always_inline)) void backward_task(
     const MambaScan *s, const real *hs, const real *dt_raw, const real *D, const real *dy, real *du,
-    real *ddt, real *dbc, real *dA, real *dD, real *work, int b, int blk, int N) {
-    int T = s->T, E = s->E, nb = mamba_n_blocks(E), nc = mamba_n_chunks(T);
-    int e0 = blk * MAMBA_EB, ne = E - e0 < MAMBA_EB ? E - e0 : MAMBA_EB;
-    size_t S = (size_t)ne * N;  // one token's states of the block
-    real *abuf = work;                           // [CHUNK][ne][N] exp(delta A)
-    real *hbuf = abuf + MAMBA_CHUNK * S;         // [CHUNK+1][ne][N] states
-    real *carry = hbuf + (MAMBA_CHUNK + 1) * S;  // [ne][N] a_{t+1} dh_{t+1}
-    real *dAacc = carry + S;                     // [ne][N]
-    real *dDacc = dAacc + S;                     // [ne]
-    memset(carry, 0, sizeof(real) * (2 * S + ne));
+    real *ddt, real *dbc, real *dA, real *dD, real *work, int b, int blk0, int blk1, int N) {
+    int T = s->T, E = s->E, ng = mamba_n_groups(E), nc = mamba_n_chunks(T), N16 = round16(N);
+    int G = blk1 - blk0, grp = blk0 / MAMBA_GROUP;
+    size_t GN = (size_t)G * N;
+    lanes_t *At = (lanes_t *)work;              // [G][N]
+    lanes_t *carry = At + GN;                   // [G][N] exp(delta_{t+1} A) dh_{t+1}
+    lanes_t *dAacc = carry + GN;                // [G][N]
+    lanes_t *pB = dAacc + GN, *pC = pB + N16;   // [N16] per-lane sums over the group of dB_t, dC_t
+    lanes_t *abuf = pC + N16;                   // [CHUNK][G][N] exp(delta A)
+    lanes_t *hbuf = abuf + MAMBA_CHUNK * GN;    // [CHUNK+1][G][N] states
+    real *Dl = (real *)(hbuf + (MAMBA_CHUNK + 1) * GN), *dDacc = Dl + (size_t)G * EB;  // [G][EB]
+    for (int j = 0; j < G; j++) {
+        int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+        load_A(At + (size_t)j * N, s->A, e0, ne, N);
+        load_lanes(Dl + (size_t)j * EB, D + e0, ne);
+    }
+    memset(carry, 0, sizeof(lanes_t) * 2 * GN);
+    memset(pB, 0, sizeof(lanes_t) * 2 * N16);
+    memset(dDacc, 0, sizeof(real) * G * EB);
     for (int c = nc - 1; c >= 0; c--) {
         int t0 = c * MAMBA_CHUNK, t1 = t0 + MAMBA_CHUNK < T ? t0 + MAMBA_CHUNK : T;
         // recompute the chunk's states from the saved one (the forward's exact arithmetic)
-        memcpy(hbuf, hs + (((size_t)b * nc + c) * E + e0) * N, sizeof(real) * S);
+        memcpy(hbuf, hs + hs_offset(s, b, c, blk0), sizeof(lanes_t) * GN);
         for (int t = t0; t < t1; t++) {
             size_t bt = (size_t)b * T + t, k = (size_t)(t - t0);
-            const real *Bt = s->bc + bt * s->ld;
-            for (int i = 0; i < ne; i++) {
-                int e = e0 + i;
-                mamba_scan_token(hbuf + (k + 1) * S + (size_t)i * N, hbuf + k * S + (size_t)i * N,
-                                 abuf + k * S + (size_t)i * N, s->A + (size_t)e * N, Bt,
-                                 s->delta[bt * E + e], s->u[bt * E + e], N);
+            for (int j = 0; j < G; j++) {
+                int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+                real d[EB], x[EB], dx[EB];
+                load_lanes(d, s->delta + bt * E + e0, ne);
+                load_lanes(x, s->u + bt * E + e0, ne);
+                for (int l = 0; l < EB; l++) dx[l] = d[l] * x[l];
+                size_t o = (size_t)j * N;
+                scan_token(hbuf + (k + 1) * GN + o, hbuf + k * GN + o, abuf + k * GN + o, At + o, d, dx,
+                           s->bc + bt * s->ld, NULL, NULL, N);
             }
         }
         for (int t = t1 - 1; t >= t0; t--) {
             size_t bt = (size_t)b * T + t, k = (size_t)(t - t0);
             const real *Bt = s->bc + bt * s->ld, *Ct = Bt + N;
-            real *dB = dbc + (bt * nb + blk) * 2 * N, *dC = dB + N;  // sums over the block
-            memset(dB, 0, sizeof(real) * 2 * N);
-            for (int i = 0; i < ne; i++) {
-                int e = e0 + i;
-                const real *a = abuf + k * S + (size_t)i * N, *hp = hbuf + k * S + (size_t)i * N;
-                const real *hc = hp + S, *Ae = s->A + (size_t)e * N;
-                real *cr = carry + (size_t)i * N, *dAe = dAacc + (size_t)i * N;
-                real g = dy[bt * E + e], d = s->delta[bt * E + e], x = s->u[bt * E + e];
-                real dx = d * x, dd[MAMBA_LANES] = {0}, dBx[MAMBA_LANES] = {0};
-                for (int n0 = 0; n0 < N; n0 += MAMBA_LANES) {
-                    int nl = N - n0 < MAMBA_LANES ? N - n0 : MAMBA_LANES;
+            memset(pB, 0, sizeof(lanes_t) * N);
+            memset(pC, 0, sizeof(lanes_t) * N);
+            for (int j = 0; j < G; j++) {
+                int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+                size_t o = (size_t)j * N;
+                const lanes_t *a = abuf + k * GN + o, *hp = hbuf + k * GN + o, *hc = hp + GN;
+                const lanes_t *Aj = At + o;
+                lanes_t *cr = carry + o, *dAj = dAacc + o;
+                real g[EB], d[EB], x[EB], dx[EB], dd[EB] = {0}, dBx[EB] = {0};
+                load_lanes(g, dy + bt * E + e0, ne);
+                load_lanes(d, s->delta + bt * E + e0, ne);
+                load_lanes(x, s->u + bt * E + e0, ne);
+                for (int l = 0; l < EB; l++) dx[l] = d[l] * x[l];
+                for (int n = 0; n < N; n++) {
+                    real Bn = Bt[n], Cn = Ct[n];
 #pragma omp simd
-                    for (int l = 0; l < nl; l++) {
-                        int n = n0 + l;
-                        real dh = Ct[n] * g + cr[n];  // dLoss/dh_t
-                        real ah = a[n] * hp[n];       // exp(delta A) h_{t-1}
-                        dd[l] += dh * (Bt[n] * x + Ae[n] * ah);
-                        dAe[n] += dh * d * ah;
-                        dB[n] += dh * dx;
-                        dC[n] += g * hc[n];
-                        dBx[l] += dh * Bt[n];
-                        cr[n] = dh * a[n];
+                    for (int l = 0; l < EB; l++) {
+                        real dh = Cn * g[l] + cr[n][l];  // dLoss/dh_t
+                        real ah = a[n][l] * hp[n][l];    // exp(delta A) h_{t-1}
+                        dd[l] += dh * (Bn * x[l] + Aj[n][l] * ah);
+                        dAj[n][l] += dh * d[l] * ah;
+                        pB[n][l] += dh * dx[l];
+                        pC[n][l] += g[l] * hc[n][l];
+                        dBx[l] += dh * Bn;
+                        cr[n][l] = dh * a[n][l];
                     }
                 }
-                ddt[bt * E + e] = mamba_tree_sum(dd);   // dLoss/ddelta for now
-                du[bt * E + e] = mamba_tree_sum(dBx);  // sum_n dh B for now
-            }
-            // per channel of the block (vectorised over channels): the D skip, delta's factor
-            // in du, and softplus' derivative (sigmoid(raw), or 1 above the threshold)
-            const real *gr = dy + bt * E + e0, *dr = s->delta + bt * E + e0, *xr = s->u + bt * E + e0;
-            const real *raw = dt_raw + bt * E + e0;
-            real *dur = du + bt * E + e0, *ddr = ddt + bt * E + e0;
+                // per channel: the D skip, delta's factor in du, and softplus' derivative
+                // (sigmoid(raw), or 1 above the threshold)
+                real raw[EB], dur[EB], ddr[EB], *Dj = Dl + (size_t)j * EB, *dDj = dDacc + (size_t)j * EB;
+                load_lanes(raw, dt_raw + bt * E + e0, ne);
 #pragma omp simd
-            for (int i = 0; i < ne; i++) {
-                dur[i] = D[e0 + i] * gr[i] + dr[i] * dur[i];
-                dDacc[i] += gr[i] * xr[i];
-                ddr[i] = raw[i] <= 20 ? ddr[i] * mamba_sigmoid(raw[i]) : ddr[i];
+                for (int l = 0; l < EB; l++) {
+                    dur[l] = Dj[l] * g[l] + d[l] * dBx[l];
+                    dDj[l] += g[l] * x[l];
+                    ddr[l] = raw[l] <= 20 ? dd[l] * mamba_sigmoid(raw[l]) : dd[l];
+                }
+                store_lanes(du + bt * E + e0, dur, ne);
+                store_lanes(ddt + bt * E + e0, ddr, ne);
             }
+            real *dB = dbc + (bt * ng + grp) * 2 * N;  // sums over the group's channels
+            lane_sums(pB, N, dB);
+            lane_sums(pC, N, dB + N);
         }
     }
-    memcpy(dA + ((size_t)b * E + e0) * N, dAacc, sizeof(real) * S);
-    memcpy(dD + (size_t)b * E + e0, dDacc, sizeof(real) * ne);
+    for (int j = 0; j < G; j++) {
+        int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+        for (int l = 0; l < ne; l++) {
+            for (int n = 0; n < N; n++) dA[((size_t)b * E + e0 + l) * N + n] = dAacc[(size_t)j * N + n][l];
+            dD[(size_t)b * E + e0 + l] = dDacc[(size_t)j * EB + l];
+        }
+    }
 }
 
 void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw, const real *D,
                          const real *dy, real *du, real *ddt, real *dbc, real *dA, real *dD,
                          real *work) {
-    int nb = mamba_n_blocks(s->E);
-    size_t wsz = mamba_scan_work(s->N);
+    int nb = mamba_n_blocks(s->E), ng = mamba_n_groups(s->E);
+    size_t wsz = mamba_scan_work(s->E, s->N);
 #pragma omp parallel for schedule(static)
-    for (int task = 0; task < s->B * nb; task++) {
+    for (int task = 0; task < s->B * ng; task++) {
         real *w = work + (size_t)omp_get_thread_num() * wsz;
-        int b = task / nb, blk = task % nb;
-        if (s->N == 16) backward_task(s, hs, dt_raw, D, dy, du, ddt, dbc, dA, dD, w, b, blk, 16);
-        else backward_task(s, hs, dt_raw, D, dy, du, ddt, dbc, dA, dD, w, b, blk, s->N);
+        int b = task / ng, blk0 = task % ng * MAMBA_GROUP;
+        int blk1 = blk0 + MAMBA_GROUP < nb ? blk0 + MAMBA_GROUP : nb;
+        if (s->N == 16) backward_task(s, hs, dt_raw, D, dy, du, ddt, dbc, dA, dD, w, b, blk0, blk1, 16);
+        else backward_task(s, hs, dt_raw, D, dy, du, ddt, dbc, dA, dD, w, b, blk0, blk1, s->N);
     }
 }
