@@ -133,8 +133,9 @@ TEST(faults_unwritable_out_dir_is_refused_before_training) {
 
 TEST(faults_disk_full_while_logging_stops_with_one_line) {
     char out[4096];
-    // config.conf (6 KB) fits in 12 KiB, metrics.jsonl outgrows it
-    int st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 12; " RUN " save_every=0 steps=300 out_dir=%s/log > /dev/null",
+    // config.conf (6 KB) fits in 12 KiB (POSIX sh counts ulimit -f in 512-byte blocks), metrics.jsonl
+    // outgrows it
+    int st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 24; " RUN " save_every=0 steps=300 out_dir=%s/log > /dev/null",
                       test_tmpdir());
     CHECK(st == 1 && strstr(out, "/log/metrics.jsonl: write error (File too large)\n") && strchr(out, '\n')[1] == 0,
           "exit %d: %s", st, out);
