@@ -242,6 +242,17 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
               t1->name);
     }
     model_free(m1), model_free(m2), config_free(&c1), config_free(&c2), free(ck);
+
+    // a vocabulary below 128 with d_model 64: mlp.fc (4C x C) is larger than the padded wte
+    st = test_run(out, sizeof out, "./train configs/quickstart.conf steps=1 d_model=64 n_head=2 vocab_size=100 "
+                  "seq_len=64 mlp=true mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=4 "
+                  "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never out_dir=%s", test_path("wide"));
+    CHECK(st == 0, "%s", out);
+    CHECK(test_run(out, sizeof out, "./export %s out=%s", test_path("wide"), test_path("wide.bin")) == 0, "%s", out);
+    ck = ckpt_resolve(test_path("wide"));
+    m1 = ckpt_open_model(ck, &c1, 1, 16, NULL), m2 = ckpt_open_model(test_path("wide.bin"), &c2, 1, 16, NULL);
+    CHECK(m1->n_params == m2->n_params && !memcmp(m1->params, m2->params, sizeof(real) * m1->n_params));
+    model_free(m1), model_free(m2), config_free(&c1), config_free(&c2), free(ck);
 }
 
 TEST(llmc_bf16_file_widens_exactly_and_shorter_seq_len_takes_the_first_rows) {
@@ -251,7 +262,7 @@ TEST(llmc_bf16_file_widens_exactly_and_shorter_seq_len_takes_the_first_rows) {
     check_every_value(m, 5);
     model_free(m);
     // a model with seq_len 5 < max_seq_len 8 keeps wpe's first 5 rows
-    ModelShape s = {V, C, L, NH, 5, 1, 1};
+    ModelShape s = {.V = V, .C = C, .L = L, .H = NH, .T = 5, .mlp = 1, .pos_emb = 1};
     config_set(&cfg, "seq_len", "5", "test");
     m = model_create(&s, mixer_find("softmax"), &cfg, 1, 5);
     char err[512];
@@ -320,6 +331,13 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
           "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./export %s", gpt);
     CHECK(st == 2 && one_line(out) && strstr(out, "out:"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./export %s out=%s/no/such/x.bin", gpt, test_tmpdir());
+    CHECK(st == 2 && one_line(out) && strstr(out, "out: the folder"), "exit %d: %s", st, out);
+    // init_from: a short convolution llm.c's file has no weights for; an all-softmax list is fine
+    st = test_run(out, sizeof out, base, shard, shard, gpt, "seq_len=8 short_conv=4", test_path("bad_init4"));
+    CHECK(st == 2 && one_line(out) && strstr(out, "short_conv"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, base, shard, shard, gpt, "seq_len=8 steps=1 mixer=softmax,softmax", test_path("list"));
+    CHECK(st == 0, "exit %d: %s", st, out);
 }
 
 // llm.c's tokenizer file: version 2 with its EOT, decoded by ./sample; version 1 and damage.
@@ -357,6 +375,14 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     CHECK(st == 0 && strstr(out, "<3><4>"), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./sample %s tokenizer=%s prompt=hello n=4", gpt, test_path("tok2.bin"));
     CHECK(st == 2 && one_line(out) && strstr(out, "token ids"), "exit %d: %s", st, out);
+    // it cannot encode: ./tokenize encode and prepare refuse it
+    const char *txt = test_write_file("t.txt", "hello world\n");
+    st = test_run(out, sizeof out, "./tokenize encode %s tokenizer=%s out=%s", txt, test_path("tok2.bin"),
+                  test_path("t.bin"));
+    CHECK(st == 2 && one_line(out) && strstr(out, "decodes only"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./tokenize prepare %s tokenizer=%s out=%s", txt, test_path("tok2.bin"),
+                  test_path("tp"));
+    CHECK(st == 2 && one_line(out) && strstr(out, "decodes only"), "exit %d: %s", st, out);
 
     struct { const char *path, *want; } bad[] = {
         {write_tokenizer("tok1.bin", 1, 300, 0, 0), "eot_token 50256"},

@@ -295,6 +295,14 @@ Bpe *bpe_load(const char *path) {
     return b;
 }
 
+Bpe *bpe_load_encoder(const char *path, const char *key) {
+    Bpe *b = bpe_load(path);
+    if (b->decode_only)
+        die_input("%s: %s is llm.c's tokenizer file, which decodes only (it holds no merges): encoding needs a "
+                  "tokenizer made by ./tokenize train", key, path);
+    return b;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Encoding
 
@@ -330,6 +338,7 @@ static int merge_chunk(const Bpe *b, const uint8_t *p, int n, uint32_t *out) {
 }
 
 void bpe_encode_chunk(Bpe *b, const uint8_t *chunk, int len, TokBuf *out) {
+    if (b->decode_only) die("internal error: encoding with a decode-only tokenizer (use bpe_load_encoder)");
     if (len == 1) {  // a single byte is its own token
         tokbuf_push(out, chunk[0]);
         return;

@@ -70,6 +70,8 @@ void bpe_free(Bpe *b);
 Bpe *bpe_read(const char *path, char *err, size_t errlen);
 // bpe_read, exiting 2 with that message (a missing or damaged tokenizer is bad input).
 Bpe *bpe_load(const char *path);
+// bpe_load for encoding: also exits 2 when the file is a decode-only one (llm.c's), naming `key`.
+Bpe *bpe_load_encoder(const char *path, const char *key);
 // Writes the file atomically (path.tmp, then rename); exits 1 on an I/O error.
 void bpe_save(const Bpe *b, const char *path);
 

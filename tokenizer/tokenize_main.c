@@ -183,7 +183,7 @@ static int cmd_prepare(int argc, char **argv) {
     if (a.n_inputs == 0) die_input("command line: no INPUT files to prepare");
     for (int i = 0; i < a.n_inputs; i++)
         if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
-    Bpe *b = bpe_load(tok);
+    Bpe *b = bpe_load_encoder(tok, "tokenizer");
     make_parent_dir(out, "out");
     PrepareOptions o = {
         .out = out,
@@ -251,7 +251,7 @@ static int cmd_encode(int argc, char **argv) {
     char **inputs = a.n_inputs ? a.inputs : std_in;
     int n_inputs = a.n_inputs ? a.n_inputs : 1;
     if (*out) check_output(out, inputs, n_inputs, tok);
-    EncCtx e = {.b = bpe_load(tok), .text_out = *out ? NULL : stdout};
+    EncCtx e = {.b = bpe_load_encoder(tok, "tokenizer"), .text_out = *out ? NULL : stdout};
     chunks_init(&e.cs);
     for (int i = 0; i < n_inputs; i++) {
         read_text_file(inputs[i], enc_block, &e);

@@ -229,10 +229,10 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
     s.tokenizer_id = 0;
     const char *tv = st_meta(&st, "tokenizer_vocab_size"), *ti = st_meta(&st, "tokenizer_identity");
     if (tv && ti) {
-        char *end;
-        long vv = strtol(tv, &end, 10);
-        unsigned long iv = strtoul(ti, &end, 16);
-        if (vv <= 0 || vv > (1 << 24) || strlen(ti) != 8 || *end) {
+        char *end_v, *end_i;
+        long vv = strtol(tv, &end_v, 10);
+        unsigned long iv = strtoul(ti, &end_i, 16);
+        if (vv <= 0 || vv > (1 << 24) || *end_v || strlen(ti) != 8 || *end_i) {
             snprintf(err, errlen, "metadata tokenizer_vocab_size '%s' / tokenizer_identity '%s' is not a tokenizer's", tv, ti);
             st_free(&st);
             return -1;

@@ -33,6 +33,12 @@ int main(int argc, char **argv) {
     const char *out = cfg_str(&opt, "out");
     if (!*out) die_input("out: expected the file to write, e.g. out=model.bin");
     if (is_directory(out)) die_input("out: '%s' is a folder, expected a file name", out);
+    char *parent = strdupCheck(out), *slash = strrchr(parent, '/');
+    if (slash) {
+        *slash = 0;
+        if (slash > parent && !is_directory(parent)) die_input("out: the folder '%s' does not exist", parent);
+    }
+    free(parent);
 
     char *ckpt = ckpt_resolve(argv[1]);
     Config cfg;

@@ -132,8 +132,15 @@ void llmc_shape_config(Config *cfg, const char *path) {
     }
     if (cfg_int(cfg, "seq_len") > h.max_T)
         die_input("seq_len: %ld is longer than init_from %s's max_seq_len %d", cfg_int(cfg, "seq_len"), path, h.max_T);
-    if (strcmp(cfg_str(cfg, "mixer"), "softmax"))
-        die_input("mixer: init_from %s is an llm.c GPT-2 (softmax attention), not '%s'", path, cfg_str(cfg, "mixer"));
+    const MixerKind *kinds[MAX_LAYERS];
+    model_parse_mixers(cfg_str(cfg, "mixer"), h.L, kinds);
+    for (int l = 0; l < h.L; l++)
+        if (strcmp(kinds[l]->name, "softmax"))
+            die_input("mixer: init_from %s is an llm.c GPT-2 (softmax attention in every layer), not '%s'", path,
+                      cfg_str(cfg, "mixer"));
+    if (cfg_int(cfg, "short_conv") != 0)
+        die_input("short_conv: init_from %s is an llm.c GPT-2, which has no short convolution (set short_conv = 0)",
+                  path);
     if (!cfg_bool(cfg, "mlp")) die_input("mlp: init_from %s is an llm.c GPT-2, which has an MLP in every block", path);
     if (strcmp(cfg_str(cfg, "pos_emb"), "learned"))
         die_input("pos_emb: init_from %s is an llm.c GPT-2, which has learned positions", path);
@@ -149,6 +156,26 @@ static const TensorInfo *model_tensor(const Model *m, int i, int l, size_t count
     else if (t->count != count)
         snprintf(err, errlen, "tensor '%s' holds %zu values, llm.c's layout %zu", name, t->count, count), t = NULL;
     return t;
+}
+
+// -1 with err when m holds a tensor outside llm.c's layout (a short convolution, another mixer's)
+// or not exactly the `expected` count of them.
+static int no_foreign_tensors(const Model *m, size_t expected, char *err, size_t errlen) {
+    for (int i = 0; i < m->n_tensors; i++) {
+        const char *n = m->tensors[i].name, *suffix = n;
+        if (!strncmp(n, "h.", 2)) suffix = strchr(n + 2, '.') + 1;
+        int known = 0;
+        for (int k = 0; k < LLMC_N_TENSORS; k++) known |= !strcmp(suffix, k_tensors[k].name);
+        if (!known) {
+            snprintf(err, errlen, "llm.c's GPT-2 has no tensor like '%s'", n);
+            return -1;
+        }
+    }
+    if ((size_t)m->n_tensors != expected) {
+        snprintf(err, errlen, "the model has %d tensors, llm.c's GPT-2 %zu", m->n_tensors, expected);
+        return -1;
+    }
+    return 0;
 }
 
 static float bf16_to_f32(uint16_t b) {
@@ -167,12 +194,15 @@ int llmc_load(const char *path, Model *m, char *err, size_t errlen) {
                  s->L, s->H, s->C, s->V, s->T, h.L, h.H, h.C, h.V, h.max_T);
         return -1;
     }
-    // Check every destination before touching the model, so a failure leaves it unchanged.
+    // Check every destination, and that every tensor of the model has a source, before touching
+    // the model, so a failure leaves it unchanged.
+    size_t expected = 0;
     for (int i = 0; i < LLMC_N_TENSORS; i++)
-        for (int l = 0; l < (k_tensors[i].per_layer ? h.L : 1); l++) {
+        for (int l = 0; l < (k_tensors[i].per_layer ? h.L : 1); l++, expected++) {
             size_t want = i == 0 ? (size_t)h.V * h.C : i == 1 ? (size_t)s->T * h.C : file_count(&h, i);
             if (!model_tensor(m, i, l, want, err, errlen)) return -1;
         }
+    if (no_foreign_tensors(m, expected, err, errlen) != 0) return -1;
     FILE *f = fopenCheck(path, "rb");
     size_t eb = elem_bytes(&h), biggest = 0;
     for (int i = 0; i < LLMC_N_TENSORS; i++)
@@ -216,20 +246,7 @@ int llmc_exportable(const Model *m, char *err, size_t errlen) {
     for (int i = 0; i < LLMC_N_TENSORS; i++)
         for (int l = 0; l < (k_tensors[i].per_layer ? s->L : 1); l++, expected++)
             if (!model_tensor(m, i, l, file_count(&h, i), err, errlen)) return -1;
-    for (int i = 0; i < m->n_tensors; i++) {
-        const char *n = m->tensors[i].name, *suffix = n;
-        if (!strncmp(n, "h.", 2)) suffix = strchr(n + 2, '.') + 1;
-        int known = 0;
-        for (int k = 0; k < LLMC_N_TENSORS; k++) known |= !strcmp(suffix, k_tensors[k].name);
-        if (!known) {
-            snprintf(err, errlen, "llm.c's GPT-2 has no tensor like '%s'", n);
-            return -1;
-        }
-    }
-    if ((size_t)m->n_tensors != expected) {
-        snprintf(err, errlen, "the model has %d tensors, llm.c's GPT-2 %zu", m->n_tensors, expected);
-        return -1;
-    }
+    if (no_foreign_tensors(m, expected, err, errlen) != 0) return -1;
     return 0;
 }
 
@@ -246,7 +263,10 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
         return -1;
     }
     int ok = fwrite(hd, sizeof hd, 1, f) == 1;
-    float *buf = mallocCheck(sizeof(float) * file_count(&h, 0));
+    size_t biggest = 0;
+    for (int i = 0; i < LLMC_N_TENSORS; i++)
+        if (file_count(&h, i) > biggest) biggest = file_count(&h, i);
+    float *buf = mallocCheck(sizeof(float) * biggest);
     for (int i = 0; i < LLMC_N_TENSORS && ok; i++)
         for (int l = 0; l < (k_tensors[i].per_layer ? h.L : 1) && ok; l++) {
             size_t n = file_count(&h, i), use = i == 0 ? (size_t)h.V * h.C : n;
