@@ -69,6 +69,7 @@ bench: build/bench build/bench_gemm
 
 # asan, valgrind, fuzz, faults, clang-check, arm64-test: README "Reliability"
 include tests/reliability.mk
+include tests/report.mk
 
 clean:
 	rm -rf build $(PROGRAMS)

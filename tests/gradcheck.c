@@ -224,6 +224,14 @@ void rig_check_qk(MixerRig *r, double tol) {
                     w[j] = d;
                     if (d > mx) mx = d;
                 }
+                if (r->kind->theory == THEORY_RELU2) {  // unnormalised: a_ij = relu(q'_i.k'_j)^2 itself
+                    for (int j = 0; j <= i; j++) {
+                        double x = w[j] > 0 ? w[j] * w[j] : 0;
+                        CHECK(fabs(x - (double)a[i * T + j]) <= tol * (1 + fabs(x)), "%s qk row %d col %d: %.15g vs map %.15g",
+                              r->kind->name, i, j, x, (double)a[i * T + j]);
+                    }
+                    continue;
+                }
                 for (int j = 0; j <= i; j++) {
                     if (r->kind->theory == THEORY_EXP) w[j] = exp(w[j] - mx);
                     sum += w[j];
