@@ -11,6 +11,10 @@ double theory_softmax_Sinf(double gamma2) { return exp(-gamma2 / 2); }
 // --- softmax at finite n: a table per n, filled on first use -----------------------------------
 
 #define SN_POINTS THEORY_SN_POINTS
+#define SN_FINE 64       // grid points 0..64: gamma = g * STEP (0 to 8)
+#define SN_COARSE 0.5    // above: gamma = 8 + (g - 64) * 0.5, to 32 (S changes slowly there)
+
+static double sn_gamma(int g) { return g <= SN_FINE ? g * THEORY_SN_STEP : SN_FINE * THEORY_SN_STEP + (g - SN_FINE) * SN_COARSE; }
 #define SN_EXACT_N 64  // every n up to here has its own table; above, n on a grid of 2^(1/4) steps
 
 typedef struct SnTable {
@@ -30,10 +34,10 @@ int theory_sn_samples(int n) {
     return s < 512 ? 512 : s;
 }
 
-// Fills grid points 0..points-1 of t: E[S] of softmax over n N(0, gamma^2) scores at gamma = g * STEP,
-// from the same draws. With x_j = z_j - max z and u_j = exp(STEP * x_j) <= 1, the weights at
+// Fills grid points 0..points-1 of t: E[S] of softmax over n N(0, gamma^2) scores at gamma =
+// sn_gamma(g), from the same draws. With x_j = z_j - max z and u_j = exp(STEP * x_j) <= 1, the weights at
 // gamma = g * STEP are u_j^g (the largest is exactly 1), so each grid point costs a multiply per
-// weight, not an exp. A point's value does not depend on how many points are computed, so
+// weight, not an exp (above gamma = 8 a step is 4 fine steps, the factor u^4). A point's value does not depend on how many points are computed, so
 // extending the grid later (larger gammas) recomputes the same values.
 static void sn_fill(SnTable *t, int n, int points) {
     int M = theory_sn_samples(n);
@@ -53,6 +57,8 @@ static void sn_fill(SnTable *t, int n, int points) {
         s1[0] += 1, s2[0] += 1;  // gamma = 0: flat, S = 1
         for (int g = 1; g < points; g++) {
             double l1 = 0, l2 = 0;
+            if (g == SN_FINE + 1)  // from here on a step is 4 fine steps: the factor u^4
+                for (int j = 0; j < n; j++) u[j] = (u[j] * u[j]) * (u[j] * u[j]);
 #pragma omp simd reduction(+ : l1, l2)
             for (int j = 0; j < n; j++) {
                 w[j] *= u[j];
@@ -103,21 +109,34 @@ static const SnTable *sn_table(int k, int need) {
     return t;
 }
 
-// Grid points needed to interpolate at gamma.
-static int sn_need(double gamma) {
-    double x = gamma / THEORY_SN_STEP;
-    return !(x > 0) ? 1 : x >= SN_POINTS - 1 ? SN_POINTS : (int)x + 2;
+// Grid position of gamma: g and f in [0, 1) with sn_gamma(g) <= gamma < sn_gamma(g + 1), f linear
+// in gamma^2 (near 0, S = 1 - c gamma^2, so this is exact there where linear in gamma is not).
+static int sn_pos(double gamma, double *f) {
+    *f = 0;
+    if (!(gamma > 0)) return 0;
+    if (gamma >= sn_gamma(SN_POINTS - 1)) return SN_POINTS - 1;
+    int g = gamma <= sn_gamma(SN_FINE) ? (int)(gamma / THEORY_SN_STEP)
+                                       : SN_FINE + (int)((gamma - sn_gamma(SN_FINE)) / SN_COARSE);
+    if (g >= SN_POINTS - 1) g = SN_POINTS - 2;
+    double a = sn_gamma(g), b = sn_gamma(g + 1);
+    *f = (gamma * gamma - a * a) / (b * b - a * a);
+    return g;
 }
 
-// One table's value at gamma: linear in gamma^2 between grid points (near 0, S = 1 - c gamma^2, so
-// this is exact there where linear in gamma is not), clamped at the last point.
+// Grid points needed to interpolate at gamma.
+static int sn_need(double gamma) {
+    double f;
+    int g = sn_pos(gamma, &f);
+    return g + 2 > SN_POINTS ? SN_POINTS : g + 2;
+}
+
+// One table's value at gamma, clamped at the last grid point.
 static double sn_at(const SnTable *t, double gamma, int want_se) {
     const double *v = want_se ? t->se : t->mean;
-    double x = gamma / THEORY_SN_STEP;
-    if (!(x > 0)) return v[0];
-    if (x >= SN_POINTS - 1) return v[SN_POINTS - 1];
-    int g = (int)x;
-    double f = (x * x - (double)g * g) / (2.0 * g + 1);  // ((g+f')^2 - g^2) / ((g+1)^2 - g^2)
+    double f;
+    int g = sn_pos(gamma, &f);
+    if (g >= SN_POINTS - 1) return v[SN_POINTS - 1];
+    if (f == 0) return v[g];
     return want_se ? (v[g] > v[g + 1] ? v[g] : v[g + 1]) : v[g] + f * (v[g + 1] - v[g]);
 }
 

@@ -10,13 +10,13 @@
 double theory_softmax_Sinf(double gamma2);
 // softmax at finite n: E[S] of softmax over n i.i.d. N(0, gamma^2) scores (beta cancels). A
 // fixed-seed Monte Carlo (theory_sn_samples(n) draws of n scores; the same draws for every gamma
-// of one n, so the curve is smooth in gamma) on THEORY_SN_POINTS values of gamma in steps of
-// THEORY_SN_STEP (0 to 32), linear in gamma^2 between grid points and clamped above the grid (where S is near
+// of one n, so the curve is smooth in gamma) on THEORY_SN_POINTS values of gamma, in steps of
+// THEORY_SN_STEP from 0 to 8 and of 0.5 from 8 to 32, linear in gamma^2 between grid points and clamped above the grid (where S is near
 // the one-hot 1/sqrt(n)). Lengths up to 64 have their own table; longer ones are interpolated
 // linearly in log n between lengths 64 * 2^(k/4). Deterministic and safe to call from several
 // threads (a table is computed on first use under a lock; its values do not depend on who asks).
 #define THEORY_SN_STEP 0.125
-#define THEORY_SN_POINTS 257
+#define THEORY_SN_POINTS 113
 double theory_softmax_Sn(int n, double gamma);
 int theory_sn_samples(int n);
 // The Monte Carlo's standard error there (sample standard deviation / sqrt(samples)).

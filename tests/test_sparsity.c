@@ -117,13 +117,13 @@ TEST(softmax_Sinf_uses_the_full_covariance) {
 // it is far above the n -> infinity limit: within 1%. Its stated standard error is small.
 TEST(softmax_Sn_matches_an_independent_monte_carlo) {
     const int ns[] = {2, 5, 17, 64, 100};  // 100: between the tables of 90 and 108
-    const double gammas[] = {0.3, 1.0, 2.0, 3.7, 7.3};
+    const double gammas[] = {0.3, 1.0, 2.0, 3.7, 7.3, 11.3};
     real a[100];
     double x[100];
     Rng rng;
     rng_seed(&rng, 99);
     for (int ni = 0; ni < 5; ni++)
-        for (int gi = 0; gi < 5; gi++) {
+        for (int gi = 0; gi < 6; gi++) {
             int n = ns[ni];
             double g = gammas[gi], mc = 0;
             enum { M = 100000 };
