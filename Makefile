@@ -137,6 +137,7 @@ bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
 include tests/reliability.mk
 # parallel-test, slurm-test: sweeps on GNU parallel and Slurm (docs/sweeps-engines.md)
 include tests/engines.mk
+include tests/report.mk
 
 clean:
 	rm -rf build $(PROGRAMS)

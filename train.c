@@ -307,6 +307,9 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
         sparsity_write_jsonl(tr->sparsity, tr->step, cfg_str(c, "mixer"), &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
+        progress_break();
+        sparsity_print_layers(stdout, tr->step, &r);  // S_recall and answer share per head, a line per layer
+        fflush(stdout);
         if (rows == 0) {
             stats = r.stats;
             have_stats = 1;

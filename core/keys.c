@@ -49,7 +49,7 @@ static KeyDef g_keys[] = {
     {"eval_every", KEY_INT, "100", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "validation every N steps (and at the end)"},
     {"eval_batches", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "validation batches (0 = the whole validation set)"},
     {"sparsity_every", KEY_INT, "100", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "per-head attention sparsity S(a) to sparsity.jsonl every N steps, at step 0 and at the end (0 = off)"},
-    {"sparsity_rows", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "rows measured per sparsity pass, evenly spaced (0 = every row of the eval_batches sequences)"},
+    {"sparsity_rows", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "rows measured per sparsity pass: every row of ceil(N / seq_len) sequences at an even stride (0 = every row of the eval_batches sequences)"},
     {"sample_every", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "print a sample and log it to metrics.jsonl every N steps (0 = off)"},
     {"sample_tokens", KEY_INT, "64", RANGE_POS, 0, KEY_RESUMABLE, "run", "tokens per sample"},
     {"sample_prompt", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "text the samples continue (escapes \\n \\t \\xNN); token ids without a tokenizer"},

@@ -19,6 +19,7 @@ void dataset_mqar(Dataset *ds, const MqarSpec *spec) {
     if (err) die_input("task = mqar: %s", err);
     ds->T = spec->seq_len;
     ds->vocab_size = spec->vocab_size;
+    ds->mqar_kv_pairs = spec->kv_pairs;
     ds->n = spec->n_examples;
     size_t count = (size_t)ds->n * (size_t)ds->T;
     ds->inputs = mallocCheck(count * sizeof(int32_t));

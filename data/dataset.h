@@ -11,6 +11,7 @@ typedef struct Shard Shard;
 typedef struct {
     int T;                 // tokens per row
     int vocab_size;        // every token is < vocab_size
+    int mqar_kv_pairs;     // MQAR: key-value pairs at the start of every sequence (0: not MQAR)
     long n;                // number of sequences
     // in-memory sequences (MQAR): inputs/labels [n, T]
     int32_t *inputs, *labels;

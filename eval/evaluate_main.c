@@ -1,9 +1,12 @@
-// ./evaluate PATH... [key=value ...]: val loss, task accuracy and per-head attention sparsity S(a)
-// of checkpoints (docs/sparsity.md#evaluate). PATH is a checkpoint or a run folder (then every
-// checkpoint in it, in step order); several PATHs are compared. Per run folder it writes eval.jsonl
-// and the figures (sparsity_steps.svg, sparsity_heatmap.svg, sparsity_recall_heatmap.svg,
-// loss_acc.svg, and sparsity_train.svg from the trainer's sparsity.jsonl when there is one); with
-// several runs also compare.svg. A checkpoint that cannot be read is reported and skipped.
+// ./evaluate PATH... [--maps] [key=value ...]: val loss, task accuracy and per-head attention
+// sparsity S(a) of checkpoints, with the theory beside it and, on MQAR, where the query rows' weight
+// lands (docs/sparsity.md). PATH is a checkpoint or a run folder (then every checkpoint in it, in
+// step order); several PATHs are compared. Per run folder it writes eval.jsonl, the figures
+// (sparsity_steps.svg, sparsity_heatmap.svg, sparsity_recall_heatmap.svg, loss_acc.svg,
+// sparsity_by_pos.svg, sparsity_scatter.svg, and sparsity_train.svg from the trainer's
+// sparsity.jsonl when there is one) and report.html; with --maps also the attention maps of one
+// validation sequence at the last checkpoint (map_L<l>_H<h>.svg, maps.safetensors); with several
+// runs also compare.svg. A checkpoint that cannot be read is reported and skipped.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -17,6 +20,8 @@
 #include "core/keys.h"
 #include "core/progress.h"
 #include "data/task.h"
+#include "eval/maps.h"
+#include "eval/report.h"
 #include "eval/sparsity.h"
 #include "eval/svg_plot.h"
 #include "eval/val_eval.h"
@@ -35,7 +40,17 @@ typedef struct {
     long *steps;
     int n;
     int evaluated;   // checkpoints read and evaluated
+    int last_ok;     // index of the last checkpoint evaluated (-1: none)
+    double last_loss, last_acc;
 } Target;
+
+// What --maps draws (map_* keys on the command line).
+typedef struct {
+    int on;            // --maps given
+    long seq;          // map_seq: validation sequence (default 0, the first test example)
+    int layer, head;   // map_layer, map_head: -1 = every one
+    int answers;       // map_answers: -1 auto (MQAR only), 1 required, 0 off
+} MapArgs;
 
 // --- the records of a run folder, as plotted ------------------------------------------------------
 
@@ -456,23 +471,40 @@ static void print_summary(long step, double loss, double acc, const SparsityResu
     char buf[1024];
     int k = snprintf(buf, sizeof buf, "step %8ld | val loss %.4f | acc %.4f | S", step, loss, acc);
     for (int l = 0; l < r->L && k < (int)sizeof buf - 40; l++) {
-        double s = 0, sr = 0;
-        for (int h = 0; h < r->H; h++) s += r->heads[l * r->H + h].S, sr += r->heads[l * r->H + h].S_recall;
+        double s = 0, sr = 0, ans = 0;
+        for (int h = 0; h < r->H; h++) {
+            const HeadSparsity *hd = &r->heads[l * r->H + h];
+            s += hd->S, sr += hd->S_recall, ans += hd->ans_share;
+        }
         k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d %.3f", l, s / r->H);
-        if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f)", sr / r->H);
+        if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f", sr / r->H);
+        if (isfinite(sr) && isfinite(ans)) k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer share %.3f", ans / r->H);
+        if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, ")");
     }
     progress_break();
     printf("%s\n", buf);
     fflush(stdout);
 }
 
-static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, int ti, int n_targets) {
+// Bad --maps choices, as soon as the model's shape and validation set are known (exit 2).
+static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *ckpt) {
+    if (!ma->on) return;
+    if (ma->seq >= ev->task.val.n)
+        die_input("map_seq: %ld is out of range (%s validates on %ld sequences)", ma->seq, ckpt, ev->task.val.n);
+    if (ma->layer >= ev->model->s.L) die_input("map_layer: %d is out of range (%s has %d layers)", ma->layer, ckpt, ev->model->s.L);
+    if (ma->head >= ev->model->s.H) die_input("map_head: %d is out of range (%s has %d heads)", ma->head, ckpt, ev->model->s.H);
+    if (ma->answers == 1 && ev->task.val.mqar_kv_pairs == 0)
+        die_input("map_answers: %s is not an MQAR run: its sequences have no answer positions to mark", ckpt);
+}
+
+static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, const MapArgs *ma, int ti, int n_targets) {
     char *fresh = NULL;
     size_t fresh_len = 0;
     FILE *out = open_memstream(&fresh, &fresh_len);
     if (!out) die("out of memory");
     long *done = mallocCheck(sizeof(long) * (size_t)t->n);
     int n_done = 0;
+    t->last_ok = -1;
     double t0 = now_seconds();
     printf("%s: %d checkpoint%s\n", t->path, t->n, t->n == 1 ? "" : "s");
     for (int i = 0; i < t->n; i++) {
@@ -490,8 +522,10 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, i
             continue;
         }
         config_apply_args(&c, n_over, over);
-        if (!ev->built || config_first_difference(&ev->cfg, &c)) evaluator_build(ev, &c, ck);
-        else config_free(&c);
+        if (!ev->built || config_first_difference(&ev->cfg, &c)) {
+            evaluator_build(ev, &c, ck);
+            check_map_args(ma, ev, ck);
+        } else config_free(&c);
         if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) {
             progress_break();
             fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
@@ -515,6 +549,9 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, i
         print_summary(step, loss, acc, &res);
         sparsity_result_free(&res);
         done[n_done++] = step;
+        t->last_ok = i;
+        t->last_loss = loss;
+        t->last_acc = acc;
     }
     progress_break();
     t->evaluated = n_done;
@@ -524,22 +561,79 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, i
     free(done);
 }
 
+// --- maps and the report -----------------------------------------------------------------------
+
+// The attention maps of the target's last evaluated checkpoint (reloaded if a later one failed).
+static void draw_maps(Target *t, Evaluator *ev, const MapArgs *ma) {
+    const char *ck = t->ckpts[t->last_ok];
+    char err[512];
+    if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "evaluate: %s: cannot draw maps: %s\n", ck, err);
+        return;
+    }
+    AttentionMaps am;
+    maps_extract(ev->model, &ev->task.val, ev->T, ma->seq, ma->layer, ma->head, &am);
+    if (ma->answers == 0) am.has_answers = 0;
+    const char *mixer = cfg_str(&ev->cfg, "mixer");
+    long step = t->steps[t->last_ok];
+    int ok = maps_draw(&am, t->dir, step, mixer);
+    printf("  wrote %d attention map%s (%s/map_L*_H*.svg, step %ld, validation sequence %ld)\n", ok, ok == 1 ? "" : "s",
+           t->dir, step, ma->seq);
+    if (ok < am.n) fprintf(stderr, "evaluate: %s: %d maps could not be written\n", t->dir, am.n - ok);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/maps.safetensors", t->dir);
+    if (maps_save(&am, path, step, mixer, err, sizeof err) != 0) fprintf(stderr, "evaluate: %s: %s\n", path, err);
+    else printf("  wrote %s\n", path);
+    maps_free(&am);
+}
+
+// S by position, the scatter and report.html of a run folder.
+static void write_report(Target *t, const RunData *d, const Evaluator *ev) {
+    char title[512], path[1200];
+    StepRecords last;
+    int have = report_read_last_step(t->dir, &last);
+    if (have) {
+        snprintf(title, sizeof title, "S by query position at step %ld: %s (%s)", last.step, base_name(t->dir), d->mixer);
+        snprintf(path, sizeof path, "%s/sparsity_by_pos.svg", t->dir);
+        if (report_plot_by_position(t->dir, &last, title) == 0) printf("  wrote %s\n", path);
+    }
+    snprintf(title, sizeof title, "theory against measurement: %s (%s, theory %s)", base_name(t->dir), d->mixer, d->theory);
+    snprintf(path, sizeof path, "%s/sparsity_scatter.svg", t->dir);
+    if (report_plot_scatter(t->dir, title) == 0) printf("  wrote %s\n", path);
+    char *cfg_text = config_to_text(&ev->cfg);
+    snprintf(path, sizeof path, "%s/report.html", t->dir);
+    report_write(report_write_html(t->dir, d->mixer, t->steps[t->last_ok], t->last_loss, t->last_acc, cfg_text,
+                                   have ? &last : NULL),
+                 path);
+    free(cfg_text);
+    report_records_free(&last);
+}
+
 // --- arguments ----------------------------------------------------------------------------------------
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ./evaluate PATH... [key=value ...]\n"
+            "usage: ./evaluate PATH... [--maps] [key=value ...]\n"
             "PATH: a checkpoint (ckpt_*.safetensors) or a run folder (every checkpoint in it, in step order);\n"
             "several run folders are also compared in one figure.\n"
             "For each checkpoint: val loss, task accuracy and per-head attention sparsity S(a) with the\n"
-            "theory's prediction; writes eval.jsonl and SVG figures into each run folder.\n"
+            "theory's prediction and (MQAR) where the query rows' weight lands; writes eval.jsonl, SVG\n"
+            "figures and report.html into each run folder.\n"
+            "--maps: also draw the attention maps of one validation sequence at the last checkpoint\n"
+            "(map_L<l>_H<h>.svg) and save them (maps.safetensors); give a checkpoint file as PATH to\n"
+            "draw another checkpoint's maps.\n"
             "keys (default: the checkpoint's own value):\n"
             "  eval_batches=N   validation batches (0 = the whole validation set)\n"
-            "  sparsity_rows=N  rows measured per checkpoint, evenly spaced (0 = all)\n"
+            "  sparsity_rows=N  rows measured per checkpoint: every row of ceil(N/seq_len) sequences at an\n"
+            "                   even stride (0 = all)\n"
             "  batch_size=N     sequences per forward pass\n"
             "  threads=N        OpenMP threads (0 = all cores)\n"
             "  compare=FILE     where the several-run figure goes (default: compare.svg in the runs' common\n"
             "                   parent folder, or in the current folder)\n"
+            "  map_seq=N        --maps: the validation sequence (default 0, the first test example)\n"
+            "  map_layer=L      --maps: one layer (default -1: every layer)\n"
+            "  map_head=H       --maps: one head (default -1: every head)\n"
+            "  map_answers=auto|on|off  --maps: mark query rows and answers (auto: on MQAR runs)\n"
             "  also val_data, mqar_test_examples, mqar_test_seed and the run keys of ./train --help\n");
 }
 
@@ -569,34 +663,74 @@ static char *strip_slashes(const char *path) {
     return p;
 }
 
-int main(int argc, char **argv) {
+typedef struct {
+    char **over;      // key=value overrides of the checkpoints' configs
+    int n_over;
+    Target *tg;
+    int n_tg;
+    const char *compare;
+    MapArgs maps;
+} Args;
+
+// An integer map_* value, or exit 2 naming the key.
+static long map_int(const char *arg, const char *key, long lo) {
+    const char *v = arg + strlen(key) + 1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo) die_input("%s: expected an integer >= %ld, got '%s'", key, lo, v);
+    return x;
+}
+
+// Returns 1 when the argument is a map_* key (and applies it).
+static int map_arg(const char *a, MapArgs *m) {
+    if (!strncmp(a, "map_seq=", 8)) m->seq = map_int(a, "map_seq", 0);
+    else if (!strncmp(a, "map_layer=", 10)) m->layer = (int)map_int(a, "map_layer", -1);
+    else if (!strncmp(a, "map_head=", 9)) m->head = (int)map_int(a, "map_head", -1);
+    else if (!strncmp(a, "map_answers=", 12)) {
+        const char *v = a + 12;
+        if (!strcmp(v, "auto")) m->answers = -1;
+        else if (!strcmp(v, "on")) m->answers = 1;
+        else if (!strcmp(v, "off")) m->answers = 0;
+        else die_input("map_answers: expected auto, on or off, got '%s'", v);
+    } else return 0;
+    return 1;
+}
+
+// Splits the command line into paths, overrides, --maps and its keys. Returns 1 after --help.
+static int parse_args(int argc, char **argv, Args *a) {
+    memset(a, 0, sizeof *a);
+    a->maps = (MapArgs){0, 0, -1, -1, -1};
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
-        return 0;
+        return 1;
     }
-    char **over = mallocCheck(sizeof(char *) * (size_t)argc);
-    Target *tg = callocCheck((size_t)argc, sizeof(Target));
-    int n_over = 0, n_tg = 0;
-    const char *compare = NULL;
+    a->over = mallocCheck(sizeof(char *) * (size_t)argc);
+    a->tg = callocCheck((size_t)argc, sizeof(Target));
     for (int i = 1; i < argc; i++) {
-        if (!strncmp(argv[i], "compare=", 8)) compare = argv[i] + 8;
+        if (!strncmp(argv[i], "compare=", 8)) a->compare = argv[i] + 8;
+        else if (!strcmp(argv[i], "--maps")) a->maps.on = 1;
+        else if (map_arg(argv[i], &a->maps)) continue;
         // ./sweep names run folders key=value: an existing path is a path
-        else if (strchr(argv[i], '=') && !path_exists(argv[i])) over[n_over++] = argv[i];
-        else if (argv[i][0] == '-') die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [key=value ...])", argv[i]);
-        else tg[n_tg++].path = strip_slashes(argv[i]);
+        else if (strchr(argv[i], '=') && !path_exists(argv[i])) a->over[a->n_over++] = argv[i];
+        else if (argv[i][0] == '-') die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [--maps] [key=value ...])", argv[i]);
+        else a->tg[a->n_tg++].path = strip_slashes(argv[i]);
     }
-    if (n_tg == 0) {
+    if (a->n_tg == 0) {
         usage(stderr);
         die_input("command line: expected a checkpoint or a run folder");
     }
-    if (compare && !*compare) die_input("compare: expected a file name, got ''");
-    // Check the overrides once, before any work.
+    if (a->compare && !*a->compare) die_input("compare: expected a file name, got ''");
+    return 0;
+}
+
+// Checks the overrides once, before any work: known keys that may differ from the checkpoint.
+static void check_overrides(const Args *a) {
     Config probe;
     config_init_all(&probe);
-    config_apply_args(&probe, n_over, over);
-    for (int i = 0; i < n_over; i++) {
+    config_apply_args(&probe, a->n_over, a->over);
+    for (int i = 0; i < a->n_over; i++) {
         char key[128];
-        snprintf(key, sizeof key, "%.*s", (int)(strchr(over[i], '=') - over[i]), over[i]);
+        snprintf(key, sizeof key, "%.*s", (int)(strchr(a->over[i], '=') - a->over[i]), a->over[i]);
         for (char *e = key + strlen(key); e > key && (e[-1] == ' ' || e[-1] == '\t');) *--e = 0;
         const KeyDef *k = config_find(&probe, key);
         if (k && !key_allowed(k))
@@ -605,10 +739,12 @@ int main(int argc, char **argv) {
     }
     if (cfg_int(&probe, "threads") > 0) omp_set_num_threads((int)cfg_int(&probe, "threads"));
     config_free(&probe);
-    fpu_flush_denormals();
+}
 
-    for (int i = 0; i < n_tg; i++) {
-        Target *t = &tg[i];
+// Each PATH: a run folder and its checkpoints, or one checkpoint.
+static void resolve_targets(Args *a) {
+    for (int i = 0; i < a->n_tg; i++) {
+        Target *t = &a->tg[i];
         if (!path_exists(t->path)) die_input("%s: no such checkpoint or run folder", t->path);
         if (is_directory(t->path)) {
             t->dir = strdupCheck(t->path);
@@ -625,65 +761,80 @@ int main(int argc, char **argv) {
             t->steps[0] = !strncmp(b, "ckpt_", 5) ? atol(b + 5) : 0;
         }
     }
+}
+
+// Several runs: compare.svg in the given file, the runs' common parent folder or here.
+static void compare_runs(const Args *a, RunData *runs) {
+    int n_good = 0;
+    for (int i = 0; i < a->n_tg; i++) n_good += runs[i].n > 0;
+    if (a->n_tg < 2 || n_good < 2) return;
+    RunData *good = callocCheck((size_t)n_good, sizeof(RunData));
+    Target *gt = callocCheck((size_t)n_good, sizeof(Target));
+    int k = 0;
+    for (int i = 0; i < a->n_tg; i++)
+        if (runs[i].n > 0) good[k] = runs[i], gt[k++] = a->tg[i];
+    char def[1200];
+    const char *compare = a->compare;
+    if (!compare) {
+        char *parent = dir_of(gt[0].dir);
+        int same = 1;
+        for (int i = 1; i < n_good; i++) {
+            char *p = dir_of(gt[i].dir);
+            same &= !strcmp(p, parent);
+            free(p);
+        }
+        snprintf(def, sizeof def, "%s/compare.svg", same ? parent : ".");
+        free(parent);
+        compare = def;
+    }
+    printf("comparing %d runs\n", n_good);
+    plot_compare(good, gt, n_good, compare);
+    free(good);
+    free(gt);
+}
+
+static void args_free(Args *a) {
+    for (int i = 0; i < a->n_tg; i++) {
+        free(a->tg[i].path);
+        free(a->tg[i].dir);
+        for (int j = 0; j < a->tg[i].n; j++) free(a->tg[i].ckpts[j]);
+        free(a->tg[i].ckpts);
+        free(a->tg[i].steps);
+    }
+    free(a->tg);
+    free(a->over);
+}
+
+int main(int argc, char **argv) {
+    Args a;
+    if (parse_args(argc, argv, &a)) return 0;
+    check_overrides(&a);
+    fpu_flush_denormals();
+    resolve_targets(&a);
 
     Evaluator ev;
     memset(&ev, 0, sizeof ev);
-    int failed = 0;
-    char failed_path[1024] = "";
-    RunData *runs = callocCheck((size_t)n_tg, sizeof(RunData));
-    for (int i = 0; i < n_tg; i++) {
-        Target *t = &tg[i];
-        evaluate_target(t, n_over, over, &ev, i, n_tg);
+    const char *failed = NULL;
+    RunData *runs = callocCheck((size_t)a.n_tg, sizeof(RunData));
+    for (int i = 0; i < a.n_tg; i++) {
+        Target *t = &a.tg[i];
+        evaluate_target(t, a.n_over, a.over, &ev, &a.maps, i, a.n_tg);
         if (t->evaluated == 0) {
-            if (!failed) snprintf(failed_path, sizeof failed_path, "%s", t->path);
-            failed = 1;
+            if (!failed) failed = t->path;
             continue;
         }
         char path[1200];
         snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
         run_data_read(path, &runs[i]);
         draw_run_figures(t, &runs[i]);
+        if (a.maps.on) draw_maps(t, &ev, &a.maps);
+        write_report(t, &runs[i], &ev);
     }
     evaluator_free(&ev);
-
-    int n_good = 0;
-    for (int i = 0; i < n_tg; i++) n_good += runs[i].n > 0;
-    if (n_tg > 1 && n_good > 1) {
-        RunData *good = callocCheck((size_t)n_good, sizeof(RunData));
-        Target *gt = callocCheck((size_t)n_good, sizeof(Target));
-        int k = 0;
-        for (int i = 0; i < n_tg; i++)
-            if (runs[i].n > 0) good[k] = runs[i], gt[k++] = tg[i];
-        char def[1200];
-        if (!compare) {
-            // the runs' common parent folder, else the current folder
-            char *parent = dir_of(gt[0].dir);
-            int same = 1;
-            for (int i = 1; i < n_good; i++) {
-                char *p = dir_of(gt[i].dir);
-                same &= !strcmp(p, parent);
-                free(p);
-            }
-            snprintf(def, sizeof def, "%s/compare.svg", same ? parent : ".");
-            free(parent);
-            compare = def;
-        }
-        printf("comparing %d runs\n", n_good);
-        plot_compare(good, gt, n_good, compare);
-        free(good);
-        free(gt);
-    }
-    for (int i = 0; i < n_tg; i++) {
-        run_data_free(&runs[i]);
-        free(tg[i].path);
-        free(tg[i].dir);
-        for (int j = 0; j < tg[i].n; j++) free(tg[i].ckpts[j]);
-        free(tg[i].ckpts);
-        free(tg[i].steps);
-    }
+    compare_runs(&a, runs);
+    for (int i = 0; i < a.n_tg; i++) run_data_free(&runs[i]);
     free(runs);
-    free(tg);
-    free(over);
-    if (failed) die_input("%s: no checkpoint could be read", failed_path);
+    if (failed) die_input("%s: no checkpoint could be read", failed);
+    args_free(&a);
     return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "core/io.h"
 #include "core/json.h"
+#include "eval/answer.h"
 
 // --- one row -------------------------------------------------------------------------------------
 
@@ -32,152 +33,272 @@ int sparsity_row(const real *a, int n, RowStats *st) {
     return 1;
 }
 
-// --- closed forms ---------------------------------------------------------------------------------
-
-double theory_decay_S(double lambda, int n) {
-    if (n <= 1 || lambda == 1) return 1;
-    double ln = pow(lambda, n);
-    return sqrt((1 - ln) / (n * (1 - lambda)) * (1 + lambda) / (1 + ln));
-}
-
-double theory_exp_S(double sigma2, double q2) { return exp(-sigma2 * q2 / 2); }
-
-void theory_exp_rows(const real *q, const real *k, int T, int K, double *pred) {
-    double *mean = callocCheck((size_t)K, sizeof(double));
-    double m2 = 0;  // sum over dimensions of the prefix's sum of squared deviations (Welford)
-    for (int i = 0; i < T; i++) {
-        const real *ki = k + (size_t)i * K, *qi = q + (size_t)i * K;
-        double n = i + 1, q2 = 0;
-        for (int d = 0; d < K; d++) {
-            double x = (double)ki[d], delta = x - mean[d];
-            mean[d] += delta / n;
-            m2 += delta * (x - mean[d]);
-            q2 += (double)qi[d] * (double)qi[d];
-        }
-        pred[i] = theory_exp_S(m2 / n / K, q2);
-    }
-    free(mean);
-}
-
-void theory_linear_rows(const real *q, const real *k, int T, int K, double *pred) {
-    double *mean = callocCheck((size_t)K, sizeof(double));
-    double *m2 = callocCheck((size_t)K * K, sizeof(double));  // co-moment matrix of the prefix
-    double *delta = mallocCheck(sizeof(double) * K);
-    for (int i = 0; i < T; i++) {
-        const real *ki = k + (size_t)i * K, *qi = q + (size_t)i * K;
-        double n = i + 1;
-        for (int d = 0; d < K; d++) delta[d] = (double)ki[d] - mean[d];
-        for (int d = 0; d < K; d++) mean[d] += delta[d] / n;
-        // C += (x - mean_old)(x - mean_new)^T, symmetric
-        for (int d = 0; d < K; d++) {
-            double after = (double)ki[d] - mean[d];
-            for (int e = 0; e < K; e++) m2[(size_t)d * K + e] += delta[e] * after;
-        }
-        double qmu = 0, qSq = 0;
-        for (int d = 0; d < K; d++) {
-            double row = 0;
-            for (int e = 0; e < K; e++) row += m2[(size_t)d * K + e] * (double)qi[e];
-            qSq += (double)qi[d] * row;
-            qmu += (double)qi[d] * mean[d];
-        }
-        qSq /= n;
-        if (qSq < 0) qSq = 0;  // rounding of a (near) constant prefix
-        pred[i] = qmu != 0 ? 1 / sqrt(1 + qSq / (qmu * qmu)) : NAN;
-    }
-    free(mean);
-    free(m2);
-    free(delta);
-}
-
 const char *theory_name(Theory t) {
     switch (t) {
-    case THEORY_EXP: return "exp";
-    case THEORY_LINEAR: return "linear";
+    case THEORY_EXP: return "softmax";
+    case THEORY_RELU2: return "relu2";
+    case THEORY_IDENTITY: return "identity";
+    case THEORY_LINEAR: return "linear_check";
     case THEORY_DECAY: return "decay";
     default: return "none";
     }
 }
 
-// --- the pass over the validation set ----------------------------------------------------------
+// --- sums of one (sequence, map) -------------------------------------------------------------------
 
-// Sums of one (sequence, map): measured in parallel, added into the heads in a fixed order.
+// Every sum is a double (counts too: exact far beyond any row count), so adding two is one loop.
+enum {
+    F_ROWS, F_S, F_ENT, F_MAXW, F_NEG, F_ONEHOT,
+    F_ROWS_Q, F_S_Q, F_ONEHOT_Q,
+    F_ROWS_KV, F_S_KV, F_ROWS_O, F_S_O,
+    F_ROWS_N2, F_NORM, F_ROWS_N2_Q, F_NORM_Q,
+    F_ROWS_P, F_PRED, F_MEASP, F_INF, F_ROWS_PQ, F_PRED_Q, F_MEASP_Q, F_INF_Q,
+    F_ZERO, F_ZERO_Q,
+    F_ROWS_A, F_ANS, F_KEY, F_HIT, F_RANK, F_TOP1, F_TOP4, F_N90,
+    F_BIN_ROWS,
+    F_BIN_S = F_BIN_ROWS + SPARSITY_POS_BINS,
+    F_BIN_PROWS = F_BIN_S + SPARSITY_POS_BINS,
+    F_BIN_PRED = F_BIN_PROWS + SPARSITY_POS_BINS,
+    F_COUNT = F_BIN_PRED + SPARSITY_POS_BINS,
+};
+
 typedef struct {
-    long rows, rows_recall, rows_pred, rows_pred_recall;
-    double S, S_recall, entropy, max_weight, neg_mass, onehot, onehot_recall;
-    double pred, meas_pred, pred_recall, meas_pred_recall;
+    double v[F_COUNT];
 } MapSums;
 
 static void sums_add(MapSums *a, const MapSums *b) {
-    a->rows += b->rows;
-    a->rows_recall += b->rows_recall;
-    a->rows_pred += b->rows_pred;
-    a->rows_pred_recall += b->rows_pred_recall;
-    a->S += b->S;
-    a->S_recall += b->S_recall;
-    a->entropy += b->entropy;
-    a->max_weight += b->max_weight;
-    a->neg_mass += b->neg_mass;
-    a->onehot += b->onehot;
-    a->onehot_recall += b->onehot_recall;
-    a->pred += b->pred;
-    a->meas_pred += b->meas_pred;
-    a->pred_recall += b->pred_recall;
-    a->meas_pred_recall += b->meas_pred_recall;
+    for (int i = 0; i < F_COUNT; i++) a->v[i] += b->v[i];
 }
 
-typedef struct {  // per-thread scratch
-    real *a;      // [T*T] one map
-    real *q, *k;  // [T*4C] theory queries and keys
-    double *pred; // [T]
+// One row's measured and predicted S, for the per-row median ratio and rank correlation.
+typedef struct {
+    double S, pred;
+    int flags;  // ROW_PRED: has a prediction; ROW_QUERY: a query row
+} RowPair;
+enum { ROW_PRED = 1, ROW_QUERY = 2 };
+
+typedef struct {
+    RowPair *v;
+    long n, cap;
+} PairList;
+
+typedef struct {     // per-thread scratch
+    real *a;         // [T*T] one map
+    real *q, *k;     // [T*4C] theory queries and keys
+    double *pred, *inf, *beta, *gamma2, *w;  // [T]
 } Scratch;
 
-// Measures map mi of batch row b over its selected rows (sel[T], NULL = all).
-static void measure_map(const Model *m, int l, const MixerIO *io, int b, int mi, const unsigned char *sel,
-                        const int *targets, Scratch *s, MapSums *out) {
-    const MixerKind *mk = m->mixer[l];
-    const void *st = m->mixer_state[l];
-    int T = io->T;
-    memset(out, 0, sizeof *out);
-    mk->attention(st, io, b, mi, s->a);
-    int have_pred = 0;
-    if ((mk->theory == THEORY_EXP || mk->theory == THEORY_LINEAR) && mk->attention_qk) {
+// What one map measurement needs to know about the pass.
+typedef struct {
+    const Model *m;
+    int l, T, kv_pairs, bin_width;
+    const int *inputs, *targets;  // [B*T] of this batch
+} MapCtx;
+
+// Per-row predictions of map mi of batch row b into s->pred (and s->inf for softmax); 0 when the
+// mixer has no theory.
+static int predict_rows(const MapCtx *c, const MixerIO *io, int b, int mi, Scratch *s) {
+    const MixerKind *mk = c->m->mixer[c->l];
+    const void *st = c->m->mixer_state[c->l];
+    int T = c->T;
+    switch (mk->theory) {
+    case THEORY_EXP:
+    case THEORY_RELU2: {
+        if (!mk->attention_qk) return 0;
         int K = mk->attention_qk(st, io, b, mi, s->q, s->k);
-        if (mk->theory == THEORY_EXP) theory_exp_rows(s->q, s->k, T, K, s->pred);
-        else theory_linear_rows(s->q, s->k, T, K, s->pred);
-        have_pred = 1;
-    } else if (mk->theory == THEORY_DECAY && mk->decay_rate) {
-        double lambda = mk->decay_rate(st, mi);
-        for (int i = 0; i < T; i++) s->pred[i] = theory_decay_S(lambda, i + 1);
-        have_pred = 1;
-    }
-    for (int i = 0; i < T; i++) {
-        if (sel && !sel[i]) continue;
-        RowStats rs;
-        if (!sparsity_row(s->a + (size_t)i * T, i + 1, &rs)) continue;
-        int recall = targets[(size_t)b * T + i] >= 0;
-        out->rows++;
-        out->S += rs.S;
-        out->entropy += rs.entropy;
-        out->max_weight += rs.max_weight;
-        out->neg_mass += rs.neg_mass;
-        out->onehot += 1 / sqrt(i + 1.0);
-        if (recall) {
-            out->rows_recall++;
-            out->S_recall += rs.S;
-            out->onehot_recall += 1 / sqrt(i + 1.0);
+        theory_score_moments(s->q, s->k, T, K, s->beta, s->gamma2);
+        for (int i = 0; i < T; i++) {
+            double g = sqrt(s->gamma2[i]);
+            if (mk->theory == THEORY_EXP) {
+                s->pred[i] = theory_softmax_Sn(i + 1, g);
+                s->inf[i] = theory_softmax_Sinf(s->gamma2[i]);
+            } else s->pred[i] = theory_relu2_S(s->beta[i], g);
         }
+        return 1;
+    }
+    case THEORY_IDENTITY:  // the map is the score: the row's own mean and variance
+        for (int i = 0; i < T; i++) {
+            const real *row = s->a + (size_t)i * T;
+            double mean = 0, m2 = 0;
+            for (int j = 0; j <= i; j++) {
+                double x = (double)row[j], delta = x - mean;
+                mean += delta / (j + 1);
+                m2 += delta * (x - mean);
+            }
+            s->pred[i] = theory_identity_S(mean, sqrt(m2 / (i + 1)));
+        }
+        return 1;
+    case THEORY_LINEAR:
+        if (!mk->attention_qk) return 0;
+        {
+            int K = mk->attention_qk(st, io, b, mi, s->q, s->k);
+            theory_linear_rows(s->q, s->k, T, K, s->pred);
+        }
+        return 1;
+    case THEORY_DECAY:
+        if (!mk->decay_rate) return 0;
+        {
+            double lambda = mk->decay_rate(st, mi);
+            for (int i = 0; i < T; i++) s->pred[i] = theory_decay_S(lambda, i + 1);
+        }
+        return 1;
+    default: return 0;
+    }
+}
+
+// Measures map mi of batch row b: sums into out, one RowPair per row into pairs[T] (when not NULL).
+static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scratch *s, MapSums *out, RowPair *pairs) {
+    const MixerKind *mk = c->m->mixer[c->l];
+    int T = c->T;
+    memset(out, 0, sizeof *out);
+    mk->attention(c->m->mixer_state[c->l], io, b, mi, s->a);
+    int have_pred = predict_rows(c, io, b, mi, s);
+    int is_exp = mk->theory == THEORY_EXP;
+    const int *in = c->inputs + (size_t)b * T, *tg = c->targets + (size_t)b * T;
+    double *v = out->v;
+    for (int i = 0; i < T; i++) {
+        if (pairs) pairs[i].flags = 0;
+        const real *row = s->a + (size_t)i * T;
+        RowStats rs;
+        int n = i + 1, query = tg[i] >= 0;
+        if (!sparsity_row(row, n, &rs)) {  // no weight at all: counted, not measured
+            v[F_ZERO]++;
+            if (query) v[F_ZERO_Q]++;
+            continue;
+        }
+        double onehot = 1 / sqrt((double)n);
+        v[F_ROWS]++;
+        v[F_S] += rs.S;
+        v[F_ENT] += rs.entropy;
+        v[F_MAXW] += rs.max_weight;
+        v[F_NEG] += rs.neg_mass;
+        v[F_ONEHOT] += onehot;
+        if (query) {
+            v[F_ROWS_Q]++;
+            v[F_S_Q] += rs.S;
+            v[F_ONEHOT_Q] += onehot;
+        } else if (i < 2 * c->kv_pairs) {
+            v[F_ROWS_KV]++;
+            v[F_S_KV] += rs.S;
+        } else {
+            v[F_ROWS_O]++;
+            v[F_S_O] += rs.S;
+        }
+        if (n >= 2) {
+            double norm = (rs.S - onehot) / (1 - onehot);
+            v[F_ROWS_N2]++;
+            v[F_NORM] += norm;
+            if (query) v[F_ROWS_N2_Q]++, v[F_NORM_Q] += norm;
+        }
+        int bin = i / c->bin_width;
+        v[F_BIN_ROWS + bin]++;
+        v[F_BIN_S + bin] += rs.S;
         if (have_pred && isfinite(s->pred[i])) {
-            out->rows_pred++;
-            out->pred += s->pred[i];
-            out->meas_pred += rs.S;
-            if (recall) {
-                out->rows_pred_recall++;
-                out->pred_recall += s->pred[i];
-                out->meas_pred_recall += rs.S;
+            double inf = is_exp ? s->inf[i] : 0;
+            v[F_ROWS_P]++;
+            v[F_PRED] += s->pred[i];
+            v[F_MEASP] += rs.S;
+            v[F_INF] += inf;
+            v[F_BIN_PROWS + bin]++;
+            v[F_BIN_PRED + bin] += s->pred[i];
+            if (query) {
+                v[F_ROWS_PQ]++;
+                v[F_PRED_Q] += s->pred[i];
+                v[F_MEASP_Q] += rs.S;
+                v[F_INF_Q] += inf;
+            }
+            if (pairs) pairs[i] = (RowPair){rs.S, s->pred[i], ROW_PRED | (query ? ROW_QUERY : 0)};
+        }
+        if (query && c->kv_pairs > 0) {
+            int vp = answer_value_pos(in, i, tg[i]);
+            AnswerStats as;
+            if (vp >= 0 && answer_row(row, n, vp, s->w, &as)) {
+                v[F_ROWS_A]++;
+                v[F_ANS] += as.ans_share;
+                v[F_KEY] += as.key_share;
+                v[F_HIT] += as.hit;
+                v[F_RANK] += as.rank;
+                v[F_TOP1] += as.top1;
+                v[F_TOP4] += as.top4;
+                v[F_N90] += as.n90;
             }
         }
     }
 }
+
+// --- per-row comparison of measured and predicted ----------------------------------------------
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, long n) {
+    if (n == 0) return NAN;
+    qsort(x, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+typedef struct {
+    double v;
+    long i;
+} Ranked;
+
+static int cmp_ranked(const void *a, const void *b) {
+    const Ranked *x = a, *y = b;
+    if (x->v != y->v) return (x->v > y->v) - (x->v < y->v);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+// Ranks of x[n] into r[n] (1-based, ties share their mean rank).
+static void ranks(const double *x, long n, double *r) {
+    Ranked *t = mallocCheck(sizeof(Ranked) * (size_t)(n + 1));
+    for (long i = 0; i < n; i++) t[i] = (Ranked){x[i], i};
+    qsort(t, (size_t)n, sizeof(Ranked), cmp_ranked);
+    for (long i = 0; i < n;) {
+        long j = i;
+        while (j + 1 < n && t[j + 1].v == t[i].v) j++;
+        for (long k = i; k <= j; k++) r[t[k].i] = (i + j) / 2.0 + 1;
+        i = j + 1;
+    }
+    free(t);
+}
+
+// Spearman's rank correlation (Pearson's r of the ranks); NAN with fewer than 3 rows or no spread.
+static double spearman(const double *x, const double *y, long n) {
+    if (n < 3) return NAN;
+    double *rx = mallocCheck(sizeof(double) * (size_t)n), *ry = mallocCheck(sizeof(double) * (size_t)n);
+    ranks(x, n, rx);
+    ranks(y, n, ry);
+    double mean = (n + 1) / 2.0, sxy = 0, sxx = 0, syy = 0;
+    for (long i = 0; i < n; i++) {
+        double a = rx[i] - mean, b = ry[i] - mean;
+        sxy += a * b, sxx += a * a, syy += b * b;
+    }
+    free(rx);
+    free(ry);
+    return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN;
+}
+
+// Median ratio and rank correlation over the pairs with flag `want` set.
+static void compare_rows(const PairList *p, int want, double *ratio_median, double *rho) {
+    double *ratio = mallocCheck(sizeof(double) * (size_t)(p->n + 1));
+    double *x = mallocCheck(sizeof(double) * (size_t)(p->n + 1)), *y = mallocCheck(sizeof(double) * (size_t)(p->n + 1));
+    long n = 0, nr = 0;
+    for (long i = 0; i < p->n; i++) {
+        const RowPair *r = &p->v[i];
+        if ((r->flags & want) != want) continue;
+        x[n] = r->S, y[n] = r->pred, n++;
+        if (r->pred > 0) ratio[nr++] = r->S / r->pred;
+    }
+    *rho = spearman(x, y, n);
+    *ratio_median = median(ratio, nr);
+    free(ratio);
+    free(x);
+    free(y);
+}
+
+// --- the pass over the validation set ----------------------------------------------------------
 
 void sparsity_result_free(SparsityResult *r) {
     free(r->heads);
@@ -190,21 +311,85 @@ int sparsity_supported(const Model *m) {
     return 1;
 }
 
+long sparsity_sequences(const Dataset *val, int B, int T, long eval_batches, long sparsity_rows, long **seq) {
+    long n_seq = eval_batches > 0 && eval_batches * B < val->n ? eval_batches * B : val->n;
+    long m = n_seq;
+    if (sparsity_rows > 0) {
+        long want = (sparsity_rows + T - 1) / T;
+        if (want < m) m = want;
+    }
+    *seq = mallocCheck(sizeof(long) * (size_t)(m + 1));
+    for (long k = 0; k < m; k++) (*seq)[k] = (long)((unsigned __int128)k * (unsigned long long)n_seq / (unsigned long long)m);
+    return m;
+}
+
+static HeadSparsity head_means(const MapSums *s, int per_head) {
+    const double *v = s->v;
+#define MEAN(sum, cnt) (v[cnt] > 0 ? v[sum] / v[cnt] : NAN)
+    HeadSparsity h = {
+        .rows = (long)v[F_ROWS] / per_head,
+        .rows_recall = (long)v[F_ROWS_Q] / per_head,
+        .rows_kv = (long)v[F_ROWS_KV] / per_head,
+        .rows_other = (long)v[F_ROWS_O] / per_head,
+        .rows_zero = (long)v[F_ZERO] / per_head,
+        .rows_recall_zero = (long)v[F_ZERO_Q] / per_head,
+        .S = MEAN(F_S, F_ROWS),
+        .S_recall = MEAN(F_S_Q, F_ROWS_Q),
+        .S_kv = MEAN(F_S_KV, F_ROWS_KV),
+        .S_other = MEAN(F_S_O, F_ROWS_O),
+        .S_norm = MEAN(F_NORM, F_ROWS_N2),
+        .S_recall_norm = MEAN(F_NORM_Q, F_ROWS_N2_Q),
+        .entropy = MEAN(F_ENT, F_ROWS),
+        .max_weight = MEAN(F_MAXW, F_ROWS),
+        .neg_mass = MEAN(F_NEG, F_ROWS),
+        .S_onehot = MEAN(F_ONEHOT, F_ROWS),
+        .S_recall_onehot = MEAN(F_ONEHOT_Q, F_ROWS_Q),
+        .rows_pred = (long)v[F_ROWS_P] / per_head,
+        .rows_recall_pred = (long)v[F_ROWS_PQ] / per_head,
+        .S_pred = MEAN(F_PRED, F_ROWS_P),
+        .S_recall_pred = MEAN(F_PRED_Q, F_ROWS_PQ),
+        .S_meas_pred = MEAN(F_MEASP, F_ROWS_P),
+        .S_recall_meas_pred = MEAN(F_MEASP_Q, F_ROWS_PQ),
+        .S_inf = MEAN(F_INF, F_ROWS_P),
+        .S_recall_inf = MEAN(F_INF_Q, F_ROWS_PQ),
+        .rows_answer = (long)v[F_ROWS_A] / per_head,
+        .ans_share = MEAN(F_ANS, F_ROWS_A),
+        .key_share = MEAN(F_KEY, F_ROWS_A),
+        .ans_hit = MEAN(F_HIT, F_ROWS_A),
+        .ans_rank = MEAN(F_RANK, F_ROWS_A),
+        .top1 = MEAN(F_TOP1, F_ROWS_A),
+        .top4 = MEAN(F_TOP4, F_ROWS_A),
+        .n90 = MEAN(F_N90, F_ROWS_A),
+        .S_pred_ratio_median = NAN,
+        .S_recall_pred_ratio_median = NAN,
+        .S_pred_spearman = NAN,
+        .S_recall_pred_spearman = NAN,
+    };
+    for (int b = 0; b < SPARSITY_POS_BINS; b++) {
+        h.bin_rows[b] = (long)v[F_BIN_ROWS + b] / per_head;
+        h.bin_rows_pred[b] = (long)v[F_BIN_PROWS + b] / per_head;
+        h.bin_S[b] = MEAN(F_BIN_S + b, F_BIN_ROWS + b);
+        h.bin_pred[b] = MEAN(F_BIN_PRED + b, F_BIN_PROWS + b);
+    }
+#undef MEAN
+    return h;
+}
+
 void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
                    SparsityResult *out) {
     int L = m->s.L, H = m->s.H, C = m->s.C;
     if (!sparsity_supported(m)) die("sparsity: a layer's mixer has no attention extractor");
-    // Layers of a hybrid stack have different map counts (a head, or every channel for Mamba).
-    int n_maps_l[MAX_LAYERS], n_maps_max = 0;
+    // a hybrid stack's layers have their own mixers: their own map counts and theories
+    int n_maps_l[MAX_LAYERS], n_maps_max = 0, any_theory = 0;
     for (int l = 0; l < L; l++) {
         const MixerKind *mk = m->mixer[l];
         n_maps_l[l] = mk->n_maps(m->mixer_state[l]);
         if (n_maps_l[l] % H) die("internal error: mixer '%s' has %d maps for %d heads", mk->name, n_maps_l[l], H);
         if (n_maps_l[l] > n_maps_max) n_maps_max = n_maps_l[l];
+        any_theory |= mk->theory != THEORY_NONE;
     }
-    long n_seq = eval_batches > 0 && eval_batches * B < val->n ? eval_batches * B : val->n;
-    unsigned long long R = (unsigned long long)n_seq * (unsigned long long)T;
-    unsigned long long N = sparsity_rows > 0 && (unsigned long long)sparsity_rows < R ? (unsigned long long)sparsity_rows : 0;
+    long *seq;
+    long n_seq = sparsity_sequences(val, B, T, eval_batches, sparsity_rows, &seq);
 
     free(out->heads);
     memset(out, 0, sizeof *out);
@@ -213,43 +398,34 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
     for (int l = 0; l < L; l++) {
         out->theory[l] = m->mixer[l]->theory;
         out->mixer[l] = m->mixer[l]->name;
+        out->hybrid |= m->mixer[l] != m->mixer[0];
     }
-    out->hybrid = model_is_hybrid(m);
+    out->kv_pairs = val->mqar_kv_pairs;
+    out->bin_width = (T + SPARSITY_POS_BINS - 1) / SPARSITY_POS_BINS;
+    out->n_bins = (T + out->bin_width - 1) / out->bin_width;
     out->heads = callocCheck((size_t)L * H, sizeof(HeadSparsity));
     MapSums *head_sums = callocCheck((size_t)L * H, sizeof(MapSums));
+    PairList *head_pairs = callocCheck((size_t)L * H, sizeof(PairList));
     MapSums *map_sums = mallocCheck(sizeof(MapSums) * (size_t)B * n_maps_max);
+    // per-row pairs only when there is a theory (Mamba's channel maps have none and are many)
+    RowPair *map_pairs = any_theory ? mallocCheck(sizeof(RowPair) * (size_t)B * n_maps_max * T) : NULL;
     int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
-    unsigned char *sel = mallocCheck((size_t)B * T);
-    int *seq_used = mallocCheck(sizeof(int) * (size_t)B);
     int n_threads = omp_get_max_threads();
     Scratch *scr = mallocCheck(sizeof(Scratch) * n_threads);
     for (int t = 0; t < n_threads; t++) {
         scr[t].a = mallocCheck(sizeof(real) * (size_t)T * T);
         scr[t].q = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
         scr[t].k = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
-        scr[t].pred = mallocCheck(sizeof(double) * T);
+        scr[t].pred = mallocCheck(sizeof(double) * T * 5);
+        scr[t].inf = scr[t].pred + T;
+        scr[t].beta = scr[t].inf + T;
+        scr[t].gamma2 = scr[t].beta + T;
+        scr[t].w = scr[t].gamma2 + T;
     }
 
-    unsigned long long next_k = 0;  // the next chosen row is floor(next_k * R / N)
     for (long i0 = 0; i0 < n_seq; i0 += B) {
         int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
-        int any = 0;
-        for (int r = 0; r < b; r++) {
-            seq_used[r] = 0;
-            for (int t = 0; t < T; t++) {
-                unsigned long long flat = (unsigned long long)(i0 + r) * T + t;
-                int chosen = 1;
-                if (N) {
-                    chosen = next_k < N && (unsigned long long)((unsigned __int128)next_k * R / N) == flat;
-                    if (chosen) next_k++;
-                }
-                sel[r * T + t] = (unsigned char)chosen;
-                seq_used[r] |= chosen;
-            }
-            any |= seq_used[r];
-        }
-        if (!any) continue;
-        for (int r = 0; r < b; r++) dataset_get(val, i0 + r, inputs + (size_t)r * T, targets + (size_t)r * T);
+        for (int r = 0; r < b; r++) dataset_get(val, seq[i0 + r], inputs + (size_t)r * T, targets + (size_t)r * T);
         HeadStats hs = model_forward(m, inputs, targets, b, T, 0);
         out->stats.loss_sum += hs.loss_sum;
         out->stats.n_counted += hs.n_counted;
@@ -257,40 +433,33 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
         out->sequences += b;
         for (int l = 0; l < L; l++) {
             MixerIO io = model_mixer_io(m, l);
+            MapCtx ctx = {m, l, T, out->kv_pairs, out->bin_width, inputs, targets};
             int n_maps = n_maps_l[l], per_head = n_maps / H;
+            RowPair *pairs = out->theory[l] != THEORY_NONE ? map_pairs : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
-            for (int task = 0; task < b * n_maps; task++) {
-                int r = task / n_maps, mi = task % n_maps;
-                if (!seq_used[r]) {
-                    memset(&map_sums[task], 0, sizeof(MapSums));
-                    continue;
-                }
-                measure_map(m, l, &io, r, mi, N ? sel + (size_t)r * T : NULL, targets,
-                            &scr[omp_get_thread_num()], &map_sums[task]);
-            }
             for (int task = 0; task < b * n_maps; task++)
-                sums_add(&head_sums[l * H + (task % n_maps) / per_head], &map_sums[task]);
+                measure_map(&ctx, &io, task / n_maps, task % n_maps, &scr[omp_get_thread_num()], &map_sums[task],
+                            pairs ? pairs + (size_t)task * T : NULL);
+            for (int task = 0; task < b * n_maps; task++) {
+                int hd = l * H + (task % n_maps) / per_head;
+                sums_add(&head_sums[hd], &map_sums[task]);
+                PairList *pl = &head_pairs[hd];
+                for (int i = 0; pairs && i < T; i++) {
+                    const RowPair *rp = &pairs[(size_t)task * T + i];
+                    if (!(rp->flags & ROW_PRED)) continue;
+                    if (pl->n == pl->cap) pl->v = reallocCheck(pl->v, sizeof(RowPair) * (size_t)(pl->cap = pl->cap ? 2 * pl->cap : 1024));
+                    pl->v[pl->n++] = *rp;
+                }
+            }
         }
     }
 
     for (int i = 0; i < L * H; i++) {
-        const MapSums *s = &head_sums[i];
+        out->heads[i] = head_means(&head_sums[i], n_maps_l[i / H] / H);
         HeadSparsity *h = &out->heads[i];
-        int per_head = n_maps_l[i / H] / H;
-        h->rows = s->rows / per_head;
-        h->rows_recall = s->rows_recall / per_head;
-        h->rows_pred = s->rows_pred / per_head;
-        h->S = s->rows ? s->S / s->rows : NAN;
-        h->entropy = s->rows ? s->entropy / s->rows : NAN;
-        h->max_weight = s->rows ? s->max_weight / s->rows : NAN;
-        h->neg_mass = s->rows ? s->neg_mass / s->rows : NAN;
-        h->S_recall = s->rows_recall ? s->S_recall / s->rows_recall : NAN;
-        h->S_onehot = s->rows ? s->onehot / s->rows : NAN;
-        h->S_recall_onehot = s->rows_recall ? s->onehot_recall / s->rows_recall : NAN;
-        h->S_pred = s->rows_pred ? s->pred / s->rows_pred : NAN;
-        h->S_meas_pred = s->rows_pred ? s->meas_pred / s->rows_pred : NAN;
-        h->S_recall_pred = s->rows_pred_recall ? s->pred_recall / s->rows_pred_recall : NAN;
-        h->S_recall_meas_pred = s->rows_pred_recall ? s->meas_pred_recall / s->rows_pred_recall : NAN;
+        compare_rows(&head_pairs[i], ROW_PRED, &h->S_pred_ratio_median, &h->S_pred_spearman);
+        compare_rows(&head_pairs[i], ROW_PRED | ROW_QUERY, &h->S_recall_pred_ratio_median, &h->S_recall_pred_spearman);
+        free(head_pairs[i].v);
     }
     for (int t = 0; t < n_threads; t++) {
         free(scr[t].a);
@@ -299,11 +468,12 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
         free(scr[t].pred);
     }
     free(scr);
-    free(seq_used);
-    free(sel);
+    free(seq);
     free(inputs);
     free(targets);
     free(map_sums);
+    free(map_pairs);
+    free(head_pairs);
     free(head_sums);
 }
 
@@ -311,6 +481,21 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
 
 static void put_num(FILE *f, const char *key, double v) {
     if (isfinite(v)) fprintf(f, ",\"%s\":%.9g", key, v);
+}
+
+static void put_num_or_null(FILE *f, const char *key, double v) {
+    if (isfinite(v)) fprintf(f, ",\"%s\":%.9g", key, v);
+    else fprintf(f, ",\"%s\":null", key);
+}
+
+static void put_bins(FILE *f, const char *key, const SparsityResult *r, const double *v) {
+    fprintf(f, ",\"%s\":[", key);
+    for (int b = 0; b < r->n_bins; b++) {
+        if (b) fputc(',', f);
+        if (isfinite(v[b])) fprintf(f, "%.6g", v[b]);
+        else fputs("null", f);
+    }
+    fputc(']', f);
 }
 
 void sparsity_write_records(FILE *f, const char *type, long step, const char *mixer, const SparsityResult *r) {
@@ -321,11 +506,17 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
             if (type) fprintf(f, "\"type\":\"%s\",", type);
             fprintf(f, "\"step\":%ld,\"layer\":%d,\"head\":%d,\"mixer\":", step, l, hd);
             json_write_string(f, r->hybrid ? r->mixer[l] : mixer);  // a hybrid's layer: its own
-            if (isfinite(h->S)) fprintf(f, ",\"S\":%.9g", h->S);
-            else fputs(",\"S\":null", f);
-            if (isfinite(h->S_recall)) fprintf(f, ",\"S_recall\":%.9g", h->S_recall);
-            else fputs(",\"S_recall\":null", f);
+            put_num_or_null(f, "S", h->S);
+            put_num_or_null(f, "S_recall", h->S_recall);
             fprintf(f, ",\"rows\":%ld,\"rows_recall\":%ld", h->rows, h->rows_recall);
+            if (h->rows_zero) fprintf(f, ",\"rows_zero\":%ld,\"rows_recall_zero\":%ld", h->rows_zero, h->rows_recall_zero);
+            if (r->kv_pairs > 0) {
+                fprintf(f, ",\"rows_kv\":%ld,\"rows_other\":%ld", h->rows_kv, h->rows_other);
+                put_num(f, "S_kv", h->S_kv);
+                put_num(f, "S_other", h->S_other);
+            }
+            put_num(f, "S_norm", h->S_norm);
+            put_num(f, "S_recall_norm", h->S_recall_norm);
             put_num(f, "entropy", h->entropy);
             put_num(f, "max_weight", h->max_weight);
             put_num(f, "neg_mass", h->neg_mass);
@@ -333,10 +524,34 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
             put_num(f, "S_recall_onehot", h->S_recall_onehot);
             fprintf(f, ",\"theory\":\"%s\"", theory_name(r->theory[l]));
             if (h->rows_pred > 0) {
+                fprintf(f, ",\"rows_pred\":%ld", h->rows_pred);
                 put_num(f, "S_pred", h->S_pred);
+                put_num(f, "S_pred_measured", h->S_meas_pred);
                 put_num(f, "S_pred_ratio", h->S_meas_pred / h->S_pred);
+                put_num(f, "S_pred_ratio_median", h->S_pred_ratio_median);
+                put_num(f, "S_pred_spearman", h->S_pred_spearman);
+                if (r->theory[l] == THEORY_EXP) put_num(f, "S_inf", h->S_inf);
                 put_num(f, "S_recall_pred", h->S_recall_pred);
+                put_num(f, "S_recall_pred_measured", h->S_recall_meas_pred);
                 put_num(f, "S_recall_pred_ratio", h->S_recall_meas_pred / h->S_recall_pred);
+                put_num(f, "S_recall_pred_ratio_median", h->S_recall_pred_ratio_median);
+                put_num(f, "S_recall_pred_spearman", h->S_recall_pred_spearman);
+                if (r->theory[l] == THEORY_EXP) put_num(f, "S_recall_inf", h->S_recall_inf);
+            }
+            if (h->rows_answer > 0) {
+                fprintf(f, ",\"rows_answer\":%ld", h->rows_answer);
+                put_num(f, "ans_share", h->ans_share);
+                put_num(f, "key_share", h->key_share);
+                put_num(f, "ans_hit", h->ans_hit);
+                put_num(f, "ans_rank", h->ans_rank);
+                put_num(f, "top1", h->top1);
+                put_num(f, "top4", h->top4);
+                put_num(f, "n90", h->n90);
+            }
+            if (r->n_bins > 0) {
+                fprintf(f, ",\"pos_bin_width\":%d", r->bin_width);
+                put_bins(f, "S_by_pos", r, h->bin_S);
+                if (h->rows_pred > 0) put_bins(f, "S_pred_by_pos", r, h->bin_pred);
             }
             fputs("}\n", f);
         }
@@ -344,4 +559,38 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
 
 void sparsity_write_jsonl(FILE *f, long step, const char *mixer, const SparsityResult *r) {
     sparsity_write_records(f, NULL, step, mixer, r);
+}
+
+int sparsity_recall_layer(const SparsityResult *r) {
+    int best = -1;
+    double best_share = -1;
+    for (int l = 0; l < r->L; l++) {
+        double s = 0;
+        int n = 0;
+        for (int h = 0; h < r->H; h++)
+            if (isfinite(r->heads[l * r->H + h].ans_share)) s += r->heads[l * r->H + h].ans_share, n++;
+        if (n && s / n > best_share) best_share = s / n, best = l;
+    }
+    return best;
+}
+
+void sparsity_print_layers(FILE *f, long step, const SparsityResult *r) {
+    int recall = sparsity_recall_layer(r);
+    for (int l = 0; l < r->L; l++) {
+        fprintf(f, "step %6ld | L%d%s S_recall", step, l, l == recall ? "*" : " ");
+        for (int h = 0; h < r->H; h++) {
+            double v = r->heads[l * r->H + h].S_recall;
+            if (isfinite(v)) fprintf(f, " %.3f", v);
+            else fputs("   - ", f);
+        }
+        if (r->kv_pairs > 0) {
+            fputs(" | answer share", f);
+            for (int h = 0; h < r->H; h++) {
+                double v = r->heads[l * r->H + h].ans_share;
+                if (isfinite(v)) fprintf(f, " %.3f", v);
+                else fputs("   - ", f);
+            }
+        }
+        fputc('\n', f);
+    }
 }

@@ -275,3 +275,134 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
     fputs("</svg>\n", f);
     return close_tmp(f, tmp, path);
 }
+
+// --- attention maps ------------------------------------------------------------------------------
+
+static void map_colour(double v, double vmax, int signed_scale, int rgb[3]) {
+    double t = vmax > 0 ? v / vmax : 0;
+    if (t > 1) t = 1;
+    if (t < -1) t = -1;
+    if (signed_scale) {  // white at 0, red (214, 39, 40) positive, blue (31, 119, 180) negative
+        static const int pos[3] = {214, 39, 40}, neg[3] = {31, 119, 180};
+        const int *e = t >= 0 ? pos : neg;
+        double u = fabs(t);
+        for (int c = 0; c < 3; c++) rgb[c] = (int)lround(255 + u * (e[c] - 255));
+    } else {  // white to dark blue (8, 48, 107)
+        static const int end[3] = {8, 48, 107};
+        if (t < 0) t = 0;
+        for (int c = 0; c < 3; c++) rgb[c] = (int)lround(255 + t * (end[c] - 255));
+    }
+}
+
+int svg_attention_map(const char *path, const char *title, const float *a, int T, const int *tokens,
+                      const unsigned char *mark_row, const int *answer, int signed_scale) {
+    double cs = T <= 16 ? 28 : T <= 32 ? 18 : T <= 64 ? 11 : 720.0 / T;  // cell size
+    double lab = 74;  // room for "pos:token" labels
+    double gx = lab + 10, gy = 48 + lab, gw = T * cs;
+    double w = gx + gw + 120, h = gy + gw + 40;
+    double vmax = 0;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            double v = fabs((double)a[(size_t)i * T + j]);
+            if (v > vmax) vmax = v;
+        }
+    char tmp[1200], buf[64];
+    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    if (!f) return -1;
+    svg_begin(f, w, h, title);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n", gx, gy, gw, gw);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) {
+            double v = (double)a[(size_t)i * T + j];
+            int rgb[3];
+            map_colour(v, vmax, signed_scale, rgb);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,%d)\"><title>"
+                       "row %d (token %d), col %d (token %d): %.4g</title></rect>\n",
+                    gx + j * cs, gy + i * cs, cs, cs, rgb[0], rgb[1], rgb[2], i, tokens[i], j, tokens[j], v);
+        }
+    for (int i = 0; i < T; i++)
+        if (answer && answer[i] >= 0)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#2ca02c\" "
+                       "stroke-width=\"2\"/>\n", gx + answer[i] * cs, gy + i * cs, cs, cs);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", gx, gy, gw, gw);
+    int fs = cs >= 11 ? 9 : 7, every = cs >= 8 ? 1 : (int)ceil(8 / cs);
+    for (int i = 0; i < T; i += every) {
+        int mark = mark_row && mark_row[i];
+        const char *style = mark ? "fill=\"#d62728\" font-weight=\"bold\"" : "fill=\"#333\"";
+        snprintf(buf, sizeof buf, "%d:%d", i, tokens[i]);
+        text(f, gx - 4, gy + (i + 0.5) * cs + 3, "end", fs, style, buf);  // rows: queries
+        char rot[160];
+        snprintf(rot, sizeof rot, "%s transform=\"rotate(-90 %.1f %.1f)\"", style, gx + (i + 0.5) * cs + 3, gy - 4);
+        text(f, gx + (i + 0.5) * cs + 3, gy - 4, "start", fs, rot, buf);  // columns: keys
+    }
+    text(f, gx + gw / 2, h - 12, "middle", 12, NULL, "rows: query position:token (red: a query row); green box: its answer");
+    // colour bar
+    double bx = gx + gw + 24, bh = gw < 160 ? 160 : gw;
+    if (bh > gw) bh = gw;
+    for (int k = 0; k < 32; k++) {
+        int rgb[3];
+        double t = signed_scale ? -1 + 2 * (k + 0.5) / 32 : (k + 0.5) / 32;
+        map_colour(t * vmax, vmax, signed_scale, rgb);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"14\" height=\"%.2f\" fill=\"rgb(%d,%d,%d)\"/>\n", bx,
+                gy + bh - (k + 1) * bh / 32, bh / 32 + 0.3, rgb[0], rgb[1], rgb[2]);
+    }
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", bx, gy, bh);
+    snprintf(buf, sizeof buf, "%.3g", vmax);
+    text(f, bx + 20, gy + 8, "start", 11, NULL, buf);
+    snprintf(buf, sizeof buf, "%.3g", signed_scale ? -vmax : 0.0);
+    text(f, bx + 20, gy + bh, "start", 11, NULL, buf);
+    text(f, bx + 7, gy - 8, "middle", 12, NULL, "a_ij");
+    fputs("</svg>\n", f);
+    return close_tmp(f, tmp, path);
+}
+
+// --- scatter ---------------------------------------------------------------------------------------
+
+int svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel, const double *x,
+                const double *y, const int *color, int n, const char *const *labels, int n_labels) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i]) && isfinite(y[i])) {
+            lo = fmin(lo, fmin(x[i], y[i]));
+            hi = fmax(hi, fmax(x[i], y[i]));
+        }
+    if (!isfinite(lo)) lo = 0, hi = 1;
+    if (hi - lo <= 0) lo -= 0.05, hi += 0.05;
+    double pad = (hi - lo) * 0.05;
+    lo -= pad, hi += pad;
+    double ax = 70, ay = 44, aw = 360, ah = 360, w = ax + aw + 190, h = ay + ah + 56;
+    char tmp[1200], buf[64];
+    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    if (!f) return -1;
+    svg_begin(f, w, h, title);
+#define SX(v) (ax + ((v) - lo) / (hi - lo) * aw)
+#define SY(v) (ay + ah - ((v) - lo) / (hi - lo) * ah)
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", ax, ay, aw, ah);
+    double st = nice_step(lo, hi, 5);
+    for (double v = ceil(lo / st) * st; v <= hi + st * 1e-9; v += st) {
+        fmt_tick(buf, sizeof buf, v, st);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", ax, SY(v), ax + aw, SY(v));
+        text(f, SX(v), ay + ah + 17, "middle", 11, NULL, buf);
+        text(f, ax - 7, SY(v) + 4, "end", 11, NULL, buf);
+    }
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"6 4\"/>\n",
+            SX(lo), SY(lo), SX(hi), SY(hi));
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i]) && isfinite(y[i]))
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\" fill-opacity=\"0.75\"><title>%.4g, %.4g</title></circle>\n",
+                    SX(x[i]), SY(y[i]), svg_color(color[i]), x[i], y[i]);
+    text(f, ax + aw / 2, ay + ah + 40, "middle", 12, NULL, xlabel);
+    char rot[96];
+    snprintf(rot, sizeof rot, "transform=\"rotate(-90 %.1f %.1f)\"", ax - 48, ay + ah / 2);
+    text(f, ax - 48, ay + ah / 2, "middle", 12, rot, ylabel);
+    for (int c = 0; c < n_labels; c++) {
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", ax + aw + 20, ay + 10 + c * 18.0, svg_color(c));
+        text(f, ax + aw + 30, ay + 14 + c * 18.0, "start", 11, NULL, labels[c]);
+    }
+    text(f, ax + aw + 20, ay + 14 + n_labels * 18.0, "start", 11, "fill=\"#888\"", "- - measured = predicted");
+#undef SX
+#undef SY
+    fputs("</svg>\n", f);
+    return close_tmp(f, tmp, path);
+}

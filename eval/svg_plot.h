@@ -28,3 +28,15 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
 
 // The palette colour of index i ("#rrggbb").
 const char *svg_color(int i);
+
+// An attention map a[T * T] (row i = query position, column j = key position, j <= i), the token
+// of each position on both axes (tokens[T]). signed_scale: blue (negative) to white to red
+// (positive) over [-max|a|, max|a|]; otherwise white to dark blue over [0, max a]. Rows with
+// mark_row[i] set are labelled in bold red; answer[i] >= 0 outlines cell (i, answer[i]) in green.
+int svg_attention_map(const char *path, const char *title, const float *a, int T, const int *tokens,
+                      const unsigned char *mark_row, const int *answer, int signed_scale);
+
+// A scatter plot: points (x[i], y[i]) coloured by color[i] (palette index), with the y = x line,
+// legend entries labels[c] for colours 0..n_labels-1.
+int svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel, const double *x,
+                const double *y, const int *color, int n, const char *const *labels, int n_labels);

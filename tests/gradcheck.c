@@ -161,7 +161,7 @@ static void create_mixer(void *arg) {
     const CreateArgs *a = arg;
     Config cfg;
     test_config(&cfg, a->opts);
-    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg};
+    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg, PRECISION_FP32, 0};
     mixer_find(a->mixer)->create(&d);
 }
 
@@ -286,6 +286,14 @@ void rig_check_qk(MixerRig *r, double tol) {
                     for (int c = 0; c < K; c++) d += (double)q[i * K + c] * (double)k[j * K + c];
                     w[j] = d;
                     if (d > mx) mx = d;
+                }
+                if (r->kind->theory == THEORY_RELU2) {  // unnormalised: a_ij = relu(q'_i.k'_j)^2 itself
+                    for (int j = 0; j <= i; j++) {
+                        double x = w[j] > 0 ? w[j] * w[j] : 0;
+                        CHECK(fabs(x - (double)a[i * T + j]) <= tol * (1 + fabs(x)), "%s qk row %d col %d: %.15g vs map %.15g",
+                              r->kind->name, i, j, x, (double)a[i * T + j]);
+                    }
+                    continue;
                 }
                 for (int j = 0; j <= i; j++) {
                     if (r->kind->theory == THEORY_EXP) w[j] = exp(w[j] - mx);

@@ -1,12 +1,16 @@
 // The evaluate program end to end (the float build, run as a subprocess on tiny training runs):
 // one record per checkpoint per head, damaged checkpoints reported and skipped, the figures, a
 // single checkpoint merged into eval.jsonl, several runs compared, and bad arguments (exit 2).
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/safetensors.h"
+#include "data/shards.h"
 #include "tests/test.h"
 
 #define TINY "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=40 " \
@@ -62,8 +66,12 @@ static void check_records(const char *dir, const long *steps, int n_steps, int L
             double S = json_get(v, "S")->number;
             CHECK(S > 0 && S <= 1, "%s", line);
             CHECK(json_get(v, "rows")->number == 40 * 32 && json_get(v, "rows_recall")->number == 40 * 4, "%s", line);
-            CHECK(json_get(v, "S_pred") && json_get(v, "S_pred_ratio") && !strcmp(json_get(v, "mixer")->string, "softmax"),
+            CHECK(json_get(v, "S_pred") && json_get(v, "S_pred_ratio_median") && !strcmp(json_get(v, "mixer")->string, "softmax"),
                   "%s", line);
+            // the row sets, the answer metrics and S by position
+            CHECK(json_get(v, "rows_kv")->number == 40 * 8 && json_get(v, "rows_other")->number == 40 * 20, "%s", line);
+            CHECK(json_get(v, "rows_answer")->number == 40 * 4 && json_get(v, "ans_share") && json_get(v, "n90"), "%s", line);
+            CHECK(json_get(v, "S_by_pos")->n == 16 && json_get(v, "pos_bin_width")->number == 2, "%s", line);
         }
         json_free(v);
     }
@@ -85,6 +93,103 @@ static void check_svg(const char *dir, const char *name, const char *must) {
     free(t);
 }
 
+// report.html exists, inlines its figures and fetches nothing; with maps, the heatmaps are in it.
+static void check_report(const char *dir, int with_maps) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    char *t = read_file_text(path, NULL);
+    CHECK(t, "no %s", path);
+    CHECK(!strncmp(t, "<!DOCTYPE html>", 15) && strstr(t, "</html>\n"), "%.200s", t);
+    CHECK(strstr(t, "data:image/svg+xml;base64,") && strstr(t, "alt=\"sparsity_steps.svg\"") && strstr(t, "alt=\"loss_acc.svg\""));
+    CHECK(strstr(t, "alt=\"sparsity_by_pos.svg\"") && strstr(t, "alt=\"sparsity_scatter.svg\"") && strstr(t, "<th>answer share</th>"));
+    CHECK(strstr(t, "mixer = softmax"), "the config is on the page");
+    CHECK(!strstr(t, "http:") && !strstr(t, "https:") && !strstr(t, "<script"), "the page must not reach out");
+    CHECK(!!strstr(t, "alt=\"map_L1_H1.svg\"") == with_maps, "heatmaps %d", with_maps);
+    free(t);
+}
+
+TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
+    const char *dir = tiny_run("run", "softmax");
+    char out[16384], path[512];
+    int st = test_run(out, sizeof out, "./evaluate %s --maps threads=1", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    CHECK(strstr(out, "wrote 4 attention maps") && strstr(out, "step 6, validation sequence 0"), "%s", out);
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++) {
+            char name[64];
+            snprintf(name, sizeof name, "map_L%d_H%d.svg", l, h);
+            check_svg(dir, name, "green box: its answer");
+        }
+    check_svg(dir, "map_L1_H0.svg", "fill=\"#d62728\" font-weight=\"bold\"");  // a query row label
+    check_svg(dir, "sparsity_by_pos.svg", "one-hot 1/sqrt(n)");
+    check_svg(dir, "sparsity_scatter.svg", "measured = predicted");
+    check_report(dir, 1);
+    // the maps as safetensors: rows of softmax maps sum to 1, tokens and answers beside them
+    snprintf(path, sizeof path, "%s/maps.safetensors", dir);
+    SafeTensors sf;
+    char err[256];
+    CHECK(st_read(path, &sf, err, sizeof err) == 0, "%s", err);
+    const StTensor *m = st_find(&sf, "L1.H0"), *ans = st_find(&sf, "answer");
+    CHECK(m && m->ndim == 2 && m->shape[0] == 32 && m->shape[1] == 32 && ans && st_find(&sf, "inputs"));
+    const float *a = (const float *)(sf.data + m->begin), *an = (const float *)(sf.data + ans->begin);
+    for (int i = 0; i < 32; i++) {
+        double sum = 0;
+        for (int j = 0; j < 32; j++) sum += a[i * 32 + j];
+        CHECK(fabs(sum - 1) < 1e-4, "row %d sums to %g", i, sum);
+    }
+    int answers = 0;
+    for (int i = 0; i < 32; i++) answers += an[i] >= 0;
+    CHECK(answers == 4 && !strcmp(st_meta(&sf, "step"), "6") && !strcmp(st_meta(&sf, "mixer"), "softmax"));
+    st_free(&sf);
+    // another checkpoint, one layer and head, another sequence: given as key=value
+    const char *one = test_path("one");
+    mkdir_p(one);
+    st = test_run(out, sizeof out, "cp %s/ckpt_00000002.safetensors %s/ && ./evaluate %s/ckpt_00000002.safetensors --maps "
+                  "map_layer=1 map_head=0 map_seq=3 threads=1", dir, one, one);
+    CHECK(st == 0 && strstr(out, "wrote 1 attention map ") && strstr(out, "step 2, validation sequence 3"), "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/map_L0_H0.svg", one);
+    CHECK(!path_exists(path));
+    // bad choices: one line, exit 2
+    struct {
+        const char *args, *says;
+    } bad[] = {
+        {"--maps map_seq=40", "map_seq: 40 is out of range"},
+        {"--maps map_layer=2", "map_layer: 2 is out of range"},
+        {"--maps map_head=2", "map_head: 2 is out of range"},
+        {"--maps map_head=x", "map_head: expected an integer"},
+        {"--maps map_answers=maybe", "map_answers: expected auto, on or off"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].args);
+        CHECK(st == 2 && strstr(out, bad[i].says) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].args, st, out);
+    }
+}
+
+// A text run has no answer positions: asking for them is refused; the maps are drawn unmarked.
+TEST(evaluate_maps_on_a_text_run) {
+    uint32_t tok[4000];
+    for (int i = 0; i < 4000; i++) tok[i] = (uint32_t)((i * 7 + i / 13) % 50);
+    const char *shard = test_path("text.bin");
+    shard_write(shard, tok, 4000, 0);
+    const char *conf = test_write_file("text.conf", "mixer = softmax\nmlp = false\n");
+    const char *dir = test_path("textrun");
+    char out[8192];
+    int st = test_run(out, sizeof out, "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
+                      "n_layer=1 n_head=1 batch_size=4 steps=2 save_every=2 eval_every=0 log_every=0 threads=1 out_dir=%s",
+                      conf, shard, shard, dir);
+    CHECK(st == 0, "train: %s", out);
+    st = test_run(out, sizeof out, "./evaluate %s --maps map_answers=on eval_batches=1 threads=1 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && strstr(out, "map_answers: ") && strstr(out, "is not an MQAR run") && count(out, "\n") == 1, "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./evaluate %s --maps eval_batches=1 threads=1", dir);
+    CHECK(st == 0 && strstr(out, "wrote 1 attention map "), "exit %d: %s", st, out);
+    check_svg(dir, "map_L0_H0.svg", "a_ij");
+    char path[512];
+    snprintf(path, sizeof path, "%s/map_L0_H0.svg", dir);
+    char *t = read_file_text(path, NULL);
+    CHECK(t && !strstr(t, "stroke=\"#2ca02c\""), "no answers marked on text");
+    free(t);
+}
+
 TEST(evaluate_run_folder_gives_one_record_per_checkpoint_per_head) {
     const char *dir = tiny_run("run", "softmax");
     // a trainer's sparsity.jsonl is drawn too
@@ -102,7 +207,7 @@ TEST(evaluate_run_folder_gives_one_record_per_checkpoint_per_head) {
     long steps[] = {0, 2, 4, 6};
     check_records(dir, steps, 4, 2, 2);
     check_svg(dir, "sparsity_steps.svg", "layer 1: S_recall over query rows");
-    check_svg(dir, "sparsity_steps.svg", "head 1 predicted (exp)");
+    check_svg(dir, "sparsity_steps.svg", "head 1 predicted (softmax)");
     check_svg(dir, "sparsity_steps.svg", "one-hot (mean 1/sqrt(n))");
     check_svg(dir, "sparsity_heatmap.svg", "S per head at step 6");
     check_svg(dir, "sparsity_recall_heatmap.svg", "head");
@@ -119,7 +224,10 @@ TEST(evaluate_run_folder_gives_one_record_per_checkpoint_per_head) {
     st = test_run(out, sizeof out, "./evaluate %s threads=1 eval_batches=1 sparsity_rows=100", dir);
     CHECK(st == 0, "%s", out);
     char *third = read_file_text(p, NULL);
-    CHECK(strstr(third, "\"rows\":100,") && strstr(third, "\"sequences\":16}"), "%.400s", third);
+    // sparsity_rows = 100: every row of 4 sequences (the validation pass: the first batch of 16)
+    CHECK(strstr(third, "\"rows\":128,") && strstr(third, "\"sequences\":4}"), "%.400s", third);
+    // report.html: one self-contained page
+    check_report(dir, 0);
     free(first);
     free(second);
     free(third);
@@ -214,4 +322,54 @@ TEST(evaluate_bad_arguments_exit_2) {
         // one line on stderr (the usage text goes with no PATH at all)
         if (i > 0) CHECK(count(out, "\n") == 1, "'%s': %s", args, out);
     }
+}
+
+// Mean S of every (layer, head) record of dir/eval.jsonl into S[4] (2 layers x 2 heads).
+static void read_S(const char *dir, double *S, long *rows) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    CHECK(text, "no %s", path);
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char err[128];
+        JsonValue *v = json_parse(line, strlen(line), err, sizeof err);
+        CHECK(v, "%s", err);
+        if (!strcmp(json_get(v, "type")->string, "sparsity")) {
+            int c = (int)json_get(v, "layer")->number * 2 + (int)json_get(v, "head")->number;
+            S[c] = json_get(v, "S")->number;
+            rows[c] = (long)json_get(v, "rows")->number;
+            n++;
+        }
+        json_free(v);
+    }
+    CHECK(n == 4, "%d records", n);
+    free(text);
+}
+
+// On a trained checkpoint, S from sparsity_rows = 3000 (every row of 94 of 400 sequences) is within
+// 1% of S over every row, for every head.
+TEST(evaluate_sampled_rows_match_all_rows_on_a_trained_model) {
+    const char *conf = test_write_file("t.conf", "mixer = softmax\nmlp = false\n");
+    const char *dir = test_path("trained");
+    char out[8192];
+    int st = test_run(out, sizeof out, "./train %s vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 "
+                      "mqar_test_examples=400 d_model=32 n_layer=2 n_head=2 batch_size=32 lr=3e-3 steps=80 save_every=80 "
+                      "eval_every=0 log_every=0 sparsity_every=0 threads=1 out_dir=%s", conf, dir);
+    CHECK(st == 0, "train: %s", out);
+    double all[4], sampled[4];
+    long rows_all[4], rows_sampled[4];
+    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000080.safetensors threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    read_S(dir, all, rows_all);
+    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000080.safetensors sparsity_rows=3000 threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    read_S(dir, sampled, rows_sampled);
+    double lowest = 1;
+    for (int c = 0; c < 4; c++) {
+        CHECK(rows_all[c] == 400 * 32 && rows_sampled[c] == 94 * 32, "rows %ld %ld", rows_all[c], rows_sampled[c]);
+        CHECK(fabs(sampled[c] / all[c] - 1) < 0.01, "head %d: sampled S %g, all rows %g", c, sampled[c], all[c]);
+        lowest = all[c] < lowest ? all[c] : lowest;
+    }
+    CHECK(lowest < 0.8, "every head is still near flat (lowest S %g): the model did not train", lowest);
 }

@@ -9,6 +9,8 @@
 #include "core/io.h"
 #include "core/json.h"
 #include "core/rng.h"
+#include "eval/answer.h"
+#include "eval/maps.h"
 #include "eval/sparsity.h"
 #include "eval/val_eval.h"
 #include "model/model.h"
@@ -58,84 +60,140 @@ TEST(sparsity_of_known_rows) {
     CHECK(!sparsity_row(a, 10, &st));
 }
 
-// exp(-sigma^2 |q|^2 / 2) against softmax over n = 4096 Gaussian keys at sigma |q| = 0.5, 16 rows.
-TEST(softmax_prediction_matches_monte_carlo) {
-    enum { T = 4096, K = 16, ROWS = 16 };
+// S of a softmax row over n keys drawn N(mu, Sigma) with an anisotropic Sigma, averaged over rows.
+// Each row draws q, mu and a diagonal-plus-rank-one Sigma; the keys are mu + A z with A A' = Sigma.
+static double softmax_row_S(const double *x, int n, real *a) {
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+    for (int j = 0; j < n; j++) sum += a[j] = (real)exp(x[j] - mx);
+    RowStats st;
+    CHECK(sparsity_row(a, n, &st));
+    return st.S;
+}
+
+// Keys with full covariance: the scores' moments from the keys give gamma^2 = q' Sigma q, and
+// S_inf = exp(-gamma^2 / 2) matches softmax over n = 4096 such keys; S_n matches at n = 4096 too.
+TEST(softmax_Sinf_uses_the_full_covariance) {
+    enum { T = 4096, K = 8, ROWS = 24 };
     real *q = mallocCheck(sizeof(real) * T * K), *k = mallocCheck(sizeof(real) * T * K), *a = mallocCheck(sizeof(real) * T);
-    double *pred = mallocCheck(sizeof(double) * T);
+    double *beta = mallocCheck(sizeof(double) * T), *g2 = mallocCheck(sizeof(double) * T), *x = mallocCheck(sizeof(double) * T);
     Rng rng;
     rng_seed(&rng, 2024);
-    double sigma = 1.3, meas = 0, predicted = 0;
+    double meas = 0, pinf = 0, pn = 0, exact = 0;
     for (int r = 0; r < ROWS; r++) {
-        double mu[K], qv[K], qn = 0;
-        for (int d = 0; d < K; d++) mu[d] = rng_normal(&rng), qv[d] = rng_normal(&rng), qn += qv[d] * qv[d];
-        for (int d = 0; d < K; d++) qv[d] *= 0.5 / sigma / sqrt(qn);  // sigma |q| = 0.5
-        for (int t = 0; t < T; t++)
+        double mu[K], qv[K], u[K], diag[K];
+        for (int d = 0; d < K; d++)
+            mu[d] = rng_normal(&rng), qv[d] = rng_normal(&rng), u[d] = rng_normal(&rng), diag[d] = 0.2 + d * 0.3;
+        // Sigma = diag^2 + u u'; scale q so that q' Sigma q = 0.6
+        double qs = 0, qu = 0;
+        for (int d = 0; d < K; d++) qs += qv[d] * qv[d] * diag[d] * diag[d], qu += qv[d] * u[d];
+        double scale = sqrt(0.6 / (qs + qu * qu));
+        for (int d = 0; d < K; d++) qv[d] *= scale;
+        for (int t = 0; t < T; t++) {
+            double c = rng_normal(&rng);
             for (int d = 0; d < K; d++) {
-                k[t * K + d] = (real)(mu[d] + sigma * rng_normal(&rng));
+                k[t * K + d] = (real)(mu[d] + diag[d] * rng_normal(&rng) + u[d] * c);
                 q[t * K + d] = (real)qv[d];
             }
-        theory_exp_rows(q, k, T, K, pred);
-        // the last row sees all n = 4096 keys
-        double mx = -INFINITY, sum = 0;
+        }
+        theory_score_moments(q, k, T, K, beta, g2);
         for (int j = 0; j < T; j++) {
             double s = 0;
             for (int d = 0; d < K; d++) s += qv[d] * (double)k[j * K + d];
-            a[j] = (real)s;
-            mx = s > mx ? s : mx;
+            x[j] = s;
         }
-        for (int j = 0; j < T; j++) sum += a[j] = (real)exp((double)a[j] - mx);
-        for (int j = 0; j < T; j++) a[j] = (real)((double)a[j] / sum);
-        RowStats st;
-        CHECK(sparsity_row(a, T, &st));
-        meas += st.S / ROWS;
-        predicted += pred[T - 1] / ROWS;
+        meas += softmax_row_S(x, T, a) / ROWS;  // the last row sees all n = 4096 keys
+        pinf += theory_softmax_Sinf(g2[T - 1]) / ROWS;
+        pn += theory_softmax_Sn(T, sqrt(g2[T - 1])) / ROWS;
+        exact += exp(-0.3) / ROWS;
     }
-    CHECK(fabs(predicted - exp(-0.125)) < 0.01, "prediction %g vs exp(-1/8) = %g", predicted, exp(-0.125));
-    CHECK(fabs(meas / predicted - 1) < 0.02, "measured S %g, predicted %g", meas, predicted);
-    free(q);
-    free(k);
-    free(a);
-    free(pred);
+    CHECK(fabs(pinf / exact - 1) < 0.01, "S_inf from the keys %g vs exp(-0.6/2) = %g", pinf, exact);
+    CHECK(fabs(meas / pinf - 1) < 0.01, "measured S %g, S_inf %g", meas, pinf);
+    CHECK(fabs(meas / pn - 1) < 0.01, "measured S %g, S_n %g", meas, pn);
+    free(q), free(k), free(a), free(beta), free(g2), free(x);
 }
 
-// The incremental prefix statistics against a direct two-pass computation per row.
-TEST(theory_rows_match_direct_prefix_statistics) {
+// S_n against an independent Monte Carlo (another generator, 100000 rows) at short lengths, where
+// it is far above the n -> infinity limit: within 1%. Its stated standard error is small.
+TEST(softmax_Sn_matches_an_independent_monte_carlo) {
+    const int ns[] = {2, 5, 17, 64, 100};  // 100: between the tables of 90 and 108
+    const double gammas[] = {0.3, 1.0, 2.0, 3.7, 7.3, 11.3};
+    real a[100];
+    double x[100];
+    Rng rng;
+    rng_seed(&rng, 99);
+    for (int ni = 0; ni < 5; ni++)
+        for (int gi = 0; gi < 6; gi++) {
+            int n = ns[ni];
+            double g = gammas[gi], mc = 0;
+            enum { M = 100000 };
+            for (int s = 0; s < M; s++) {
+                for (int j = 0; j < n; j++) x[j] = g * rng_normal(&rng);
+                mc += softmax_row_S(x, n, a) / M;
+            }
+            double sn = theory_softmax_Sn(n, g), se = theory_softmax_Sn_se(n, g);
+            CHECK(fabs(sn / mc - 1) < 0.01, "n %d gamma %g: S_n %g vs Monte Carlo %g", n, g, sn, mc);
+            CHECK(se < 0.003, "n %d gamma %g: standard error %g", n, g, se);
+            if (n == 17 && g == 2.0) CHECK(sn > 0.4 && theory_softmax_Sinf(4) < 0.14, "n 17, gamma^2 4: %g", sn);
+        }
+    // n = 1 is one weight: S = 1; above the grid (gamma > 32) the last point, within 6% of one-hot
+    CHECK(theory_softmax_Sn(1, 3) == 1);
+    CHECK(theory_softmax_Sn(64, 40) == theory_softmax_Sn(64, 32) && theory_softmax_Sn(64, 40) * 8 - 1 < 0.06 && theory_softmax_Sn(64, 40) > 0.125, "%g",
+          theory_softmax_Sn(64, 40));
+    // deterministic: the same value whatever was asked before
+    CHECK(theory_softmax_Sn(17, 1.23) == theory_softmax_Sn(17, 1.23));
+}
+
+// relu^2 and identity: the closed forms against a Monte Carlo of their own assumption (scores
+// N(beta, gamma^2), S = mean|a| / sqrt(mean a^2) over 400000 draws): within 1%.
+TEST(relu2_and_identity_closed_forms_match_monte_carlo) {
+    const double cases[][2] = {{0, 1}, {0.5, 1}, {-0.5, 1}, {2, 0.7}, {-1.2, 1}, {0.01, 0.002}, {1, 0.05}};
+    Rng rng;
+    rng_seed(&rng, 3);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double beta = cases[c][0], gamma = cases[c][1];
+        double r1 = 0, r2 = 0, i1 = 0, i2 = 0;
+        enum { M = 400000 };
+        for (int s = 0; s < M; s++) {
+            double x = beta + gamma * rng_normal(&rng), r = x > 0 ? x * x : 0;
+            r1 += r, r2 += r * r, i1 += fabs(x), i2 += x * x;
+        }
+        double relu_mc = (r1 / M) / sqrt(r2 / M), id_mc = (i1 / M) / sqrt(i2 / M);
+        CHECK(fabs(theory_relu2_S(beta, gamma) / relu_mc - 1) < 0.01, "relu2 beta %g gamma %g: %g vs %g", beta, gamma,
+              theory_relu2_S(beta, gamma), relu_mc);
+        CHECK(fabs(theory_identity_S(beta, gamma) / id_mc - 1) < 0.01, "identity beta %g gamma %g: %g vs %g", beta, gamma,
+              theory_identity_S(beta, gamma), id_mc);
+    }
+    CHECK_CLOSE(theory_identity_S(0, 1), sqrt(2 / M_PI), 1e-12);  // the seed's minimum
+    CHECK(theory_relu2_S(1, 0) == 1 && isnan(theory_relu2_S(-1, 0)));
+}
+
+// The per-row score moments against a direct two-pass computation.
+TEST(theory_score_moments_match_direct_prefix_statistics) {
     enum { T = 23, K = 5 };
     real q[T * K], k[T * K];
-    double pe[T], pl[T];
+    double beta[T], g2[T];
     Rng rng;
     rng_seed(&rng, 7);
     for (int i = 0; i < T * K; i++) q[i] = (real)rng_normal(&rng), k[i] = (real)(1 + 0.5 * rng_normal(&rng));
-    theory_exp_rows(q, k, T, K, pe);
-    real q0[T * K];
-    memcpy(q0, q, sizeof q);
-    for (int i = 0; i < T * K; i++) q[i] = (real)fabs((double)q[i]) + (real)0.1;
-    theory_linear_rows(q, k, T, K, pl);
+    theory_score_moments(q, k, T, K, beta, g2);
     for (int i = 0; i < T; i++) {
         int n = i + 1;
-        double mean[K] = {0}, var = 0, q2 = 0;
-        for (int j = 0; j < n; j++)
-            for (int d = 0; d < K; d++) mean[d] += (double)k[j * K + d] / n;
-        for (int j = 0; j < n; j++)
-            for (int d = 0; d < K; d++) var += pow((double)k[j * K + d] - mean[d], 2) / n / K;
-        for (int d = 0; d < K; d++) q2 += (double)q0[i * K + d] * (double)q0[i * K + d];
-        CHECK_CLOSE(pe[i], exp(-var * q2 / 2), 1e-12);
-        // linear: q' Sigma q / (q' mu)^2 with the prefix covariance
-        double qmu = 0, qSq = 0;
-        for (int d = 0; d < K; d++) qmu += (double)q[i * K + d] * mean[d];
+        double x[T], mean = 0, var = 0;
         for (int j = 0; j < n; j++) {
-            double proj = 0;
-            for (int d = 0; d < K; d++) proj += (double)q[i * K + d] * ((double)k[j * K + d] - mean[d]);
-            qSq += proj * proj / n;
+            x[j] = 0;
+            for (int d = 0; d < K; d++) x[j] += (double)q[i * K + d] * (double)k[j * K + d];
+            mean += x[j] / n;
         }
-        CHECK_CLOSE(pl[i], 1 / sqrt(1 + qSq / (qmu * qmu)), 1e-12);
+        for (int j = 0; j < n; j++) var += (x[j] - mean) * (x[j] - mean) / n;
+        CHECK_CLOSE(beta[i], mean, 1e-12);
+        CHECK_CLOSE(g2[i], var, 1e-10);
     }
 }
 
 // For non-negative linear attention a_ij = phi(q_i).phi(k_j) / sum_l phi(q_i).phi(k_l), the
-// prefix prediction is an identity: it equals the measured S of every row.
-TEST(linear_prediction_is_exact_for_positive_features) {
+// prefix form is an identity (a consistency check): it equals the measured S of every row.
+TEST(linear_check_is_exact_for_positive_features) {
     enum { T = 40, K = 6 };
     real q[T * K], k[T * K], a[T];
     double pred[T];
@@ -156,6 +214,42 @@ TEST(linear_prediction_is_exact_for_positive_features) {
         CHECK(sparsity_row(a, i + 1, &st));
         CHECK_CLOSE(pred[i], st.S, 1e-12);
     }
+}
+
+// --- where the weight lands ----------------------------------------------------------------------
+
+TEST(answer_metrics_of_hand_built_rows) {
+    // an MQAR sequence: pairs (5,40) (7,41) (9,42), filler, then the query 7 at position 8
+    int in[10] = {5, 40, 7, 41, 9, 42, 0, 0, 7, 0};
+    CHECK(answer_value_pos(in, 8, 41) == 3);
+    CHECK(answer_value_pos(in, 8, 42) == -1);  // the query's key is not followed by that value
+    CHECK(answer_value_pos(in, 2, 41) == -1);  // nothing before the pair itself
+    double w[16];
+    AnswerStats st;
+    // one-hot on the answer
+    real onehot[9] = {0, 0, 0, 2.5, 0, 0, 0, 0, 0};
+    CHECK(answer_row(onehot, 9, 3, w, &st));
+    CHECK(st.ans_share == 1 && st.key_share == 0 && st.hit == 1 && st.rank == 1 && st.top1 == 1 && st.top4 == 1 && st.n90 == 1);
+    CHECK(st.key_pos == 2 && st.value_pos == 3);
+    // signed weights: |a| counts; the key holds the most
+    real row[9] = {0.1, 0, -0.5, 0.3, 0.1, 0, 0, 0, 0};  // sum |a| = 1.0
+    CHECK(answer_row(row, 9, 3, w, &st));
+    CHECK_CLOSE(st.ans_share, 0.3, 1e-6);
+    CHECK_CLOSE(st.key_share, 0.5, 1e-6);
+    CHECK(st.hit == 0 && st.rank == 2);
+    CHECK_CLOSE(st.top1, 0.5, 1e-6);
+    CHECK_CLOSE(st.top4, 1.0, 1e-6);
+    CHECK(st.n90 == 3, "n90 %d", st.n90);  // 0.5 + 0.3 + 0.1
+    // flat over 10: share 0.1, rank 1 (nothing holds more), hit (the first maximum is position 0,
+    // so not the answer at 3), n90 = 9
+    real flat[10];
+    for (int j = 0; j < 10; j++) flat[j] = (real)0.1;
+    CHECK(answer_row(flat, 10, 3, w, &st));
+    CHECK_CLOSE(st.ans_share, 0.1, 1e-6);
+    CHECK(st.rank == 1 && st.hit == 0 && st.n90 == 9, "rank %d hit %d n90 %d", st.rank, st.hit, st.n90);
+    CHECK_CLOSE(st.top4, 0.4, 1e-6);
+    real zero[4] = {0};
+    CHECK(!answer_row(zero, 4, 1, w, &st));
 }
 
 // --- the pass over a dataset -------------------------------------------------------------------------
@@ -186,55 +280,71 @@ static void rig_free_all(Rig *r) {
     dataset_free(&r->ds);
 }
 
-// S per (layer, head) by brute force: each sequence alone, softmax of the theory's q.k, over the
-// flat rows marked in chosen[n_seq * T] (NULL: all rows).
-static void brute_force(Rig *r, long n_seq, const unsigned char *chosen, double *S, double *S_recall, long *rows,
-                        long *rows_recall, double *pred) {
+// Per (layer, head) by brute force: each sequence alone, softmax of the theory's q.k, over the
+// sequences listed in seq[n_seq]: the means of S over every row, the query, key-value and other
+// rows, S_norm, the prediction S_n and the answer share.
+typedef struct {
+    double S[4], S_recall[4], S_kv[4], S_other[4], S_norm[4], pred[4], inf[4], ans[4], hit[4];
+    long rows[4], rows_recall[4], rows_kv[4], rows_answer[4];
+} Brute;
+
+static void brute_force(Rig *r, long n_seq, const long *seq, Brute *o) {
     Model *m = r->m;
     int T = r->T, L = m->s.L, H = m->s.H, D = m->s.C / H;
     int in[16], tg[16];
     real q[16 * 64], k[16 * 64];
-    double p[16];
-    memset(S, 0, sizeof(double) * L * H);
-    memset(S_recall, 0, sizeof(double) * L * H);
-    memset(pred, 0, sizeof(double) * L * H);
-    memset(rows, 0, sizeof(long) * L * H);
-    memset(rows_recall, 0, sizeof(long) * L * H);
-    for (long s = 0; s < n_seq; s++) {
-        dataset_get(&r->ds, s, in, tg);
+    double beta[16], g2[16], rows_o[4] = {0}, rows_n2[4] = {0};
+    memset(o, 0, sizeof *o);
+    for (long si = 0; si < n_seq; si++) {
+        dataset_get(&r->ds, seq ? seq[si] : si, in, tg);
         model_forward(m, in, tg, 1, T, 0);
         for (int l = 0; l < L; l++) {
             MixerIO io = model_mixer_io(m, l);
             for (int h = 0; h < H; h++) {
-                int K = m->mixer[l]->attention_qk(m->mixer_state[l], &io, 0, h, q, k);
+                int K = m->mixer[l]->attention_qk(m->mixer_state[l], &io, 0, h, q, k), c = l * H + h;
                 CHECK(K == D);
-                theory_exp_rows(q, k, T, K, p);
+                theory_score_moments(q, k, T, K, beta, g2);
                 for (int i = 0; i < T; i++) {
-                    if (chosen && !chosen[s * T + i]) continue;
+                    double x[16];
                     real a[16];
-                    double mx = -INFINITY, z = 0;
                     for (int j = 0; j <= i; j++) {
-                        double d = 0;
-                        for (int e = 0; e < K; e++) d += (double)q[i * K + e] * (double)k[j * K + e];
-                        a[j] = (real)d;
-                        mx = d > mx ? d : mx;
+                        x[j] = 0;
+                        for (int e = 0; e < K; e++) x[j] += (double)q[i * K + e] * (double)k[j * K + e];
                     }
-                    for (int j = 0; j <= i; j++) z += a[j] = (real)exp((double)a[j] - mx);
-                    for (int j = 0; j <= i; j++) a[j] = (real)((double)a[j] / z);
-                    RowStats st;
-                    CHECK(sparsity_row(a, i + 1, &st));
-                    S[l * H + h] += st.S;
-                    pred[l * H + h] += p[i];
-                    rows[l * H + h]++;
-                    if (tg[i] >= 0) S_recall[l * H + h] += st.S, rows_recall[l * H + h]++;
+                    double S = softmax_row_S(x, i + 1, a), z = 0;
+                    for (int j = 0; j <= i; j++) z += (double)a[j];
+                    o->S[c] += S;
+                    o->pred[c] += theory_softmax_Sn(i + 1, sqrt(g2[i]));
+                    o->inf[c] += exp(-g2[i] / 2);
+                    o->rows[c]++;
+                    if (i > 0) o->S_norm[c] += (S - 1 / sqrt(i + 1.0)) / (1 - 1 / sqrt(i + 1.0)), rows_n2[c]++;
+                    if (tg[i] >= 0) {
+                        o->S_recall[c] += S, o->rows_recall[c]++;
+                        // the value position by hand: the pair whose key is the query token
+                        for (int p = 0; p < 2; p++)
+                            if (in[2 * p] == in[i]) {
+                                o->ans[c] += (double)a[2 * p + 1] / z;
+                                int best = 0;
+                                for (int j = 1; j <= i; j++) best = a[j] > a[best] ? j : best;
+                                o->hit[c] += best == 2 * p + 1;
+                                o->rows_answer[c]++;
+                            }
+                    } else if (i < 4) o->S_kv[c] += S, o->rows_kv[c]++;
+                    else o->S_other[c] += S, rows_o[c]++;
                 }
             }
         }
     }
     for (int i = 0; i < L * H; i++) {
-        S[i] /= rows[i];
-        pred[i] /= rows[i];
-        S_recall[i] = rows_recall[i] ? S_recall[i] / rows_recall[i] : NAN;
+        o->S[i] /= o->rows[i];
+        o->pred[i] /= o->rows[i];
+        o->inf[i] /= o->rows[i];
+        o->S_norm[i] /= rows_n2[i];
+        o->S_recall[i] = o->rows_recall[i] ? o->S_recall[i] / o->rows_recall[i] : NAN;
+        o->S_kv[i] /= o->rows_kv[i];
+        o->S_other[i] /= rows_o[i];
+        o->ans[i] /= o->rows_answer[i];
+        o->hit[i] /= o->rows_answer[i];
     }
 }
 
@@ -243,24 +353,36 @@ TEST(sparsity_pass_matches_brute_force) {
     rig_make(&r, 4, 11);  // batches of 4, 4, 3
     SparsityResult res = {0};
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 0, &res);
-    CHECK(res.L == 2 && res.H == 2 && res.sequences == 11 && res.theory[0] == THEORY_EXP && res.theory[1] == THEORY_EXP);
-    double S[4], Sr[4], pred[4];
-    long rows[4], rows_r[4];
-    brute_force(&r, 11, NULL, S, Sr, rows, rows_r, pred);
+    CHECK(res.L == 2 && res.H == 2 && res.sequences == 11 && res.theory[0] == THEORY_EXP && res.theory[1] == THEORY_EXP && res.kv_pairs == 2);
+    CHECK(res.n_bins == 16 && res.bin_width == 1);
+    Brute b;
+    brute_force(&r, 11, NULL, &b);
     for (int i = 0; i < 4; i++) {
         const HeadSparsity *h = &res.heads[i];
-        CHECK(h->rows == 11 * 16 && h->rows == rows[i], "rows %ld", h->rows);
-        CHECK(h->rows_recall == 11 * 2 && h->rows_recall == rows_r[i], "rows_recall %ld", h->rows_recall);
-        CHECK_CLOSE(h->S, S[i], 1e-10);
-        CHECK_CLOSE(h->S_recall, Sr[i], 1e-10);
-        CHECK_CLOSE(h->S_pred, pred[i], 1e-10);
+        CHECK(h->rows == 11 * 16 && h->rows == b.rows[i], "rows %ld", h->rows);
+        CHECK(h->rows_recall == 11 * 2 && h->rows_recall == b.rows_recall[i], "rows_recall %ld", h->rows_recall);
+        CHECK(h->rows_kv == 11 * 4 && h->rows_kv == b.rows_kv[i] && h->rows_other == 11 * 10);
+        CHECK_CLOSE(h->S, b.S[i], 1e-10);
+        CHECK_CLOSE(h->S_recall, b.S_recall[i], 1e-10);
+        CHECK_CLOSE(h->S_kv, b.S_kv[i], 1e-10);
+        CHECK_CLOSE(h->S_other, b.S_other[i], 1e-10);
+        CHECK_CLOSE(h->S_norm, b.S_norm[i], 1e-10);
+        CHECK_CLOSE(h->S_pred, b.pred[i], 1e-10);
+        CHECK_CLOSE(h->S_inf, b.inf[i], 1e-10);
+        CHECK(h->rows_answer == 22 && b.rows_answer[i] == 22, "rows_answer %ld", h->rows_answer);
+        CHECK_CLOSE(h->ans_share, b.ans[i], 1e-10);
+        CHECK_CLOSE(h->ans_hit, b.hit[i], 1e-12);
+        CHECK(h->top1 >= h->ans_share && h->top4 >= h->top1 && h->n90 >= 1 && h->ans_rank >= 1);
         CHECK(h->rows_pred == h->rows);
+        CHECK(isfinite(h->S_pred_ratio_median) && h->S_pred_spearman >= -1 && h->S_pred_spearman <= 1);
         CHECK(h->S > 0.2 && h->S < 1 && h->entropy > 0 && h->entropy < 1, "S %g entropy %g", h->S, h->entropy);
         CHECK(h->max_weight > 0 && h->max_weight <= 1 && h->neg_mass == 0);
         double floor_s = 0;  // every row of every sequence: mean of 1/sqrt(n), n = 1..16
         for (int n = 1; n <= 16; n++) floor_s += 1 / sqrt((double)n) / 16;
         CHECK_CLOSE(h->S_onehot, floor_s, 1e-12);
         CHECK(h->S_recall_onehot > 0 && h->S_recall_onehot < 1 && h->S >= h->S_onehot);
+        // by position: bin 0 is the first row (S = 1), every bin has 11 rows
+        CHECK(h->bin_rows[0] == 11 && h->bin_rows[15] == 11 && h->bin_S[0] == 1);
     }
     // loss and accuracy of the same forward passes: val_eval's numbers
     HeadStats v = val_eval(r.m, &r.ds, r.B, r.T, 0);
@@ -268,35 +390,41 @@ TEST(sparsity_pass_matches_brute_force) {
     CHECK(res.stats.n_counted == 22 && v.n_counted == 22 && res.stats.n_correct == v.n_correct);
     // eval_batches = 2: the first 8 sequences
     sparsity_eval(r.m, &r.ds, r.B, r.T, 2, 0, &res);
-    brute_force(&r, 8, NULL, S, Sr, rows, rows_r, pred);
+    brute_force(&r, 8, NULL, &b);
     CHECK(res.sequences == 8 && res.heads[0].rows == 8 * 16);
-    for (int i = 0; i < 4; i++) CHECK_CLOSE(res.heads[i].S, S[i], 1e-10);
+    for (int i = 0; i < 4; i++) CHECK_CLOSE(res.heads[i].S, b.S[i], 1e-10);
     v = val_eval(r.m, &r.ds, r.B, r.T, 2);
     CHECK(v.n_counted == 16);
     sparsity_result_free(&res);
     rig_free_all(&r);
 }
 
-TEST(sparsity_rows_subset_is_evenly_spaced) {
+// sparsity_rows = N: every row of ceil(N / T) sequences at an even stride, so every position is
+// measured equally often (a flat-index stride that is a multiple of T would only see one).
+TEST(sparsity_rows_subset_covers_every_position) {
     Rig r;
     rig_make(&r, 4, 11);
-    long R = 11 * 16, N = 13;
-    unsigned char chosen[11 * 16] = {0};
-    for (long k = 0; k < N; k++) chosen[k * R / N] = 1;
     SparsityResult res = {0};
-    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, N, &res);
-    double S[4], Sr[4], pred[4];
-    long rows[4], rows_r[4];
-    brute_force(&r, 11, chosen, S, Sr, rows, rows_r, pred);
+    long *seq;
+    long m = sparsity_sequences(&r.ds, r.B, r.T, 0, 40, &seq);  // 3 sequences of 16 rows
+    CHECK(m == 3 && seq[0] == 0 && seq[1] == 3 && seq[2] == 7, "%ld: %ld %ld %ld", m, seq[0], seq[1], seq[2]);
+    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 40, &res);
+    Brute b;
+    brute_force(&r, m, seq, &b);
     for (int i = 0; i < 4; i++) {
-        CHECK(res.heads[i].rows == N, "rows %ld", res.heads[i].rows);
-        CHECK(res.heads[i].rows_recall == rows_r[i]);
-        CHECK_CLOSE(res.heads[i].S, S[i], 1e-10);
-        if (rows_r[i]) CHECK_CLOSE(res.heads[i].S_recall, Sr[i], 1e-10);
+        CHECK(res.heads[i].rows == 48, "rows %ld", res.heads[i].rows);
+        CHECK(res.heads[i].rows_recall == b.rows_recall[i]);
+        CHECK_CLOSE(res.heads[i].S, b.S[i], 1e-10);
+        CHECK_CLOSE(res.heads[i].S_recall, b.S_recall[i], 1e-10);
+        for (int p = 0; p < 16; p++) CHECK(res.heads[i].bin_rows[p] == 3, "position %d: %ld rows", p, res.heads[i].bin_rows[p]);
     }
+    free(seq);
+    // 16 * 11 = 176 = N: a multiple of T that the old flat stride aliased onto one position
+    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 16 * 5, &res);
+    for (int p = 0; p < 16; p++) CHECK(res.heads[0].bin_rows[p] == 5);
     // more rows than there are: all of them
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 100000, &res);
-    CHECK(res.heads[0].rows == R);
+    CHECK(res.heads[0].rows == 11 * 16);
     sparsity_result_free(&res);
     rig_free_all(&r);
 }
@@ -309,10 +437,8 @@ TEST(sparsity_pass_is_identical_for_any_thread_count_and_batch_size) {
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 0, &a);
     omp_set_num_threads(3);
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 0, &b);
-    for (int i = 0; i < 4; i++) {
-        CHECK(a.heads[i].S == b.heads[i].S && a.heads[i].S_recall == b.heads[i].S_recall, "threads change head %d", i);
-        CHECK(a.heads[i].entropy == b.heads[i].entropy && a.heads[i].S_pred == b.heads[i].S_pred);
-    }
+    for (int i = 0; i < 4; i++)
+        CHECK(!memcmp(&a.heads[i], &b.heads[i], sizeof(HeadSparsity)), "threads change head %d", i);
     sparsity_eval(r.m, &r.ds, 3, r.T, 0, 0, &b);  // batches of 3 (the model holds up to 4)
     for (int i = 0; i < 4; i++) CHECK_CLOSE(a.heads[i].S, b.heads[i].S, 1e-12);
     sparsity_result_free(&a);
@@ -323,10 +449,14 @@ TEST(sparsity_pass_is_identical_for_any_thread_count_and_batch_size) {
 TEST(sparsity_records_follow_design) {
     HeadSparsity heads[2] = {
         {.rows = 64, .rows_recall = 8, .S = 0.5, .S_recall = 0.25, .entropy = 0.4, .max_weight = 0.3, .rows_pred = 64,
-         .S_pred = 0.4, .S_meas_pred = 0.5, .S_recall_pred = 0.5, .S_recall_meas_pred = 0.25},
+         .S_pred = 0.4, .S_meas_pred = 0.5, .S_recall_pred = 0.5, .S_recall_meas_pred = 0.25, .S_pred_ratio_median = 1.5,
+         .S_pred_spearman = 0.7, .S_recall_pred_ratio_median = 0.4, .S_recall_pred_spearman = NAN, .S_inf = 0.1,
+         .rows_answer = 8, .ans_share = 0.8, .key_share = 0.1, .ans_hit = 0.875, .ans_rank = 1.25, .top1 = 0.8,
+         .top4 = 0.95, .n90 = 3, .S_kv = 0.6, .S_other = 0.7, .rows_kv = 16, .rows_other = 40, .S_norm = 0.3,
+         .bin_S = {1, 0.5}, .bin_pred = {1, NAN}, .rows_zero = 3, .rows_recall_zero = 1},
         {.rows = 64, .rows_recall = 0, .S = 0.75, .S_recall = NAN, .entropy = 0.9, .max_weight = 0.1},
     };
-    SparsityResult r = {.L = 2, .H = 1, .theory = {THEORY_EXP, THEORY_EXP}, .heads = heads};
+    SparsityResult r = {.L = 2, .H = 1, .theory = {THEORY_EXP, THEORY_EXP}, .heads = heads, .kv_pairs = 4, .n_bins = 2, .bin_width = 32};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -340,13 +470,104 @@ TEST(sparsity_records_follow_design) {
     JsonValue *v = json_parse(buf, (size_t)(second - buf - 1), err, sizeof err);
     CHECK(v, "%s", err);
     CHECK(json_get(v, "S_pred")->number == 0.4 && json_get(v, "S_pred_ratio")->number == 1.25);
-    CHECK(json_get(v, "S_recall_pred_ratio")->number == 0.5);
-    CHECK(!strcmp(json_get(v, "theory")->string, "exp") && json_get(v, "entropy")->number == 0.4);
+    CHECK(json_get(v, "S_recall_pred_ratio")->number == 0.5 && json_get(v, "S_pred_ratio_median")->number == 1.5);
+    CHECK(json_get(v, "S_pred_spearman")->number == 0.7 && !json_get(v, "S_recall_pred_spearman"));
+    CHECK(json_get(v, "S_inf")->number == 0.1 && json_get(v, "S_pred_measured")->number == 0.5);
+    CHECK(!strcmp(json_get(v, "theory")->string, "softmax") && json_get(v, "entropy")->number == 0.4);
+    CHECK(json_get(v, "ans_share")->number == 0.8 && json_get(v, "ans_hit")->number == 0.875 &&
+          json_get(v, "n90")->number == 3 && json_get(v, "rows_answer")->number == 8 && json_get(v, "top4")->number == 0.95);
+    CHECK(json_get(v, "S_kv")->number == 0.6 && json_get(v, "S_other")->number == 0.7 && json_get(v, "S_norm")->number == 0.3);
+    const JsonValue *bins = json_get(v, "S_pred_by_pos");
+    CHECK(bins && bins->type == JSON_ARRAY && json_get(v, "pos_bin_width")->number == 32);
+    CHECK(strstr(buf, "\"rows_recall\":8,\"rows_zero\":3,\"rows_recall_zero\":1,"), "%s", buf);
+    CHECK(!strstr(strchr(buf, '\n'), "rows_zero"), "left out when 0: %s", buf);
+    CHECK(strstr(buf, "\"S_by_pos\":[1,0.5]") && strstr(buf, "\"S_pred_by_pos\":[1,null]"), "%s", buf);
     json_free(v);
     v = json_parse(second, strlen(second), err, sizeof err);
     CHECK(v, "%s", err);
     CHECK(json_get(v, "layer")->number == 1 && json_get(v, "S_recall")->type == JSON_NULL);
-    CHECK(!json_get(v, "S_pred") && !json_get(v, "S_pred_ratio"), "no prediction without rows: %s", second);
+    CHECK(!json_get(v, "S_pred") && !json_get(v, "S_pred_ratio") && !json_get(v, "ans_share"), "no prediction without rows: %s", second);
     json_free(v);
     free(buf);
+    // the training log: one line per layer, the recall layer (largest answer share) starred
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    heads[1].ans_share = NAN;
+    sparsity_print_layers(f, 100, &r);
+    fclose(f);
+    CHECK(!strcmp(buf, "step    100 | L0* S_recall 0.250 | answer share 0.800\nstep    100 | L1  S_recall   -  | answer share   - \n"),
+          "%s", buf);
+    CHECK(sparsity_recall_layer(&r) == 0);
+    free(buf);
+}
+
+// --- attention maps of one sequence ---------------------------------------------------------------
+
+typedef struct {
+    Rig *r;
+    long seq;
+    int layer, head;
+} MapCase;
+
+static void extract_case(void *arg) {
+    MapCase *c = arg;
+    AttentionMaps am;
+    maps_extract(c->r->m, &c->r->ds, c->r->T, c->seq, c->layer, c->head, &am);
+    maps_free(&am);
+}
+
+TEST(maps_hold_the_extractor_rows_and_refuse_bad_choices) {
+    Rig r;
+    rig_make(&r, 4, 11);
+    AttentionMaps am;
+    maps_extract(r.m, &r.ds, r.T, 5, -1, -1, &am);
+    CHECK(am.n == 4 && am.T == 16 && am.has_answers && !am.signed_maps);
+    int in[16], tg[16];
+    dataset_get(&r.ds, 5, in, tg);
+    int queries = 0;
+    for (int i = 0; i < 16; i++) {
+        CHECK(am.inputs[i] == in[i] && am.targets[i] == tg[i]);
+        if (tg[i] >= 0) {
+            queries++;
+            CHECK(am.answer[i] >= 1 && am.answer[i] < 4 && in[am.answer[i]] == tg[i] && in[am.answer[i] - 1] == in[i]);
+        } else CHECK(am.answer[i] == -1);
+    }
+    CHECK(queries == 2);
+    // the same rows as the extractor after a forward of that sequence alone
+    model_forward(r.m, in, tg, 1, 16, 0);
+    real a[256];
+    for (int k = 0; k < am.n; k++) {
+        MixerIO io = model_mixer_io(r.m, am.layer[k]);
+        r.m->mixer[am.layer[k]]->attention(r.m->mixer_state[am.layer[k]], &io, 0, am.head[k], a);
+        for (int e = 0; e < 256; e++) CHECK(fabs((double)am.a[k * 256 + e] - (double)a[e]) < 1e-6);
+    }
+    maps_free(&am);
+    maps_extract(r.m, &r.ds, r.T, 0, 1, 0, &am);  // one layer, one head
+    CHECK(am.n == 1 && am.layer[0] == 1 && am.head[0] == 0);
+    maps_free(&am);
+    // bad choices: one line, exit 2, naming the key
+    struct {
+        long seq;
+        int layer, head;
+        const char *says;
+    } bad[] = {
+        {11, -1, -1, "map_seq: 11 is out of range"},
+        {0, 2, -1, "map_layer: 2 is out of range"},
+        {0, -1, 2, "map_head: 2 is out of range"},
+        {0, -2, 0, "map_layer"},
+    };
+    for (int i = 0; i < 4; i++) {
+        MapCase c = {&r, bad[i].seq, bad[i].layer, bad[i].head};
+        char err[512];
+        CHECK(test_fork(extract_case, &c, err, sizeof err) == 2, "case %d: %s", i, err);
+        CHECK(strstr(err, bad[i].says) && strchr(err, '\n') == err + strlen(err) - 1, "case %d: %s", i, err);
+    }
+    // a mixer without an extractor
+    MixerKind none = *r.m->mixer[0];
+    none.attention = NULL;
+    r.m->mixer[0] = &none;
+    MapCase c = {&r, 0, -1, -1};
+    char err[512];
+    CHECK(test_fork(extract_case, &c, err, sizeof err) == 2 && strstr(err, "has no attention extractor"), "%s", err);
+    rig_free_all(&r);
 }

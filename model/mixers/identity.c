@@ -113,6 +113,7 @@ const MixerKind mixer_identity = {
     .n_maps = identity_n_maps,
     .attention = identity_attention,
     .attention_values = identity_attention_values,
+    .theory = THEORY_IDENTITY,  // the evaluator reads the scores off the map itself
     .state_size = identity_state_size,
     .step = identity_step,
     .flops = identity_flops,

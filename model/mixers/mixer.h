@@ -70,6 +70,8 @@ typedef enum {
     THEORY_EXP,     // softmax: S = exp(-sigma^2 |q|^2 / 2) for Gaussian keys (q already scaled)
     THEORY_LINEAR,  // non-negative linear attention: S = 1/sqrt(1 + q'Sigma q / (q'mu)^2) of phi(k)
     THEORY_DECAY,   // fixed decay lambda: S = sqrt((1-l^n)/(n(1-l)) (1+l)/(1+l^n)) when q.k is constant
+    THEORY_RELU2,   // relu^2: a_ij = relu(q_i.k_j)^2 with Gaussian scores (eval/theory.h)
+    THEORY_IDENTITY,  // no feature map: a_ij = the score itself, Gaussian (eval/theory.h)
 } Theory;
 
 typedef struct MixerKind {
@@ -106,7 +108,8 @@ typedef struct MixerKind {
 
     // Closed-form sparsity prediction (optional). attention_qk gives map m's queries and keys as
     // the theory uses them, q[T*K] and k[T*K] (THEORY_EXP: scaled q and k, a_ij ~ exp(q_i.k_j);
-    // THEORY_LINEAR: phi(q), phi(k)); returns K. decay_rate gives THEORY_DECAY's lambda.
+    // THEORY_LINEAR: phi(q), phi(k); THEORY_RELU2: the score's q and k, a_ij = relu(q_i.k_j)^2);
+    // returns K. decay_rate gives THEORY_DECAY's lambda.
     Theory theory;
     int (*attention_qk)(const void *st, const MixerIO *io, int b, int m, real *q, real *k);
     double (*decay_rate)(const void *st, int m);

@@ -115,6 +115,23 @@ static int relu2_attention_values(const void *st, const MixerIO *io, int b, int 
     return qkv_attention_values(&((const Relu2 *)st)->s, io, b, m, v, o);
 }
 
+// The score q_i.k_j / seq_len + b as one dot product, for the evaluator's theory:
+// q' = [q / seq_len, b], k' = [k, 1] (K = D + 1).
+static int relu2_attention_qk(const void *st, const MixerIO *io, int b, int h, real *q, real *k) {
+    const Relu2 *m = st;
+    int T = io->T, C3 = 3 * m->s.C, D = m->s.D;
+    const real *qs = io->act[QKV_A_QKV] + (size_t)b * T * C3 + h * D, *ks = qs + m->s.C;
+    for (int t = 0; t < T; t++) {
+        for (int d = 0; d < D; d++) {
+            q[t * (D + 1) + d] = qs[(size_t)t * C3 + d] * m->inv_n;
+            k[t * (D + 1) + d] = ks[(size_t)t * C3 + d];
+        }
+        q[t * (D + 1) + D] = m->bias;
+        k[t * (D + 1) + D] = 1;
+    }
+    return D + 1;
+}
+
 // KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C].
 static size_t relu2_state_size(const void *st) {
     const Relu2 *m = st;
@@ -161,6 +178,8 @@ const MixerKind mixer_relu2 = {
     .n_maps = relu2_n_maps,
     .attention = relu2_attention,
     .attention_values = relu2_attention_values,
+    .theory = THEORY_RELU2,
+    .attention_qk = relu2_attention_qk,
     .state_size = relu2_state_size,
     .step = relu2_step,
     .flops = relu2_flops,

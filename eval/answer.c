@@ -1,0 +1,48 @@
+#include "eval/answer.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+int answer_value_pos(const int *inputs, int i, int target) {
+    for (int j = 0; j + 1 < i; j++)
+        if (inputs[j] == inputs[i] && inputs[j + 1] == target) return j + 1;
+    return -1;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+int answer_row(const real *a, int n, int value_pos, double *w, AnswerStats *st) {
+    double l1 = 0;
+    for (int j = 0; j < n; j++) l1 += fabs((double)a[j]);
+    if (l1 == 0) return 0;
+    int arg = 0;
+    double av = fabs((double)a[value_pos]);
+    st->value_pos = value_pos;
+    st->key_pos = value_pos - 1;
+    st->rank = 1;
+    for (int j = 0; j < n; j++) {
+        w[j] = fabs((double)a[j]) / l1;
+        if (fabs((double)a[j]) > fabs((double)a[arg])) arg = j;
+        st->rank += fabs((double)a[j]) > av;
+    }
+    st->ans_share = w[value_pos];
+    st->key_share = value_pos > 0 ? w[value_pos - 1] : 0;
+    st->hit = arg == value_pos;
+    qsort(w, (size_t)n, sizeof(double), cmp_desc);
+    st->top1 = w[0];
+    st->top4 = 0;
+    for (int j = 0; j < n && j < 4; j++) st->top4 += w[j];
+    double cum = 0;
+    st->n90 = n;
+    for (int j = 0; j < n; j++) {
+        cum += w[j];
+        if (cum >= 0.9 - 1e-12) {  // a flat row of 10 reaches 0.9 at 9 despite rounding
+            st->n90 = j + 1;
+            break;
+        }
+    }
+    return 1;
+}

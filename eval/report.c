@@ -1,0 +1,324 @@
+#include "eval/report.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/json.h"
+#include "eval/svg_plot.h"
+
+// --- records ------------------------------------------------------------------------------------
+
+static double num(const JsonValue *o, const char *key) {
+    const JsonValue *v = json_get(o, key);
+    return v && v->type == JSON_NUMBER ? v->number : NAN;
+}
+
+static int is_sparsity(const JsonValue *v) {
+    const JsonValue *t = json_get(v, "type");
+    return v->type == JSON_OBJECT && t && t->type == JSON_STRING && !strcmp(t->string, "sparsity") && json_get(v, "layer");
+}
+
+int report_read_last_step(const char *dir, StepRecords *out) {
+    memset(out, 0, sizeof *out);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    if (!text) return 0;
+    long last = -1;
+    int pass;
+    for (pass = 0; pass < 2; pass++)  // 1: the last step; 2: its records
+        for (char *line = text; *line;) {
+            char *end = strchr(line, '\n');
+            size_t n = end ? (size_t)(end - line) : strlen(line);
+            char err[64];
+            JsonValue *v = n ? json_parse(line, n, err, sizeof err) : NULL;
+            if (v && is_sparsity(v)) {
+                long step = (long)num(v, "step");
+                if (pass == 0 && step > last) last = step;
+                if (pass == 1 && step == last) {
+                    out->rec = reallocCheck(out->rec, sizeof(JsonValue *) * (size_t)(out->n + 1));
+                    out->rec[out->n++] = v;
+                    v = NULL;
+                }
+            }
+            if (v) json_free(v);
+            line += n + (end ? 1 : 0);
+        }
+    free(text);
+    out->step = last;
+    return out->n > 0;
+}
+
+void report_records_free(StepRecords *r) {
+    for (int i = 0; i < r->n; i++) json_free(r->rec[i]);
+    free(r->rec);
+    memset(r, 0, sizeof *r);
+}
+
+// --- figures --------------------------------------------------------------------------------------
+
+int report_plot_by_position(const char *dir, const StepRecords *r, const char *title) {
+    int L = 0;
+    for (int i = 0; i < r->n; i++) {
+        int l = (int)num(r->rec[i], "layer");
+        if (l + 1 > L) L = l + 1;
+    }
+    if (L == 0 || L > 64) return -1;
+    PlotPanel *panels = callocCheck((size_t)L, sizeof(PlotPanel));
+    PlotSeries *series = callocCheck((size_t)(2 * r->n + L), sizeof(PlotSeries));
+    double **bufs = callocCheck((size_t)(4 * r->n + 2 * L), sizeof(double *));  // x and y of 2 series per record, floor per layer
+    char (*labels)[64] = callocCheck((size_t)(2 * r->n + L), sizeof *labels);
+    char (*titles)[64] = callocCheck((size_t)L, sizeof *titles);
+    int ns = 0, nb = 0, drawn = 0;
+    for (int l = 0; l < L; l++) {
+        PlotPanel *p = &panels[l];
+        snprintf(titles[l], sizeof titles[l], "layer %d: S against the query position", l);
+        p->title = titles[l];
+        p->xlabel = "n = position + 1 (start of each bin)";
+        p->ylabel = "mean S over the rows of the bin";
+        p->ymin = 0;
+        p->ymax = 1;
+        p->series = &series[ns];
+        int width = 0, nbins = 0;
+        for (int i = 0; i < r->n; i++) {
+            const JsonValue *v = r->rec[i];
+            if ((int)num(v, "layer") != l) continue;
+            const JsonValue *meas = json_get(v, "S_by_pos"), *pred = json_get(v, "S_pred_by_pos");
+            width = (int)num(v, "pos_bin_width");
+            if (!meas || meas->type != JSON_ARRAY || width < 1) continue;
+            nbins = meas->n;
+            int h = (int)num(v, "head");
+            for (int k = 0; k < 2; k++) {
+                const JsonValue *arr = k == 0 ? meas : pred;
+                if (!arr || arr->type != JSON_ARRAY || arr->n != nbins) continue;
+                double *x = bufs[nb++] = mallocCheck(sizeof(double) * (size_t)(nbins + 1));
+                double *y = bufs[nb++] = mallocCheck(sizeof(double) * (size_t)(nbins + 1));
+                for (int b = 0; b < nbins; b++) {
+                    x[b] = b * width + 1;
+                    y[b] = arr->items[b].type == JSON_NUMBER ? arr->items[b].number : NAN;
+                }
+                snprintf(labels[ns], sizeof labels[0], k == 0 ? "head %d measured" : "head %d predicted", h);
+                series[ns] = (PlotSeries){x, y, nbins, labels[ns], h, k};
+                ns++;
+                p->n_series++;
+                drawn = 1;
+            }
+        }
+        if (nbins > 0) {  // the one-hot floor at the bin starts
+            double *x = bufs[nb++] = mallocCheck(sizeof(double) * (size_t)(nbins + 1));
+            double *y = bufs[nb++] = mallocCheck(sizeof(double) * (size_t)(nbins + 1));
+            for (int b = 0; b < nbins; b++) x[b] = b * width + 1, y[b] = 1 / sqrt(x[b]);
+            series[ns++] = (PlotSeries){x, y, nbins, "one-hot 1/sqrt(n)", -1, 2};
+            p->n_series++;
+        }
+    }
+    int rc = -1;
+    if (drawn) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/sparsity_by_pos.svg", dir);
+        rc = svg_line_figure(path, title, panels, L, L > 2 ? 2 : L);
+    }
+    for (int i = 0; i < nb; i++) free(bufs[i]);
+    free(bufs), free(panels), free(series), free(labels), free(titles);
+    return rc;
+}
+
+int report_plot_scatter(const char *dir, const char *title) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    if (!text) return -1;
+    int cap = 256, n = 0, L = 0;
+    double *x = mallocCheck(sizeof(double) * cap), *y = mallocCheck(sizeof(double) * cap);
+    int *c = mallocCheck(sizeof(int) * cap);
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char err[64];
+        JsonValue *v = len ? json_parse(line, len, err, sizeof err) : NULL;
+        if (v && is_sparsity(v)) {
+            int l = (int)num(v, "layer");
+            if (l >= 0 && l < 5) {  // the palette's first 10 colours: all rows and query rows of 5 layers
+                if (l + 1 > L) L = l + 1;
+                for (int k = 0; k < 2; k++) {
+                    double px = num(v, k ? "S_recall_pred" : "S_pred"), py = num(v, k ? "S_recall_pred_measured" : "S_pred_measured");
+                    if (!isfinite(px) || !isfinite(py)) continue;
+                    if (n == cap) {
+                        cap *= 2;
+                        x = reallocCheck(x, sizeof(double) * cap), y = reallocCheck(y, sizeof(double) * cap);
+                        c = reallocCheck(c, sizeof(int) * cap);
+                    }
+                    x[n] = px, y[n] = py, c[n] = 2 * l + k, n++;
+                }
+            }
+        }
+        if (v) json_free(v);
+        line += len + (end ? 1 : 0);
+    }
+    free(text);
+    int rc = -1;
+    if (n > 0) {
+        char lab[10][48];
+        const char *labels[10];
+        for (int i = 0; i < 2 * L; i++) {
+            snprintf(lab[i], sizeof lab[i], "layer %d, %s", i / 2, i % 2 ? "query rows" : "all rows");
+            labels[i] = lab[i];
+        }
+        snprintf(path, sizeof path, "%s/sparsity_scatter.svg", dir);
+        rc = svg_scatter(path, title, "predicted S (mean over rows, per head and checkpoint)",
+                         "measured S (same rows)", x, y, c, n, labels, 2 * L);
+    }
+    free(x), free(y), free(c);
+    return rc;
+}
+
+// --- the page ------------------------------------------------------------------------------------
+
+static void html_text(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else fputc(*s, f);
+    }
+}
+
+static void base64(FILE *f, const unsigned char *d, size_t n) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)d[i] << 16 | (i + 1 < n ? (unsigned)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+        fputc(tab[v >> 18 & 63], f);
+        fputc(tab[v >> 12 & 63], f);
+        fputc(i + 1 < n ? tab[v >> 6 & 63] : '=', f);
+        fputc(i + 2 < n ? tab[v & 63] : '=', f);
+    }
+}
+
+// An <img> of dir/name inlined as a data: URI; 0 when the file does not exist.
+static int figure(FILE *f, const char *dir, const char *name, const char *caption) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t len;
+    char *svg = read_file_text(path, &len);
+    if (!svg) return 0;
+    fputs("<figure><img alt=\"", f);
+    html_text(f, name);
+    fputs("\" src=\"data:image/svg+xml;base64,", f);
+    base64(f, (const unsigned char *)svg, len);
+    fputs("\"><figcaption>", f);
+    html_text(f, caption);
+    fputs("</figcaption></figure>\n", f);
+    free(svg);
+    return 1;
+}
+
+static void cell(FILE *f, const JsonValue *v, const char *key, int digits) {
+    double x = num(v, key);
+    if (isfinite(x)) fprintf(f, "<td>%.*f</td>", digits, x);
+    else fputs("<td>-</td>", f);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int report_write_html(const char *dir, const char *mixer, long step, double loss, double acc, const char *config_text,
+                      const StepRecords *r) {
+    char path[1200], tmp[1300];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>attnscope report: ", f);
+    html_text(f, dir);
+    fputs("</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;max-width:1400px;color:#222}"
+          "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+          "th{background:#f0f0f0}tr.recall td{background:#eef6ee}pre{background:#f7f7f7;padding:8px;font-size:12px;"
+          "max-height:320px;overflow:auto}figure{margin:12px 0}img{max-width:100%;border:1px solid #eee}"
+          "figcaption{font-size:13px;color:#555}</style>\n</head><body>\n<h1>", f);
+    html_text(f, mixer);
+    fputs(" on ", f);
+    html_text(f, dir);
+    fprintf(f, "</h1>\n<p>Last checkpoint: step %ld", step);
+    if (isfinite(acc)) fprintf(f, ", validation accuracy %.4f, loss %.4f", acc, loss);
+    fputs(". S(a) = mean|a| / sqrt(mean a&sup2;) per row: 1 is flat, 1/sqrt(n) one-hot. "
+          "Field definitions: docs/sparsity.md.</p>\n", f);
+
+    fputs("<h2>Accuracy and S over steps</h2>\n", f);
+    figure(f, dir, "loss_acc.svg", "validation loss and accuracy at every checkpoint (eval.jsonl)");
+    figure(f, dir, "sparsity_steps.svg", "S per head at every checkpoint, with the theory's prediction (dashed)");
+    figure(f, dir, "sparsity_train.svg", "S during training (the trainer's sparsity.jsonl)");
+
+    fprintf(f, "<h2>Per head at step %ld</h2>\n", r ? r->step : step);
+    if (r && r->n > 0) {
+        // the recall layer: the largest mean answer share over its heads
+        int L = 0, recall = -1;
+        for (int i = 0; i < r->n; i++) L = (int)num(r->rec[i], "layer") + 1 > L ? (int)num(r->rec[i], "layer") + 1 : L;
+        double best = -1;
+        for (int l = 0; l < L && l < 1024; l++) {
+            double s = 0;
+            int k = 0;
+            for (int i = 0; i < r->n; i++)
+                if ((int)num(r->rec[i], "layer") == l && isfinite(num(r->rec[i], "ans_share"))) s += num(r->rec[i], "ans_share"), k++;
+            if (k && s / k > best) best = s / k, recall = l;
+        }
+        const JsonValue *th = json_get(r->rec[0], "theory");
+        fprintf(f, "<p>Theory: <b>%s</b>.", th && th->type == JSON_STRING ? th->string : "none");
+        if (recall >= 0) fprintf(f, " The recall layer (largest answer share at the query rows) is layer %d, shaded.", recall);
+        fputs("</p>\n<table><tr><th>layer</th><th>head</th><th>S</th><th>S_recall</th><th>one-hot floor</th><th>S_kv</th>"
+              "<th>S_other</th><th>S_norm</th><th>S_pred</th><th>S_inf</th><th>median measured/pred</th>"
+              "<th>rank corr.</th><th>answer share</th><th>key share</th><th>argmax = answer</th><th>answer rank</th>"
+              "<th>top1</th><th>top4</th><th>n90</th><th>neg. mass</th></tr>\n", f);
+        for (int i = 0; i < r->n; i++) {
+            const JsonValue *v = r->rec[i];
+            int l = (int)num(v, "layer");
+            fprintf(f, "<tr%s><td>%d</td><td>%d</td>", l == recall ? " class=\"recall\"" : "", l, (int)num(v, "head"));
+            cell(f, v, "S", 3), cell(f, v, "S_recall", 3), cell(f, v, "S_recall_onehot", 3), cell(f, v, "S_kv", 3);
+            cell(f, v, "S_other", 3), cell(f, v, "S_norm", 3), cell(f, v, "S_pred", 3), cell(f, v, "S_inf", 3);
+            cell(f, v, "S_pred_ratio_median", 2), cell(f, v, "S_pred_spearman", 2), cell(f, v, "ans_share", 3);
+            cell(f, v, "key_share", 3), cell(f, v, "ans_hit", 3), cell(f, v, "ans_rank", 2), cell(f, v, "top1", 3);
+            cell(f, v, "top4", 3), cell(f, v, "n90", 1), cell(f, v, "neg_mass", 3);
+            fputs("</tr>\n", f);
+        }
+        fputs("</table>\n", f);
+    } else fputs("<p>No sparsity records.</p>\n", f);
+
+    fputs("<h2>S by position and theory against measurement</h2>\n", f);
+    figure(f, dir, "sparsity_by_pos.svg", "S and the prediction against the query position, last checkpoint");
+    figure(f, dir, "sparsity_scatter.svg", "predicted against measured S, one point per head and checkpoint");
+
+    fputs("<h2>Attention maps</h2>\n", f);
+    int n_maps = 0;
+    DIR *d = opendir(dir);
+    char **names = NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            size_t len = strlen(e->d_name);
+            if (!strncmp(e->d_name, "map_L", 5) && len > 4 && !strcmp(e->d_name + len - 4, ".svg")) {
+                names = reallocCheck(names, sizeof(char *) * (size_t)(n_maps + 1));
+                names[n_maps++] = strdupCheck(e->d_name);
+            }
+        }
+        closedir(d);
+    }
+    if (n_maps) qsort(names, (size_t)n_maps, sizeof(char *), cmp_str);
+    for (int i = 0; i < n_maps; i++) {
+        figure(f, dir, names[i], names[i]);
+        free(names[i]);
+    }
+    free(names);
+    if (!n_maps) fputs("<p>None yet: <code>./evaluate RUN --maps</code> draws them.</p>\n", f);
+
+    fputs("<h2>Config</h2>\n<pre>", f);
+    html_text(f, config_text);
+    fputs("</pre>\n</body></html>\n", f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
