@@ -93,16 +93,11 @@ $(eval $(call variant,ARM64))
 
 $(eval $(call variant_program,ARM64,bench_gemm,bench/bench_gemm.o bench/peak.o,f32))
 
-# T_SKIP: cases left out by name (the runner is given the others; it matches substrings, so a
-# skipped name must not contain a kept one).
-TEST_NAMES = $(shell sed -n 's/^TEST(\([A-Za-z0-9_]*\)).*/\1/p' tests/*.c)
-ARM64_T = $(or $(T),$(if $(T_SKIP),$(filter-out $(T_SKIP),$(TEST_NAMES))))
-
 arm64: $(ARM64_DIR)/ready
 # the NEON kernels in float (the suite runs them in double), then the suite
 arm64-test: $(ARM64_DIR)/ready $(ARM64_DIR)/bin/bench_gemm
 	$(ARM64_RUNNER) $(ARM64_DIR)/bin/bench_gemm --check-only --kernel neon
-	cd $(ARM64_DIR) && ./run_tests $(ARM64_T)
+	cd $(ARM64_DIR) && ./run_tests $(RUN_T)
 # CI (.ci/run): under qemu the whole-model gradient check of every mixer and every tensor is half
 # of the suite's time; each mixer's own finite-difference check and the whole-model check without
 # MLP still run (docs/laptops.md).

@@ -185,12 +185,10 @@ TEST(gemm_deterministic_threads) {
                     Cq[t] = malloc(n * sizeof(real));
                     memcpy(Cq[t], c.C0, n * sizeof(real));
                 }
+                // (a build without OpenMP runs the region on one thread, which does both)
 #pragma omp parallel num_threads(2)
-                {
-                    int t = omp_get_thread_num();
-                    if (t < 2)
-                        gemm_serial(c.tA, c.tB, c.M, c.N, c.K, c.A, c.lda, c.B, c.ldb, 1, Cq[t], c.ldc);
-                }
+                for (int t = omp_get_thread_num(); t < 2; t += omp_get_num_threads())
+                    gemm_serial(c.tA, c.tB, c.M, c.N, c.K, c.A, c.lda, c.B, c.ldb, 1, Cq[t], c.ldc);
                 for (int t = 0; t < 2; t++) {
                     CHECK(memcmp(C1, Cq[t], n * sizeof(real)) == 0, "gemm_serial in region differs");
                     free(Cq[t]);
