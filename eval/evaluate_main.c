@@ -26,6 +26,7 @@
 #include "eval/svg_plot.h"
 #include "eval/val_eval.h"
 #include "trainer/checkpoint.h"
+#include "trainer/llmc.h"
 #include "model/model.h"
 
 // Keys that may differ from the checkpoint's config: they change how it is evaluated, not what
@@ -507,6 +508,20 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
     t->last_ok = -1;
     double t0 = now_seconds();
     printf("%s: %d checkpoint%s\n", t->path, t->n, t->n == 1 ? "" : "s");
+    // A run folder's checkpoints must be of the run's model: one copied in from another run is
+    // skipped with a line, not plotted as a step of this one.
+    Config run_cfg;
+    int have_run_cfg = 0;
+    if (!t->single) {
+        char path[1200], err[512];
+        snprintf(path, sizeof path, "%s/config.conf", t->dir);
+        char *text = path_exists(path) ? read_file_text(path, NULL) : NULL;
+        config_init_all(&run_cfg);
+        have_run_cfg = text && config_try_load_text(&run_cfg, text, path, err, sizeof err) == 0;
+        if (!have_run_cfg) config_free(&run_cfg);
+        free(text);
+    }
+    int noted_val_data = 0;
     for (int i = 0; i < t->n; i++) {
         const char *ck = t->ckpts[i];
         char eta[32] = "?";
@@ -521,6 +536,23 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
             fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
             continue;
         }
+        const char *differs = have_run_cfg ? config_first_difference(&run_cfg, &c) : NULL;
+        if (differs) {
+            progress_break();
+            fprintf(stderr, "evaluate: %s: skipped: not this run's model (%s is '%s' here, '%s' in %s/config.conf)\n",
+                    ck, differs, cfg_str(&c, differs), cfg_str(&run_cfg, differs), t->dir);
+            config_free(&c);
+            continue;
+        }
+        if (!noted_val_data && !strcmp(cfg_str(&c, "task"), "mqar"))
+            for (int k = 0; k < n_over; k++)
+                if (!strncmp(over[k], "val_data=", 9)) {
+                    progress_break();
+                    fprintf(stderr, "note: %s: val_data is not used: an MQAR checkpoint validates on its own test "
+                                    "set (mqar_test_examples, mqar_test_seed)\n", ck);
+                    noted_val_data = 1;
+                    break;
+                }
         config_apply_args(&c, n_over, over);
         if (!ev->built || config_first_difference(&ev->cfg, &c)) {
             evaluator_build(ev, &c, ck);
@@ -554,6 +586,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         t->last_acc = acc;
     }
     progress_break();
+    if (have_run_cfg) config_free(&run_cfg);
     t->evaluated = n_done;
     fclose(out);
     if (n_done > 0) write_eval_jsonl(t, fresh, done, n_done);
@@ -725,6 +758,9 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 // Checks the overrides once, before any work: known keys that may differ from the checkpoint.
 static void check_overrides(const Args *a) {
+    // llm.c's GPT-2 files hold max_seq_len positions: a shorter seq_len uses the first rows of wpe
+    int all_llmc = a->n_tg > 0;
+    for (int i = 0; i < a->n_tg; i++) all_llmc &= llmc_is_model_file(a->tg[i].path);
     Config probe;
     config_init_all(&probe);
     config_apply_args(&probe, a->n_over, a->over);
@@ -733,7 +769,7 @@ static void check_overrides(const Args *a) {
         snprintf(key, sizeof key, "%.*s", (int)(strchr(a->over[i], '=') - a->over[i]), a->over[i]);
         for (char *e = key + strlen(key); e > key && (e[-1] == ' ' || e[-1] == '\t');) *--e = 0;
         const KeyDef *k = config_find(&probe, key);
-        if (k && !key_allowed(k))
+        if (k && !key_allowed(k) && !(all_llmc && !strcmp(key, "seq_len")))
             die_input("%s: fixed by the checkpoint (it changes the model or the data); ./evaluate accepts "
                       "eval_batches, sparsity_rows, batch_size, threads, val_data and the other run keys", key);
     }
@@ -750,6 +786,19 @@ static void resolve_targets(Args *a) {
             t->dir = strdupCheck(t->path);
             t->n = ckpt_list(t->path, &t->ckpts, &t->steps);
             if (t->n == 0) die_input("%s: no checkpoints (ckpt_*.safetensors) in this folder", t->path);
+        } else if (llmc_is_model_file(t->path)) {
+            // an llm.c GPT-2 file is no run folder's: its outputs go to FILE.eval/ beside it
+            size_t n = strlen(t->path);
+            t->dir = mallocCheck(n + 8);
+            snprintf(t->dir, n + 8, "%.*s.eval", (int)(n > 4 && !strcmp(t->path + n - 4, ".bin") ? n - 4 : n),
+                     t->path);
+            if (mkdir_p(t->dir) != 0) die_input("%s: cannot create the output folder '%s'", t->path, t->dir);
+            t->single = 1;
+            t->n = 1;
+            t->ckpts = mallocCheck(sizeof(char *));
+            t->steps = mallocCheck(sizeof(long));
+            t->ckpts[0] = strdupCheck(t->path);
+            t->steps[0] = 0;
         } else {
             t->dir = dir_of(t->path);
             t->single = 1;

@@ -258,6 +258,23 @@ TEST(evaluate_skips_a_damaged_checkpoint) {
     CHECK(st == 2 && strstr(out, "ckpt_00000002.safetensors"), "exit %d: %s", st, out);
 }
 
+// A checkpoint of another model copied into a run folder is skipped with a line, not plotted as
+// one of the run's steps; val_data given for an MQAR run gets a note (it is not used).
+TEST(evaluate_skips_a_foreign_model_and_notes_val_data_on_mqar) {
+    const char *dir = tiny_run("own", "softmax");
+    const char *other = tiny_run("other", "linear");
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "cp %s/ckpt_00000004.safetensors %s/ckpt_00000005.safetensors", other, dir);
+    CHECK(system(cmd) == 0);
+    int st = test_run(out, sizeof out, "./evaluate %s threads=1 val_data=nothing.bin", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    CHECK(strstr(out, "ckpt_00000005.safetensors: skipped: not this run's model (mixer is 'linear' here, 'softmax' in"),
+          "%s", out);
+    CHECK(count(out, "note: ") == 1 && strstr(out, "val_data is not used"), "%s", out);
+    long steps[] = {0, 2, 4, 6};
+    check_records(dir, steps, 4, 2, 2);
+}
+
 TEST(evaluate_single_checkpoint_merges_into_eval_jsonl) {
     const char *dir = tiny_run("run", "softmax");
     char out[16384];

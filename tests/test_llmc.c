@@ -340,6 +340,42 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     CHECK(st == 0, "exit %d: %s", st, out);
 }
 
+// ./evaluate on an llm.c file and a token shard: S(a) of every head, outputs in FILE.eval/ beside
+// it, seq_len up to max_seq_len accepted, beyond it refused.
+TEST(llmc_evaluate_real_text_per_head) {
+    const char *gpt = write_gpt2("ev.bin", 3, L, 0);
+    const char *shard = test_path("ev_tok.bin");
+    FILE *f = fopenCheck(shard, "wb");
+    int32_t hd[256] = {20240520, 1, 200};
+    fwrite(hd, sizeof hd, 1, f);
+    for (int i = 0; i < 200; i++) {
+        uint16_t t = (uint16_t)(i * 13 % V);
+        fwrite(&t, 2, 1, f);
+    }
+    fclose(f);
+    char out[16384], path[1024];
+    int st = test_run(out, sizeof out, "./evaluate %s val_data=%s seq_len=6 threads=2", gpt, shard);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/ev.eval/eval.jsonl", test_tmpdir());
+    char *text = read_file_text(path, NULL);
+    CHECK(text, "no %s", path);
+    int records = 0;
+    for (const char *p = text; (p = strstr(p, "\"type\":\"sparsity\"")); p++) records++;
+    CHECK(records == L * NH && strstr(text, "\"theory\":\"softmax\""), "%d records: %s", records, text);
+    free(text);
+    snprintf(path, sizeof path, "%s/ev.eval/report.html", test_tmpdir());
+    CHECK(path_exists(path));
+    st = test_run(out, sizeof out, "./evaluate %s val_data=%s seq_len=9 threads=1", gpt, shard);
+    CHECK(st == 2 && strstr(out, "max_seq_len 8"), "exit %d: %s", st, out);
+    // seq_len stays fixed for this project's checkpoints
+    st = test_run(out, sizeof out, "./train configs/quickstart.conf steps=1 d_model=16 seq_len=16 vocab_size=300 "
+                  "mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=8 eval_every=0 "
+                  "sparsity_every=0 threads=1 resume=never out_dir=%s", test_path("sl"));
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./evaluate %s seq_len=8", test_path("sl"));
+    CHECK(st == 2 && strstr(out, "seq_len: fixed by the checkpoint"), "exit %d: %s", st, out);
+}
+
 // llm.c's tokenizer file: version 2 with its EOT, decoded by ./sample; version 1 and damage.
 static const char *write_tokenizer(const char *name, int version, int vocab, int eot, int cut) {
     const char *path = test_path(name);

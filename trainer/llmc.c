@@ -189,6 +189,10 @@ int llmc_load(const char *path, Model *m, char *err, size_t errlen) {
     LlmcHeader h;
     if (llmc_read_header(path, &h, err, errlen) != 0) return -1;
     const ModelShape *s = &m->s;
+    if (s->T > h.max_T) {
+        snprintf(err, errlen, "seq_len %d is longer than the file's max_seq_len %d", s->T, h.max_T);
+        return -1;
+    }
     if (s->L != h.L || s->H != h.H || s->C != h.C || s->V != h.V || s->T > h.max_T || !s->mlp || !s->pos_emb) {
         snprintf(err, errlen, "the model (L=%d H=%d C=%d V=%d T=%d) does not match the file (L=%d H=%d C=%d V=%d maxT=%d)",
                  s->L, s->H, s->C, s->V, s->T, h.L, h.H, h.C, h.V, h.max_T);
