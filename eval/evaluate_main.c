@@ -607,6 +607,7 @@ static void draw_maps(Target *t, Evaluator *ev, const MapArgs *ma) {
     AttentionMaps am;
     maps_extract(ev->model, &ev->task.val, ev->T, ma->seq, ma->layer, ma->head, &am);
     if (ma->answers == 0) am.has_answers = 0;
+    if (*cfg_str(&ev->cfg, "tokenizer")) maps_label_tokens(&am, cfg_str(&ev->cfg, "tokenizer"));
     const char *mixer = cfg_str(&ev->cfg, "mixer");
     long step = t->steps[t->last_ok];
     int ok = maps_draw(&am, t->dir, step, mixer);

@@ -8,6 +8,7 @@
 #include "core/io.h"
 #include "core/safetensors.h"
 #include "eval/answer.h"
+#include "tokenizer/bpe.h"
 #include "eval/svg_plot.h"
 
 void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int head, AttentionMaps *out) {
@@ -57,7 +58,29 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
     free(buf);
 }
 
+void maps_label_tokens(AttentionMaps *am, const char *tokenizer_path) {
+    char err[512];
+    Bpe *b = bpe_read(tokenizer_path, err, sizeof err);
+    if (!b) {
+        fprintf(stderr, "note: maps labelled with token ids: %s\n", err);
+        return;
+    }
+    am->token_text = callocCheck((size_t)am->T, sizeof(char *));
+    for (int i = 0; i < am->T; i++) {
+        size_t len = 0;
+        const uint8_t *p = bpe_token_bytes(b, (uint32_t)am->inputs[i], &len);
+        ByteBuf e = {0};
+        if (p) bpe_escape(p, len, &e);
+        else bytebuf_append(&e, "?", 1);
+        bytebuf_append(&e, "", 1);  // NUL
+        am->token_text[i] = (char *)e.v;
+    }
+    bpe_free(b);
+}
+
 void maps_free(AttentionMaps *am) {
+    for (int i = 0; am->token_text && i < am->T; i++) free(am->token_text[i]);
+    free(am->token_text);
     free(am->inputs);
     free(am->targets);
     free(am->answer);
@@ -105,7 +128,8 @@ int maps_draw(const AttentionMaps *am, const char *dir, long step, const char *m
         snprintf(path, sizeof path, "%s/map_L%d_H%d.svg", dir, am->layer[k], am->head[k]);
         snprintf(title, sizeof title, "%s: layer %d head %d, validation sequence %ld, step %ld", mixer, am->layer[k],
                  am->head[k], am->seq, step);
-        ok += svg_attention_map(path, title, am->a + (size_t)k * T * T, T, am->inputs, mark,
+        ok += svg_attention_map(path, title, am->a + (size_t)k * T * T, T, am->inputs,
+                                (const char *const *)am->token_text, mark,
                                 am->has_answers ? am->answer : NULL, am->signed_maps) == 0;
     }
     free(mark);

@@ -15,7 +15,12 @@ typedef struct {
     int n;                // maps held
     int *layer, *head;    // [n]
     float *a;             // [n * T * T]: map k at a + k*T*T; a head with several maps (Mamba) is their mean
+    char **token_text;    // [T] each input token's text for the labels (NULL: ids; maps_label_tokens)
 } AttentionMaps;
+
+// Labels the maps' tokens with their text through a tokenizer file (this project's or llm.c's);
+// a file that cannot be read leaves the ids, with a one-line note on stderr.
+void maps_label_tokens(AttentionMaps *am, const char *tokenizer_path);
 
 // Runs the model on validation sequence seq and keeps the maps of layer (or every layer when -1)
 // and head (or every head when -1). Bad choices exit 2 with one line naming the key:

@@ -295,7 +295,8 @@ static void map_colour(double v, double vmax, int signed_scale, int rgb[3]) {
 }
 
 int svg_attention_map(const char *path, const char *title, const float *a, int T, const int *tokens,
-                      const unsigned char *mark_row, const int *answer, int signed_scale) {
+                      const char *const *token_text, const unsigned char *mark_row, const int *answer,
+                      int signed_scale) {
     double cs = T <= 16 ? 28 : T <= 32 ? 18 : T <= 64 ? 11 : 720.0 / T;  // cell size
     double lab = 74;  // room for "pos:token" labels
     double gx = lab + 10, gy = 48 + lab, gw = T * cs;
@@ -329,7 +330,8 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
     for (int i = 0; i < T; i += every) {
         int mark = mark_row && mark_row[i];
         const char *style = mark ? "fill=\"#d62728\" font-weight=\"bold\"" : "fill=\"#333\"";
-        snprintf(buf, sizeof buf, "%d:%d", i, tokens[i]);
+        if (token_text) snprintf(buf, sizeof buf, "%d:%.40s", i, token_text[i]);
+        else snprintf(buf, sizeof buf, "%d:%d", i, tokens[i]);
         text(f, gx - 4, gy + (i + 0.5) * cs + 3, "end", fs, style, buf);  // rows: queries
         char rot[160];
         snprintf(rot, sizeof rot, "%s transform=\"rotate(-90 %.1f %.1f)\"", style, gx + (i + 0.5) * cs + 3, gy - 4);

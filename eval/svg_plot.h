@@ -33,8 +33,10 @@ const char *svg_color(int i);
 // of each position on both axes (tokens[T]). signed_scale: blue (negative) to white to red
 // (positive) over [-max|a|, max|a|]; otherwise white to dark blue over [0, max a]. Rows with
 // mark_row[i] set are labelled in bold red; answer[i] >= 0 outlines cell (i, answer[i]) in green.
+// token_text (may be NULL: ids only) labels position i as "i:text" instead of "i:id".
 int svg_attention_map(const char *path, const char *title, const float *a, int T, const int *tokens,
-                      const unsigned char *mark_row, const int *answer, int signed_scale);
+                      const char *const *token_text, const unsigned char *mark_row, const int *answer,
+                      int signed_scale);
 
 // A scatter plot: points (x[i], y[i]) coloured by color[i] (palette index), with the y = x line,
 // legend entries labels[c] for colours 0..n_labels-1.

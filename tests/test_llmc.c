@@ -409,6 +409,24 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     const char *gpt = write_gpt2("tokgpt.bin", 3, L, 0);
     int st = test_run(out, sizeof out, "./sample %s tokenizer=%s prompt='3 4' n=4 seed=1", gpt, test_path("tok2.bin"));
     CHECK(st == 0 && strstr(out, "<3><4>"), "exit %d: %s", st, out);
+    // ./evaluate --maps labels the tokens with it
+    const char *shard = test_path("lab_tok.bin");
+    FILE *f = fopenCheck(shard, "wb");
+    int32_t shd[256] = {20240520, 1, 40};
+    fwrite(shd, sizeof shd, 1, f);
+    for (int i = 0; i < 40; i++) {
+        uint16_t t = (uint16_t)(7 + i % 3);
+        fwrite(&t, 2, 1, f);
+    }
+    fclose(f);
+    st = test_run(out, sizeof out, "./evaluate %s val_data=%s tokenizer=%s --maps map_layer=1 map_head=0 threads=1",
+                  gpt, shard, test_path("tok2.bin"));
+    CHECK(st == 0, "exit %d: %s", st, out);
+    char svg[1024];
+    snprintf(svg, sizeof svg, "%s/tokgpt.eval/map_L1_H0.svg", test_tmpdir());
+    char *text_svg = read_file_text(svg, NULL);
+    CHECK(text_svg && strstr(text_svg, "0:&quot;&lt;7&gt;&quot;") && strstr(text_svg, "2:&quot;&lt;9&gt;&quot;"), "%s", svg);
+    free(text_svg);
     st = test_run(out, sizeof out, "./sample %s tokenizer=%s prompt=hello n=4", gpt, test_path("tok2.bin"));
     CHECK(st == 2 && one_line(out) && strstr(out, "token ids"), "exit %d: %s", st, out);
     // it cannot encode: ./tokenize encode and prepare refuse it
