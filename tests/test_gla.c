@@ -1,5 +1,5 @@
 // GLA beyond the generic checks: the scan kernel (model/mixers/gla_scan.c) chunked against the plain
-// recurrence and the plain sum over a_ij, with strong and weak decays and a mix of chunked and
+// recurrence and the plain sum over a_ij (model/mixers/gla_scan_naive.c), with strong and weak decays and a mix of chunked and
 // recurrent chunks, and against finite differences for every input including the log gates; the
 // layer against a naive fp64 transcription of its definition, across chunks with options, its
 // names and shapes, thread-count independence, and the gate normaliser at 0.1 and 10 at T = 1024
@@ -12,6 +12,7 @@
 #include "core/io.h"
 #include "core/keys.h"
 #include "model/mixers/gla_scan.h"
+#include "model/mixers/gla_scan_naive.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
@@ -67,25 +68,6 @@ static real *scan_grads(Scan *s) {
     return d;
 }
 
-// The plain sum: O_i = sum_{j<=i} a_ij v_j, a_ij = scale sum_c q_ic k_jc exp(sum_{t=j+1..i} g_tc),
-// the gate sum accumulated walking j down from i.
-static void plain_sum(const Scan *s, double *O) {
-    int T = s->T, K = s->K, V = s->V;
-    double *gs = mallocCheck(sizeof(double) * K);
-    for (int i = 0; i < T; i++) {
-        for (int w = 0; w < V; w++) O[i * V + w] = 0;
-        for (int c = 0; c < K; c++) gs[c] = 0;
-        for (int j = i; j >= 0; j--) {
-            if (j < i)
-                for (int c = 0; c < K; c++) gs[c] += s->G[(j + 1) * K + c];
-            double a = 0;
-            for (int c = 0; c < K; c++) a += (double)s->Q[i * K + c] * s->Kt[j * K + c] * exp(gs[c]);
-            for (int w = 0; w < V; w++) O[i * V + w] += s->scale * a * s->Vv[j * V + w];
-        }
-    }
-    free(gs);
-}
-
 TEST(gla_scan_chunked_matches_recurrence_and_plain_sum) {
     const int lengths[] = {1, 5, 63, 64, 65, 150};
     const int chunks[] = {4, 16, 64};
@@ -106,7 +88,7 @@ TEST(gla_scan_chunked_matches_recurrence_and_plain_sum) {
                 memcpy(b.R, a.R, sizeof(real) * T * V);
                 real *da = scan_grads(&a), *db = scan_grads(&b);
                 double *O = mallocCheck(sizeof(double) * T * V);
-                plain_sum(&a, O);
+                gla_scan_naive(T, K, V, a.scale, a.Q, a.Kt, a.G, a.Vv, O);
                 for (int i = 0; i < T * V; i++) {
                     CHECK_CLOSE(a.O[i], O[i], 1e-12);
                     CHECK_CLOSE(b.O[i], O[i], 1e-12);
@@ -164,7 +146,7 @@ TEST(gla_scan_strong_decay_stays_finite) {
     scan_fill(&s, &rng, 0.1);
     real *d = scan_grads(&s);
     double *O = mallocCheck(sizeof(double) * T * V);
-    plain_sum(&s, O);
+    gla_scan_naive(s.T, s.K, s.V, s.scale, s.Q, s.Kt, s.G, s.Vv, O);
     for (int i = 0; i < T * V; i++) {
         CHECK(isfinite(s.O[i]));
         CHECK_CLOSE(s.O[i], O[i], 1e-12);
