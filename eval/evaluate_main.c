@@ -51,6 +51,8 @@ typedef struct {
     long seq;          // map_seq: validation sequence (default 0, the first test example)
     int layer, head;   // map_layer, map_head: -1 = every one
     int answers;       // map_answers: -1 auto (MQAR only), 1 required, 0 off
+    long start, len;   // map_start, map_len: the positions the SVGs draw (default 0 and 128: a
+                       // 1024 x 1024 heatmap is too large to read); maps.safetensors keeps all
 } MapArgs;
 
 // --- the records of a run folder, as plotted ------------------------------------------------------
@@ -494,6 +496,8 @@ static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *c
         die_input("map_seq: %ld is out of range (%s validates on %ld sequences)", ma->seq, ckpt, ev->task.val.n);
     if (ma->layer >= ev->model->s.L) die_input("map_layer: %d is out of range (%s has %d layers)", ma->layer, ckpt, ev->model->s.L);
     if (ma->head >= ev->model->s.H) die_input("map_head: %d is out of range (%s has %d heads)", ma->head, ckpt, ev->model->s.H);
+    if (ma->start >= ev->T)
+        die_input("map_start: %ld is out of range (%s's sequences have %d positions)", ma->start, ckpt, ev->T);
     if (ma->answers == 1 && ev->task.val.mqar_kv_pairs == 0)
         die_input("map_answers: %s is not an MQAR run: its sequences have no answer positions to mark", ckpt);
 }
@@ -610,7 +614,7 @@ static void draw_maps(Target *t, Evaluator *ev, const MapArgs *ma) {
     if (*cfg_str(&ev->cfg, "tokenizer")) maps_label_tokens(&am, cfg_str(&ev->cfg, "tokenizer"));
     const char *mixer = cfg_str(&ev->cfg, "mixer");
     long step = t->steps[t->last_ok];
-    int ok = maps_draw(&am, t->dir, step, mixer);
+    int ok = maps_draw(&am, t->dir, step, mixer, (int)ma->start, (int)ma->len);
     printf("  wrote %d attention map%s (%s/map_L*_H*.svg, step %ld, validation sequence %ld)\n", ok, ok == 1 ? "" : "s",
            t->dir, step, ma->seq);
     if (ok < am.n) fprintf(stderr, "evaluate: %s: %d maps could not be written\n", t->dir, am.n - ok);
@@ -720,6 +724,8 @@ static int map_arg(const char *a, MapArgs *m) {
     if (!strncmp(a, "map_seq=", 8)) m->seq = map_int(a, "map_seq", 0);
     else if (!strncmp(a, "map_layer=", 10)) m->layer = (int)map_int(a, "map_layer", -1);
     else if (!strncmp(a, "map_head=", 9)) m->head = (int)map_int(a, "map_head", -1);
+    else if (!strncmp(a, "map_start=", 10)) m->start = map_int(a, "map_start", 0);
+    else if (!strncmp(a, "map_len=", 8)) m->len = map_int(a, "map_len", 1);
     else if (!strncmp(a, "map_answers=", 12)) {
         const char *v = a + 12;
         if (!strcmp(v, "auto")) m->answers = -1;
@@ -733,7 +739,7 @@ static int map_arg(const char *a, MapArgs *m) {
 // Splits the command line into paths, overrides, --maps and its keys. Returns 1 after --help.
 static int parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
-    a->maps = (MapArgs){0, 0, -1, -1, -1};
+    a->maps = (MapArgs){0, 0, -1, -1, -1, 0, 128};
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 1;

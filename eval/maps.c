@@ -119,19 +119,31 @@ int maps_save(const AttentionMaps *am, const char *path, long step, const char *
     return rc;
 }
 
-int maps_draw(const AttentionMaps *am, const char *dir, long step, const char *mixer) {
-    int T = am->T, ok = 0;
-    unsigned char *mark = mallocCheck((size_t)T);
-    for (int i = 0; i < T; i++) mark[i] = am->targets[i] >= 0 && am->has_answers;
-    for (int k = 0; k < am->n; k++) {
-        char path[1200], title[256];
-        snprintf(path, sizeof path, "%s/map_L%d_H%d.svg", dir, am->layer[k], am->head[k]);
-        snprintf(title, sizeof title, "%s: layer %d head %d, validation sequence %ld, step %ld", mixer, am->layer[k],
-                 am->head[k], am->seq, step);
-        ok += svg_attention_map(path, title, am->a + (size_t)k * T * T, T, am->inputs,
-                                (const char *const *)am->token_text, mark,
-                                am->has_answers ? am->answer : NULL, am->signed_maps) == 0;
+int maps_draw(const AttentionMaps *am, const char *dir, long step, const char *mixer, int start, int len) {
+    // the window [start, start + n) of positions: rows and columns both (a causal map's rows see
+    // only earlier columns, so a window shows the attention among those positions)
+    int T = am->T, ok = 0, n = start + len > T ? T - start : len;
+    unsigned char *mark = mallocCheck((size_t)n);
+    int *answer = mallocCheck(sizeof(int) * (size_t)n);
+    float *a = mallocCheck(sizeof(float) * (size_t)n * n);
+    for (int i = 0; i < n; i++) {
+        int r = start + i, ans = am->answer[r];
+        mark[i] = am->targets[r] >= 0 && am->has_answers;
+        answer[i] = ans >= start && ans < start + n ? ans - start : -1;
     }
-    free(mark);
+    for (int k = 0; k < am->n; k++) {
+        char path[1200], title[300];
+        snprintf(path, sizeof path, "%s/map_L%d_H%d.svg", dir, am->layer[k], am->head[k]);
+        int w = snprintf(title, sizeof title, "%s: layer %d head %d, validation sequence %ld, step %ld", mixer,
+                         am->layer[k], am->head[k], am->seq, step);
+        if (n < T) snprintf(title + w, sizeof title - (size_t)w, ", positions %d to %d of %d", start, start + n - 1, T);
+        const float *src = am->a + (size_t)k * T * T;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) a[(size_t)i * n + j] = src[(size_t)(start + i) * T + start + j];
+        ok += svg_attention_map(path, title, a, n, start, am->inputs + start,
+                                am->token_text ? (const char *const *)am->token_text + start : NULL, mark,
+                                am->has_answers ? answer : NULL, am->signed_maps) == 0;
+    }
+    free(mark), free(answer), free(a);
     return ok;
 }

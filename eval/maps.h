@@ -32,4 +32,4 @@ void maps_free(AttentionMaps *am);
 // target), "answer" F32 [T] (-1: none); metadata step, mixer, seq. 0, or -1 with err.
 int maps_save(const AttentionMaps *am, const char *path, long step, const char *mixer, char *err, size_t errlen);
 // One heatmap per map: dir/map_L<l>_H<h>.svg. Returns the number written (the rest failed).
-int maps_draw(const AttentionMaps *am, const char *dir, long step, const char *mixer);
+int maps_draw(const AttentionMaps *am, const char *dir, long step, const char *mixer, int start, int len);

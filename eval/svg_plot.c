@@ -294,7 +294,7 @@ static void map_colour(double v, double vmax, int signed_scale, int rgb[3]) {
     }
 }
 
-int svg_attention_map(const char *path, const char *title, const float *a, int T, const int *tokens,
+int svg_attention_map(const char *path, const char *title, const float *a, int T, int pos0, const int *tokens,
                       const char *const *token_text, const unsigned char *mark_row, const int *answer,
                       int signed_scale) {
     double cs = T <= 16 ? 28 : T <= 32 ? 18 : T <= 64 ? 11 : 720.0 / T;  // cell size
@@ -319,7 +319,7 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
             map_colour(v, vmax, signed_scale, rgb);
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,%d)\"><title>"
                        "row %d (token %d), col %d (token %d): %.4g</title></rect>\n",
-                    gx + j * cs, gy + i * cs, cs, cs, rgb[0], rgb[1], rgb[2], i, tokens[i], j, tokens[j], v);
+                    gx + j * cs, gy + i * cs, cs, cs, rgb[0], rgb[1], rgb[2], pos0 + i, tokens[i], pos0 + j, tokens[j], v);
         }
     for (int i = 0; i < T; i++)
         if (answer && answer[i] >= 0)
@@ -330,8 +330,8 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
     for (int i = 0; i < T; i += every) {
         int mark = mark_row && mark_row[i];
         const char *style = mark ? "fill=\"#d62728\" font-weight=\"bold\"" : "fill=\"#333\"";
-        if (token_text) snprintf(buf, sizeof buf, "%d:%.40s", i, token_text[i]);
-        else snprintf(buf, sizeof buf, "%d:%d", i, tokens[i]);
+        if (token_text) snprintf(buf, sizeof buf, "%d:%.40s", pos0 + i, token_text[i]);
+        else snprintf(buf, sizeof buf, "%d:%d", pos0 + i, tokens[i]);
         text(f, gx - 4, gy + (i + 0.5) * cs + 3, "end", fs, style, buf);  // rows: queries
         char rot[160];
         snprintf(rot, sizeof rot, "%s transform=\"rotate(-90 %.1f %.1f)\"", style, gx + (i + 0.5) * cs + 3, gy - 4);

@@ -33,8 +33,9 @@ const char *svg_color(int i);
 // of each position on both axes (tokens[T]). signed_scale: blue (negative) to white to red
 // (positive) over [-max|a|, max|a|]; otherwise white to dark blue over [0, max a]. Rows with
 // mark_row[i] set are labelled in bold red; answer[i] >= 0 outlines cell (i, answer[i]) in green.
-// token_text (may be NULL: ids only) labels position i as "i:text" instead of "i:id".
-int svg_attention_map(const char *path, const char *title, const float *a, int T, const int *tokens,
+// token_text (may be NULL: ids only) labels position i as "i:text" instead of "i:id"; pos0 is
+// the position of row and column 0 (a window of a longer sequence), for the labels.
+int svg_attention_map(const char *path, const char *title, const float *a, int T, int pos0, const int *tokens,
                       const char *const *token_text, const unsigned char *mark_row, const int *answer,
                       int signed_scale);
 

@@ -365,6 +365,17 @@ TEST(llmc_evaluate_real_text_per_head) {
     free(text);
     snprintf(path, sizeof path, "%s/ev.eval/report.html", test_tmpdir());
     CHECK(path_exists(path));
+    // heatmaps of a window of positions (maps.safetensors keeps every position)
+    st = test_run(out, sizeof out, "./evaluate %s val_data=%s --maps map_layer=0 map_head=1 map_start=2 map_len=4 "
+                  "threads=1", gpt, shard);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/ev.eval/map_L0_H1.svg", test_tmpdir());
+    char *svg = read_file_text(path, NULL);
+    CHECK(svg && strstr(svg, "positions 2 to 5 of 8") && strstr(svg, ">2:") && strstr(svg, ">5:") &&
+          !strstr(svg, ">6:") && !strstr(svg, ">1:"), "%s", path);
+    free(svg);
+    st = test_run(out, sizeof out, "./evaluate %s val_data=%s --maps map_start=8 threads=1", gpt, shard);
+    CHECK(st == 2 && strstr(out, "map_start: 8 is out of range"), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./evaluate %s val_data=%s seq_len=9 threads=1", gpt, shard);
     CHECK(st == 2 && strstr(out, "max_seq_len 8"), "exit %d: %s", st, out);
     // seq_len stays fixed for this project's checkpoints
