@@ -63,9 +63,9 @@ TEST(sparsity_of_known_rows) {
 // S of a softmax row over n keys drawn N(mu, Sigma) with an anisotropic Sigma, averaged over rows.
 // Each row draws q, mu and a diagonal-plus-rank-one Sigma; the keys are mu + A z with A A' = Sigma.
 static double softmax_row_S(const double *x, int n, real *a) {
-    double mx = -INFINITY, sum = 0;
+    double mx = -INFINITY;
     for (int j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
-    for (int j = 0; j < n; j++) sum += a[j] = (real)exp(x[j] - mx);
+    for (int j = 0; j < n; j++) a[j] = (real)exp(x[j] - mx);  // unnormalised: S is scale-free
     RowStats st;
     CHECK(sparsity_row(a, n, &st));
     return st.S;

@@ -75,27 +75,32 @@ typedef long long idx_t __attribute__((vector_size(EB * sizeof(long long))));
 #else
 typedef int idx_t __attribute__((vector_size(EB * sizeof(int))));
 #endif
-static inline vec_t halve(vec_t a, vec_t b, idx_t lo, idx_t hi) {
-    return __builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi);
-}
+// A constant shuffle of the 32 lanes of (a, b): GCC's __builtin_shuffle takes an index vector,
+// clang's __builtin_shufflevector the indices themselves (Apple clang has only the latter).
+#if defined(__clang__)
+#define SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (idx_t){__VA_ARGS__})
+#endif
+// level k keeps groups of 8 >> k lanes of each row: LO takes the first half of every group of
+// both operands, HI the second half
+#define LO1 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define HI1 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define LO2 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27
+#define HI2 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31
+#define LO3 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29
+#define HI3 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31
+#define LO4 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define HI4 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#define HALVE(a, b, LO, HI) (SHUFFLE(a, b, LO) + SHUFFLE(a, b, HI))
 static inline __attribute__((always_inline)) void lane_sums(const lanes_t *P, int N, real *out) {
-    // level k keeps groups of 8 >> k lanes of each row: lo takes the first half of every group of
-    // both operands, hi the second half
-    static const idx_t lo1 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
-    static const idx_t hi1 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
-    static const idx_t lo2 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
-    static const idx_t hi2 = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
-    static const idx_t lo3 = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29};
-    static const idx_t hi3 = {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
-    static const idx_t lo4 = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-    static const idx_t hi4 = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
     for (int n0 = 0; n0 < N; n0 += 16) {
         vec_t v[16];
         memcpy(v, P + n0, sizeof v);
-        for (int i = 0; i < 8; i++) v[i] = halve(v[2 * i], v[2 * i + 1], lo1, hi1);
-        for (int i = 0; i < 4; i++) v[i] = halve(v[2 * i], v[2 * i + 1], lo2, hi2);
-        for (int i = 0; i < 2; i++) v[i] = halve(v[2 * i], v[2 * i + 1], lo3, hi3);
-        v[0] = halve(v[0], v[1], lo4, hi4);
+        for (int i = 0; i < 8; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO1, HI1);
+        for (int i = 0; i < 4; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO2, HI2);
+        for (int i = 0; i < 2; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO3, HI3);
+        v[0] = HALVE(v[0], v[1], LO4, HI4);
         int m = N - n0 < 16 ? N - n0 : 16;
         memcpy(out + n0, &v[0], sizeof(real) * m);
     }
