@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
     if (bpe) {
         ByteBuf echo = {0};
         bpe_decode(bpe, pt.v + 1, pt.n - 1, &echo);
-        fwrite(echo.v, 1, echo.n, stdout);
+        if (echo.n) fwrite(echo.v, 1, echo.n, stdout);  // .v is NULL when the prompt is empty
         free(echo.v);
     } else {
         for (size_t i = 0; i < pt.n; i++) printf(i ? " %u" : "%u", pt.v[i]);

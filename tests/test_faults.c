@@ -1,7 +1,10 @@
 // Faults, the quick versions (tests/faults/*.sh do more, with `make faults`): a training killed
 // with SIGKILL resumes to the same result as an uninterrupted one; a full disk while saving stops
 // with one line and keeps the previous checkpoint; an out_dir that cannot be written is refused
-// before any training.
+// before any training. Then what a careless user broke (issue "Reliability II"): threads beyond
+// 1024, two trainers on one folder, an edited checkpoint header, a run cut before its done
+// record, a huge MQAR vocabulary, ./tokenize writing over its input, the wrong tokenizer, and the
+// small ones (config syntax, key combinations, failed saves, sweep duplicates).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,8 +276,8 @@ TEST(faults_docs_bad_input_table_is_what_the_programs_print) {
 
 // --- Reliability II (issue 18) ----------------------------------------------------------------
 
-// A small model's checkpoint (step 2, data_pos 32, seed 7) at path; returns the model.
-static Model *small_checkpoint(const char *path, Config *cfg, Optimizer *opt) {
+// A small model (softmax, d_model 8, 1 layer, vocabulary 16) and its AdamW state.
+static Model *small_model(Config *cfg, Optimizer *opt) {
     config_init_all(cfg);
     char *args[] = {"d_model=8", "n_head=2", "n_layer=1", "vocab_size=16", "seq_len=8"};
     config_apply_args(cfg, 5, args);
@@ -283,6 +286,12 @@ static Model *small_checkpoint(const char *path, Config *cfg, Optimizer *opt) {
     model_init_weights(m, 1);
     optim_init(opt, OPT_ADAMW, m->n_params, 0.9, 0.999, 1e-8, 0.1);
     for (size_t i = 0; i < m->n_params; i++) opt->m[i] = 0.001f * (float)i, opt->v[i] = 1e-6f;
+    return m;
+}
+
+// That model's checkpoint (step 2, data_pos 32, seed 7) at path; returns the model.
+static Model *small_checkpoint(const char *path, Config *cfg, Optimizer *opt) {
+    Model *m = small_model(cfg, opt);
     TrainState ts = {2, 32, 7, 2, 0, 0};
     char err[256];
     CHECK(ckpt_save(path, m, opt, cfg, &ts, err, sizeof err) == 0, "%s", err);
@@ -413,12 +422,15 @@ static void write_format1(const char *src, const char *dst) {
 static void load_twice(void *path) {
     Config cfg;
     Optimizer opt;
-    Model *m = small_checkpoint(test_path("other.safetensors"), &cfg, &opt);
+    Model *m = small_model(&cfg, &opt);
     char err[512];
     TrainState ts;
     for (int i = 0; i < 2; i++)
         if (ckpt_load(path, m, &opt, &ts, err, sizeof err) != 0 || ts.step != 2) die("%s", err);
-    exit(0);
+    model_free(m);
+    optim_free(&opt);
+    config_free(&cfg);
+    _exit(0);  // the forked child also holds the case's allocations: no leak check here
 }
 
 TEST(faults_checkpoint_of_format_1_loads_with_one_warning) {
