@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/io.h"
+#include "data/shards.h"
 #include "model/model.h"
 #include "tokenizer/bpe.h"
 #include "trainer/checkpoint.h"
@@ -79,6 +80,16 @@ static const char *write_gpt2(const char *name, int version, int header_layers, 
         fclose(g);
         CHECK(truncate(path, n - drop_bytes) == 0);
     }
+    return path;
+}
+
+// A token shard (llm.c's format, through the project's writer) of n tokens, token i = (a i) % m + b.
+static const char *token_shard(const char *name, int n, int a, int b, int m) {
+    uint32_t *t = mallocCheck(sizeof(uint32_t) * (size_t)n);
+    for (int i = 0; i < n; i++) t[i] = (uint32_t)((a * i) % m + b);
+    const char *path = test_path(name);
+    shard_write(path, t, n, 0);
+    free(t);
     return path;
 }
 
@@ -287,15 +298,7 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
         CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "%s: exit %d: %s", cases[i].path, st, out);
     }
     // shards of tokens < V for ./train init_from
-    const char *shard = test_path("tok.bin");
-    FILE *f = fopenCheck(shard, "wb");
-    int32_t hd[256] = {20240520, 1, 400};
-    fwrite(hd, sizeof hd, 1, f);
-    for (int i = 0; i < 400; i++) {
-        uint16_t t = (uint16_t)(i * 7 % V);
-        fwrite(&t, 2, 1, f);
-    }
-    fclose(f);
+    const char *shard = token_shard("tok.bin", 400, 7, 0, V);
     const char *gpt = write_gpt2("init.bin", 3, L, 0);
     // a config that leaves the shape to the file (the MQAR configs name n_head and mlp)
     const char *conf = test_write_file("gpt.conf", "task = shards\nbatch_size = 2\nsteps = 1\neval_every = 0\n"
@@ -344,15 +347,7 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
 // it, seq_len up to max_seq_len accepted, beyond it refused.
 TEST(llmc_evaluate_real_text_per_head) {
     const char *gpt = write_gpt2("ev.bin", 3, L, 0);
-    const char *shard = test_path("ev_tok.bin");
-    FILE *f = fopenCheck(shard, "wb");
-    int32_t hd[256] = {20240520, 1, 200};
-    fwrite(hd, sizeof hd, 1, f);
-    for (int i = 0; i < 200; i++) {
-        uint16_t t = (uint16_t)(i * 13 % V);
-        fwrite(&t, 2, 1, f);
-    }
-    fclose(f);
+    const char *shard = token_shard("ev_tok.bin", 200, 13, 0, V);
     char out[16384], path[1024];
     int st = test_run(out, sizeof out, "./evaluate %s val_data=%s seq_len=6 threads=2", gpt, shard);
     CHECK(st == 0, "exit %d: %s", st, out);
@@ -421,15 +416,7 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     int st = test_run(out, sizeof out, "./sample %s tokenizer=%s prompt='3 4' n=4 seed=1", gpt, test_path("tok2.bin"));
     CHECK(st == 0 && strstr(out, "<3><4>"), "exit %d: %s", st, out);
     // ./evaluate --maps labels the tokens with it
-    const char *shard = test_path("lab_tok.bin");
-    FILE *f = fopenCheck(shard, "wb");
-    int32_t shd[256] = {20240520, 1, 40};
-    fwrite(shd, sizeof shd, 1, f);
-    for (int i = 0; i < 40; i++) {
-        uint16_t t = (uint16_t)(7 + i % 3);
-        fwrite(&t, 2, 1, f);
-    }
-    fclose(f);
+    const char *shard = token_shard("lab_tok.bin", 40, 1, 7, 3);  // 7 8 9 7 8 9 ...
     st = test_run(out, sizeof out, "./evaluate %s val_data=%s tokenizer=%s --maps map_layer=1 map_head=0 threads=1",
                   gpt, shard, test_path("tok2.bin"));
     CHECK(st == 0, "exit %d: %s", st, out);

@@ -29,6 +29,12 @@ static size_t file_count(const LlmcHeader *h, int i) {
     return counts[i];
 }
 
+// Elements of file tensor i the model holds (one layer's): wte without its padded rows, wpe's
+// first T rows, every other tensor whole.
+static size_t kept_count(const LlmcHeader *h, int i, int T) {
+    return i == 0 ? (size_t)h->V * h->C : i == 1 ? (size_t)T * h->C : file_count(h, i);
+}
+
 static size_t file_params(const LlmcHeader *h) {
     size_t n = 0;
     for (int i = 0; i < LLMC_N_TENSORS; i++) n += file_count(h, i) * (k_tensors[i].per_layer ? (size_t)h->L : 1);
@@ -203,7 +209,7 @@ int llmc_load(const char *path, Model *m, char *err, size_t errlen) {
     size_t expected = 0;
     for (int i = 0; i < LLMC_N_TENSORS; i++)
         for (int l = 0; l < (k_tensors[i].per_layer ? h.L : 1); l++, expected++) {
-            size_t want = i == 0 ? (size_t)h.V * h.C : i == 1 ? (size_t)s->T * h.C : file_count(&h, i);
+            size_t want = kept_count(&h, i, s->T);
             if (!model_tensor(m, i, l, want, err, errlen)) return -1;
         }
     if (no_foreign_tensors(m, expected, err, errlen) != 0) return -1;
@@ -216,7 +222,7 @@ int llmc_load(const char *path, Model *m, char *err, size_t errlen) {
     for (int i = 0; i < LLMC_N_TENSORS; i++)
         for (int l = 0; l < (k_tensors[i].per_layer ? h.L : 1); l++) {
             size_t n = file_count(&h, i);
-            size_t use = i == 0 ? (size_t)h.V * h.C : i == 1 ? (size_t)s->T * h.C : n;  // rows kept
+            size_t use = kept_count(&h, i, s->T);
             const TensorInfo *t = model_tensor(m, i, l, use, err, errlen);
             if (fseek(f, pos, SEEK_SET) != 0) die("%s: cannot seek: %s", path, strerror(errno));
             freadCheck(raw, eb, use, f, path);
@@ -273,7 +279,7 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
     float *buf = mallocCheck(sizeof(float) * biggest);
     for (int i = 0; i < LLMC_N_TENSORS && ok; i++)
         for (int l = 0; l < (k_tensors[i].per_layer ? h.L : 1) && ok; l++) {
-            size_t n = file_count(&h, i), use = i == 0 ? (size_t)h.V * h.C : n;
+            size_t n = file_count(&h, i), use = kept_count(&h, i, h.max_T);  // max_T = T here
             const TensorInfo *t = model_tensor(m, i, l, use, err, errlen);
             const real *src = m->params + t->offset;
             for (size_t k = 0; k < n; k++) buf[k] = k < use ? (float)src[k] : 0.0f;
