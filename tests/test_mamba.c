@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/kernels/vmath.h"
 #include "model/mixers/mamba_scan.h"
 #include "model/model.h"
 #include "tests/gradcheck.h"
@@ -326,6 +327,34 @@ TEST(float_exp_accuracy) {
     CHECK(vexpf(-100) == 0 && vexpf(-1e30f) == 0);
     CHECK(isinf(vexpf(100)) && isnan(vexpf(NAN)));
 }
+
+#ifdef __AVX512F__
+// The 16-lane exp of Mamba's scan (AVX-512) gives vexpf_nonpos's bits: every float from -100 to 0
+// in steps of 2^-16, and some of each binade down to the smallest normal.
+TEST(float_exp_16_lanes_same_bits) {
+    long mismatches = 0, n = 0;
+    float xs[16];
+    for (long i = 0; i <= 100L * 65536; i += 16) {
+        for (int l = 0; l < 16; l++) xs[l] = -(float)(i + l) / 65536.0f;
+        float got[16];
+        _mm512_storeu_ps(got, vexp16f_nonpos(_mm512_loadu_ps(xs)));
+        for (int l = 0; l < 16; l++, n++) {
+            float want = vexpf_nonpos(xs[l]);
+            if (memcmp(&got[l], &want, sizeof want)) mismatches++;
+        }
+    }
+    for (int e = -126; e < 8; e++) {
+        for (int l = 0; l < 16; l++) xs[l] = -ldexpf(1.0f + l / 16.0f, e);
+        float got[16];
+        _mm512_storeu_ps(got, vexp16f_nonpos(_mm512_loadu_ps(xs)));
+        for (int l = 0; l < 16; l++, n++) {
+            float want = vexpf_nonpos(xs[l]);
+            if (memcmp(&got[l], &want, sizeof want)) mismatches++;
+        }
+    }
+    CHECK(mismatches == 0, "%ld of %ld differ", mismatches, n);
+}
+#endif
 
 // The float build's softplus (vsoftplusf) against log1p(exp(r)) in double.
 TEST(float_softplus_accuracy) {

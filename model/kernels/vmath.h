@@ -12,31 +12,40 @@
 // The one fast exp of the project (softmax rows, GELU, the gates, Mamba's scan). vexpf exists in
 // both builds so the tests can check the float kernel; vexpr is it in the float build and libm's
 // exp in the double build.
-// e^x = 2^n e^r, n = round(x / ln 2), |r| <= ln2 / 2 (two-part ln 2), e^r by its Taylor series to
-// degree 7 (truncation < 6e-9, below float rounding); max error about 2 ulp. Like expf under
-// flush-to-zero: 0 below -86.5 (results under 3e-38), +inf above ln(FLT_MAX), NaN stays NaN.
-// vexp_core: the reduction and the polynomial for xc in [-86.5, 88.72283]; vexpf adds the edge
-// cases; vexpf_nonpos is the same function for arguments known to be <= 0 or NaN-free (Mamba's
-// scan: delta A < 0), without the upper clamp and the inf and NaN selects (half the instructions
-// of vexpf in a vector loop; same bits as vexpf for every x <= 0).
-static inline float vexp_core(float xc) {
+// e^x = 2^n e^r, n = round(x / ln 2), |r| <= ln2 / 2 (two-part ln 2, exact without FMA), e^r by a
+// degree-6 polynomial (a Chebyshev fit rounded to float: relative error 2e-8, below float
+// rounding); max error about 2 ulp. Like expf under flush-to-zero: 0 below -86.5 (results under
+// 3e-38), +inf above ln(FLT_MAX), NaN stays NaN.
+// vexp_poly: the reduction and the polynomial, returning e^r and n; vexpf adds the scale by 2^n
+// and the edge cases; vexpf_nonpos is the same function for arguments known to be <= 0 (Mamba's
+// scan: delta A < 0), without the upper clamp and the inf and NaN selects. vexp16f_nonpos (below,
+// AVX-512) computes 16 of them with the same bits.
+static inline float vexp_poly(float xc, float *n_out) {
     const float shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
     float t = xc * 1.44269504088896341f + shift;
     float n = t - shift;  // -125 <= n <= 128
     float r = xc - n * 0.693145751953125f;
     r = r - n * 1.428606765330187e-06f;
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
+    float p = 0.0013941108481958508f;
+    p = p * r + 0.00837512593716383f;
+    p = p * r + 0.04166635125875473f;
+    p = p * r + 0.16666415333747864f;
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t bits = ((int32_t)n + 126) << 23;  // 2^(n-1): a normal float for every n above
+    *n_out = n;
+    return p;
+}
+// p 2^n, exact: 2^(n-1) is a normal float for every n vexp_poly gives
+static inline float vexp_scale(float p, float n) {
+    int32_t bits = ((int32_t)n + 126) << 23;
     float half_scale;
     memcpy(&half_scale, &bits, sizeof half_scale);
     return p * half_scale * 2.0f;
+}
+static inline float vexp_core(float xc) {
+    float n, p = vexp_poly(xc, &n);
+    return vexp_scale(p, n);
 }
 static inline float vexpf(float x) {
     // a NaN x becomes -86.5 here (converting NaN to an integer is undefined) and is returned as
@@ -52,6 +61,31 @@ static inline float vexpf_nonpos(float x) {
     float e = vexp_core(x > -86.5f ? x : -86.5f);
     return x < -86.5f ? 0.0f : e;
 }
+#ifdef __AVX512F__
+#include <immintrin.h>
+// vexpf_nonpos on 16 lanes, bit for bit (in both builds, so the tests can compare them): the same reduction and polynomial (the same operations
+// in the same order, so the same roundings), and the scale by 2^n in one vscalefps, which is
+// exact where p 2^n is a normal float, as it is for every n here. 14 instructions where the
+// compiler's vectorization of vexpf_nonpos takes 18: Mamba's scan computes one exp per state
+// and token, and it is most of the scan's work.
+static inline __m512 vexp16f_nonpos(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-86.5f), shift = _mm512_set1_ps(12582912.0f);
+    __m512 xc = _mm512_max_ps(x, lo);
+    __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), shift);
+    __m512 n = _mm512_sub_ps(t, shift);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(0.0013941108481958508f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.00837512593716383f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.04166635125875473f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.16666415333747864f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 e = _mm512_scalef_ps(p, n);
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_US), e);  // 0 below -86.5
+}
+#endif
 // softplus(r) = log(1 + e^r) = max(r, 0) + log1p(y), y = exp(-|r|) in (0, 1], with log1p(y) =
 // 2 atanh(s), s = y / (2 + y) <= 1/3, summed as its odd series to s^15 (truncation < 2e-9
 // relative): vectorizable, where libm's log1pf is a call (Mamba's delta, GLA's log-sigmoid gate).

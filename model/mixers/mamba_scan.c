@@ -42,6 +42,26 @@ static void load_A(lanes_t *At, const real *A, int e0, int ne, int N) {
         for (int l = 0; l < EB; l++) At[n][l] = l < ne ? A[(size_t)(e0 + l) * N + n] : 0;
 }
 
+// One block's lanes as a vector (GCC/clang vector extension: lane-wise arithmetic).
+typedef real vec_t __attribute__((vector_size(EB * sizeof(real))));
+#ifdef REAL_DOUBLE
+typedef long long idx_t __attribute__((vector_size(EB * sizeof(long long))));
+#else
+typedef int idx_t __attribute__((vector_size(EB * sizeof(int))));
+#endif
+
+// exp of every lane (arguments <= 0): on AVX-512 the 16-lane kernel, the same bits as
+// vexpr_nonpos lane by lane (model/kernels/vmath.h).
+// (In place through a pointer: a 64-byte vector passed by value is an ABI question on targets
+// without AVX-512, which GCC warns about.)
+static inline void exp_lanes_nonpos(vec_t *x) {
+#if defined(__AVX512F__) && !defined(REAL_DOUBLE)
+    *x = (vec_t)vexp16f_nonpos((__m512)*x);
+#else
+    for (int l = 0; l < EB; l++) (*x)[l] = vexpr_nonpos((*x)[l]);
+#endif
+}
+
 // One token of the block: h = exp(d A) h_prev + d x B for every state (h may be h_prev), keeping
 // exp(d A) in a unless a is NULL, and y = sum_n C[n] h[n] unless y is NULL. The forward and the
 // backward's recomputation both call it, so they produce the same bits.
@@ -50,31 +70,26 @@ static inline __attribute__((always_inline)) void scan_token(lanes_t *h, const l
                                                              const real *d, const real *dx,
                                                              const real *Bt, const real *Ct,
                                                              real *y, int N) {
-    real acc[EB] = {0};
+    vec_t acc = {0}, dv, dxv;
+    memcpy(&dv, d, sizeof dv);
+    memcpy(&dxv, dx, sizeof dxv);
     for (int n = 0; n < N; n++) {
-        real Bn = Bt[n], Cn = Ct ? Ct[n] : 0;
-#pragma omp simd
-        for (int l = 0; l < EB; l++) {
-            real an = vexpr_nonpos(d[l] * At[n][l]);  // delta > 0, A < 0
-            real hn = an * h_prev[n][l] + dx[l] * Bn;
-            h[n][l] = hn;
-            if (a) a[n][l] = an;
-            if (y) acc[l] += Cn * hn;
-        }
+        vec_t An, hp;
+        memcpy(&An, At[n], sizeof An);
+        memcpy(&hp, h_prev[n], sizeof hp);
+        vec_t an = dv * An;  // delta > 0, A < 0
+        exp_lanes_nonpos(&an);
+        vec_t hn = an * hp + dxv * Bt[n];
+        memcpy(h[n], &hn, sizeof hn);
+        if (a) memcpy(a[n], &an, sizeof an);
+        if (y) acc += Ct[n] * hn;
     }
-    if (y)
-        for (int l = 0; l < EB; l++) y[l] = acc[l];
+    if (y) memcpy(y, &acc, sizeof acc);
 }
 
 // out[n] = sum over the lanes of P[n] for n < N (P has round16(N) rows, the rows past N zero).
 // Sixteen rows at a time by a transposing tree: halve the lanes of pairs of rows and add, four
 // times; the order of the additions is fixed (and the same for every row).
-typedef real vec_t __attribute__((vector_size(EB * sizeof(real))));
-#ifdef REAL_DOUBLE
-typedef long long idx_t __attribute__((vector_size(EB * sizeof(long long))));
-#else
-typedef int idx_t __attribute__((vector_size(EB * sizeof(int))));
-#endif
 // A constant shuffle of the 32 lanes of (a, b): GCC's __builtin_shuffle takes an index vector,
 // clang's __builtin_shufflevector the indices themselves (Apple clang has only the latter).
 #if defined(__clang__)
@@ -188,6 +203,15 @@ static inline __attribute__((always_inline)) void backward_task(
             size_t bt = (size_t)b * T + t, k = (size_t)(t - t0);
             for (int j = 0; j < G; j++) {
                 int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
+                // the rows the reverse pass reads next (this chunk's dy and dt_raw, the previous
+                // chunk's delta and u) would otherwise miss the cache at every token: the reverse
+                // walk defeats the hardware prefetchers
+                __builtin_prefetch(dy + bt * E + e0, 0, 2);
+                __builtin_prefetch(dt_raw + bt * E + e0, 0, 2);
+                if (c > 0) {
+                    __builtin_prefetch(s->delta + (bt - MAMBA_CHUNK) * E + e0, 0, 2);
+                    __builtin_prefetch(s->u + (bt - MAMBA_CHUNK) * E + e0, 0, 2);
+                }
                 real d[EB], x[EB], dx[EB];
                 load_lanes(d, s->delta + bt * E + e0, ne);
                 load_lanes(x, s->u + bt * E + e0, ne);
@@ -208,25 +232,44 @@ static inline __attribute__((always_inline)) void backward_task(
                 const lanes_t *a = abuf + k * GN + o, *hp = hbuf + k * GN + o, *hc = hp + GN;
                 const lanes_t *Aj = At + o;
                 lanes_t *cr = carry + o, *dAj = dAacc + o;
-                real g[EB], d[EB], x[EB], dx[EB], dd[EB] = {0}, dBx[EB] = {0};
+                real g[EB], d[EB], x[EB], dx[EB], dd[EB], dBx[EB];
                 load_lanes(g, dy + bt * E + e0, ne);
                 load_lanes(d, s->delta + bt * E + e0, ne);
                 load_lanes(x, s->u + bt * E + e0, ne);
                 for (int l = 0; l < EB; l++) dx[l] = d[l] * x[l];
+                vec_t gv, dv, dxv, ddA = {0}, dBxv = {0};
+                memcpy(&gv, g, sizeof gv);
+                memcpy(&dv, d, sizeof dv);
+                memcpy(&dxv, dx, sizeof dxv);
                 for (int n = 0; n < N; n++) {
-                    real Bn = Bt[n], Cn = Ct[n];
-#pragma omp simd
-                    for (int l = 0; l < EB; l++) {
-                        real dh = Cn * g[l] + cr[n][l];  // dLoss/dh_t
-                        real ah = a[n][l] * hp[n][l];    // exp(delta A) h_{t-1}
-                        dd[l] += dh * (Bn * x[l] + Aj[n][l] * ah);
-                        dAj[n][l] += dh * d[l] * ah;
-                        pB[n][l] += dh * dx[l];
-                        pC[n][l] += g[l] * hc[n][l];
-                        dBx[l] += dh * Bn;
-                        cr[n][l] = dh * a[n][l];
-                    }
+                    vec_t av, hpv, hcv, crv, dAv, Av, pBv, pCv;
+                    memcpy(&av, a[n], sizeof av);
+                    memcpy(&hpv, hp[n], sizeof hpv);
+                    memcpy(&hcv, hc[n], sizeof hcv);
+                    memcpy(&crv, cr[n], sizeof crv);
+                    memcpy(&dAv, dAj[n], sizeof dAv);
+                    memcpy(&Av, Aj[n], sizeof Av);
+                    memcpy(&pBv, pB[n], sizeof pBv);
+                    memcpy(&pCv, pC[n], sizeof pCv);
+                    vec_t dh = Ct[n] * gv + crv;  // dLoss/dh_t
+                    vec_t w = dh * (av * hpv);    // dh_t exp(delta A) h_{t-1}
+                    dAv += dv * w;
+                    ddA += Av * w;
+                    dBxv += dh * Bt[n];
+                    pBv += dh * dxv;
+                    pCv += gv * hcv;
+                    crv = dh * av;
+                    memcpy(cr[n], &crv, sizeof crv);
+                    memcpy(dAj[n], &dAv, sizeof dAv);
+                    memcpy(pB[n], &pBv, sizeof pBv);
+                    memcpy(pC[n], &pCv, sizeof pCv);
                 }
+                // dLoss/d delta = sum_n dh (B u + A exp(delta A) h_{t-1})
+                vec_t xv, ddv;
+                memcpy(&xv, x, sizeof xv);
+                ddv = xv * dBxv + ddA;
+                memcpy(dd, &ddv, sizeof dd);
+                memcpy(dBx, &dBxv, sizeof dBx);
                 // per channel: the D skip, delta's factor in du, and softplus' derivative
                 // (sigmoid(raw), or 1 above the threshold)
                 real raw[EB], dur[EB], ddr[EB], *Dj = Dl + (size_t)j * EB, *dDj = dDacc + (size_t)j * EB;
