@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/fpu.h"
 #include "core/io.h"
+#include "core/json.h"
 #include "core/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
@@ -280,13 +281,18 @@ static const char *first_non_finite(const Model *m, double loss) {
 
 // --- evaluation and the loop -------------------------------------------------------------------
 
-static void print_eval(Trainer *tr, const HeadStats *s) {
+static void print_eval(Trainer *tr, const ValStats *s) {
     double loss = val_loss(s), acc = val_acc(s);
-    fprintf(tr->metrics, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g}\n",
-            tr->step, loss, acc);
+    fprintf(tr->metrics, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g", tr->step,
+            loss, acc);
+    val_write_cell_fields(tr->metrics, s);
+    fputs("}\n", tr->metrics);
     flush_log(tr, tr->metrics, "metrics.jsonl");
     progress_break();
-    printf("step %6ld | val loss %.4f | val acc %.4f\n", tr->step, loss, acc);
+    char cells[1024];
+    val_format_cells(cells, sizeof cells, s);
+    printf("step %6ld | val loss %.4f | val acc %.4f%s%s%s\n", tr->step, loss, acc, *cells ? " (mean of cells: " : "",
+           cells, *cells ? ")" : "");
     fflush(stdout);
 }
 
@@ -300,7 +306,7 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
     do_sparsity = do_sparsity && tr->sparsity && tr->task.has_val;
     long eval_batches = cfg_int(c, "eval_batches"), rows = cfg_int(c, "sparsity_rows");
     int have_stats = 0;
-    HeadStats stats = {0, 0, 0};
+    ValStats stats;
     if (do_sparsity) {
         SparsityResult r;
         memset(&r, 0, sizeof r);
@@ -648,6 +654,37 @@ static void open_logs(Trainer *tr) {
     }
 }
 
+// The numbers each layer carries between tokens at seq_len (its mixer's state_floats plus the
+// short convolution's window), mean over layers: the state size of a capacity plot.
+static double mean_state_floats(const Model *m) {
+    double sum = 0;
+    for (int l = 0; l < m->s.L; l++) sum += (double)model_layer_state_floats(m, l);
+    return sum / m->s.L;
+}
+
+// The run record: what the run is, first in a fresh metrics.jsonl (step 0).
+static void write_run_record(Trainer *tr) {
+    const Model *m = tr->model;
+    FILE *f = tr->metrics;
+    fprintf(f, "{\"type\":\"run\",\"step\":0,\"mixer\":");
+    json_write_string(f, cfg_str(&tr->cfg, "mixer"));
+    fprintf(f, ",\"params\":%zu,\"state_floats\":%.0f,\"state_floats_by_layer\":[", m->n_params, mean_state_floats(m));
+    for (int l = 0; l < m->s.L; l++) fprintf(f, "%s%zu", l ? "," : "", model_layer_state_floats(m, l));
+    fputs("]", f);
+    const Dataset *val = &tr->task.val;
+    if (tr->task.has_val && val->n_cells > 1) {
+        fputs(",\"test_cells\":[", f);
+        for (int c = 0; c < val->n_cells; c++) {
+            char name[32];
+            mqar_cell_name(val->cells[c], name, sizeof name);
+            fprintf(f, "%s\"%s\"", c ? "," : "", name);
+        }
+        fputs("]", f);
+    }
+    fputs("}\n", f);
+    flush_log(tr, f, "metrics.jsonl");
+}
+
 static void print_banner(const Trainer *tr, const char *config_path) {
     const Config *c = &tr->cfg;
     printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
@@ -656,6 +693,19 @@ static void print_banner(const Trainer *tr, const char *config_path) {
     printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
            cfg_str(c, "task"), tr->task.train.n, tr->task.has_val ? tr->task.val.n : 0L, tr->T,
            tr->task.vocab_size, tr->steps, tr->B, tr->out_dir);
+    const Dataset *tv = &tr->task.train, *vv = &tr->task.val;
+    if (tv->n_cells > 1 || (tr->task.has_val && vv->n_cells > 1)) {
+        char cells[1024];
+        size_t k = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            const Dataset *d = pass ? vv : tv;
+            k += (size_t)snprintf(cells + k, sizeof cells - k, "%s", pass ? "; test" : "train");
+            for (int i = 0; i < d->n_cells && k + 24 < sizeof cells; i++)
+                k += (size_t)snprintf(cells + k, sizeof cells - k, " %dx%d", d->cells[i].kv_pairs, d->cells[i].seq_len);
+        }
+        printf("MQAR cells (pairs x length, padded to %d): %s\n", tr->T, cells);
+    }
+    printf("state: %.0f floats per layer carried between tokens at length %d\n", mean_state_floats(tr->model), tr->T);
     fflush(stdout);
 }
 
@@ -688,6 +738,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     open_logs(&tr);
+    if (tr.step == 0) write_run_record(&tr);
     print_banner(&tr, argv[1]);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

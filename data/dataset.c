@@ -14,17 +14,64 @@
 #define EXPORT_VERSION 1
 
 void dataset_mqar(Dataset *ds, const MqarSpec *spec) {
+    MqarCell cell = {spec->kv_pairs, spec->seq_len};
+    dataset_mqar_cells(ds, spec, &cell, 1, spec->seq_len);
+}
+
+void dataset_mqar_cells(Dataset *ds, const MqarSpec *spec, const MqarCell *cells, int n_cells, int T) {
     memset(ds, 0, sizeof *ds);
-    const char *err = mqar_spec_error(spec);
-    if (err) die_input("task = mqar: %s", err);
-    ds->T = spec->seq_len;
+    if (n_cells < 1 || n_cells > MQAR_MAX_CELLS) die("internal error: %d MQAR cells", n_cells);
+    long per_cell = spec->n_examples;
+    ds->T = T;
     ds->vocab_size = spec->vocab_size;
-    ds->mqar_kv_pairs = spec->kv_pairs;
-    ds->n = spec->n_examples;
-    size_t count = (size_t)ds->n * (size_t)ds->T;
+    ds->n = per_cell * n_cells;
+    ds->n_cells = n_cells;
+    size_t count = (size_t)ds->n * (size_t)T;
     ds->inputs = mallocCheck(count * sizeof(int32_t));
     ds->labels = mallocCheck(count * sizeof(int32_t));
-    mqar_generate(spec, ds->inputs, ds->labels);
+    for (int c = 0; c < n_cells; c++) {
+        MqarSpec cs = *spec;
+        cs.kv_pairs = cells[c].kv_pairs;
+        cs.seq_len = cells[c].seq_len;
+        cs.seed = spec->seed + (uint32_t)c;
+        const char *err = mqar_spec_error(&cs);
+        if (err) die_input("task = mqar: %s (cell %dx%d)", err, cs.kv_pairs, cs.seq_len);
+        if (cs.seq_len > T) die("internal error: MQAR cell of %d tokens in rows of %d", cs.seq_len, T);
+        ds->cells[c] = cells[c];
+        ds->cell_first[c] = per_cell * c;
+        if (cells[c].kv_pairs > ds->mqar_kv_pairs) ds->mqar_kv_pairs = cells[c].kv_pairs;
+        int32_t *x = ds->inputs + (size_t)ds->cell_first[c] * T, *y = ds->labels + (size_t)ds->cell_first[c] * T;
+        int L = cs.seq_len;
+        if (L == T) {
+            mqar_generate(&cs, x, y);
+            continue;
+        }
+        // generated at the cell's length, then each row moved to its place and padded
+        int32_t *gx = mallocCheck((size_t)per_cell * L * sizeof(int32_t));
+        int32_t *gy = mallocCheck((size_t)per_cell * L * sizeof(int32_t));
+        mqar_generate(&cs, gx, gy);
+        for (long i = 0; i < per_cell; i++) {
+            memcpy(x + (size_t)i * T, gx + (size_t)i * L, (size_t)L * sizeof(int32_t));
+            memcpy(y + (size_t)i * T, gy + (size_t)i * L, (size_t)L * sizeof(int32_t));
+            for (int t = L; t < T; t++) x[(size_t)i * T + t] = 0, y[(size_t)i * T + t] = MQAR_IGNORE;
+        }
+        free(gx), free(gy);
+    }
+    ds->cell_first[n_cells] = ds->n;
+}
+
+Dataset dataset_cell(const Dataset *ds, int c) {
+    Dataset v = *ds;
+    long first = ds->cell_first[c], n = ds->cell_first[c + 1] - first;
+    v.inputs = ds->inputs + (size_t)first * ds->T;
+    v.labels = ds->labels + (size_t)first * ds->T;
+    v.n = n;
+    v.n_cells = 1;
+    v.cells[0] = ds->cells[c];
+    v.cell_first[0] = 0;
+    v.cell_first[1] = n;
+    v.mqar_kv_pairs = ds->cells[c].kv_pairs;
+    return v;
 }
 
 // Windows of T+1 tokens at stride T that fit in a shard of ntok tokens (windows never cross files).

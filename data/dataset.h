@@ -11,8 +11,13 @@ typedef struct Shard Shard;
 typedef struct {
     int T;                 // tokens per row
     int vocab_size;        // every token is < vocab_size
-    int mqar_kv_pairs;     // MQAR: key-value pairs at the start of every sequence (0: not MQAR)
+    int mqar_kv_pairs;     // MQAR: the most key-value pairs of a sequence (0: not MQAR)
     long n;                // number of sequences
+    // MQAR cells: the sequences of cell c are [cell_first[c], cell_first[c + 1]), each cells[c].seq_len
+    // tokens padded to T with token 0 without labels (0 cells: not MQAR)
+    int n_cells;
+    MqarCell cells[MQAR_MAX_CELLS];
+    long cell_first[MQAR_MAX_CELLS + 1];
     // in-memory sequences (MQAR): inputs/labels [n, T]
     int32_t *inputs, *labels;
     // token shards (text): windows of T+1 tokens at stride T, counted per shard
@@ -23,8 +28,14 @@ typedef struct {
     uint32_t tok_id;       // does not record it
 } Dataset;
 
-// An MQAR split generated in memory (dies with exit 2 naming the key if the spec is invalid).
+// An MQAR split generated in memory (dies with exit 2 naming the key if the spec is invalid): one
+// cell of spec->seq_len tokens.
 void dataset_mqar(Dataset *ds, const MqarSpec *spec);
+// A mixture: spec->n_examples examples of each cell, cell c generated from seed spec->seed + c with
+// the cell's pairs and length, padded to T tokens (the cells are checked by the caller).
+void dataset_mqar_cells(Dataset *ds, const MqarSpec *spec, const MqarCell *cells, int n_cells, int T);
+// The sequences of cell c as a one-cell dataset that shares ds's memory (never dataset_free it).
+Dataset dataset_cell(const Dataset *ds, int c);
 // Token shards matching a glob (sorted by name). key names the config key for error messages.
 // vocab_size > 0: any token >= vocab_size is an error naming the file; vocab_size == 0: it is
 // taken as max token + 1, at most DATASET_MAX_VOCAB (a larger token exits 2 naming the file).

@@ -7,7 +7,9 @@
 // is token-identical to numpy whatever the build's float type.
 #include "data/mqar.h"
 
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,3 +157,50 @@ void mqar_generate(const MqarSpec *s, int32_t *inputs, int32_t *labels) {
     }
     free(keys), free(vals), free(gaps), free(arr), free(mt), free(p), free(u);
 }
+
+int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size_t errlen) {
+    int n = 0;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        if (!*p) break;
+        const char *start = p;
+        while (*p && *p != ',' && *p != ' ' && *p != '\t') p++;
+        int len = (int)(p - start);
+        char entry[64];
+        snprintf(entry, sizeof entry, "%.*s", len < 60 ? len : 60, start);
+        // digits, one 'x', digits: nothing else
+        int xs = 0, others = 0, x_at = -1;
+        for (int i = 0; i < len; i++) {
+            if (entry[i] == 'x' || entry[i] == 'X') xs++, x_at = i;
+            else if (!isdigit((unsigned char)entry[i])) others++;
+        }
+        long k = 0, l = 0;
+        if (len > 60 || xs != 1 || others || x_at == 0 || x_at == len - 1 ||
+            sscanf(entry, "%ld%*[xX]%ld", &k, &l) != 2) {
+            snprintf(err, errlen, "entry '%s': expected PAIRSxLENGTH such as 8x128", entry);
+            return -1;
+        }
+        if (k < 1 || l < 2 || k > 1000000 || l > 1000000) {
+            snprintf(err, errlen, "entry '%s': expected at least 1 pair and a length of at least 2", entry);
+            return -1;
+        }
+        if (n == max) {
+            snprintf(err, errlen, "more than %d cells", max);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (cells[i].kv_pairs == k && cells[i].seq_len == l) {
+                snprintf(err, errlen, "entry '%s' is listed twice", entry);
+                return -1;
+            }
+        cells[n++] = (MqarCell){(int)k, (int)l};
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "expected one or more PAIRSxLENGTH entries such as 4x64, 8x128");
+        return -1;
+    }
+    return n;
+}
+
+void mqar_cell_name(MqarCell c, char *buf, size_t n) { snprintf(buf, n, "kv%d_L%d", c.kv_pairs, c.seq_len); }

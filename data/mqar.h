@@ -1,6 +1,7 @@
 // MQAR, the multi-query associative recall task of Zoology (docs/mqar.md).
 // With random_filler = 0 the generator reproduces zoology's numpy code token for token.
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 #define MQAR_IGNORE (-100)
@@ -17,6 +18,19 @@ typedef struct {
 
 // NULL when the spec is valid, else a static message naming what is wrong (e.g. "seq_len must be even").
 const char *mqar_spec_error(const MqarSpec *s);
+// A cell of Zoology's capacity grids: examples of seq_len tokens holding kv_pairs key-value pairs.
+// A run trains on a mixture of cells (mqar_cells) and reports accuracy per test cell.
+#define MQAR_MAX_CELLS 32
+typedef struct {
+    int kv_pairs, seq_len;
+} MqarCell;
+// Parses "4x64, 8x128" (PAIRSxLENGTH, separated by commas and/or spaces) into cells[max]. Returns
+// the count, or -1 with a message in err ("entry '8y128': expected PAIRSxLENGTH such as 8x128").
+// Checks the form only; task.c checks each cell against the model and the vocabulary.
+int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size_t errlen);
+// "kv4_L64": the cell's name in records (acc_kv4_L64, S_recall_kv4_L64).
+void mqar_cell_name(MqarCell c, char *buf, size_t n);
+
 // Generates n_examples examples: inputs [n, L] and labels [n, L] (MQAR_IGNORE where unlabelled).
 void mqar_generate(const MqarSpec *s, int32_t *inputs, int32_t *labels);
 // The deterministic layout of one example from its draws: keys[K], values[K], gaps[K] (distinct in

@@ -18,6 +18,43 @@ static MqarSpec mqar_spec(const Config *c, int vocab, uint32_t seed, long n) {
     return s;
 }
 
+static const char *origin_of(const Config *c, const char *key) {
+    const char *o = c->origin[config_index(c, key)];
+    return o ? o : "default";
+}
+
+int task_mqar_cells(const Config *c, const char *key, MqarCell *cells) {
+    const char *text = cfg_str(c, key);
+    int T = (int)cfg_int(c, "seq_len");
+    if (!*text && !strcmp(key, "mqar_test_cells")) key = "mqar_cells", text = cfg_str(c, key);
+    int vocab = (int)cfg_int(c, "vocab_size");
+    if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary
+    if (!*text) {
+        MqarSpec one = mqar_spec(c, vocab, 0, 1);
+        const char *err = mqar_spec_error(&one);
+        if (err) die_input("mqar: %s (vocab_size %d, seq_len %d, mqar_kv_pairs %d)", err, vocab, T, one.kv_pairs);
+        cells[0] = (MqarCell){one.kv_pairs, T};
+        return 1;
+    }
+    char err[256];
+    int n = mqar_cells_parse(text, cells, MQAR_MAX_CELLS, err, sizeof err);
+    if (n < 0) die_input("%s: %s: %s", origin_of(c, key), key, err);
+    for (int i = 0; i < n; i++) {
+        int K = cells[i].kv_pairs, L = cells[i].seq_len;
+        if (L > T)
+            die_input("%s: %s: cell %dx%d is %d tokens long, above seq_len = %d (the model's positions; "
+                      "expected lengths <= seq_len)", origin_of(c, key), key, K, L, L, T);
+        if (4 * K > L)
+            die_input("%s: %s: cell %dx%d: %d pairs do not fit in %d tokens (expected 4 x pairs <= length)",
+                      origin_of(c, key), key, K, L, K, L);
+        if (L % 2) die_input("%s: %s: cell %dx%d: expected an even length", origin_of(c, key), key, K, L);
+        if (vocab <= L)
+            die_input("%s: %s: cell %dx%d: vocab_size %d must be greater than the length", origin_of(c, key), key, K,
+                      L, vocab);
+    }
+    return n;
+}
+
 void task_open(Task *t, Config *c, int need_train) {
     memset(t, 0, sizeof *t);
     int T = (int)cfg_int(c, "seq_len");
@@ -31,17 +68,21 @@ void task_open(Task *t, Config *c, int need_train) {
     char buf[32];
     if (!strcmp(cfg_str(c, "task"), "mqar")) {
         if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary
-        MqarSpec train = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_seed"), cfg_int(c, "mqar_train_examples"));
-        const char *err = mqar_spec_error(&train);
-        if (err) die_input("mqar: %s (vocab_size %d, seq_len %d, mqar_kv_pairs %d)", err, vocab, T, train.kv_pairs);
+        MqarCell train_cells[MQAR_MAX_CELLS], test_cells[MQAR_MAX_CELLS];
+        int n_train = task_mqar_cells(c, "mqar_cells", train_cells);
+        int n_test = task_mqar_cells(c, "mqar_test_cells", test_cells);
         if (need_train) {
-            dataset_mqar(&t->train, &train);
+            MqarSpec train = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_seed"), cfg_int(c, "mqar_train_examples"));
+            dataset_mqar_cells(&t->train, &train, train_cells, n_train, T);
             t->has_train = 1;
         }
         MqarSpec test = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_test_seed"), cfg_int(c, "mqar_test_examples"));
-        dataset_mqar(&t->val, &test);
+        dataset_mqar_cells(&t->val, &test, test_cells, n_test, T);
         t->has_val = 1;
-        t->targets_per_seq = train.kv_pairs;
+        for (int i = 0; i < n_train; i++)
+            if (train_cells[i].kv_pairs > t->targets_per_seq) t->targets_per_seq = train_cells[i].kv_pairs;
+        for (int i = 0; i < n_test; i++)
+            if (test_cells[i].kv_pairs > t->targets_per_seq) t->targets_per_seq = test_cells[i].kv_pairs;
     } else {
         const char *train_glob = cfg_str(c, "train_data"), *val_glob = cfg_str(c, "val_data");
         if (need_train) {

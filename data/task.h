@@ -7,8 +7,14 @@ typedef struct {
     Dataset train, val;
     int has_train, has_val;
     int vocab_size;      // resolved (the config's vocab_size, or from the task / data when 0)
-    int targets_per_seq; // most positions with a target in one sequence (MQAR: K; text: T)
+    int targets_per_seq; // most positions with a target in one sequence (MQAR: the largest K; text: T)
 } Task;
+
+// The MQAR cells of a split from the config: key is "mqar_cells" (training) or "mqar_test_cells"
+// (empty: the training cells); with mqar_cells empty, one cell of mqar_kv_pairs pairs in seq_len
+// tokens. Each cell must fit the model (length <= seq_len) and the vocabulary; otherwise exit 2
+// with a line naming the key and the cell. Returns the count.
+int task_mqar_cells(const Config *c, const char *key, MqarCell *cells);
 
 // Opens the task. When the config's vocab_size is 0 it is set to the resolved value, so the
 // effective config records it. need_train = 0 skips building the training set.

@@ -31,7 +31,8 @@
 
 // Keys that may differ from the checkpoint's config: they change how it is evaluated, not what
 // the model is. (Every KEY_RESUMABLE key, plus these.)
-static const char *g_extra_keys[] = {"batch_size", "val_data", "mqar_test_examples", "mqar_test_seed", NULL};
+static const char *g_extra_keys[] = {"batch_size", "val_data", "mqar_test_examples", "mqar_test_seed",
+                                     "mqar_test_cells", NULL};
 
 typedef struct {
     char *path;      // as given
@@ -489,6 +490,54 @@ static void print_summary(long step, double loss, double acc, const SparsityResu
     fflush(stdout);
 }
 
+// On a mixture of test cells, a line per cell: accuracy, and S_recall and answer share of the recall layer.
+static void print_cells(const ValStats *v, const SparsityResult *r) {
+    int recall = sparsity_recall_layer(r);
+    for (int c = 0; r->n_cells > 1 && c < r->n_cells; c++) {
+        char name[32];
+        mqar_cell_name(r->cells[c], name, sizeof name);
+        double sr = 0, ans = 0;
+        for (int h = 0; recall >= 0 && h < r->H; h++) {
+            const HeadSparsity *hd = &r->cell_heads[((size_t)c * r->L + recall) * r->H + h];
+            sr += hd->S_recall / r->H, ans += hd->ans_share / r->H;
+        }
+        printf("    %-12s acc %.4f", name, head_acc(&v->cell[c]));
+        if (recall >= 0) printf(" | L%d S_recall %.3f, answer share %.3f", recall, sr, ans);
+        putchar('\n');
+    }
+}
+
+// Test cells longer than the checkpoint's seq_len: the model runs at the longest one, where it
+// computes the same function as at its trained length. Not with learned positions (none exist
+// beyond seq_len), and not for relu2 and cosformer (n and M are the configured seq_len, so another
+// length is another function): refused, exit 2.
+static void fit_test_cells(Config *c, const char *ck) {
+    if (strcmp(cfg_str(c, "task"), "mqar") || !*cfg_str(c, "mqar_test_cells")) return;
+    MqarCell cells[MQAR_MAX_CELLS];
+    char err[256];
+    int n = mqar_cells_parse(cfg_str(c, "mqar_test_cells"), cells, MQAR_MAX_CELLS, err, sizeof err);
+    if (n < 0) die_input("mqar_test_cells: %s", err);
+    int T = (int)cfg_int(c, "seq_len"), longest = 0;
+    MqarCell at = cells[0];
+    for (int i = 0; i < n; i++)
+        if (cells[i].seq_len > longest) longest = cells[i].seq_len, at = cells[i];
+    if (longest <= T) return;
+    if (!strcmp(cfg_str(c, "pos_emb"), "learned"))
+        die_input("mqar_test_cells: cell %dx%d is longer than %s's seq_len %d, and its positions are learned "
+                  "(pos_emb = learned): no embedding exists beyond position %d (test lengths <= %d)",
+                  at.kv_pairs, at.seq_len, ck, T, T - 1, T);
+    char mixers[256];
+    snprintf(mixers, sizeof mixers, "%s", cfg_str(c, "mixer"));
+    for (char *tok = strtok(mixers, ", "); tok; tok = strtok(NULL, ", "))
+        if (!strcmp(tok, "relu2") || !strcmp(tok, "cosformer"))
+            die_input("mqar_test_cells: cell %dx%d is longer than %s's seq_len %d, and %s normalises by the "
+                      "configured length (%s = seq_len): at another length it is another function (test lengths <= %d)",
+                      at.kv_pairs, at.seq_len, ck, T, tok, !strcmp(tok, "relu2") ? "n" : "M", T);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", longest);
+    config_set(c, "seq_len", buf, "mqar_test_cells");
+}
+
 // Bad --maps choices, as soon as the model's shape and validation set are known (exit 2).
 static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *ckpt) {
     if (!ma->on) return;
@@ -558,6 +607,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
                     break;
                 }
         config_apply_args(&c, n_over, over);
+        fit_test_cells(&c, ck);
         if (!ev->built || config_first_difference(&ev->cfg, &c)) {
             evaluator_build(ev, &c, ck);
             check_map_args(ma, ev, ck);
@@ -572,17 +622,19 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         SparsityResult res = {0};
         sparsity_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches, rows, &res);
         // The sparsity pass ran the same sequences unless it measured a subset of rows.
-        HeadStats hs = rows > 0 ? val_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches) : res.stats;
-        double loss = val_loss(&hs), acc = val_acc(&hs);
+        ValStats vs = rows > 0 ? val_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches) : res.stats;
+        double loss = val_loss(&vs), acc = val_acc(&vs);
         const char *mixer = cfg_str(ec, "mixer");
-        fprintf(out, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g,\"checkpoint\":", step,
-                loss, acc);
+        fprintf(out, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g", step, loss, acc);
+        val_write_cell_fields(out, &vs);
+        fprintf(out, ",\"checkpoint\":");
         json_write_string(out, base_name(ck));
         fprintf(out, ",\"mixer\":");
         json_write_string(out, mixer);
         fprintf(out, ",\"sequences\":%ld}\n", res.sequences);
         sparsity_write_records(out, "sparsity", step, mixer, &res);
         print_summary(step, loss, acc, &res);
+        print_cells(&vs, &res);
         sparsity_result_free(&res);
         done[n_done++] = step;
         t->last_ok = i;
@@ -708,6 +760,8 @@ typedef struct {
     int n_tg;
     const char *compare;
     MapArgs maps;
+    char **owned;     // overrides written here: mqar_cells=X given is "mqar_test_cells=X"
+    int n_owned;
 } Args;
 
 // An integer map_* value, or exit 2 naming the key.
@@ -745,12 +799,19 @@ static int parse_args(int argc, char **argv, Args *a) {
         return 1;
     }
     a->over = mallocCheck(sizeof(char *) * (size_t)argc);
+    a->owned = mallocCheck(sizeof(char *) * (size_t)argc);
     a->tg = callocCheck((size_t)argc, sizeof(Target));
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "compare=", 8)) a->compare = argv[i] + 8;
         else if (!strcmp(argv[i], "--maps")) a->maps.on = 1;
         else if (map_arg(argv[i], &a->maps)) continue;
         // ./sweep names run folders key=value: an existing path is a path
+        else if (!strncmp(argv[i], "mqar_cells=", 11)) {  // what ./evaluate tests on: the test cells
+            size_t n = strlen(argv[i]) + 8;
+            char *arg = a->owned[a->n_owned++] = mallocCheck(n);
+            snprintf(arg, n, "mqar_test_cells=%s", argv[i] + 11);
+            a->over[a->n_over++] = arg;
+        }
         else if (strchr(argv[i], '=') && !path_exists(argv[i])) a->over[a->n_over++] = argv[i];
         else if (argv[i][0] == '-') die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [--maps] [key=value ...])", argv[i]);
         else a->tg[a->n_tg++].path = strip_slashes(argv[i]);
@@ -850,6 +911,8 @@ static void compare_runs(const Args *a, RunData *runs) {
 }
 
 static void args_free(Args *a) {
+    for (int i = 0; i < a->n_owned; i++) free(a->owned[i]);
+    free(a->owned);
     for (int i = 0; i < a->n_tg; i++) {
         free(a->tg[i].path);
         free(a->tg[i].dir);

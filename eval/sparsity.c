@@ -92,6 +92,7 @@ typedef struct {     // per-thread scratch
 typedef struct {
     const Model *m;
     int l, T, kv_pairs, bin_width;
+    int len;                      // rows measured: [0, len) (an MQAR cell's length; T otherwise)
     const int *inputs, *targets;  // [B*T] of this batch
 } MapCtx;
 
@@ -156,7 +157,7 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
     int is_exp = mk->theory == THEORY_EXP;
     const int *in = c->inputs + (size_t)b * T, *tg = c->targets + (size_t)b * T;
     double *v = out->v;
-    for (int i = 0; i < T; i++) {
+    for (int i = 0; i < c->len; i++) {
         if (pairs) pairs[i].flags = 0;
         const real *row = s->a + (size_t)i * T;
         RowStats rs;
@@ -302,6 +303,7 @@ static void compare_rows(const PairList *p, int want, double *ratio_median, doub
 
 void sparsity_result_free(SparsityResult *r) {
     free(r->heads);
+    free(r->cell_heads);
     memset(r, 0, sizeof *r);
 }
 
@@ -375,23 +377,101 @@ static HeadSparsity head_means(const MapSums *s, int per_head) {
     return h;
 }
 
-void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
-                   SparsityResult *out) {
-    int L = m->s.L, H = m->s.H, C = m->s.C;
-    if (!sparsity_supported(m)) die("sparsity: a layer's mixer has no attention extractor");
+// The buffers of one pass: sums per head (and per cell and head on a mixture), the per-row pairs
+// of the theory comparison, one batch's inputs and per-thread scratch.
+typedef struct {
+    Model *m;
+    int B, T, L, H;
+    int n_maps[MAX_LAYERS];
+    MapSums *head_sums;  // [L * H]
+    MapSums *cell_sums;  // [n_cells * L * H] on a mixture, else NULL
+    PairList *head_pairs;  // [L * H]
+    MapSums *map_sums;   // [B * most maps of a layer]
+    RowPair *map_pairs;  // [B * most maps * T], NULL when no layer has a theory
+    int *inputs, *targets;  // [B * T]
+    Scratch *scr;        // [threads]
+    int n_threads;
+} Pass;
+
+static void pass_init(Pass *p, Model *m, int B, int T) {
+    memset(p, 0, sizeof *p);
+    int L = m->s.L, H = m->s.H, C = m->s.C, n_maps_max = 0, any_theory = 0;
+    *p = (Pass){.m = m, .B = B, .T = T, .L = L, .H = H};
     // a hybrid stack's layers have their own mixers: their own map counts and theories
-    int n_maps_l[MAX_LAYERS], n_maps_max = 0, any_theory = 0;
     for (int l = 0; l < L; l++) {
         const MixerKind *mk = m->mixer[l];
-        n_maps_l[l] = mk->n_maps(m->mixer_state[l]);
-        if (n_maps_l[l] % H) die("internal error: mixer '%s' has %d maps for %d heads", mk->name, n_maps_l[l], H);
-        if (n_maps_l[l] > n_maps_max) n_maps_max = n_maps_l[l];
+        p->n_maps[l] = mk->n_maps(m->mixer_state[l]);
+        if (p->n_maps[l] % H) die("internal error: mixer '%s' has %d maps for %d heads", mk->name, p->n_maps[l], H);
+        if (p->n_maps[l] > n_maps_max) n_maps_max = p->n_maps[l];
         any_theory |= mk->theory != THEORY_NONE;
     }
-    long *seq;
-    long n_seq = sparsity_sequences(val, B, T, eval_batches, sparsity_rows, &seq);
+    p->head_sums = callocCheck((size_t)L * H, sizeof(MapSums));
+    p->head_pairs = callocCheck((size_t)L * H, sizeof(PairList));
+    p->map_sums = mallocCheck(sizeof(MapSums) * (size_t)B * n_maps_max);
+    // per-row pairs only when there is a theory (Mamba's channel maps have none and are many)
+    p->map_pairs = any_theory ? mallocCheck(sizeof(RowPair) * (size_t)B * n_maps_max * T) : NULL;
+    p->inputs = mallocCheck(sizeof(int) * (size_t)B * T);
+    p->targets = mallocCheck(sizeof(int) * (size_t)B * T);
+    p->n_threads = omp_get_max_threads();
+    p->scr = mallocCheck(sizeof(Scratch) * p->n_threads);
+    for (int t = 0; t < p->n_threads; t++) {
+        Scratch *s = &p->scr[t];
+        s->a = mallocCheck(sizeof(real) * (size_t)T * T);
+        s->q = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
+        s->k = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
+        s->pred = mallocCheck(sizeof(double) * T * 5);
+        s->inf = s->pred + T;
+        s->beta = s->inf + T;
+        s->gamma2 = s->beta + T;
+        s->w = s->gamma2 + T;
+    }
+}
 
+static void pass_free(Pass *p) {
+    for (int t = 0; t < p->n_threads; t++) {
+        free(p->scr[t].a);
+        free(p->scr[t].q);
+        free(p->scr[t].k);
+        free(p->scr[t].pred);
+    }
+    for (int i = 0; i < p->L * p->H; i++) free(p->head_pairs[i].v);
+    free(p->scr), free(p->inputs), free(p->targets), free(p->map_sums), free(p->map_pairs);
+    free(p->head_pairs), free(p->head_sums), free(p->cell_sums);
+}
+
+// Measures every map of every layer of the b sequences in p->inputs after their forward pass:
+// rows [0, len), key-value rows below 2 kv_pairs; sums into the heads (and cell `cell`).
+static void measure_batch(Pass *p, const SparsityResult *out, int b, int kv_pairs, int len, int cell) {
+    int L = p->L, H = p->H, T = p->T;
+    for (int l = 0; l < L; l++) {
+        MixerIO io = model_mixer_io(p->m, l);
+        MapCtx ctx = {p->m, l, T, kv_pairs, out->bin_width, len, p->inputs, p->targets};
+        int n_maps = p->n_maps[l], per_head = n_maps / H;
+        RowPair *pairs = out->theory[l] != THEORY_NONE ? p->map_pairs : NULL;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int task = 0; task < b * n_maps; task++)
+            measure_map(&ctx, &io, task / n_maps, task % n_maps, &p->scr[omp_get_thread_num()], &p->map_sums[task],
+                        pairs ? pairs + (size_t)task * T : NULL);
+        for (int task = 0; task < b * n_maps; task++) {  // added in a fixed order: any thread count
+            int hd = l * H + (task % n_maps) / per_head;
+            sums_add(&p->head_sums[hd], &p->map_sums[task]);
+            if (p->cell_sums) sums_add(&p->cell_sums[(size_t)cell * L * H + hd], &p->map_sums[task]);
+            PairList *pl = &p->head_pairs[hd];
+            for (int i = 0; pairs && i < len; i++) {
+                const RowPair *rp = &pairs[(size_t)task * T + i];
+                if (!(rp->flags & ROW_PRED)) continue;
+                if (pl->n == pl->cap) pl->v = reallocCheck(pl->v, sizeof(RowPair) * (size_t)(pl->cap = pl->cap ? 2 * pl->cap : 1024));
+                pl->v[pl->n++] = *rp;
+            }
+        }
+    }
+}
+
+// The result's header: layers, heads, each layer's mixer and theory, the cells, the bins.
+static void result_init(SparsityResult *out, const Model *m, const Dataset *val, int T) {
+    int L = m->s.L, H = m->s.H;
     free(out->heads);
+    free(out->cell_heads);
     memset(out, 0, sizeof *out);
     out->L = L;
     out->H = H;
@@ -404,77 +484,48 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
     out->bin_width = (T + SPARSITY_POS_BINS - 1) / SPARSITY_POS_BINS;
     out->n_bins = (T + out->bin_width - 1) / out->bin_width;
     out->heads = callocCheck((size_t)L * H, sizeof(HeadSparsity));
-    MapSums *head_sums = callocCheck((size_t)L * H, sizeof(MapSums));
-    PairList *head_pairs = callocCheck((size_t)L * H, sizeof(PairList));
-    MapSums *map_sums = mallocCheck(sizeof(MapSums) * (size_t)B * n_maps_max);
-    // per-row pairs only when there is a theory (Mamba's channel maps have none and are many)
-    RowPair *map_pairs = any_theory ? mallocCheck(sizeof(RowPair) * (size_t)B * n_maps_max * T) : NULL;
-    int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
-    int n_threads = omp_get_max_threads();
-    Scratch *scr = mallocCheck(sizeof(Scratch) * n_threads);
-    for (int t = 0; t < n_threads; t++) {
-        scr[t].a = mallocCheck(sizeof(real) * (size_t)T * T);
-        scr[t].q = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
-        scr[t].k = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
-        scr[t].pred = mallocCheck(sizeof(double) * T * 5);
-        scr[t].inf = scr[t].pred + T;
-        scr[t].beta = scr[t].inf + T;
-        scr[t].gamma2 = scr[t].beta + T;
-        scr[t].w = scr[t].gamma2 + T;
+    out->stats.n_cells = val->n_cells;
+    memcpy(out->stats.cells, val->cells, sizeof out->stats.cells);
+    if (val->n_cells > 1) {
+        out->n_cells = val->n_cells;
+        memcpy(out->cells, val->cells, sizeof out->cells);
+        out->cell_heads = callocCheck((size_t)out->n_cells * L * H, sizeof(HeadSparsity));
     }
+}
 
-    for (long i0 = 0; i0 < n_seq; i0 += B) {
-        int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
-        for (int r = 0; r < b; r++) dataset_get(val, seq[i0 + r], inputs + (size_t)r * T, targets + (size_t)r * T);
-        HeadStats hs = model_forward(m, inputs, targets, b, T, 0);
-        out->stats.loss_sum += hs.loss_sum;
-        out->stats.n_counted += hs.n_counted;
-        out->stats.n_correct += hs.n_correct;
-        out->sequences += b;
-        for (int l = 0; l < L; l++) {
-            MixerIO io = model_mixer_io(m, l);
-            MapCtx ctx = {m, l, T, out->kv_pairs, out->bin_width, inputs, targets};
-            int n_maps = n_maps_l[l], per_head = n_maps / H;
-            RowPair *pairs = out->theory[l] != THEORY_NONE ? map_pairs : NULL;
-#pragma omp parallel for schedule(dynamic, 1)
-            for (int task = 0; task < b * n_maps; task++)
-                measure_map(&ctx, &io, task / n_maps, task % n_maps, &scr[omp_get_thread_num()], &map_sums[task],
-                            pairs ? pairs + (size_t)task * T : NULL);
-            for (int task = 0; task < b * n_maps; task++) {
-                int hd = l * H + (task % n_maps) / per_head;
-                sums_add(&head_sums[hd], &map_sums[task]);
-                PairList *pl = &head_pairs[hd];
-                for (int i = 0; pairs && i < T; i++) {
-                    const RowPair *rp = &pairs[(size_t)task * T + i];
-                    if (!(rp->flags & ROW_PRED)) continue;
-                    if (pl->n == pl->cap) pl->v = reallocCheck(pl->v, sizeof(RowPair) * (size_t)(pl->cap = pl->cap ? 2 * pl->cap : 1024));
-                    pl->v[pl->n++] = *rp;
-                }
-            }
+void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
+                   SparsityResult *out) {
+    if (!sparsity_supported(m)) die("sparsity: a layer's mixer has no attention extractor");
+    result_init(out, m, val, T);
+    Pass p;
+    pass_init(&p, m, B, T);
+    int L = p.L, H = p.H, n_cells = val->n_cells ? val->n_cells : 1;
+    if (out->n_cells) p.cell_sums = callocCheck((size_t)n_cells * L * H, sizeof(MapSums));
+    for (int cell = 0; cell < n_cells; cell++) {
+        // each MQAR cell on its own: its pairs decide the key-value rows, its length the rows measured
+        Dataset part = val->n_cells ? dataset_cell(val, cell) : *val;
+        int len = val->n_cells ? val->cells[cell].seq_len : T;
+        long *seq, n_seq = sparsity_sequences(&part, B, T, eval_batches, sparsity_rows, &seq);
+        for (long i0 = 0; i0 < n_seq; i0 += B) {
+            int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
+            for (int r = 0; r < b; r++)
+                dataset_get(&part, seq[i0 + r], p.inputs + (size_t)r * T, p.targets + (size_t)r * T);
+            HeadStats hs = model_forward(m, p.inputs, p.targets, b, T, 0);
+            val_stats_add(&out->stats, cell, &hs);
+            out->sequences += b;
+            measure_batch(&p, out, b, part.mqar_kv_pairs, len, cell);
         }
+        free(seq);
     }
-
     for (int i = 0; i < L * H; i++) {
-        out->heads[i] = head_means(&head_sums[i], n_maps_l[i / H] / H);
+        out->heads[i] = head_means(&p.head_sums[i], p.n_maps[i / H] / H);
         HeadSparsity *h = &out->heads[i];
-        compare_rows(&head_pairs[i], ROW_PRED, &h->S_pred_ratio_median, &h->S_pred_spearman);
-        compare_rows(&head_pairs[i], ROW_PRED | ROW_QUERY, &h->S_recall_pred_ratio_median, &h->S_recall_pred_spearman);
-        free(head_pairs[i].v);
+        compare_rows(&p.head_pairs[i], ROW_PRED, &h->S_pred_ratio_median, &h->S_pred_spearman);
+        compare_rows(&p.head_pairs[i], ROW_PRED | ROW_QUERY, &h->S_recall_pred_ratio_median, &h->S_recall_pred_spearman);
     }
-    for (int t = 0; t < n_threads; t++) {
-        free(scr[t].a);
-        free(scr[t].q);
-        free(scr[t].k);
-        free(scr[t].pred);
-    }
-    free(scr);
-    free(seq);
-    free(inputs);
-    free(targets);
-    free(map_sums);
-    free(map_pairs);
-    free(head_pairs);
-    free(head_sums);
+    for (int i = 0; p.cell_sums && i < n_cells * L * H; i++)
+        out->cell_heads[i] = head_means(&p.cell_sums[i], p.n_maps[(i / H) % L] / H);
+    pass_free(&p);
 }
 
 // --- records ---------------------------------------------------------------------------------------
@@ -547,6 +598,17 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
                 put_num(f, "top1", h->top1);
                 put_num(f, "top4", h->top4);
                 put_num(f, "n90", h->n90);
+            }
+            for (int c = 0; c < r->n_cells; c++) {  // a mixture: where recall and focus fail, per cell
+                const HeadSparsity *ch = &r->cell_heads[((size_t)c * r->L + l) * r->H + hd];
+                char name[32], key[64];
+                mqar_cell_name(r->cells[c], name, sizeof name);
+                snprintf(key, sizeof key, "S_recall_%s", name);
+                put_num_or_null(f, key, ch->S_recall);
+                snprintf(key, sizeof key, "ans_share_%s", name);
+                put_num(f, key, ch->ans_share);
+                snprintf(key, sizeof key, "ans_hit_%s", name);
+                put_num(f, key, ch->ans_hit);
             }
             if (r->n_bins > 0) {
                 fprintf(f, ",\"pos_bin_width\":%d", r->bin_width);

@@ -5,8 +5,8 @@
 //   S_norm = (S - 1/sqrt(n)) / (1 - 1/sqrt(n))                in [0, 1] for n >= 2, so lengths compare
 //   entropy = H(w) / log n of w_j = |a_ij| / sum_l |a_il|     in [0, 1] (1 when n = 1, like S)
 //   max_weight = max_j w_j, neg_mass = sum of w_j where a_ij < 0 (signed mixers)
-// Rows whose weights are all zero are skipped. Per (layer, head) every field is the mean over the
-// rows evaluated. Row sets: query rows (the positions that carry a target: S_recall; on text every
+// Rows whose weights are all zero are skipped, and so are the pad rows after an MQAR cell's
+// length. Per (layer, head) every field is the mean over the rows evaluated. Row sets: query rows (the positions that carry a target: S_recall; on text every
 // row), and on MQAR the key-value rows (positions < 2 * mqar_kv_pairs) and the other rows. Mixers
 // with more maps than heads (Mamba: one map per channel) average over the maps of a head as well.
 #pragma once
@@ -15,6 +15,7 @@
 #include "core/real.h"
 #include "data/dataset.h"
 #include "eval/theory.h"
+#include "eval/val_eval.h"
 #include "model/model.h"
 
 // One row's statistics.
@@ -58,15 +59,19 @@ typedef struct {
     int kv_pairs;         // MQAR key-value pairs (0: not MQAR: no kv/other sets, no answer metrics)
     int n_bins, bin_width;
     HeadSparsity *heads;  // [L * H], heads[l * H + h]
-    HeadStats stats;      // val loss and accuracy of the same forward passes
+    // an MQAR mixture (2 or more cells): the same figures per cell (0 cells otherwise)
+    int n_cells;
+    MqarCell cells[MQAR_MAX_CELLS];
+    HeadSparsity *cell_heads;  // [n_cells * L * H], cell_heads[(c * L + l) * H + h]
+    ValStats stats;       // val loss and accuracy of the same forward passes
     long sequences;       // sequences run through the model
 } SparsityResult;
 
 // 1 when the model's mixer has an attention extractor (sparsity_eval needs one).
 int sparsity_supported(const Model *m);
 
-// The validation sequences a pass measures: the first eval_batches x B of val (all of them when
-// eval_batches = 0), or with sparsity_rows = N > 0 every row of ceil(N / T) of those sequences
+// The validation sequences a pass measures (of each MQAR cell on its own: pass it dataset_cell's
+// view): the first eval_batches x B of val (all of them when eval_batches = 0), or with sparsity_rows = N > 0 every row of ceil(N / T) of those sequences
 // taken at an even stride (sequence floor(k * n / m), k < m): every position is covered equally.
 // Returns the count and fills seq (allocated; free it).
 long sparsity_sequences(const Dataset *val, int B, int T, long eval_batches, long sparsity_rows, long **seq);

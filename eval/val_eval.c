@@ -1,26 +1,72 @@
 #include "eval/val_eval.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/io.h"
 
-HeadStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches) {
-    long n = eval_batches > 0 && eval_batches * B < val->n ? eval_batches * B : val->n;
+long val_cell_range(const Dataset *val, int c, int B, long eval_batches, long *first) {
+    long lo = val->n_cells ? val->cell_first[c] : 0, n = val->n_cells ? val->cell_first[c + 1] - lo : val->n;
+    *first = lo;
+    return eval_batches > 0 && eval_batches * B < n ? eval_batches * B : n;
+}
+
+void val_stats_add(ValStats *v, int c, const HeadStats *s) {
+    v->all.loss_sum += s->loss_sum;
+    v->all.n_counted += s->n_counted;
+    v->all.n_correct += s->n_correct;
+    if (!v->n_cells) return;
+    v->cell[c].loss_sum += s->loss_sum;
+    v->cell[c].n_counted += s->n_counted;
+    v->cell[c].n_correct += s->n_correct;
+}
+
+ValStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches) {
     int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
-    HeadStats total = {0, 0, 0};
-    for (long i0 = 0; i0 < n; i0 += B) {
-        int b = (int)(n - i0 < B ? n - i0 : B);
-        for (int r = 0; r < b; r++) dataset_get(val, i0 + r, inputs + (size_t)r * T, targets + (size_t)r * T);
-        HeadStats s = model_forward(m, inputs, targets, b, T, 0);
-        total.loss_sum += s.loss_sum;
-        total.n_counted += s.n_counted;
-        total.n_correct += s.n_correct;
+    ValStats v;
+    memset(&v, 0, sizeof v);
+    v.n_cells = val->n_cells;
+    memcpy(v.cells, val->cells, sizeof v.cells);
+    for (int c = 0; c < (val->n_cells ? val->n_cells : 1); c++) {
+        long first, n = val_cell_range(val, c, B, eval_batches, &first);
+        for (long i0 = 0; i0 < n; i0 += B) {
+            int b = (int)(n - i0 < B ? n - i0 : B);
+            for (int r = 0; r < b; r++)
+                dataset_get(val, first + i0 + r, inputs + (size_t)r * T, targets + (size_t)r * T);
+            HeadStats s = model_forward(m, inputs, targets, b, T, 0);
+            val_stats_add(&v, c, &s);
+        }
     }
     free(inputs);
     free(targets);
-    return total;
+    return v;
 }
 
-double val_loss(const HeadStats *s) { return s->n_counted ? s->loss_sum / (double)s->n_counted : 0; }
+double val_loss(const ValStats *v) { return v->all.n_counted ? v->all.loss_sum / (double)v->all.n_counted : 0; }
 
-double val_acc(const HeadStats *s) { return s->n_counted ? (double)s->n_correct / (double)s->n_counted : 0; }
+double head_acc(const HeadStats *s) { return s->n_counted ? (double)s->n_correct / (double)s->n_counted : 0; }
+
+double val_acc(const ValStats *v) {
+    if (v->n_cells <= 1) return head_acc(&v->all);
+    double sum = 0;
+    for (int c = 0; c < v->n_cells; c++) sum += head_acc(&v->cell[c]);
+    return sum / v->n_cells;
+}
+
+void val_write_cell_fields(FILE *f, const ValStats *v) {
+    for (int c = 0; v->n_cells > 1 && c < v->n_cells; c++) {
+        char name[32];
+        mqar_cell_name(v->cells[c], name, sizeof name);
+        fprintf(f, ",\"acc_%s\":%.9g", name, head_acc(&v->cell[c]));
+    }
+}
+
+void val_format_cells(char *buf, size_t n, const ValStats *v) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int c = 0; v->n_cells > 1 && c < v->n_cells && k + 40 < n; c++) {
+        char name[32];
+        mqar_cell_name(v->cells[c], name, sizeof name);
+        k += (size_t)snprintf(buf + k, n - k, "%s%s %.3f", c ? " | " : "", name, head_acc(&v->cell[c]));
+    }
+}

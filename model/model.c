@@ -442,3 +442,10 @@ void model_logits_at(const Model *m, int b, int t, real *logits) {
 }
 
 size_t model_activation_bytes(const Model *m) { return m->n_acts * sizeof(real); }
+
+size_t model_layer_state_floats(const Model *m, int l) {
+    const MixerKind *mk = m->mixer[l];
+    if (!mk->state_floats) return 0;
+    size_t conv = m->s.short_conv > 1 ? (size_t)(m->s.short_conv - 1) * m->s.C : 0;
+    return mk->state_floats(m->mixer_state[l]) + conv;
+}

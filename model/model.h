@@ -124,3 +124,7 @@ MixerIO model_mixer_io(Model *m, int l);
 void model_logits_at(const Model *m, int b, int t, real *logits);
 // Bytes of parameters, gradients and activations (for reports).
 size_t model_activation_bytes(const Model *m);
+// The numbers layer l carries from one token to the next when generating at length seq_len: its
+// mixer's state_floats plus the short convolution's window ((short_conv - 1) x d_model). 0 when
+// the mixer does not declare it.
+size_t model_layer_state_floats(const Model *m, int l);

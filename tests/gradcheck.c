@@ -251,12 +251,16 @@ void rig_check_step(MixerRig *r, double tol) {
     if (!r->kind->step) return;
     rig_loss(r);
     int C = r->dims.C, T = r->T;
-    real *state = mallocCheck(sizeof(real) * r->kind->state_size(r->st));
+    size_t size = r->kind->state_size(r->st), carried = r->kind->state_floats ? r->kind->state_floats(r->st) : size;
+    CHECK(carried <= size, "%s: state_floats %zu above state_size %zu", r->kind->name, carried, size);
+    real *state = mallocCheck(sizeof(real) * size);
     real *y = mallocCheck(sizeof(real) * C);
     for (int b = 0; b < r->B; b++) {
-        memset(state, 0, sizeof(real) * r->kind->state_size(r->st));
+        memset(state, 0, sizeof(real) * size);
         for (int t = 0; t < T; t++) {
             const real *x = r->x + ((size_t)b * T + t) * C;
+            // only the first state_floats numbers carry over: the rest is scratch, written before read
+            for (size_t i = carried; t > 0 && i < size; i++) state[i] = NAN;
             r->kind->step(r->st, r->p, state, t, x, y);
             for (int c = 0; c < C; c++) {
                 double want = r->y[((size_t)b * T + t) * C + c];

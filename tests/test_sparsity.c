@@ -385,16 +385,16 @@ TEST(sparsity_pass_matches_brute_force) {
         CHECK(h->bin_rows[0] == 11 && h->bin_rows[15] == 11 && h->bin_S[0] == 1);
     }
     // loss and accuracy of the same forward passes: val_eval's numbers
-    HeadStats v = val_eval(r.m, &r.ds, r.B, r.T, 0);
-    CHECK(res.stats.loss_sum == v.loss_sum, "%.17g vs %.17g", res.stats.loss_sum, v.loss_sum);  // bit-identical
-    CHECK(res.stats.n_counted == 22 && v.n_counted == 22 && res.stats.n_correct == v.n_correct);
+    ValStats v = val_eval(r.m, &r.ds, r.B, r.T, 0);
+    CHECK(res.stats.all.loss_sum == v.all.loss_sum, "%.17g vs %.17g", res.stats.all.loss_sum, v.all.loss_sum);  // bit-identical
+    CHECK(res.stats.all.n_counted == 22 && v.all.n_counted == 22 && res.stats.all.n_correct == v.all.n_correct);
     // eval_batches = 2: the first 8 sequences
     sparsity_eval(r.m, &r.ds, r.B, r.T, 2, 0, &res);
     brute_force(&r, 8, NULL, &b);
     CHECK(res.sequences == 8 && res.heads[0].rows == 8 * 16);
     for (int i = 0; i < 4; i++) CHECK_CLOSE(res.heads[i].S, b.S[i], 1e-10);
     v = val_eval(r.m, &r.ds, r.B, r.T, 2);
-    CHECK(v.n_counted == 16);
+    CHECK(v.all.n_counted == 16);
     sparsity_result_free(&res);
     rig_free_all(&r);
 }

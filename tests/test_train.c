@@ -75,7 +75,10 @@ TEST(train_metrics_records_follow_design) {
     CHECK(strstr(text, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":"), "%s", text);
     int lines = 0;
     for (char *q = text; *q; q++) lines += *q == '\n';
-    CHECK(lines == 13, "%d lines", lines);  // 10 train + eval at 0 and 10 + done
+    CHECK(lines == 14, "%d lines", lines);  // run + 10 train + eval at 0 and 10 + done
+    // the run record first: the state each layer carries (softmax: K and V caches, 2 x 32 x 16)
+    CHECK(!strncmp(text, "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"params\":", 46), "%s", text);
+    CHECK(strstr(text, "\"state_floats\":1024,\"state_floats_by_layer\":[1024,1024]}\n"), "%s", text);
     CHECK(strstr(text, "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n"), "%s", text);
 }
 

@@ -165,6 +165,11 @@ static int cog_attention_values(const void *st, const MixerIO *io, int b, int m,
 }
 
 // KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C], scores [T].
+static size_t cog_state_floats(const void *st) {
+    const Cog *m = st;
+    return (size_t)2 * m->s.T * m->s.C;  // the key and value caches at full length
+}
+
 static size_t cog_state_size(const void *st) {
     const Cog *m = st;
     return (size_t)2 * m->s.T * m->s.C + 4 * (size_t)m->s.C + (size_t)m->s.T;
@@ -219,6 +224,7 @@ const MixerKind mixer_cog = {
     .attention = cog_attention,
     .attention_values = cog_attention_values,
     .state_size = cog_state_size,
+    .state_floats = cog_state_floats,
     .step = cog_step,
     .flops = cog_flops,
 };

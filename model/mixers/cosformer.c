@@ -198,6 +198,11 @@ static int cosformer_attention_values(const void *st, const MixerIO *io, int b, 
 
 // State: S [H, 2D, D+1] (the last column is the normaliser's z), then scratch qkv [3C], o [C],
 // q', k' [2D], v', o' [D+1].
+static size_t cosformer_state_floats(const void *st) {
+    const Cosformer *c = st;
+    return (size_t)c->s.H * 2 * c->s.D * (c->s.D + 1);  // per head S and z of the cos and sin halves
+}
+
 static size_t cosformer_state_size(const void *st) {
     const Cosformer *c = st;
     size_t D = (size_t)c->s.D;
@@ -244,6 +249,7 @@ const MixerKind mixer_cosformer = {
     .attention = cosformer_attention,
     .attention_values = cosformer_attention_values,
     .state_size = cosformer_state_size,
+    .state_floats = cosformer_state_floats,
     .step = cosformer_step,
     .flops = cosformer_flops,
 };

@@ -87,6 +87,11 @@ static int decay_attention_values(const void *st, const MixerIO *io, int b, int 
 static double decay_rate(const void *st, int m) { return ((const Decay *)st)->gamma[m]; }
 
 // State: S [H, D, D], then scratch qkv [3C], o [C].
+static size_t decay_state_floats(const void *st) {
+    const Decay *m = st;
+    return (size_t)m->s.C * m->s.D;  // per head S [D, D]
+}
+
 static size_t decay_state_size(const void *st) {
     const Decay *m = st;
     return (size_t)m->s.C * m->s.D + 4 * (size_t)m->s.C;
@@ -127,6 +132,7 @@ const MixerKind mixer_decay = {
     .theory = THEORY_DECAY,
     .decay_rate = decay_rate,
     .state_size = decay_state_size,
+    .state_floats = decay_state_floats,
     .step = decay_step,
     .flops = decay_flops,
 };

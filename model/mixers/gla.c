@@ -283,6 +283,11 @@ static int gla_attention_values(const void *st, const MixerIO *io, int b, int m,
 }
 
 // State: S [H, dk, dv], then scratch q, k, g [Kd], v, r, o, u [Vd], gl [R], rstd [H].
+static size_t gla_state_floats(const void *st) {
+    const Gla *s = st;
+    return (size_t)s->H * s->dk * s->dv;  // per head S [dk, dv]
+}
+
 static size_t gla_state_size(const void *st) {
     const Gla *s = st;
     return (size_t)s->H * s->dk * s->dv + 3 * (size_t)s->Kd + 4 * (size_t)s->Vd + s->R + s->H;
@@ -338,6 +343,7 @@ const MixerKind mixer_gla = {
     .attention = gla_attention,
     .attention_values = gla_attention_values,
     .state_size = gla_state_size,
+    .state_floats = gla_state_floats,
     .step = gla_step,
     .flops = gla_flops,
 };

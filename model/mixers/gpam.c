@@ -176,6 +176,11 @@ static int gpam_attention_values(const void *st, const MixerIO *io, int b, int m
 }
 
 // KV cache: k [T, C], v [T, C], then scratch: qkv [3C], q- [C], o [C], scores [2, T].
+static size_t gpam_state_floats(const void *st) {
+    const Gpam *m = st;
+    return (size_t)2 * m->s.T * m->s.C;  // the key and value caches at full length
+}
+
 static size_t gpam_state_size(const void *st) {
     const Gpam *m = st;
     return (size_t)2 * m->s.T * m->s.C + 5 * (size_t)m->s.C + 2 * (size_t)m->s.T;
@@ -238,6 +243,7 @@ const MixerKind mixer_gpam = {
     .attention = gpam_attention,
     .attention_values = gpam_attention_values,
     .state_size = gpam_state_size,
+    .state_floats = gpam_state_floats,
     .step = gpam_step,
     .flops = gpam_flops,
 };

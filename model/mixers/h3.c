@@ -280,6 +280,11 @@ static int h3_attention_values(const void *st, const MixerIO *io, int b, int h, 
 // Generation. State: the shift SSM's window [C, N] (last N keys, newest first) and the diagonal
 // SSM's states [NH, P, P, N]; then scratch for one token: qkv [3C], ks [C], o [C], r [N], bd [N].
 
+static size_t h3_state_floats(const void *st) {
+    const H3 *m = st;
+    return (size_t)m->s.C * m->N + (size_t)m->s.C * m->P * m->N;  // the shift SSM window and the diagonal SSM states
+}
+
 static size_t h3_state_size(const void *st) {
     const H3 *m = st;
     size_t C = (size_t)m->s.C, N = (size_t)m->N;
@@ -334,6 +339,7 @@ const MixerKind mixer_h3 = {
     .attention = h3_attention,
     .attention_values = h3_attention_values,
     .state_size = h3_state_size,
+    .state_floats = h3_state_floats,
     .step = h3_step,
     .flops = h3_flops,
 };

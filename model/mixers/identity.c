@@ -77,6 +77,11 @@ static int identity_attention_values(const void *st, const MixerIO *io, int b, i
 }
 
 // State: S [H, D, D], then scratch qkv [3C], o [C].
+static size_t identity_state_floats(const void *st) {
+    const Identity *m = st;
+    return (size_t)m->s.C * m->s.D;  // per head S [D, D]
+}
+
 static size_t identity_state_size(const void *st) {
     const Identity *m = st;
     return (size_t)m->s.C * m->s.D + 4 * (size_t)m->s.C;
@@ -115,6 +120,7 @@ const MixerKind mixer_identity = {
     .attention_values = identity_attention_values,
     .theory = THEORY_IDENTITY,  // the evaluator reads the scores off the map itself
     .state_size = identity_state_size,
+    .state_floats = identity_state_floats,
     .step = identity_step,
     .flops = identity_flops,
 };

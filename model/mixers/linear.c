@@ -186,6 +186,11 @@ static int linear_attention_qk(const void *st, const MixerIO *io, int b, int h, 
 
 // State: S [H, D, D+1] (the last column is the key sum z), then scratch qkv [3C], o [C],
 // phi(q), phi(k) [D], v' = [v, 1] and o' [D+1].
+static size_t linear_state_floats(const void *st) {
+    const Linear *m = st;
+    return (size_t)m->s.H * m->s.D * (m->s.D + 1);  // per head S [D, D] and the normaliser z [D]
+}
+
 static size_t linear_state_size(const void *st) {
     const Linear *m = st;
     size_t D = (size_t)m->s.D;
@@ -233,6 +238,7 @@ const MixerKind mixer_linear = {
     .theory = THEORY_LINEAR,
     .attention_qk = linear_attention_qk,
     .state_size = linear_state_size,
+    .state_floats = linear_state_floats,
     .step = linear_step,
     .flops = linear_flops,
 };

@@ -366,6 +366,11 @@ static int mamba_attention_values(const void *st, const MixerIO *io, int b, int 
 // [E][N]; then scratch for one token: xz [2E], x_dbl [R+2N], dt [E], delta [E], v [E], u [E],
 // y [E], g [E], A [N], the conv weight transposed [K][E].
 
+static size_t mamba_state_floats(const void *st) {
+    const Mamba *m = st;
+    return (size_t)(m->K - 1) * m->E + (size_t)m->E * m->N;  // the conv window and h [E, N]
+}
+
 static size_t mamba_state_size(const void *st) {
     const Mamba *m = st;
     size_t E = (size_t)m->E;
@@ -432,6 +437,7 @@ const MixerKind mixer_mamba = {
     .attention_values = mamba_attention_values,
     .theory = THEORY_NONE,
     .state_size = mamba_state_size,
+    .state_floats = mamba_state_floats,
     .step = mamba_step,
     .flops = mamba_flops,
 };

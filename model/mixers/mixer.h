@@ -120,6 +120,11 @@ typedef struct MixerKind {
     // input x[C] (ln_1 output) of position t, updates the state and writes y[C]; it must agree
     // with forward() to rounding.
     size_t (*state_size)(const void *st);
+    // state_floats: the numbers a sequence's state carries from one token to the next at length
+    // seq_len, the leading part of step()'s state (the rest is step's scratch): the state size
+    // of Zoology's and Based's capacity plots. A KV cache is 2 T C; the recurrent mixers' states
+    // do not grow with T.
+    size_t (*state_floats)(const void *st);
     void (*step)(const void *st, real *const *p, real *state, int t, const real *x, real *y);
 
     // Work of one forward and one backward call on B sequences of T tokens, in FLOPs (a

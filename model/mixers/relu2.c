@@ -133,6 +133,11 @@ static int relu2_attention_qk(const void *st, const MixerIO *io, int b, int h, r
 }
 
 // KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C].
+static size_t relu2_state_floats(const void *st) {
+    const Relu2 *m = st;
+    return (size_t)2 * m->s.T * m->s.C;  // the key and value caches at full length
+}
+
 static size_t relu2_state_size(const void *st) {
     const Relu2 *m = st;
     return (size_t)2 * m->s.T * m->s.C + 4 * (size_t)m->s.C;
@@ -181,6 +186,7 @@ const MixerKind mixer_relu2 = {
     .theory = THEORY_RELU2,
     .attention_qk = relu2_attention_qk,
     .state_size = relu2_state_size,
+    .state_floats = relu2_state_floats,
     .step = relu2_step,
     .flops = relu2_flops,
 };

@@ -141,6 +141,11 @@ static int softmax_attention_qk(const void *st, const MixerIO *io, int b, int m,
 }
 
 // KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C], scores [T].
+static size_t softmax_state_floats(const void *st) {
+    const Softmax *s = st;
+    return (size_t)2 * s->T * s->C;  // the key and value caches at full length
+}
+
 static size_t softmax_state_size(const void *st) {
     const Softmax *s = st;
     return (size_t)2 * s->T * s->C + 4 * (size_t)s->C + (size_t)s->T;
@@ -198,6 +203,7 @@ const MixerKind mixer_softmax = {
     .theory = THEORY_EXP,
     .attention_qk = softmax_attention_qk,
     .state_size = softmax_state_size,
+    .state_floats = softmax_state_floats,
     .step = softmax_step,
     .flops = softmax_flops,
 };
