@@ -382,9 +382,9 @@ static int train_step(Trainer *tr, StepResult *r) {
     Model *m = tr->model;
     double t0 = now_seconds();
     r->lr = lr_at(sc->lr_schedule, tr->step, tr->steps, sc->warmup, sc->lr_max, sc->min_lr);
-    loader_next(&tr->loader, tr->inputs, tr->targets);
+    int T = loader_next(&tr->loader, tr->inputs, tr->targets);  // a mixture's batch: its cell's length
     model_zero_grad(m);
-    HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, tr->T, 1);
+    HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, T, 1);
     model_backward(m);
     r->norm = grad_global_norm(m->grads, m->n_params);
     r->loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
@@ -397,7 +397,7 @@ static int train_step(Trainer *tr, StepResult *r) {
     tr->step++;
     r->dt = now_seconds() - t0;
     r->acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
-    r->tok_s = (double)tr->B * tr->T / r->dt;
+    r->tok_s = (double)tr->B * T / r->dt;
     return 1;
 }
 

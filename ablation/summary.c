@@ -47,6 +47,18 @@ typedef struct {
     int done_last;  // the last record is {"type":"done"}
 } MetricsScan;
 
+// The fields prefix<cell> of a record (acc_kv4_L64, S_recall_kv4_L64): cell names into name[],
+// values into val[] in record order; *n is their count.
+static void cell_fields(const JsonValue *v, const char *prefix, char name[][24], double *val, int *n) {
+    size_t k = strlen(prefix);
+    *n = 0;
+    for (int i = 0; i < v->n && *n < SUMMARY_MAX_CELLS; i++)
+        if (!strncmp(v->keys[i], prefix, k) && !strncmp(v->keys[i] + k, "kv", 2) && strlen(v->keys[i] + k) < 24) {
+            snprintf(name[*n], 24, "%s", v->keys[i] + k);
+            val[(*n)++] = v->items[i].type == JSON_NUMBER ? v->items[i].number : NAN;
+        }
+}
+
 static void metrics_record(const JsonValue *v, void *ctx) {
     MetricsScan *m = ctx;
     RunSummary *r = m->r;
@@ -65,10 +77,15 @@ static void metrics_record(const JsonValue *v, void *ctx) {
             m->n_train++;
         }
         if (isfinite(tok)) m->tok_sum += tok, m->n_tok++;
+    } else if (!strcmp(type, "run")) {
+        r->state_floats = num(v, "state_floats");
     } else if (!strcmp(type, "eval")) {
         double loss = num(v, "loss"), acc = num(v, "acc");
         if (isfinite(loss)) r->final_loss = loss;
-        if (isfinite(acc) && !(acc <= r->best_acc)) r->best_acc = acc;
+        if (isfinite(acc) && !(acc <= r->best_acc)) {
+            r->best_acc = acc;
+            cell_fields(v, "acc_", r->cell, r->cell_acc, &r->n_cells);
+        }
         if (isfinite(acc) && acc >= SUMMARY_TARGET_ACC && r->steps_to_target < 0) {
             r->steps_to_target = (long)step;
             if (step == 0) r->minutes_to_target = 0;
@@ -79,8 +96,11 @@ static void metrics_record(const JsonValue *v, void *ctx) {
 
 typedef struct {
     long n, cap;
-    double *step, *S, *S_recall;
+    double *step, *S, *S_recall, *ans_share;
     int *layer;
+    double *cell_S;  // [cap * SUMMARY_MAX_CELLS] S_recall per cell (NAN: none)
+    int n_cells;
+    char cell[SUMMARY_MAX_CELLS][24];
 } SparsityScan;
 
 static void sparsity_record(const JsonValue *v, void *ctx) {
@@ -93,7 +113,16 @@ static void sparsity_record(const JsonValue *v, void *ctx) {
         s->S = reallocCheck(s->S, sizeof(double) * (size_t)s->cap);
         s->S_recall = reallocCheck(s->S_recall, sizeof(double) * (size_t)s->cap);
         s->layer = reallocCheck(s->layer, sizeof(int) * (size_t)s->cap);
+        s->ans_share = reallocCheck(s->ans_share, sizeof(double) * (size_t)s->cap);
+        s->cell_S = reallocCheck(s->cell_S, sizeof(double) * (size_t)s->cap * SUMMARY_MAX_CELLS);
     }
+    double cs[SUMMARY_MAX_CELLS];
+    char names[SUMMARY_MAX_CELLS][24];
+    int nc;
+    cell_fields(v, "S_recall_", names, cs, &nc);
+    if (nc) memcpy(s->cell, names, sizeof names), s->n_cells = nc;
+    for (int c = 0; c < SUMMARY_MAX_CELLS; c++) s->cell_S[s->n * SUMMARY_MAX_CELLS + c] = c < nc ? cs[c] : NAN;
+    s->ans_share[s->n] = num(v, "ans_share");
     s->step[s->n] = step;
     s->S[s->n] = num(v, "S");  // null (no rows) reads as NAN
     s->S_recall[s->n] = num(v, "S_recall");
@@ -128,6 +157,29 @@ static int layer_stats(const SparsityScan *s, double step, double **mean, double
     free(n);
     free(nr);
     return L;
+}
+
+// At one step: the recall layer (the largest mean answer share over heads, as the trainer stars
+// it) and its per-cell S_recall, mean over heads.
+static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r) {
+    double share[64] = {0}, cell_sum[SUMMARY_MAX_CELLS] = {0};
+    int n[64] = {0}, cell_n[SUMMARY_MAX_CELLS] = {0}, best = -1;
+    for (long i = 0; i < s->n; i++)
+        if (s->step[i] == step && s->layer[i] < 64 && isfinite(s->ans_share[i])) share[s->layer[i]] += s->ans_share[i], n[s->layer[i]]++;
+    for (int l = 0; l < 64; l++)
+        if (n[l] && (best < 0 || share[l] / n[l] > share[best] / n[best])) best = l;
+    r->recall_layer = best;
+    if (best < 0 || !s->n_cells) return;
+    for (long i = 0; i < s->n; i++)
+        if (s->step[i] == step && s->layer[i] == best)
+            for (int c = 0; c < s->n_cells; c++)
+                if (isfinite(s->cell_S[i * SUMMARY_MAX_CELLS + c])) cell_sum[c] += s->cell_S[i * SUMMARY_MAX_CELLS + c], cell_n[c]++;
+    // the cells of the eval records name the columns; sparsity's are matched to them by name
+    for (int c = 0; c < r->n_cells; c++) {
+        r->cell_S_recall[c] = NAN;
+        for (int k = 0; k < s->n_cells; k++)
+            if (!strcmp(s->cell[k], r->cell[c]) && cell_n[k]) r->cell_S_recall[c] = cell_sum[k] / cell_n[k];
+    }
 }
 
 static void read_sparsity(const char *dir, RunSummary *r) {
@@ -170,17 +222,23 @@ static void read_sparsity(const char *dir, RunSummary *r) {
     r->S_mean_all = n ? sum / n : NAN;
     if (!n) r->S_min_all = NAN;
     r->S_recall_min_all = isfinite(rmin) ? rmin : NAN;
+    recall_layer_cells(&s, last, r);
 done:
     free(s.step);
     free(s.S);
     free(s.S_recall);
     free(s.layer);
+    free(s.ans_share);
+    free(s.cell_S);
 }
 
 void run_summary_read(const char *dir, RunSummary *r) {
     memset(r, 0, sizeof *r);
     r->final_loss = r->best_acc = r->minutes_to_target = r->minutes = r->tok_per_s = NAN;
     r->S_min_all = r->S_mean_all = r->S_recall_min_all = NAN;
+    r->state_floats = NAN;
+    r->recall_layer = -1;
+    for (int c = 0; c < SUMMARY_MAX_CELLS; c++) r->cell_acc[c] = r->cell_S_recall[c] = NAN;
     r->steps_to_target = -1;
     r->S_step = -1;
     char path[1200];
@@ -340,7 +398,16 @@ typedef struct {
     int *groups;     // representative point of each group (the point with grouped dims at 0)
     int n_groups;
     int max_layers;
+    char cells[SUMMARY_MAX_CELLS][24];  // the MQAR test cells of the runs (first seen order)
+    int n_cells;
 } Summary;
+
+// Index of the cell named `name` in the run's cells, -1 when it has none.
+static int run_cell(const RunSummary *r, const char *name) {
+    for (int c = 0; c < r->n_cells; c++)
+        if (!strcmp(r->cell[c], name)) return c;
+    return -1;
+}
 
 static const char *cfg_value(const Summary *s, int point, const char *key) {
     int i = config_index(&s->configs[point], key);
@@ -384,6 +451,11 @@ static void summary_init(Summary *s, const SweepFile *sw, Config *configs, const
         }
         s->group_of[i] = group_at[rep];
         if (runs[i].n_layers > s->max_layers) s->max_layers = runs[i].n_layers;
+        for (int c = 0; c < runs[i].n_cells; c++) {
+            int known = 0;
+            for (int k = 0; k < s->n_cells; k++) known |= !strcmp(s->cells[k], runs[i].cell[c]);
+            if (!known && s->n_cells < SUMMARY_MAX_CELLS) memcpy(s->cells[s->n_cells++], runs[i].cell[c], 24);
+        }
     }
     free(group_at);
     free(keep);
@@ -446,9 +518,9 @@ static void write_points_md(const Summary *s, FILE *f) {
         if (md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
     fputs(" status | steps | val loss | best acc | steps to 0.99 | min to 0.99 | S per layer | S min per layer |"
-          " S_recall per layer | tok/s |\n|",
+          " S_recall per layer | tok/s | state |\n|",
           f);
-    for (int k = 0; k < cols + s->mixer_md + 10; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 11; k++) fputs("---|", f);
     fputc('\n', f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -478,6 +550,8 @@ static void write_points_md(const Summary *s, FILE *f) {
         fmt_layers(c, sizeof c, r->S_recall, r->n_layers);
         md_cell(f, c);
         fmt(b, sizeof b, "%.0f", r->tok_per_s);
+        md_cell(f, b);
+        fmt(b, sizeof b, "%.0f", r->state_floats);
         md_cell(f, b);
         fputc('\n', f);
     }
@@ -525,9 +599,10 @@ static void write_points_csv(const Summary *s, FILE *f) {
     for (int k = 0; k < s->n_varied; k++) csv_cell(f, sw->entries[s->varied[k]].key, 0);
     if (s->mixer_col) csv_cell(f, "mixer", 0);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
-          "tok_per_s,S_min,S_mean,S_recall_min",
+          "tok_per_s,S_min,S_mean,S_recall_min,state_floats",
           f);
     for (int l = 0; l < s->max_layers; l++) fprintf(f, ",S_mean_L%d,S_min_L%d,S_recall_L%d", l, l, l);
+    for (int c = 0; c < s->n_cells; c++) fprintf(f, ",acc_%s,S_recall_%s", s->cells[c], s->cells[c]);
     fputc('\n', f);
     static const char *names[] = {"missing", "partial", "done", "failed"};
     for (int i = 0; i < sw->n_points; i++) {
@@ -553,10 +628,16 @@ static void write_points_csv(const Summary *s, FILE *f) {
         csv_num(f, r->S_min_all);
         csv_num(f, r->S_mean_all);
         csv_num(f, r->S_recall_min_all);
+        csv_num(f, r->state_floats);
         for (int l = 0; l < s->max_layers; l++) {
             csv_num(f, l < r->n_layers ? r->S_mean[l] : NAN);
             csv_num(f, l < r->n_layers ? r->S_min[l] : NAN);
             csv_num(f, l < r->n_layers ? r->S_recall[l] : NAN);
+        }
+        for (int c = 0; c < s->n_cells; c++) {
+            int k = run_cell(r, s->cells[c]);
+            csv_num(f, k >= 0 ? r->cell_acc[k] : NAN);
+            csv_num(f, k >= 0 ? r->cell_S_recall[k] : NAN);
         }
         fputc('\n', f);
     }
@@ -717,7 +798,7 @@ static int plot_accuracy(const Summary *s, const char *path, FILE *log) {
         for (int k = 0; k < n_series; k++)
             ps[p * n_series + k] = (PlotSeries){xs, &y[((long)p * n_series + k) * nx], nx, series[k], k, 0};
         pp[p] = (PlotPanel){panels[p][0] ? panels[p] : sw->name, sw->plot_x, "best accuracy", &ps[p * n_series],
-                            n_series, 0, 1.02};
+                            n_series, 0, 1.02, 0};
     }
     char title[512];
     snprintf(title, sizeof title, "%s: best accuracy vs %s per %s (max over %s, mean over %s)", sw->name, sw->plot_x,
@@ -772,7 +853,7 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
         free_strings(groups, n_groups);
         char title[256];
         snprintf(title, sizeof title, "%s = %s", sw->plot_series, panels[p]);
-        pp[p] = (PlotPanel){strdupCheck(title), "step", "S (most focused layer)", &ps[first], n - first, 0, 1.02};
+        pp[p] = (PlotPanel){strdupCheck(title), "step", "S (most focused layer)", &ps[first], n - first, 0, 1.02, 0};
     }
     char title[512];
     snprintf(title, sizeof title, "%s: S of the most focused layer (mean over heads) over steps", sw->name);
@@ -786,6 +867,115 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
     free(label_dim);
     free_strings(panels, n_panels);
     return rc ? -1 : 1;
+}
+
+// Zoology's Figure 3: best accuracy against the state a layer carries (log axis), a line per
+// plot_series value (mixer) through its points in order of state size. 1 when drawn, 0: fewer than
+// two runs with a state size and an accuracy, -1: not written.
+static int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
+    const SweepFile *sw = s->sw;
+    int np = sw->n_points, usable = 0;
+    for (int i = 0; i < np; i++) usable += isfinite(s->runs[i].state_floats) && isfinite(s->runs[i].best_acc);
+    if (usable < 2) return 0;
+    char **series = NULL;
+    int n_series = 0;
+    for (int i = 0; i < np; i++) intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+    double *x = mallocCheck(sizeof(double) * (size_t)np), *y = mallocCheck(sizeof(double) * (size_t)np);
+    PlotSeries *ps = callocCheck((size_t)n_series, sizeof(PlotSeries));
+    int n = 0;
+    for (int k = 0; k < n_series; k++) {
+        int first = n;
+        for (int i = 0; i < np; i++) {
+            const RunSummary *r = &s->runs[i];
+            if (strcmp(cfg_value(s, i, sw->plot_series), series[k]) || !isfinite(r->state_floats) || !isfinite(r->best_acc))
+                continue;
+            int j = n++;  // insertion by state size
+            while (j > first && x[j - 1] > r->state_floats) x[j] = x[j - 1], y[j] = y[j - 1], j--;
+            x[j] = r->state_floats, y[j] = r->best_acc;
+        }
+        ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, 0};
+    }
+    PlotPanel pp = {sw->name, "state per layer (floats carried between tokens)", "best accuracy (mean over cells)",
+                    ps, n_series, 0, 1.02, 1};
+    char title[512];
+    snprintf(title, sizeof title, "%s: accuracy vs state size per %s", sw->name, sw->plot_series);
+    int rc = svg_line_figure(path, title, &pp, 1, 1);
+    if (rc == 0 && log) fprintf(log, "summary: %s\n", path);
+    free(ps), free(x), free(y);
+    free_strings(series, n_series);
+    return rc ? -1 : 1;
+}
+
+// Per test cell, at each run's best evaluation: accuracy (what = 0) or the recall layer's
+// S_recall (what = 1) against the number of pairs, one panel per cell length and value of the
+// axes that are neither plot_series nor grouped (d_model), a line per plot_series value.
+static int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
+    const SweepFile *sw = s->sw;
+    int np = sw->n_points;
+    if (s->n_cells < 2) return 0;
+    int *panel_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
+    for (int d = 0; d < sw->n_dims; d++)
+        panel_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
+    // the cells' lengths and pair counts, parsed back from their names (kv<K>_L<L>)
+    int K[SUMMARY_MAX_CELLS], Lc[SUMMARY_MAX_CELLS];
+    for (int c = 0; c < s->n_cells; c++)
+        if (sscanf(s->cells[c], "kv%d_L%d", &K[c], &Lc[c]) != 2) K[c] = Lc[c] = -1;
+    char **panels = NULL, **series = NULL, label[512], name[600];
+    int n_panels = 0, n_series = 0;
+    int *pi = mallocCheck(sizeof(int) * (size_t)np * SUMMARY_MAX_CELLS);
+    for (int i = 0; i < np; i++) {
+        intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+        label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
+        for (int c = 0; c < s->n_cells; c++) {
+            snprintf(name, sizeof name, "length %d%s%s", Lc[c], label[0] ? ", " : "", label);
+            pi[i * SUMMARY_MAX_CELLS + c] = intern(&panels, &n_panels, name);
+        }
+    }
+    // y[panel][series][cell], x = pairs of the cell (NAN where the panel's length differs)
+    size_t ny = (size_t)n_panels * n_series * s->n_cells;
+    double *xv = mallocCheck(sizeof(double) * ny), *yv = mallocCheck(sizeof(double) * ny);
+    for (size_t k = 0; k < ny; k++) xv[k] = yv[k] = NAN;
+    int drawn = 0;
+    for (int i = 0; i < np; i++) {
+        const RunSummary *r = &s->runs[i];
+        int si = intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+        for (int c = 0; c < s->n_cells; c++) {
+            int k = run_cell(r, s->cells[c]);
+            double v = k < 0 ? NAN : what ? r->cell_S_recall[k] : r->cell_acc[k];
+            size_t at = ((size_t)pi[i * SUMMARY_MAX_CELLS + c] * n_series + si) * s->n_cells + c;
+            xv[at] = K[c];
+            if (isfinite(v)) yv[at] = v, drawn = 1;
+        }
+    }
+    PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
+    PlotSeries *ps = callocCheck((size_t)n_panels * n_series, sizeof(PlotSeries));
+    for (int p = 0; p < n_panels; p++) {
+        for (int k = 0; k < n_series; k++) {
+            size_t at = ((size_t)p * n_series + k) * s->n_cells;
+            // the panel's cells (those of its length) moved to the front in order of pairs
+            double *rx = xv + at, *ry = yv + at;
+            int n = 0;
+            for (int c = 0; c < s->n_cells; c++) {
+                if (isnan(rx[c])) continue;
+                double cx = rx[c], cy = ry[c];
+                int j = n++;
+                while (j > 0 && rx[j - 1] > cx) rx[j] = rx[j - 1], ry[j] = ry[j - 1], j--;
+                rx[j] = cx, ry[j] = cy;
+            }
+            ps[p * n_series + k] = (PlotSeries){xv + at, yv + at, n, p == 0 ? series[k] : NULL, k, 0};
+        }
+        pp[p] = (PlotPanel){panels[p], "key-value pairs", what ? "S_recall (recall layer)" : "accuracy",
+                            &ps[p * n_series], n_series, 0, 1.02, 1};
+    }
+    char title[512];
+    snprintf(title, sizeof title, "%s: %s per test cell (at the best evaluation; S at the last)", sw->name,
+             what ? "S_recall of the recall layer" : "accuracy");
+    int rc = drawn ? svg_line_figure(path, title, pp, n_panels, n_panels < 3 ? n_panels : 3) : 0;
+    if (drawn && rc == 0 && log) fprintf(log, "summary: %s\n", path);
+    free(pp), free(ps), free(xv), free(yv), free(pi), free(panel_dim);
+    free_strings(panels, n_panels);
+    free_strings(series, n_series);
+    return rc ? -1 : drawn;
 }
 
 // --- the summary -----------------------------------------------------------------------------------
@@ -826,8 +1016,18 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     snprintf(path, sizeof path, "%s/S_steps.svg", sw->out);
     int has_S = plot_sparsity(&s, path, log);
     if (has_S == 0) remove(path);
-    rc |= has_acc < 0 || has_S < 0;
-    has_acc = has_acc > 0, has_S = has_S > 0;
+    snprintf(path, sizeof path, "%s/acc_vs_state.svg", sw->out);
+    int has_state = plot_acc_vs_state(&s, path, log);
+    if (has_state == 0) remove(path);
+    snprintf(path, sizeof path, "%s/acc_by_cell.svg", sw->out);
+    int has_cells = plot_cells(&s, path, 0, log);
+    if (has_cells == 0) remove(path);
+    snprintf(path, sizeof path, "%s/S_recall_by_cell.svg", sw->out);
+    int has_cell_S = plot_cells(&s, path, 1, log);
+    if (has_cell_S == 0) remove(path);
+    rc |= has_acc < 0 || has_S < 0 || has_state < 0 || has_cells < 0 || has_cell_S < 0;
+    has_acc = has_acc > 0, has_S = has_S > 0, has_state = has_state > 0, has_cells = has_cells > 0;
+    has_cell_S = has_cell_S > 0;
 
     f = open_out(sw, "summary.md", path, sizeof path);
     if (!f) return summary_free(&s), -1;
@@ -849,8 +1049,11 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     }
     fputs("## Points\n\n", f);
     write_points_md(&s, f);
-    if (has_acc || has_S) fputs("\n## Figures\n\n", f);
+    if (has_acc || has_S || has_state || has_cells) fputs("\n## Figures\n\n", f);
     if (has_acc) fprintf(f, "![best accuracy vs %s](%s)\n\n", sw->plot_x, acc_svg);
+    if (has_state) fputs("![accuracy vs state size](acc_vs_state.svg)\n\n", f);
+    if (has_cells) fputs("![accuracy per test cell](acc_by_cell.svg)\n\n", f);
+    if (has_cell_S) fputs("![S_recall per test cell](S_recall_by_cell.svg)\n\n", f);
     if (has_S) fputs("![S over steps](S_steps.svg)\n", f);
     rc |= fclose(f);
     if (log) fprintf(log, "summary: %s\n", path);

@@ -11,6 +11,8 @@
 
 typedef enum { RUN_MISSING, RUN_PARTIAL, RUN_DONE, RUN_FAILED } RunStatus;
 
+#define SUMMARY_MAX_CELLS 32
+
 typedef struct {
     RunStatus status;          // from the folder; RUN_FAILED is set by the caller that ran it
     int has_metrics;           // the folder has a metrics.jsonl
@@ -30,6 +32,13 @@ typedef struct {
     // per sparsity step: the most focused layer's S (the min over layers of the mean over heads)
     int n_curve;
     double *curve_step, *curve_S;
+    // capacity (docs/mqar.md#mixtures-of-cells)
+    double state_floats;        // the run record's numbers carried per layer (NAN: none)
+    int n_cells;                // MQAR test cells with their own figures (0: one cell)
+    char cell[SUMMARY_MAX_CELLS][24];        // "kv4_L64"
+    double cell_acc[SUMMARY_MAX_CELLS];      // at the evaluation of the best mean accuracy
+    double cell_S_recall[SUMMARY_MAX_CELLS]; // recall layer's mean over heads, last sparsity step
+    int recall_layer;           // the layer whose query rows put most weight on the answer (-1: none)
 } RunSummary;
 
 // Reads a run folder (missing files give RUN_MISSING; unreadable lines are skipped).

@@ -158,6 +158,17 @@ void dataset_get(const Dataset *ds, long i, int32_t *inputs, int32_t *targets) {
     }
 }
 
+void dataset_get_prefix(const Dataset *ds, long i, int L, int32_t *inputs, int32_t *targets) {
+    if (L == ds->T) {
+        dataset_get(ds, i, inputs, targets);
+        return;
+    }
+    if (!ds->inputs || L > ds->T) die("internal error: a prefix of %d tokens of rows of %d", L, ds->T);
+    if (i < 0 || i >= ds->n) die("dataset_get_prefix: sequence %ld out of range [0, %ld)", i, ds->n);
+    memcpy(inputs, ds->inputs + (size_t)i * ds->T, (size_t)L * sizeof(int32_t));
+    memcpy(targets, ds->labels + (size_t)i * ds->T, (size_t)L * sizeof(int32_t));
+}
+
 void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t seed) {
     memset(ld, 0, sizeof *ld);
     if (B < 1) die_input("batch_size must be at least 1, got %d", B);
@@ -166,7 +177,20 @@ void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t see
     ld->shuffle = shuffle;
     ld->seed = seed;
     ld->perm_epoch = -1;
+    ld->plan_epoch = -1;
     ld->n_stream = ds->n;
+    if (ds->n_cells > 1) {  // a mixture: whole batches of one cell
+        for (int c = 0; c < ds->n_cells; c++) {
+            long n = ds->cell_first[c + 1] - ds->cell_first[c];
+            if (n < B)
+                die_input("batch_size: %d is above the %ld training examples of MQAR cell %dx%d (a batch holds one "
+                          "cell; expected mqar_train_examples >= batch_size)", B, n, ds->cells[c].kv_pairs,
+                          ds->cells[c].seq_len);
+            ld->cell_batches[c + 1] = ld->cell_batches[c] + n / B;
+        }
+        ld->n_stream = ld->cell_batches[ds->n_cells] * B;
+        return;
+    }
     if (shuffle || !ds->shards) return;
     // Sequential shards: shard j contributes its whole batches of B*T+1 tokens, B windows each;
     // window w of the shard is row w%B of batch w/B, i.e. tokens [w*T, w*T + T].
@@ -189,9 +213,60 @@ void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t see
 void loader_free(Loader *ld) {
     free(ld->perm);
     free(ld->stream_first);
+    free(ld->batch_order);
+    free(ld->cell_perm);
     ld->perm = NULL;
     ld->stream_first = NULL;
-    ld->perm_epoch = -1;
+    ld->batch_order = NULL;
+    ld->cell_perm = NULL;
+    ld->perm_epoch = ld->plan_epoch = -1;
+}
+
+// Fisher-Yates over v[n] driven by seed (the loader's permutations).
+static void shuffle_longs(long *v, long n, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)rng_below(&rng, (uint64_t)i + 1);
+        long t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+// A mixture's plan of epoch e: each cell's sequences (permuted from (seed, e, cell) when
+// shuffling) and the order of the epoch's batches (permuted from (seed, e)).
+static void make_plan(Loader *ld, long epoch) {
+    const Dataset *ds = ld->ds;
+    long nb = ld->cell_batches[ds->n_cells];
+    if (!ld->cell_perm) ld->cell_perm = mallocCheck((size_t)ds->n * sizeof(long));
+    if (!ld->batch_order) ld->batch_order = mallocCheck((size_t)nb * sizeof(long));
+    uint64_t epoch_seed = seed_mix(ld->seed, (uint64_t)epoch);
+    for (int c = 0; c < ds->n_cells; c++) {
+        long first = ds->cell_first[c], n = ds->cell_first[c + 1] - first;
+        for (long i = 0; i < n; i++) ld->cell_perm[first + i] = first + i;
+        if (ld->shuffle) shuffle_longs(ld->cell_perm + first, n, seed_mix(epoch_seed, (uint64_t)c + 1));
+    }
+    for (long j = 0; j < nb; j++) ld->batch_order[j] = j;
+    if (ld->shuffle) shuffle_longs(ld->batch_order, nb, epoch_seed);
+    ld->plan_epoch = epoch;
+}
+
+// The next batch of a mixture: B sequences of one cell at the cell's length.
+static int mixture_next(Loader *ld, int32_t *inputs, int32_t *targets) {
+    const Dataset *ds = ld->ds;
+    long nb = ld->cell_batches[ds->n_cells], batch = (long)(ld->pos / (uint64_t)ld->B);
+    long epoch = batch / nb, slot = batch % nb;
+    if (ld->plan_epoch != epoch) make_plan(ld, epoch);
+    slot = ld->batch_order[slot];
+    int c = 0;
+    while (ld->cell_batches[c + 1] <= slot) c++;
+    int L = ds->cells[c].seq_len;
+    const long *rows = ld->cell_perm + ds->cell_first[c] + (slot - ld->cell_batches[c]) * ld->B;
+    for (int b = 0; b < ld->B; b++)
+        dataset_get_prefix(ds, rows[b], L, inputs + (size_t)b * L, targets + (size_t)b * L);
+    ld->pos += (uint64_t)ld->B;
+    return L;
 }
 
 // The permutation of epoch e: Fisher-Yates driven by seed_mix(seed, e), so any epoch can be
@@ -200,14 +275,7 @@ static void make_perm(Loader *ld, long epoch) {
     long n = ld->n_stream;
     if (!ld->perm) ld->perm = mallocCheck((size_t)n * sizeof(long));
     for (long i = 0; i < n; i++) ld->perm[i] = i;
-    Rng rng;
-    rng_seed(&rng, seed_mix(ld->seed, (uint64_t)epoch));
-    for (long i = n - 1; i > 0; i--) {
-        long j = (long)rng_below(&rng, (uint64_t)i + 1);
-        long t = ld->perm[i];
-        ld->perm[i] = ld->perm[j];
-        ld->perm[j] = t;
-    }
+    shuffle_longs(ld->perm, n, seed_mix(ld->seed, (uint64_t)epoch));
     ld->perm_epoch = epoch;
 }
 
@@ -224,12 +292,14 @@ static long stream_index(Loader *ld, uint64_t s) {
     return ds->shard_first[j] + (r - ld->stream_first[j]);
 }
 
-void loader_next(Loader *ld, int32_t *inputs, int32_t *targets) {
+int loader_next(Loader *ld, int32_t *inputs, int32_t *targets) {
+    if (ld->ds->n_cells > 1) return mixture_next(ld, inputs, targets);
     int T = ld->ds->T;
     for (int b = 0; b < ld->B; b++)
         dataset_get(ld->ds, stream_index(ld, ld->pos + (uint64_t)b), inputs + (size_t)b * T,
                     targets + (size_t)b * T);
     ld->pos += (uint64_t)ld->B;
+    return T;
 }
 
 long loader_epoch_size(const Loader *ld) { return ld->n_stream; }

@@ -50,6 +50,12 @@ void dataset_get(const Dataset *ds, long i, int32_t *inputs, int32_t *targets);
 // shuffle = 0: the exact order of docs/text.md#token-shards (shards: batch k of a shard is the
 // B*T+1 tokens from token k*B*T; a shard's tail that cannot hold a whole batch is skipped).
 // shuffle = 1: every epoch a fresh permutation drawn from (seed, epoch).
+// An MQAR mixture (2 or more cells) is read in whole batches of one cell each, at the cell's own
+// length (no pad positions are computed): per epoch each cell's sequences in order (shuffle = 0)
+// or permuted (shuffle = 1, from (seed, epoch, cell)) are cut into floor(n_cell / B) batches, and
+// the epoch runs the batches cell after cell (shuffle = 0) or in a permuted order (shuffle = 1).
+// A cell's last n_cell mod B sequences of an epoch are left out (other ones each epoch when
+// shuffled).
 typedef struct {
     const Dataset *ds;
     int B;
@@ -62,12 +68,20 @@ typedef struct {
     long perm_epoch;
     long *stream_first;    // [n_shards + 1] sequential shards: stream index of each shard's first
                            // sequence (whole batches only); NULL otherwise
+    // mixtures: batches per cell, prefix sums [n_cells + 1], and the epoch's plan
+    long cell_batches[MQAR_MAX_CELLS + 1];
+    long *batch_order;     // [batches per epoch] slot of each batch (shuffle = 1)
+    long *cell_perm;       // [n] each cell's sequences in epoch order, cells one after another
+    long plan_epoch;
 } Loader;
 
 void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t seed);
 void loader_free(Loader *ld);
-// Fills inputs/targets [B, T] with the next batch and advances pos by B.
-void loader_next(Loader *ld, int32_t *inputs, int32_t *targets);
+// Fills inputs/targets [B, T'] with the next batch, advances pos by B and returns T': the dataset's
+// T, or on a mixture the length of the batch's cell.
+int loader_next(Loader *ld, int32_t *inputs, int32_t *targets);
+// Copies the first L tokens of sequence i (L <= ds->T: an MQAR cell's own length).
+void dataset_get_prefix(const Dataset *ds, long i, int L, int32_t *inputs, int32_t *targets);
 // Sequences per epoch as the loader sees them (for `epochs` -> steps).
 long loader_epoch_size(const Loader *ld);
 

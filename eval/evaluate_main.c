@@ -282,8 +282,8 @@ static void plot_loss_acc(const RunData *d, const char *path, const char *title)
     double *x = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
     for (int i = 0; i < d->n; i++) x[i] = (double)d->step[i];
     PlotSeries s_loss = {x, d->loss, d->n, "val loss", 0, 0}, s_acc = {x, d->acc, d->n, "val accuracy", 1, 0};
-    PlotPanel p[2] = {{"validation loss", "step", "cross-entropy (nats)", &s_loss, 1, 0, 0},
-                      {"validation accuracy", "step", "accuracy over target positions", &s_acc, 1, 0, 1}};
+    PlotPanel p[2] = {{"validation loss", "step", "cross-entropy (nats)", &s_loss, 1, 0, 0, 0},
+                      {"validation accuracy", "step", "accuracy over target positions", &s_acc, 1, 0, 1, 0}};
     report_write(svg_line_figure(path, title, p, 2, 2), path);
     free(x);
 }

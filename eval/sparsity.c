@@ -92,7 +92,6 @@ typedef struct {     // per-thread scratch
 typedef struct {
     const Model *m;
     int l, T, kv_pairs, bin_width;
-    int len;                      // rows measured: [0, len) (an MQAR cell's length; T otherwise)
     const int *inputs, *targets;  // [B*T] of this batch
 } MapCtx;
 
@@ -157,7 +156,7 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
     int is_exp = mk->theory == THEORY_EXP;
     const int *in = c->inputs + (size_t)b * T, *tg = c->targets + (size_t)b * T;
     double *v = out->v;
-    for (int i = 0; i < c->len; i++) {
+    for (int i = 0; i < T; i++) {
         if (pairs) pairs[i].flags = 0;
         const real *row = s->a + (size_t)i * T;
         RowStats rs;
@@ -439,13 +438,13 @@ static void pass_free(Pass *p) {
     free(p->head_pairs), free(p->head_sums), free(p->cell_sums);
 }
 
-// Measures every map of every layer of the b sequences in p->inputs after their forward pass:
-// rows [0, len), key-value rows below 2 kv_pairs; sums into the heads (and cell `cell`).
+// Measures every map of every layer of the b sequences of len tokens in p->inputs after their
+// forward pass (key-value rows below 2 kv_pairs); sums into the heads (and cell `cell`).
 static void measure_batch(Pass *p, const SparsityResult *out, int b, int kv_pairs, int len, int cell) {
-    int L = p->L, H = p->H, T = p->T;
+    int L = p->L, H = p->H, T = len;  // the batch ran at the cell's length
     for (int l = 0; l < L; l++) {
         MixerIO io = model_mixer_io(p->m, l);
-        MapCtx ctx = {p->m, l, T, kv_pairs, out->bin_width, len, p->inputs, p->targets};
+        MapCtx ctx = {p->m, l, T, kv_pairs, out->bin_width, p->inputs, p->targets};
         int n_maps = p->n_maps[l], per_head = n_maps / H;
         RowPair *pairs = out->theory[l] != THEORY_NONE ? p->map_pairs : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -457,7 +456,7 @@ static void measure_batch(Pass *p, const SparsityResult *out, int b, int kv_pair
             sums_add(&p->head_sums[hd], &p->map_sums[task]);
             if (p->cell_sums) sums_add(&p->cell_sums[(size_t)cell * L * H + hd], &p->map_sums[task]);
             PairList *pl = &p->head_pairs[hd];
-            for (int i = 0; pairs && i < len; i++) {
+            for (int i = 0; pairs && i < T; i++) {
                 const RowPair *rp = &pairs[(size_t)task * T + i];
                 if (!(rp->flags & ROW_PRED)) continue;
                 if (pl->n == pl->cap) pl->v = reallocCheck(pl->v, sizeof(RowPair) * (size_t)(pl->cap = pl->cap ? 2 * pl->cap : 1024));
@@ -505,12 +504,12 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
         // each MQAR cell on its own: its pairs decide the key-value rows, its length the rows measured
         Dataset part = val->n_cells ? dataset_cell(val, cell) : *val;
         int len = val->n_cells ? val->cells[cell].seq_len : T;
-        long *seq, n_seq = sparsity_sequences(&part, B, T, eval_batches, sparsity_rows, &seq);
+        long *seq, n_seq = sparsity_sequences(&part, B, len, eval_batches, sparsity_rows, &seq);
         for (long i0 = 0; i0 < n_seq; i0 += B) {
             int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
             for (int r = 0; r < b; r++)
-                dataset_get(&part, seq[i0 + r], p.inputs + (size_t)r * T, p.targets + (size_t)r * T);
-            HeadStats hs = model_forward(m, p.inputs, p.targets, b, T, 0);
+                dataset_get_prefix(&part, seq[i0 + r], len, p.inputs + (size_t)r * len, p.targets + (size_t)r * len);
+            HeadStats hs = model_forward(m, p.inputs, p.targets, b, len, 0);
             val_stats_add(&out->stats, cell, &hs);
             out->sequences += b;
             measure_batch(&p, out, b, part.mqar_kv_pairs, len, cell);

@@ -73,12 +73,15 @@ static const char *dash(int style) {
 
 enum { PW = 440, PH = 280, ML = 64, MR = 16, MT = 34, MB = 48 };
 
+// Where x sits on the panel's axis: log10(x) on a logarithmic one (NAN for x <= 0).
+static double axis_x(const PlotPanel *p, double x) { return !p->logx ? x : x > 0 ? log10(x) : NAN; }
+
 static void data_range(const PlotPanel *p, double *x0, double *x1, double *y0, double *y1) {
     *x0 = *y0 = INFINITY;
     *x1 = *y1 = -INFINITY;
     for (int s = 0; s < p->n_series; s++)
         for (int i = 0; i < p->series[s].n; i++) {
-            double x = p->series[s].x[i], y = p->series[s].y[i];
+            double x = axis_x(p, p->series[s].x[i]), y = p->series[s].y[i];
             if (!isfinite(x) || !isfinite(y)) continue;
             if (x < *x0) *x0 = x;
             if (x > *x1) *x1 = x;
@@ -89,6 +92,10 @@ static void data_range(const PlotPanel *p, double *x0, double *x1, double *y0, d
     if (!isfinite(*y0)) *y0 = 0, *y1 = 1;
     if (p->ymin < p->ymax) *y0 = p->ymin, *y1 = p->ymax;
     if (*x1 - *x0 <= 0) *x0 -= 1, *x1 += 1;
+    if (p->logx) {  // a little air, in decades
+        double pad = (*x1 - *x0) * 0.05;
+        *x0 -= pad, *x1 += pad;
+    }
     if (*y1 - *y0 <= 0) {
         double d = fabs(*y0) > 0 ? fabs(*y0) * 0.1 : 0.5;
         *y0 -= d, *y1 += d;
@@ -108,12 +115,34 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", ax, ay, aw, ah);
     char buf[64];
     double st = nice_step(x0, x1, 5);
-    for (double v = ceil(x0 / st) * st; v <= x1 + st * 1e-9; v += st) {
+    for (double v = ceil(x0 / st) * st; !p->logx && v <= x1 + st * 1e-9; v += st) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v), ay + ah + 4);
         fmt_tick(buf, sizeof buf, v, st);
         text(f, SX(v), ay + ah + 17, "middle", 11, NULL, buf);
     }
+    // logarithmic: within a decade the linear ticks of the range; up to 3 decades 1, 2 and 5 x 10^k;
+    // beyond, the powers of ten
+    double lo = pow(10, x0), hi = pow(10, x1), lst = nice_step(lo, hi, 5);
+    for (double t = ceil(lo / lst) * lst; p->logx && x1 - x0 < 1 && t <= hi; t += lst) {
+        double v = log10(t);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v), ay + ah + 4);
+        fmt_tick(buf, sizeof buf, t, lst);
+        text(f, SX(v), ay + ah + 17, "middle", 11, NULL, buf);
+    }
+    for (int k = (int)floor(x0); p->logx && x1 - x0 >= 1 && k <= (int)ceil(x1); k++)
+        for (int m = 1; m <= 5; m++) {
+            double v = k + log10((double)m);
+            int shown = m == 1 || (x1 - x0 <= 3 && (m == 2 || m == 5));
+            if (v < x0 || v > x1 || !shown) continue;
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v), ay + ah + 4);
+            double x = m * pow(10, k);
+            if (x >= 1e5 || x < 1e-2) snprintf(buf, sizeof buf, "%.0fe%d", (double)m, k);
+            else fmt_tick(buf, sizeof buf, x, x < 1 ? x : 1);
+            text(f, SX(v), ay + ah + 17, "middle", 11, NULL, buf);
+        }
     st = nice_step(y0, y1, 5);
     for (double v = ceil(y0 / st) * st; v <= y1 + st * 1e-9; v += st) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", ax, SY(v), ax + aw, SY(v));
@@ -138,21 +167,23 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
         const char *col = svg_color(se->color);
         int open = 0;
         for (int i = 0; i < se->n; i++) {
-            int ok = isfinite(se->x[i]) && isfinite(se->y[i]);
+            double xv = axis_x(p, se->x[i]);
+            int ok = isfinite(xv) && isfinite(se->y[i]);
             if (ok && !open) {
                 fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col,
                         dash(se->dashed));
                 open = 1;
             }
-            if (ok) fprintf(f, "%.1f,%.1f ", SX(se->x[i]), SY(se->y[i]));
+            if (ok) fprintf(f, "%.1f,%.1f ", SX(xv), SY(se->y[i]));
             if ((!ok || i == se->n - 1) && open) {
                 fputs("\"/>\n", f);
                 open = 0;
             }
         }
         for (int i = 0; i < se->n && se->dashed != 2; i++)
-            if (isfinite(se->x[i]) && isfinite(se->y[i]))
-                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", SX(se->x[i]), SY(se->y[i]), col);
+            if (isfinite(axis_x(p, se->x[i])) && isfinite(se->y[i]))
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", SX(axis_x(p, se->x[i])),
+                        SY(se->y[i]), col);
     }
     fputs("</g>\n", f);
     // legend to the right of the axes

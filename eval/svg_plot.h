@@ -16,6 +16,7 @@ typedef struct {
     const PlotSeries *series;
     int n_series;
     double ymin, ymax;    // fixed y range when ymin < ymax; otherwise taken from the data
+    int logx;             // 1: a logarithmic x axis (ticks at 1, 2, 5 x 10^k; x <= 0 not drawn)
 } PlotPanel;
 
 // A figure of n_panels line plots, `cols` per row, under a title. 0, or -1 when it cannot write.

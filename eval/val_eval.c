@@ -29,11 +29,12 @@ ValStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches)
     memcpy(v.cells, val->cells, sizeof v.cells);
     for (int c = 0; c < (val->n_cells ? val->n_cells : 1); c++) {
         long first, n = val_cell_range(val, c, B, eval_batches, &first);
+        int L = val->n_cells ? val->cells[c].seq_len : T;  // a cell runs at its own length
         for (long i0 = 0; i0 < n; i0 += B) {
             int b = (int)(n - i0 < B ? n - i0 : B);
             for (int r = 0; r < b; r++)
-                dataset_get(val, first + i0 + r, inputs + (size_t)r * T, targets + (size_t)r * T);
-            HeadStats s = model_forward(m, inputs, targets, b, T, 0);
+                dataset_get_prefix(val, first + i0 + r, L, inputs + (size_t)r * L, targets + (size_t)r * L);
+            HeadStats s = model_forward(m, inputs, targets, b, L, 0);
             val_stats_add(&v, c, &s);
         }
     }

@@ -83,6 +83,56 @@ TEST(cells_mixture_is_each_cell_generated_alone_then_padded) {
     dataset_free(&one);
 }
 
+// A mixture is read in whole batches of one cell at the cell's length: per epoch every cell gives
+// floor(n / B) batches, each sequence at most once; shuffled batches depend on (seed, epoch) only,
+// so a loader set to a later pos continues the same stream (resume).
+TEST(cells_loader_batches_hold_one_cell_at_its_length) {
+    MqarSpec spec = {.vocab_size = 128, .power_a = 0.01, .seed = 3, .n_examples = 7};
+    MqarCell cells[] = {{2, 16}, {4, 32}};
+    Dataset ds;
+    dataset_mqar_cells(&ds, &spec, cells, 2, 32);
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        Loader ld, again;
+        loader_init(&ld, &ds, 3, shuffle, 11);
+        CHECK(loader_epoch_size(&ld) == 12, "%ld", loader_epoch_size(&ld));  // 2 + 2 batches of 3
+        int32_t x[96], y[96];
+        for (int epoch = 0; epoch < 2; epoch++) {
+            int seen[14] = {0}, per_len[33] = {0};
+            for (int k = 0; k < 4; k++) {
+                int L = loader_next(&ld, x, y);
+                CHECK(L == 16 || L == 32, "batch length %d", L);
+                per_len[L]++;
+                if (!shuffle) CHECK(L == (k < 2 ? 16 : 32), "unshuffled: cell after cell (batch %d: %d)", k, L);
+                for (int b = 0; b < 3; b++) {  // which sequence of the cell is this row?
+                    int found = -1;
+                    for (long i = ds.cell_first[L == 32]; i < ds.cell_first[(L == 32) + 1]; i++)
+                        if (!memcmp(ds.inputs + i * 32, x + b * L, sizeof(int32_t) * (size_t)L) &&
+                            !memcmp(ds.labels + i * 32, y + b * L, sizeof(int32_t) * (size_t)L))
+                            found = (int)i;
+                    CHECK(found >= 0, "row %d of a %d-token batch is no sequence of its cell", b, L);
+                    seen[found]++;
+                    CHECK(seen[found] == 1, "sequence %d twice in epoch %d", found, epoch);
+                }
+            }
+            CHECK(per_len[16] == 2 && per_len[32] == 2, "%d batches of cell 2x16, %d of 4x32", per_len[16], per_len[32]);
+        }
+        // resuming at pos gives the same next batches
+        loader_init(&again, &ds, 3, shuffle, 11);
+        again.pos = 9;
+        loader_free(&ld);
+        loader_init(&ld, &ds, 3, shuffle, 11);
+        int32_t x2[96], y2[96];
+        for (int k = 0; k < 3; k++) loader_next(&ld, x, y);
+        for (int k = 0; k < 6; k++) {
+            int a = loader_next(&ld, x, y), b = loader_next(&again, x2, y2);
+            CHECK(a == b && !memcmp(x, x2, sizeof(int32_t) * 3 * (size_t)a), "shuffle %d: batch %d differs on resume", shuffle, k);
+        }
+        loader_free(&ld);
+        loader_free(&again);
+    }
+    dataset_free(&ds);
+}
+
 // Zoology's accuracy on a mixture is the mean of the cells' accuracies, not the pooled fraction.
 TEST(cells_accuracy_is_the_mean_over_cells) {
     ValStats v;
@@ -210,6 +260,7 @@ TEST(cells_bad_lists_exit_2_naming_the_key) {
         {"mqar_cells=4x16,8y32", "command line: mqar_cells: entry '8y32': expected PAIRSxLENGTH such as 8x128"},
         {"mqar_cells=2x15", "command line: mqar_cells: cell 2x15: expected an even length"},
         {"mqar_cells=2x16 mqar_test_cells=2x16,2x16", "command line: mqar_test_cells: entry '2x16' is listed twice"},
+        {"mqar_cells=2x16,4x32 mqar_train_examples=8", "batch_size: 16 is above the 8 training examples of MQAR cell 2x16"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int st = test_run(out, sizeof out, "./train %s " TINY " steps=1 out_dir=%s/x %s", conf, test_tmpdir(), cases[i].args);
