@@ -268,3 +268,32 @@ TEST(cells_bad_lists_exit_2_naming_the_key) {
         CHECK(strstr(out, cases[i].want) && !strchr(strchr(out, '\n') + 1, '\n'), "%s: %s", cases[i].args, out);
     }
 }
+
+// A sweep over mixers on a mixture: its summary carries the state size and the per-cell columns
+// and draws accuracy against state size and per cell.
+TEST(cells_sweep_summary_draws_state_and_cells) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "out = %s/sw\njobs = 1\nvocab_size = 64\nseq_len = 32\nmqar_cells = \"2x16, 4x32\"\n"
+             "mqar_test_cells = \"2x16, 4x16, 4x32, 8x32\"\nmqar_train_examples = 64\nmqar_test_examples = 16\n"
+             "d_model = 16\nn_head = 2\nbatch_size = 16\nsteps = 4\neval_every = 2\nsparsity_every = 4\n"
+             "save_every = 0\nlog_every = 0\nmlp = false\nmixer = softmax, gla\n",
+             test_tmpdir());
+    const char *sw = test_write_file("cells.sweep", text);
+    char out[8192];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1", sw);
+    CHECK(st == 0, "%s", out);
+    char p[512];
+    snprintf(p, sizeof p, "%s/sw/summary.csv", test_tmpdir());
+    char *csv = read_file_text(p, NULL);
+    CHECK(csv && strstr(csv, ",state_floats,") && strstr(csv, ",acc_kv2_L16,S_recall_kv2_L16,acc_kv4_L16,"), "%s", csv ? csv : "none");
+    CHECK(strstr(csv, ",1024,") && strstr(csv, ",64,"), "%s", csv);  // softmax 2 x 32 x 16; gla H dk dv = 2 x 4 x 8
+    free(csv);
+    const char *figs[] = {"acc_vs_state.svg", "acc_by_cell.svg", "S_recall_by_cell.svg"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/sw/%s", test_tmpdir(), figs[i]);
+        char *svg = read_file_text(p, NULL);
+        CHECK(svg && strstr(svg, "</svg>") && strstr(svg, "softmax") && strstr(svg, "gla"), "%s", figs[i]);
+        free(svg);
+    }
+}

@@ -123,6 +123,33 @@ TEST(sweep_parse_errors_name_file_and_line) {
 }
 
 // A run folder with known records: the summary's numbers by hand.
+// A mixture run: the run record's state size, the cells' accuracies at the best mean accuracy
+// (not the last evaluation) and the recall layer's per-cell S_recall at the last sparsity step.
+TEST(sweep_run_summary_reads_state_and_cells) {
+    const char *dir = test_tmpdir();
+    test_write_file("metrics.jsonl",
+                    "{\"type\":\"run\",\"step\":0,\"mixer\":\"gla\",\"params\":10,\"state_floats\":2048,"
+                    "\"state_floats_by_layer\":[2048,2048]}\n"
+                    "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":4,\"acc\":0.6,\"acc_kv4_L64\":0.9,\"acc_kv16_L256\":0.3}\n"
+                    "{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":4,\"acc\":0.5,\"acc_kv4_L64\":1,\"acc_kv16_L256\":0}\n");
+    test_write_file("sparsity.jsonl",
+                    "{\"step\":20,\"layer\":0,\"head\":0,\"S\":0.9,\"S_recall\":0.9,\"ans_share\":0.1,"
+                    "\"S_recall_kv4_L64\":0.8,\"S_recall_kv16_L256\":0.95}\n"
+                    "{\"step\":20,\"layer\":1,\"head\":0,\"S\":0.5,\"S_recall\":0.4,\"ans_share\":0.6,"
+                    "\"S_recall_kv4_L64\":0.3,\"S_recall_kv16_L256\":0.7}\n"
+                    "{\"step\":20,\"layer\":1,\"head\":1,\"S\":0.5,\"S_recall\":0.4,\"ans_share\":0.4,"
+                    "\"S_recall_kv4_L64\":0.5,\"S_recall_kv16_L256\":null}\n");
+    RunSummary r;
+    run_summary_read(dir, &r);
+    CHECK(r.state_floats == 2048 && r.n_cells == 2, "%g %d", r.state_floats, r.n_cells);
+    CHECK(!strcmp(r.cell[0], "kv4_L64") && !strcmp(r.cell[1], "kv16_L256"));
+    CHECK(r.cell_acc[0] == 0.9 && r.cell_acc[1] == 0.3, "%g %g", r.cell_acc[0], r.cell_acc[1]);  // step 10: best mean
+    CHECK(r.recall_layer == 1, "%d", r.recall_layer);  // mean answer share 0.5 over 0.1
+    CHECK_CLOSE(r.cell_S_recall[0], 0.4, 1e-12);  // (0.3 + 0.5) / 2
+    CHECK_CLOSE(r.cell_S_recall[1], 0.7, 1e-12);  // the null head left out
+    run_summary_free(&r);
+}
+
 TEST(sweep_run_summary_reads_metrics_and_sparsity) {
     const char *dir = test_tmpdir();
     test_write_file("metrics.jsonl",
