@@ -45,6 +45,10 @@ typedef struct {
     double prev_train_step, last_ms, ms_total, tok_sum;
     long n_train, n_tok;
     int done_last;  // the last record is {"type":"done"}
+    const char *done_reason;  // of the last done record ("steps", "stop_at_acc")
+    char reason[16];
+    long n_eval, eval_cap;
+    double *eval_step, *eval_acc;  // every eval record, in order
 } MetricsScan;
 
 // The fields prefix<cell> of a record (acc_kv4_L64, S_recall_kv4_L64): cell names into name[],
@@ -59,12 +63,27 @@ static void cell_fields(const JsonValue *v, const char *prefix, char name[][24],
         }
 }
 
+// A run that ended at its step cap below the target was still improving when the best accuracy
+// of its last quarter of steps is above the best before it by more than 0.01.
+static int still_improving(const MetricsScan *m) {
+    if (m->n_eval < 2 || !(m->r->best_acc < SUMMARY_TARGET_ACC)) return 0;
+    double last = m->eval_step[m->n_eval - 1], cut = last * 0.75, before = -1, after = -1;
+    for (long i = 0; i < m->n_eval; i++) {
+        double a = m->eval_acc[i];
+        if (!isfinite(a)) continue;
+        if (m->eval_step[i] <= cut) before = a > before ? a : before;
+        else after = a > after ? a : after;
+    }
+    return before >= 0 && after > before + 0.01;
+}
+
 static void metrics_record(const JsonValue *v, void *ctx) {
     MetricsScan *m = ctx;
     RunSummary *r = m->r;
     const char *type = str(v, "type");
     double step = num(v, "step");
     m->done_last = type && !strcmp(type, "done");
+    if (m->done_last && str(v, "reason")) snprintf(m->reason, sizeof m->reason, "%s", str(v, "reason"));
     if (!type || !isfinite(step) || step < 0) return;
     if ((long)step > r->step) r->step = (long)step;
     if (!strcmp(type, "train")) {
@@ -81,6 +100,12 @@ static void metrics_record(const JsonValue *v, void *ctx) {
         r->state_floats = num(v, "state_floats");
     } else if (!strcmp(type, "eval")) {
         double loss = num(v, "loss"), acc = num(v, "acc");
+        if (m->n_eval == m->eval_cap) {
+            m->eval_cap = m->eval_cap ? 2 * m->eval_cap : 64;
+            m->eval_step = reallocCheck(m->eval_step, sizeof(double) * (size_t)m->eval_cap);
+            m->eval_acc = reallocCheck(m->eval_acc, sizeof(double) * (size_t)m->eval_cap);
+        }
+        m->eval_step[m->n_eval] = step, m->eval_acc[m->n_eval++] = acc;
         if (isfinite(loss)) r->final_loss = loss;
         if (isfinite(acc) && !(acc <= r->best_acc)) {
             r->best_acc = acc;
@@ -96,7 +121,7 @@ static void metrics_record(const JsonValue *v, void *ctx) {
 
 typedef struct {
     long n, cap;
-    double *step, *S, *S_recall, *ans_share;
+    double *step, *S, *S_recall, *ans_share, *ans_hit;
     int *layer;
     double *cell_S;  // [cap * SUMMARY_MAX_CELLS] S_recall per cell (NAN: none)
     int n_cells;
@@ -114,6 +139,7 @@ static void sparsity_record(const JsonValue *v, void *ctx) {
         s->S_recall = reallocCheck(s->S_recall, sizeof(double) * (size_t)s->cap);
         s->layer = reallocCheck(s->layer, sizeof(int) * (size_t)s->cap);
         s->ans_share = reallocCheck(s->ans_share, sizeof(double) * (size_t)s->cap);
+        s->ans_hit = reallocCheck(s->ans_hit, sizeof(double) * (size_t)s->cap);
         s->cell_S = reallocCheck(s->cell_S, sizeof(double) * (size_t)s->cap * SUMMARY_MAX_CELLS);
     }
     double cs[SUMMARY_MAX_CELLS];
@@ -123,6 +149,7 @@ static void sparsity_record(const JsonValue *v, void *ctx) {
     if (nc) memcpy(s->cell, names, sizeof names), s->n_cells = nc;
     for (int c = 0; c < SUMMARY_MAX_CELLS; c++) s->cell_S[s->n * SUMMARY_MAX_CELLS + c] = c < nc ? cs[c] : NAN;
     s->ans_share[s->n] = num(v, "ans_share");
+    s->ans_hit[s->n] = num(v, "ans_hit");
     s->step[s->n] = step;
     s->S[s->n] = num(v, "S");  // null (no rows) reads as NAN
     s->S_recall[s->n] = num(v, "S_recall");
@@ -169,7 +196,18 @@ static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r
     for (int l = 0; l < 64; l++)
         if (n[l] && (best < 0 || share[l] / n[l] > share[best] / n[best])) best = l;
     r->recall_layer = best;
-    if (best < 0 || !s->n_cells) return;
+    if (best < 0) return;
+    double sr = 0, sh = 0, hit = 0;
+    int nr = 0, nh = 0;
+    for (long i = 0; i < s->n; i++) {
+        if (s->step[i] != step || s->layer[i] != best) continue;
+        if (isfinite(s->S_recall[i])) sr += s->S_recall[i], nr++;
+        if (isfinite(s->ans_share[i]) && isfinite(s->ans_hit[i])) sh += s->ans_share[i], hit += s->ans_hit[i], nh++;
+    }
+    r->recall_S = nr ? sr / nr : NAN;
+    r->recall_ans_share = nh ? sh / nh : NAN;
+    r->recall_ans_hit = nh ? hit / nh : NAN;
+    if (!s->n_cells) return;
     for (long i = 0; i < s->n; i++)
         if (s->step[i] == step && s->layer[i] == best)
             for (int c = 0; c < s->n_cells; c++)
@@ -229,6 +267,7 @@ done:
     free(s.S_recall);
     free(s.layer);
     free(s.ans_share);
+    free(s.ans_hit);
     free(s.cell_S);
 }
 
@@ -238,6 +277,7 @@ void run_summary_read(const char *dir, RunSummary *r) {
     r->S_min_all = r->S_mean_all = r->S_recall_min_all = NAN;
     r->state_floats = NAN;
     r->recall_layer = -1;
+    r->recall_S = r->recall_ans_share = r->recall_ans_hit = NAN;
     for (int c = 0; c < SUMMARY_MAX_CELLS; c++) r->cell_acc[c] = r->cell_S_recall[c] = NAN;
     r->steps_to_target = -1;
     r->S_step = -1;
@@ -250,6 +290,9 @@ void run_summary_read(const char *dir, RunSummary *r) {
     }
     r->has_metrics = 1;
     r->status = m.done_last ? RUN_DONE : RUN_PARTIAL;
+    r->capped_improving = m.done_last && !strcmp(m.reason, "steps") && still_improving(&m);
+    free(m.eval_step);
+    free(m.eval_acc);
     if (m.n_train) r->minutes = m.ms_total / 60000.0;
     if (m.n_tok) r->tok_per_s = m.tok_sum / (double)m.n_tok;
     read_sparsity(dir, r);
@@ -348,9 +391,10 @@ static void csv_num(FILE *f, double v) {
 }
 
 static const char *status_text(const RunSummary *r, char *b, size_t n) {
-    static const char *names[] = {"missing", "partial", "done", "failed"};
+    static const char *names[] = {"missing", "partial", "done", "failed", "not selected"};
     if (r->status == RUN_FAILED) snprintf(b, n, "failed (exit %d)", r->exit_code);
-    else snprintf(b, n, "%s", names[r->status]);
+    else snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
+                  r->selected == SEL_CHOSEN ? ", chosen" : r->selected == SEL_NOT_CHOSEN ? ", not chosen" : "");
     return b;
 }
 
@@ -469,10 +513,16 @@ static void summary_free(Summary *s) {
 }
 
 // The metrics grouped over seeds: over the finished points of a group.
-enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_N };
+enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, G_ANS, G_HIT, G_N };
 static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_to_0.99", "minutes_to_0.99",
-                                          "S_min", "S_mean", "S_recall_min", "tok_per_s"};
-static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f"};
+                                          "S_min", "S_mean", "S_recall_min", "tok_per_s",
+                                          "recall_S", "recall_ans_share", "recall_ans_hit"};
+static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f",
+                                       "%.3f", "%.3f", "%.3f"};
+
+// 1 when a point counts in the grouped table and figures: not a first-stage candidate the
+// selection passed over, not a second-stage point it never ran.
+static int counts(const RunSummary *r) { return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN; }
 
 typedef struct {
     int points, finished, reached;
@@ -485,6 +535,7 @@ static GroupStats group_stats(const Summary *s, int g) {
     for (int i = 0; i < s->sw->n_points; i++) {
         if (s->group_of[i] != g) continue;
         const RunSummary *r = &s->runs[i];
+        if (!counts(r)) continue;
         gs.points++;
         if (r->status != RUN_DONE) continue;
         gs.finished++;
@@ -497,6 +548,9 @@ static GroupStats group_stats(const Summary *s, int g) {
         stat_add(&gs.st[G_SMEAN], r->S_mean_all);
         stat_add(&gs.st[G_SRECALL], r->S_recall_min_all);
         stat_add(&gs.st[G_TOKS], r->tok_per_s);
+        stat_add(&gs.st[G_RS], r->recall_S);
+        stat_add(&gs.st[G_ANS], r->recall_ans_share);
+        stat_add(&gs.st[G_HIT], r->recall_ans_hit);
     }
     return gs;
 }
@@ -518,9 +572,9 @@ static void write_points_md(const Summary *s, FILE *f) {
         if (md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
     fputs(" status | steps | val loss | best acc | steps to 0.99 | min to 0.99 | S per layer | S min per layer |"
-          " S_recall per layer | tok/s | state |\n|",
+          " S_recall per layer | tok/s | state | recall layer: S_recall, answer share, argmax hit |\n|",
           f);
-    for (int k = 0; k < cols + s->mixer_md + 11; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 12; k++) fputs("---|", f);
     fputc('\n', f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -553,6 +607,10 @@ static void write_points_md(const Summary *s, FILE *f) {
         md_cell(f, b);
         fmt(b, sizeof b, "%.0f", r->state_floats);
         md_cell(f, b);
+        if (r->recall_layer >= 0 && isfinite(r->recall_ans_share))
+            snprintf(b, sizeof b, "L%d: %.3f, %.3f, %.3f", r->recall_layer, r->recall_S, r->recall_ans_share, r->recall_ans_hit);
+        else snprintf(b, sizeof b, "-");
+        md_cell(f, b);
         fputc('\n', f);
     }
 }
@@ -566,13 +624,14 @@ static void write_groups_md(const Summary *s, FILE *f) {
         if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
     fputs(" finished | reached 0.99 | val loss | best acc | steps to 0.99 | min to 0.99 | S min | S mean |"
-          " S_recall min | tok/s |\n|",
+          " S_recall min | tok/s | recall layer S_recall | answer share | argmax hit |\n|",
           f);
-    for (int k = 0; k < cols + s->mixer_md + 10; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 13; k++) fputs("---|", f);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
         GroupStats gs = group_stats(s, g);
+        if (!gs.points) continue;  // a two-stage sweep's value that was not chosen
         fputs("|", f);
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) {
@@ -599,12 +658,14 @@ static void write_points_csv(const Summary *s, FILE *f) {
     for (int k = 0; k < s->n_varied; k++) csv_cell(f, sw->entries[s->varied[k]].key, 0);
     if (s->mixer_col) csv_cell(f, "mixer", 0);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
-          "tok_per_s,S_min,S_mean,S_recall_min,state_floats",
+          "tok_per_s,S_min,S_mean,S_recall_min,state_floats,recall_layer,recall_S,recall_ans_share,recall_ans_hit,"
+          "capped_improving,selection",
           f);
     for (int l = 0; l < s->max_layers; l++) fprintf(f, ",S_mean_L%d,S_min_L%d,S_recall_L%d", l, l, l);
     for (int c = 0; c < s->n_cells; c++) fprintf(f, ",acc_%s,S_recall_%s", s->cells[c], s->cells[c]);
     fputc('\n', f);
-    static const char *names[] = {"missing", "partial", "done", "failed"};
+    static const char *names[] = {"missing", "partial", "done", "failed", "not_selected"};
+    static const char *sel[] = {"", "chosen", "not_chosen"};
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
         csv_cell(f, sw->point_names[i], 1);
@@ -629,6 +690,12 @@ static void write_points_csv(const Summary *s, FILE *f) {
         csv_num(f, r->S_mean_all);
         csv_num(f, r->S_recall_min_all);
         csv_num(f, r->state_floats);
+        if (r->recall_layer >= 0) fprintf(f, ",%d", r->recall_layer);
+        else fputc(',', f);
+        csv_num(f, r->recall_S);
+        csv_num(f, r->recall_ans_share);
+        csv_num(f, r->recall_ans_hit);
+        fprintf(f, ",%d,%s", r->capped_improving, sel[r->selected]);
         for (int l = 0; l < s->max_layers; l++) {
             csv_num(f, l < r->n_layers ? r->S_mean[l] : NAN);
             csv_num(f, l < r->n_layers ? r->S_min[l] : NAN);
@@ -656,6 +723,7 @@ static void write_groups_csv(const Summary *s, FILE *f) {
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
         GroupStats gs = group_stats(s, g);
+        if (!gs.points) continue;
         first = 1;
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k])) {
@@ -843,7 +911,7 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
         int n_groups = 0;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            if (strcmp(cfg_value(s, i, sw->plot_series), panels[p]) || r->n_curve == 0) continue;
+            if (strcmp(cfg_value(s, i, sw->plot_series), panels[p]) || r->n_curve == 0 || !counts(r)) continue;
             label_of(s, i, label_dim, 1, label, sizeof label);
             int before = n_groups, g = intern(&groups, &n_groups, label);
             labels[n] = n_groups > before && label[0] ? strdupCheck(label) : NULL;
@@ -887,7 +955,8 @@ static int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
         int first = n;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            if (strcmp(cfg_value(s, i, sw->plot_series), series[k]) || !isfinite(r->state_floats) || !isfinite(r->best_acc))
+            if (strcmp(cfg_value(s, i, sw->plot_series), series[k]) || !isfinite(r->state_floats) ||
+                !isfinite(r->best_acc) || !counts(r))
                 continue;
             int j = n++;  // insertion by state size
             while (j > first && x[j - 1] > r->state_floats) x[j] = x[j - 1], y[j] = y[j - 1], j--;
@@ -938,6 +1007,7 @@ static int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     int drawn = 0;
     for (int i = 0; i < np; i++) {
         const RunSummary *r = &s->runs[i];
+        if (!counts(r)) continue;
         int si = intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
         for (int c = 0; c < s->n_cells; c++) {
             int k = run_cell(r, s->cells[c]);
@@ -985,11 +1055,12 @@ static FILE *open_out(const SweepFile *sw, const char *name, char *path, size_t 
     return fopen(path, "w");
 }
 
-int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, FILE *log) {
+int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
+                        FILE *log) {
     if (mkdir_p(sw->out) != 0) return -1;
     Summary s;
     summary_init(&s, sw, configs, runs);
-    int count[4] = {0};
+    int count[5] = {0};
     for (int i = 0; i < sw->n_points; i++) count[runs[i].status]++;
     char path[1200], acc_svg[300];
     snprintf(acc_svg, sizeof acc_svg, "acc_vs_%s.svg", sw->plot_x);
@@ -1032,8 +1103,10 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     f = open_out(sw, "summary.md", path, sizeof path);
     if (!f) return summary_free(&s), -1;
     fprintf(f, "# Sweep `%s`\n\n", sw->name);
-    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing); run folders in `%s/`.\n\n", sw->file,
-            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], sw->out);
+    char unselected[64] = "";
+    if (count[RUN_NOT_SELECTED]) snprintf(unselected, sizeof unselected, ", %d not selected", count[RUN_NOT_SELECTED]);
+    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing%s); run folders in `%s/`.\n\n", sw->file,
+            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, sw->out);
     fprintf(f, "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
                "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
                "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
@@ -1047,6 +1120,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
         write_groups_md(&s, f);
         fputc('\n', f);
     }
+    if (selection_md) fputs(selection_md, f);
     fputs("## Points\n\n", f);
     write_points_md(&s, f);
     if (has_acc || has_S || has_state || has_cells) fputs("\n## Figures\n\n", f);

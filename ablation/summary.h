@@ -9,7 +9,12 @@
 
 #define SUMMARY_TARGET_ACC 0.99
 
-typedef enum { RUN_MISSING, RUN_PARTIAL, RUN_DONE, RUN_FAILED } RunStatus;
+// RUN_NOT_SELECTED: a second-stage point of a two-stage sweep at a value the selection did not
+// choose (docs/sweeps.md#two-stage-sweeps): never run, left out of the grouped figures.
+typedef enum { RUN_MISSING, RUN_PARTIAL, RUN_DONE, RUN_FAILED, RUN_NOT_SELECTED } RunStatus;
+
+// A point's part in a two-stage sweep.
+typedef enum { SEL_NONE, SEL_CHOSEN, SEL_NOT_CHOSEN } Selected;
 
 #define SUMMARY_MAX_CELLS 32
 
@@ -39,6 +44,10 @@ typedef struct {
     double cell_acc[SUMMARY_MAX_CELLS];      // at the evaluation of the best mean accuracy
     double cell_S_recall[SUMMARY_MAX_CELLS]; // recall layer's mean over heads, last sparsity step
     int recall_layer;           // the layer whose query rows put most weight on the answer (-1: none)
+    // the recall layer at the last sparsity step, means over heads (NAN: no answer metrics)
+    double recall_S, recall_ans_share, recall_ans_hit;
+    int capped_improving;       // finished by its step cap below the target while still improving
+    Selected selected;          // set by ./sweep for a two-stage sweep's first-stage points
 } RunSummary;
 
 // Reads a run folder (missing files give RUN_MISSING; unreadable lines are skipped).
@@ -51,4 +60,6 @@ int run_finished(const char *dir);
 // Writes summary.md, summary.csv, summary_groups.csv and the figures into sw->out. configs are
 // the points' effective configs (for mixer, plot_x, ...), runs what their folders hold. Prints
 // what it wrote to `log` (when not NULL). 0, or -1 when a file could not be written.
-int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, FILE *log);
+// selection_md (may be NULL): a section of summary.md on a two-stage sweep's choices.
+int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
+                        FILE *log);

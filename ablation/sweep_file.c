@@ -8,8 +8,8 @@
 #include "core/io.h"
 #include "core/keys.h"
 
-static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",        "out",         "jobs",          "group_over",
-                                                       "plot_x",      "plot_series", "plot_best_over"};
+static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",        "out",         "jobs",           "group_over",
+                                                       "plot_x",      "plot_series", "plot_best_over", "select"};
 
 typedef struct {
     int line;
@@ -172,6 +172,11 @@ static int parse_directive(Parser *p, int d, char **vals, int n, int line) {
             sw->group_over = reallocCheck(sw->group_over, sizeof(char *) * (size_t)(i + 1));
             sw->group_over[sw->n_group_over++] = strdupCheck(vals[i]);
         }
+        break;
+    case SWEEP_DIR_SELECT:
+        if (n != 1 || !valid_key(v)) return fail(p, line, "select: expected one config key (an axis of the sweep), got '%s'", v);
+        free(sw->select);
+        sw->select = strdupCheck(v);
         break;
     default: {
         char **slot = d == SWEEP_DIR_PLOT_X ? &sw->plot_x : d == SWEEP_DIR_PLOT_SERIES ? &sw->plot_series : &sw->plot_best_over;
@@ -380,6 +385,29 @@ static int build_names(Parser *p) {
     return rc;
 }
 
+// select = KEY: KEY must be an axis, not one of group_over, and the group_over keys must vary
+// (the second stage runs their other values).
+static int check_select(Parser *p) {
+    SweepFile *sw = p->sw;
+    int line = sw->directive_line[SWEEP_DIR_SELECT], e = sweep_entry_index(sw, sw->select);
+    if (e < 0 || sw->entries[e].dim < 0)
+        return fail(p, line, "select: '%s' is not an axis of this sweep (expected a key with several values)", sw->select);
+    int varies = 0;
+    for (int k = 0; k < sw->n_group_over; k++) {
+        if (!strcmp(sw->group_over[k], sw->select))
+            return fail(p, line, "select: '%s' is also in group_over (the selection is made on the first value of group_over)",
+                        sw->select);
+        int g = sweep_entry_index(sw, sw->group_over[k]);
+        varies |= g >= 0 && sw->entries[g].dim >= 0;
+        if (g >= 0 && sw->entries[g].dim == sw->entries[e].dim)
+            return fail(p, line, "select: '%s' is zipped with the group_over key '%s'", sw->select, sw->group_over[k]);
+    }
+    if (!varies)
+        return fail(p, line, "select: no group_over key (%s) varies, so there is no second stage",
+                    sw->n_group_over ? sw->group_over[0] : "none");
+    return 0;
+}
+
 int sweep_parse(const char *text, size_t len, const char *file_name, SweepFile *sw, char *err, size_t errlen) {
     memset(sw, 0, sizeof *sw);
     sw->base_entry = -1;
@@ -446,7 +474,8 @@ int sweep_parse(const char *text, size_t len, const char *file_name, SweepFile *
         if (!sw->plot_x) sw->plot_x = strdupCheck("d_model");
         if (!sw->plot_series) sw->plot_series = strdupCheck("mixer");
         if (!sw->plot_best_over) sw->plot_best_over = strdupCheck("lr");
-        return 0;
+        if (sw->select) rc = check_select(&p);
+        if (rc == 0) return 0;
     }
     sweep_free(sw);
     return -1;
@@ -483,6 +512,7 @@ void sweep_free(SweepFile *sw) {
     free(sw->name);
     free(sw->out);
     free(sw->plot_x);
+    free(sw->select);
     free(sw->plot_series);
     free(sw->plot_best_over);
     memset(sw, 0, sizeof *sw);

@@ -10,6 +10,8 @@
 //   seq_len = 64, 128
 //   mqar_kv_pairs = 4, 8
 //   zip = seq_len, mqar_kv_pairs    # these axes take their values in step
+//   select = lr                     # two stages: lr chosen per group on the first seed, then the
+//                                   # other seeds at the chosen lr (docs/sweeps.md#two-stage-sweeps)
 //
 // A point's folder name lists key=value for the keys that vary, in file order; a zip group is
 // named by its first key alone when that key's values are all different.
@@ -57,6 +59,7 @@ typedef struct {
     char **group_over;     // keys the summary's grouped table averages over (default: seed)
     int n_group_over;
     char *plot_x, *plot_series, *plot_best_over;  // accuracy figure (default d_model, mixer, lr)
+    char *select;          // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
     int directive_line[8]; // line of each directive (0: not given), indexed by SweepDirective
     int n_points;
     char **point_names;    // [n_points] folder names, from the varied keys
@@ -64,7 +67,7 @@ typedef struct {
 
 typedef enum {
     SWEEP_DIR_NAME, SWEEP_DIR_OUT, SWEEP_DIR_JOBS, SWEEP_DIR_GROUP_OVER, SWEEP_DIR_PLOT_X,
-    SWEEP_DIR_PLOT_SERIES, SWEEP_DIR_PLOT_BEST_OVER, SWEEP_N_DIRECTIVES
+    SWEEP_DIR_PLOT_SERIES, SWEEP_DIR_PLOT_BEST_OVER, SWEEP_DIR_SELECT, SWEEP_N_DIRECTIVES
 } SweepDirective;
 
 // Parses text[0..len) (it may hold any bytes) named file_name in messages. 0 on success; -1 with

@@ -20,6 +20,7 @@
 #include "core/keys.h"
 #include "core/progress.h"
 #include "ablation/runner.h"
+#include "ablation/select.h"
 #include "ablation/slurm.h"
 #include "ablation/summary.h"
 #include "ablation/sweep_file.h"
@@ -107,20 +108,22 @@ typedef struct {
     char **dirs;       // [n_points] run folders
     char **logs;       // [n_points] train.log paths
     int *status;       // [n_points] exit status of its run (-2: not run)
-    int n_jobs, done;
+    int n_jobs, done;  // jobs started by this process (over both stages), and ended
+    int job0;          // the runner's job 0 is point_of[job0 + job] (the current stage's first)
+    int skipped;
     int width;         // digits of n_points
 } RunState;
 
 static void on_started(int job, void *ctx) {
     RunState *st = ctx;
-    int p = st->point_of[job];
+    int p = st->point_of[st->job0 + job];
     printf("[%*d/%d] %s: started\n", st->width, p + 1, st->sw->n_points, st->sw->point_names[p]);
     fflush(stdout);
 }
 
 static void on_finished(int job, int status, double seconds, void *ctx) {
     RunState *st = ctx;
-    int p = st->point_of[job];
+    int p = st->point_of[st->job0 + job];
     st->status[p] = status;
     st->done++;
     char took[32];
@@ -286,13 +289,26 @@ static int point_threads(const Plan *p, int point) {
 
 // --- --print ------------------------------------------------------------------------------------
 
+// A two-stage sweep's points that wait for the first stage: said on stderr (the commands of
+// stdout stay a list to run).
+static void note_pending(const Selection *sel, const SweepFile *sw) {
+    int n = selection_pending(sel);
+    if (n) fprintf(stderr, "sweep %s: %d second-stage point%s wait for the choice of %s (the first stage is not finished); "
+                           "run this again when it is\n", sw->name, n, n == 1 ? "" : "s", sw->select);
+}
+
 static void print_commands(const Plan *p, int unfinished) {
+    Selection sel;
+    selection_make(&p->sw, p->dirs, &sel);
+    note_pending(&sel, &p->sw);
     for (int i = 0; i < p->sw.n_points; i++) {
+        if (!selection_runs(&sel, i)) continue;
         if (unfinished && run_finished(p->dirs[i])) continue;
         char **argv = sweep_point_argv(&p->sw, i, p->train, p->threads);
         sweep_print_command(argv, stdout);
         sweep_free_argv(argv);
     }
+    selection_free(&sel);
 }
 
 // --- --slurm ------------------------------------------------------------------------------------
@@ -327,8 +343,11 @@ static void write_slurm(const Plan *p, const Args *a) {
     int *points = mallocCheck(sizeof(int) * (size_t)sw->n_points);
     char ***argvs = mallocCheck(sizeof(char **) * (size_t)sw->n_points);
     int n = 0, cpus = 1;
+    Selection sel;
+    selection_make(sw, p->dirs, &sel);
+    note_pending(&sel, sw);
     for (int i = 0; i < sw->n_points; i++) {
-        if (run_finished(p->dirs[i])) continue;
+        if (run_finished(p->dirs[i]) || !selection_runs(&sel, i)) continue;
         points[n] = i;
         argvs[n++] = sweep_point_argv(sw, i, p->train, p->threads);
         if (point_threads(p, i) > cpus) cpus = point_threads(p, i);
@@ -373,6 +392,7 @@ static void write_slurm(const Plan *p, const Args *a) {
     free(argvs);
     free(points);
     free(collect);
+    selection_free(&sel);
 }
 
 // --- running the points -------------------------------------------------------------------------
@@ -391,25 +411,36 @@ static char *log_header(const SweepFile *sw, int point, char **argv) {
     return s;
 }
 
-// Runs every unfinished point, sw.jobs at a time, reporting each as it starts and ends; fills
-// st->status. Returns the signal that interrupted the sweep, 0 when none did.
-static int run_points(const Plan *p, RunState *st) {
+// Runs the unfinished points the selection lets run (every point without one) that this process
+// has not run yet, sw.jobs at a time, reporting each as it starts and ends; fills st->status.
+// Returns the signal that interrupted the sweep, 0 when none did.
+static int run_points(const Plan *p, RunState *st, const Selection *sel, int stage) {
     const SweepFile *sw = &p->sw;
-    for (int n = sw->n_points; n >= 10; n /= 10) st->width++;
     if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
-    st->point_of = mallocCheck(sizeof(int) * (size_t)sw->n_points);
+    if (!st->point_of) st->point_of = mallocCheck(sizeof(int) * (size_t)sw->n_points);
     RunnerJob *rj = callocCheck((size_t)sw->n_points, sizeof(RunnerJob));
-    int skipped = 0;
-    printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw->name, sw->n_points, sw->jobs,
-           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out);
+    int skipped = 0, first_job = st->n_jobs;
+    if (stage <= 1) {
+        for (int n = sw->n_points; n >= 10; n /= 10) st->width++;
+        printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw->name, sw->n_points, sw->jobs,
+               sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out);
+    }
+    if (stage == 1) printf("sweep %s: first stage: every %s at the first %s\n", sw->name, sw->select, sw->group_over[0]);
+    if (stage == 2) {
+        char *md = selection_markdown(sw, sel);
+        printf("sweep %s: second stage at the chosen %s:\n%s", sw->name, sw->select, md);
+        free(md);
+    }
     for (int i = 0; i < sw->n_points; i++) {
+        if (st->status[i] != -2 || !selection_runs(sel, i)) continue;  // run already, or not (yet) selected
         if (run_finished(p->dirs[i])) {
+            if (stage == 2 && sel->stage[i] == 1) continue;  // said in the first stage
             printf("[%*d/%d] %s: finished before, skipped\n", st->width, i + 1, sw->n_points, sw->point_names[i]);
             skipped++;
             continue;
         }
         if (mkdir_p(p->dirs[i]) != 0) die_input("sweep: cannot create '%s' (%s)", p->dirs[i], strerror(errno));
-        RunnerJob *j = &rj[st->n_jobs];
+        RunnerJob *j = &rj[st->n_jobs - first_job];
         j->argv = sweep_point_argv(sw, i, p->train, p->threads);
         j->log = st->logs[i];
         j->header = log_header(sw, i, j->argv);
@@ -417,16 +448,22 @@ static int run_points(const Plan *p, RunState *st) {
     }
     fflush(stdout);
     RunnerHooks hooks = {on_started, on_finished, st};
-    int sig = runner_run(rj, st->n_jobs, sw->jobs, &hooks);
-    for (int j = 0; j < st->n_jobs; j++) {
+    st->job0 = first_job;
+    int sig = runner_run(rj, st->n_jobs - first_job, sw->jobs, &hooks);
+    for (int j = 0; j < st->n_jobs - first_job; j++) {
         sweep_free_argv(rj[j].argv);
         free((char *)rj[j].header);
     }
     free(rj);
     int failed = 0;
     for (int i = 0; i < sw->n_points; i++) failed += is_failure(st->status[i]);
-    printf("sweep %s: %d run, %d skipped (finished before), %d failed%s\n", sw->name, st->done, skipped, failed,
+    st->skipped += skipped;
+    if (stage == 1) return sig;  // the second stage reports the whole run
+    int waiting = selection_pending(sel);
+    printf("sweep %s: %d run, %d skipped (finished before), %d failed%s", sw->name, st->done, st->skipped, failed,
            sig ? ", interrupted" : "");
+    if (waiting) printf(", %d waiting for the choice of %s", waiting, sw->select);
+    printf("\n");
     return sig;
 }
 
@@ -442,7 +479,14 @@ static int collect_summary(const Plan *p, const RunState *st, int print_md) {
         run_summary_read(p->dirs[i], &runs[i]);
         if (is_failure(st->status[i])) runs[i].status = RUN_FAILED, runs[i].exit_code = st->status[i], failed++;
     }
-    if (sweep_write_summary(sw, p->configs, runs, stdout) != 0)
+    Selection sel;
+    selection_make(sw, p->dirs, &sel);
+    selection_mark(&sel, runs);
+    char *selection_md = selection_markdown(sw, &sel);
+    selection_free(&sel);
+    int written = sweep_write_summary(sw, p->configs, runs, selection_md, stdout);
+    free(selection_md);
+    if (written != 0)
         die("sweep: cannot write the summary into %s/ (%s)", sw->out, strerror(errno));
     if (print_md) {
         char path[1200];
@@ -470,7 +514,7 @@ int main(int argc, char **argv) {
     else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
     else {
         int n = p.sw.n_points;
-        RunState st = {&p.sw, NULL, p.dirs, NULL, NULL, 0, 0, 1};
+        RunState st = {&p.sw, NULL, p.dirs, NULL, NULL, 0, 0, 0, 0, 1};
         st.status = mallocCheck(sizeof(int) * (size_t)n);
         st.logs = mallocCheck(sizeof(char *) * (size_t)n);
         for (int i = 0; i < n; i++) {
@@ -478,7 +522,18 @@ int main(int argc, char **argv) {
             st.logs[i] = mallocCheck(strlen(p.dirs[i]) + 12);
             sprintf(st.logs[i], "%s/train.log", p.dirs[i]);
         }
-        int sig = a.mode == MODE_RUN ? run_points(&p, &st) : 0;
+        int sig = 0;
+        if (a.mode == MODE_RUN) {
+            Selection sel;
+            selection_make(&p.sw, p.dirs, &sel);
+            sig = run_points(&p, &st, &sel, sel.on ? 1 : 0);
+            if (sel.on && !sig) {  // the choices, now that the first stage has run
+                selection_free(&sel);
+                selection_make(&p.sw, p.dirs, &sel);
+                sig = run_points(&p, &st, &sel, 2);
+            }
+            selection_free(&sel);
+        }
         int failed = collect_summary(&p, &st, a.mode == MODE_COLLECT);
         rc = sig ? 128 + sig : failed ? 1 : 0;
         for (int i = 0; i < n; i++) free(st.logs[i]);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ablation/select.h"
 #include "ablation/summary.h"
 #include "ablation/sweep_file.h"
 #include "core/io.h"
@@ -225,6 +226,77 @@ static char *read_out(const char *name, const char *file) {
 }
 
 // Bad input stops before anything runs: exit 2, one line naming file:line.
+// A finished run folder whose best accuracy is acc.
+static void fake_run(const char *dir, double acc) {
+    CHECK(mkdir_p(dir) == 0);
+    char p[1024], text[256];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    snprintf(text, sizeof text, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":%.4f}\n"
+                                "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n", acc);
+    FILE *f = fopenCheck(p, "w");
+    fputs(text, f);
+    fcloseCheck(f, p);
+}
+
+// Two stages: the choice per group is the best first-stage accuracy, a tie goes to the smaller
+// value (as a number: 1e-2 < 2e-2 whatever the file order), and nothing is chosen while a
+// first-stage run is unfinished.
+TEST(sweep_select_chooses_the_best_first_stage_value) {
+    SweepFile sw;
+    char err[512];
+    char text[512];
+    snprintf(text, sizeof text, "out = %s/selx\nmixer = softmax, gla\nlr = 2e-2, 1e-2\nseed = 0, 1, 2\nselect = lr\n", test_tmpdir());
+    CHECK(parse(text, &sw, err, sizeof err) == 0, "%s", err);
+    CHECK(sw.n_points == 12);
+    char *dirs[12];
+    for (int i = 0; i < 12; i++) dirs[i] = sweep_point_dir(&sw, i);
+    // point = mixer * 6 + lr * 3 + seed: first stage 0, 3 (softmax) and 6, 9 (gla)
+    fake_run(dirs[0], 0.5);
+    fake_run(dirs[3], 0.5);  // softmax: a tie: 1e-2 (the second value) is the smaller
+    fake_run(dirs[6], 0.9);  // gla: 2e-2 is better; 1e-2 not run yet
+    Selection s;
+    selection_make(&sw, dirs, &s);
+    CHECK(s.on && s.stage[0] == 1 && s.stage[1] == 2 && s.stage[3] == 1 && s.stage[4] == 2);
+    CHECK(s.choice[1] == 1 && s.choice[0] == 1, "softmax chose value %d", s.choice[1]);
+    CHECK(selection_runs(&s, 4) && selection_runs(&s, 5) && !selection_runs(&s, 1) && !selection_runs(&s, 2));
+    CHECK(s.choice[7] == -1 && !selection_runs(&s, 7) && !selection_runs(&s, 10) && selection_runs(&s, 9));
+    CHECK(selection_pending(&s) == 4, "%d", selection_pending(&s));
+    selection_free(&s);
+    fake_run(dirs[9], 0.7);
+    selection_make(&sw, dirs, &s);
+    CHECK(s.choice[7] == 0 && selection_runs(&s, 7) && !selection_runs(&s, 10) && selection_pending(&s) == 0);
+    RunSummary runs[12];
+    for (int i = 0; i < 12; i++) run_summary_read(dirs[i], &runs[i]);
+    selection_mark(&s, runs);
+    CHECK(runs[3].selected == SEL_CHOSEN && runs[0].selected == SEL_NOT_CHOSEN && runs[1].status == RUN_NOT_SELECTED);
+    CHECK(runs[4].status == RUN_MISSING && runs[6].selected == SEL_CHOSEN && runs[10].status == RUN_NOT_SELECTED);
+    char *md = selection_markdown(&sw, &s);
+    CHECK(strstr(md, "| mixer=softmax | 2e-2: 0.5000, 1e-2: 0.5000 | 1e-2 | a tie with 2e-2: the smaller |"), "%s", md);
+    CHECK(strstr(md, "| mixer=gla | 2e-2: 0.9000, 1e-2: 0.7000 | 2e-2 | best accuracy (0.9000 against 0.7000) |"), "%s", md);
+    free(md);
+    for (int i = 0; i < 12; i++) run_summary_free(&runs[i]), free(dirs[i]);
+    selection_free(&s);
+    sweep_free(&sw);
+}
+
+// ./sweep runs both stages in one go; --print lists what can run and says what waits.
+TEST(sweep_select_runs_two_stages) {
+    const char *f = sweep_file("sel", "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    char out[8192];
+    int st = test_run(out, sizeof out, "./sweep %s --print 2>&1", f);
+    CHECK(st == 0 && strstr(out, "2 second-stage points wait") && strstr(out, "lr=1e-3,seed=0") &&
+          strstr(out, "lr=1e-2,seed=0") && !strstr(out, "seed=1"), "%s", out);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "first stage: every lr at the first seed") && strstr(out, "second stage at the chosen lr"),
+          "%s", out);
+    CHECK(strstr(out, "sweep sel: 3 run, 0 skipped (finished before), 0 failed\n"), "%s", out);
+    char *md = read_out("sel", "summary.md");
+    CHECK(md && strstr(md, "## Selection of `lr`") && strstr(md, "not selected") && strstr(md, ", chosen"), "%s", md);
+    free(md);
+    st = test_run(out, sizeof out, "./sweep %s --print --unfinished 2>&1", f);
+    CHECK(st == 0 && !strstr(out, "./train"), "%s", out);
+}
+
 TEST(sweep_bad_sweep_files_exit_2_before_running) {
     static const struct {
         const char *body, *want;
@@ -236,6 +308,9 @@ TEST(sweep_bad_sweep_files_exit_2_before_running) {
         {"a = 1, 2\nlr = 1e-3\nzip = a, lr\n", "bad4.sweep:5: zip: axes of different lengths"},
         {"plot_x = dmodel\n", "bad5.sweep:3: plot_x: unknown key 'dmodel'"},
         {"base = missing.conf\n", "bad6.sweep:3: base: set twice (first at line 1)"},
+        {"lr = 1e-3\nseed = 0, 1\nselect = lr\n", "bad7.sweep:5: select: 'lr' is not an axis of this sweep"},
+        {"lr = 1e-3, 1e-2\nseed = 0, 1\nselect = seed\n", "bad8.sweep:5: select: 'seed' is also in group_over"},
+        {"lr = 1e-3, 1e-2\nselect = lr\n", "bad9.sweep:4: select: no group_over key (seed) varies, so there is no second stage"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

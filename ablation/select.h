@@ -1,0 +1,34 @@
+// Two-stage sweeps (`select = KEY`, docs/sweeps.md#two-stage-sweeps), Zoology's protocol for the
+// learning rate: the first stage runs every value of KEY at the first value of each group_over
+// key (seed 0); per group of the other keys the value whose run reached the best accuracy is
+// chosen (ties: the smaller value); the second stage runs the other group_over values (seeds 1,
+// 2) at the chosen value only. The choice is read from the run folders, so it survives restarts
+// and works for --print, --slurm and --collect alike.
+#pragma once
+#include "ablation/summary.h"
+#include "ablation/sweep_file.h"
+
+typedef struct {
+    int on;         // the sweep has select = KEY
+    int n;          // points
+    int *stage;     // [n] 1: every group_over key at its first value; 2: the others
+    int *value;     // [n] the point's value index on the select axis
+    int *rep;       // [n] the point with its select and group_over choices at 0 (names its group)
+    int *choice;    // [n] the value index chosen for the point's group; -1 while a first-stage run
+                    // of the group is unfinished
+    double *acc;    // [n] best accuracy of a finished first-stage point (NAN otherwise)
+} Selection;
+
+// Reads the first-stage run folders dirs[] and makes the choices.
+void selection_make(const SweepFile *sw, char *const *dirs, Selection *s);
+void selection_free(Selection *s);
+// 1 when the point is to run: a first-stage point, or a second-stage one at its group's choice.
+int selection_runs(const Selection *s, int point);
+// Second-stage points whose group's choice waits for first-stage runs.
+int selection_pending(const Selection *s);
+// Marks the runs for the summary: first-stage points chosen or not, second-stage points at another
+// value RUN_NOT_SELECTED.
+void selection_mark(const Selection *s, RunSummary *runs);
+// summary.md's section on the choices: per group the values, their accuracies, the choice and
+// why; allocated (NULL without a selection).
+char *selection_markdown(const SweepFile *sw, const Selection *s);
