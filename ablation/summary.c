@@ -148,8 +148,10 @@ static void sparsity_record(const JsonValue *v, void *ctx) {
     cell_fields(v, "S_recall_", names, cs, &nc);
     if (nc) memcpy(s->cell, names, sizeof names), s->n_cells = nc;
     for (int c = 0; c < SUMMARY_MAX_CELLS; c++) s->cell_S[s->n * SUMMARY_MAX_CELLS + c] = c < nc ? cs[c] : NAN;
-    s->ans_share[s->n] = num(v, "ans_share");
-    s->ans_hit[s->n] = num(v, "ans_hit");
+    // behind a short convolution the answer window's share and hit (docs/sparsity.md#where-the-weight-lands)
+    double ws = num(v, "ans_window_share"), wh = num(v, "ans_window_hit");
+    s->ans_share[s->n] = isfinite(ws) ? ws : num(v, "ans_share");
+    s->ans_hit[s->n] = isfinite(wh) ? wh : num(v, "ans_hit");
     s->step[s->n] = step;
     s->S[s->n] = num(v, "S");  // null (no rows) reads as NAN
     s->S_recall[s->n] = num(v, "S_recall");
@@ -864,7 +866,7 @@ static int plot_accuracy(const Summary *s, const char *path, FILE *log) {
     PlotSeries *ps = callocCheck((size_t)n_panels * (size_t)n_series, sizeof(PlotSeries));
     for (int p = 0; p < n_panels; p++) {
         for (int k = 0; k < n_series; k++)
-            ps[p * n_series + k] = (PlotSeries){xs, &y[((long)p * n_series + k) * nx], nx, series[k], k, 0};
+            ps[p * n_series + k] = (PlotSeries){xs, &y[((long)p * n_series + k) * nx], nx, series[k], k, k >= 10};
         pp[p] = (PlotPanel){panels[p][0] ? panels[p] : sw->name, sw->plot_x, "best accuracy", &ps[p * n_series],
                             n_series, 0, 1.02, 0};
     }
@@ -962,7 +964,7 @@ static int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
             while (j > first && x[j - 1] > r->state_floats) x[j] = x[j - 1], y[j] = y[j - 1], j--;
             x[j] = r->state_floats, y[j] = r->best_acc;
         }
-        ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, 0};
+        ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, k >= 10};  // past the palette: dashed
     }
     PlotPanel pp = {sw->name, "state per layer (floats carried between tokens)", "best accuracy (mean over cells)",
                     ps, n_series, 0, 1.02, 1};
@@ -1032,7 +1034,7 @@ static int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
                 while (j > 0 && rx[j - 1] > cx) rx[j] = rx[j - 1], ry[j] = ry[j - 1], j--;
                 rx[j] = cx, ry[j] = cy;
             }
-            ps[p * n_series + k] = (PlotSeries){xv + at, yv + at, n, p == 0 ? series[k] : NULL, k, 0};
+            ps[p * n_series + k] = (PlotSeries){xv + at, yv + at, n, p == 0 ? series[k] : NULL, k, k >= 10};
         }
         pp[p] = (PlotPanel){panels[p], "key-value pairs", what ? "S_recall (recall layer)" : "accuracy",
                             &ps[p * n_series], n_series, 0, 1.02, 1};

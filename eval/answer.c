@@ -14,7 +14,7 @@ static int cmp_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-int answer_row(const real *a, int n, int value_pos, double *w, AnswerStats *st) {
+int answer_row(const real *a, int n, int value_pos, int window, double *w, AnswerStats *st) {
     double l1 = 0;
     for (int j = 0; j < n; j++) l1 += fabs((double)a[j]);
     if (l1 == 0) return 0;
@@ -31,6 +31,11 @@ int answer_row(const real *a, int n, int value_pos, double *w, AnswerStats *st) 
     st->ans_share = w[value_pos];
     st->key_share = value_pos > 0 ? w[value_pos - 1] : 0;
     st->hit = arg == value_pos;
+    int end = value_pos + (window > 1 ? window : 1);  // the window, cut at the row's end
+    if (end > n) end = n;
+    st->window_share = 0;
+    for (int j = value_pos; j < end; j++) st->window_share += w[j];
+    st->window_hit = arg >= value_pos && arg < end;
     qsort(w, (size_t)n, sizeof(double), cmp_desc);
     st->top1 = w[0];
     st->top4 = 0;

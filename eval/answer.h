@@ -12,12 +12,17 @@ typedef struct {
     int rank;                // 1 + the number of positions with more weight than the value position
     double top1, top4;       // weight held by the 1 and the 4 largest |a_ij|
     int n90;                 // fewest positions whose weights sum to at least 0.9
+    // Behind a short convolution of width K the value is also read from the K - 1 positions after
+    // it (their convolution windows hold it): the answer window [value_pos, value_pos + K - 1].
+    double window_share;     // w summed over the answer window (= ans_share for K = 1)
+    int window_hit;          // 1 when argmax_j |a_ij| lies in the answer window
 } AnswerStats;
 
 // The value position of query row i of an MQAR sequence inputs[T] whose target is `target`: the
 // first j < i with inputs[j] == inputs[i] (the key) whose next token inputs[j + 1] == target and
 // j + 1 < i; -1 when there is none.
 int answer_value_pos(const int *inputs, int i, int target);
-// Fills st for row a[0..n) (n = i + 1) given the value position (< n); 0 when the row is all zero.
-// scratch holds n doubles.
-int answer_row(const real *a, int n, int value_pos, double *scratch, AnswerStats *st);
+// Fills st for row a[0..n) (n = i + 1) given the value position (< n) and the answer window's
+// width (the model's short_conv, 1 without one); 0 when the row is all zero. scratch holds n
+// doubles.
+int answer_row(const real *a, int n, int value_pos, int window, double *scratch, AnswerStats *st);

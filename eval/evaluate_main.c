@@ -478,11 +478,13 @@ static void print_summary(long step, double loss, double acc, const SparsityResu
         double s = 0, sr = 0, ans = 0;
         for (int h = 0; h < r->H; h++) {
             const HeadSparsity *hd = &r->heads[l * r->H + h];
-            s += hd->S, sr += hd->S_recall, ans += hd->ans_share;
+            s += hd->S, sr += hd->S_recall, ans += hd->ans_window_share;  // = ans_share without a conv
         }
         k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d %.3f", l, s / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f", sr / r->H);
-        if (isfinite(sr) && isfinite(ans)) k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer share %.3f", ans / r->H);
+        if (isfinite(sr) && isfinite(ans))
+            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f", r->answer_window > 1 ? "window " : "",
+                          ans / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, ")");
     }
     progress_break();
@@ -499,10 +501,11 @@ static void print_cells(const ValStats *v, const SparsityResult *r) {
         double sr = 0, ans = 0;
         for (int h = 0; recall >= 0 && h < r->H; h++) {
             const HeadSparsity *hd = &r->cell_heads[((size_t)c * r->L + recall) * r->H + h];
-            sr += hd->S_recall / r->H, ans += hd->ans_share / r->H;
+            sr += hd->S_recall / r->H, ans += hd->ans_window_share / r->H;
         }
         printf("    %-12s acc %.4f", name, head_acc(&v->cell[c]));
-        if (recall >= 0) printf(" | L%d S_recall %.3f, answer share %.3f", recall, sr, ans);
+        if (recall >= 0)
+            printf(" | L%d S_recall %.3f, answer %sshare %.3f", recall, sr, r->answer_window > 1 ? "window " : "", ans);
         putchar('\n');
     }
 }

@@ -54,7 +54,7 @@ enum {
     F_ROWS_N2, F_NORM, F_ROWS_N2_Q, F_NORM_Q,
     F_ROWS_P, F_PRED, F_MEASP, F_INF, F_ROWS_PQ, F_PRED_Q, F_MEASP_Q, F_INF_Q,
     F_ZERO, F_ZERO_Q,
-    F_ROWS_A, F_ANS, F_KEY, F_HIT, F_RANK, F_TOP1, F_TOP4, F_N90,
+    F_ROWS_A, F_ANS, F_KEY, F_HIT, F_RANK, F_TOP1, F_TOP4, F_N90, F_WIN, F_WIN_HIT,
     F_BIN_ROWS,
     F_BIN_S = F_BIN_ROWS + SPARSITY_POS_BINS,
     F_BIN_PROWS = F_BIN_S + SPARSITY_POS_BINS,
@@ -212,7 +212,8 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
         if (query && c->kv_pairs > 0) {
             int vp = answer_value_pos(in, i, tg[i]);
             AnswerStats as;
-            if (vp >= 0 && answer_row(row, n, vp, s->w, &as)) {
+            int window = c->m->s.short_conv > 1 ? c->m->s.short_conv : 1;
+            if (vp >= 0 && answer_row(row, n, vp, window, s->w, &as)) {
                 v[F_ROWS_A]++;
                 v[F_ANS] += as.ans_share;
                 v[F_KEY] += as.key_share;
@@ -221,6 +222,8 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
                 v[F_TOP1] += as.top1;
                 v[F_TOP4] += as.top4;
                 v[F_N90] += as.n90;
+                v[F_WIN] += as.window_share;
+                v[F_WIN_HIT] += as.window_hit;
             }
         }
     }
@@ -361,6 +364,8 @@ static HeadSparsity head_means(const MapSums *s, int per_head) {
         .top1 = MEAN(F_TOP1, F_ROWS_A),
         .top4 = MEAN(F_TOP4, F_ROWS_A),
         .n90 = MEAN(F_N90, F_ROWS_A),
+        .ans_window_share = MEAN(F_WIN, F_ROWS_A),
+        .ans_window_hit = MEAN(F_WIN_HIT, F_ROWS_A),
         .S_pred_ratio_median = NAN,
         .S_recall_pred_ratio_median = NAN,
         .S_pred_spearman = NAN,
@@ -480,6 +485,7 @@ static void result_init(SparsityResult *out, const Model *m, const Dataset *val,
         out->hybrid |= m->mixer[l] != m->mixer[0];
     }
     out->kv_pairs = val->mqar_kv_pairs;
+    out->answer_window = m->s.short_conv > 1 ? m->s.short_conv : 1;
     out->bin_width = (T + SPARSITY_POS_BINS - 1) / SPARSITY_POS_BINS;
     out->n_bins = (T + out->bin_width - 1) / out->bin_width;
     out->heads = callocCheck((size_t)L * H, sizeof(HeadSparsity));
@@ -597,6 +603,11 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
                 put_num(f, "top1", h->top1);
                 put_num(f, "top4", h->top4);
                 put_num(f, "n90", h->n90);
+                if (r->answer_window > 1) {
+                    fprintf(f, ",\"answer_window\":%d", r->answer_window);
+                    put_num(f, "ans_window_share", h->ans_window_share);
+                    put_num(f, "ans_window_hit", h->ans_window_hit);
+                }
             }
             for (int c = 0; c < r->n_cells; c++) {  // a mixture: where recall and focus fail, per cell
                 const HeadSparsity *ch = &r->cell_heads[((size_t)c * r->L + l) * r->H + hd];
@@ -608,6 +619,10 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
                 put_num(f, key, ch->ans_share);
                 snprintf(key, sizeof key, "ans_hit_%s", name);
                 put_num(f, key, ch->ans_hit);
+                if (r->answer_window > 1) {
+                    snprintf(key, sizeof key, "ans_window_share_%s", name);
+                    put_num(f, key, ch->ans_window_share);
+                }
             }
             if (r->n_bins > 0) {
                 fprintf(f, ",\"pos_bin_width\":%d", r->bin_width);
@@ -628,8 +643,8 @@ int sparsity_recall_layer(const SparsityResult *r) {
     for (int l = 0; l < r->L; l++) {
         double s = 0;
         int n = 0;
-        for (int h = 0; h < r->H; h++)
-            if (isfinite(r->heads[l * r->H + h].ans_share)) s += r->heads[l * r->H + h].ans_share, n++;
+        for (int h = 0; h < r->H; h++)  // the window share: the answer share without a short convolution
+            if (isfinite(r->heads[l * r->H + h].ans_window_share)) s += r->heads[l * r->H + h].ans_window_share, n++;
         if (n && s / n > best_share) best_share = s / n, best = l;
     }
     return best;
@@ -645,9 +660,9 @@ void sparsity_print_layers(FILE *f, long step, const SparsityResult *r) {
             else fputs("   - ", f);
         }
         if (r->kv_pairs > 0) {
-            fputs(" | answer share", f);
+            fputs(r->answer_window > 1 ? " | answer window share" : " | answer share", f);
             for (int h = 0; h < r->H; h++) {
-                double v = r->heads[l * r->H + h].ans_share;
+                double v = r->heads[l * r->H + h].ans_window_share;
                 if (isfinite(v)) fprintf(f, " %.3f", v);
                 else fputs("   - ", f);
             }

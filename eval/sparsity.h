@@ -46,6 +46,7 @@ typedef struct {
     // MQAR query rows whose matching pair was found (eval/answer.h)
     long rows_answer;
     double ans_share, key_share, ans_hit, ans_rank, top1, top4, n90;
+    double ans_window_share, ans_window_hit;  // over the answer window (eval/answer.h)
     // by position: bin b holds rows i in [b * bin_width, (b+1) * bin_width)
     long bin_rows[SPARSITY_POS_BINS], bin_rows_pred[SPARSITY_POS_BINS];
     double bin_S[SPARSITY_POS_BINS], bin_pred[SPARSITY_POS_BINS];
@@ -57,6 +58,7 @@ typedef struct {
     const char *mixer[MAX_LAYERS];  // each layer's mixer name
     int hybrid;                     // the layers' mixers differ: records name each layer's own
     int kv_pairs;         // MQAR key-value pairs (0: not MQAR: no kv/other sets, no answer metrics)
+    int answer_window;    // the model's short_conv (1 without one): the answer window's width
     int n_bins, bin_width;
     HeadSparsity *heads;  // [L * H], heads[l * H + h]
     // an MQAR mixture (2 or more cells): the same figures per cell (0 cells otherwise)
@@ -95,11 +97,13 @@ void sparsity_write_jsonl(FILE *f, long step, const char *mixer, const SparsityR
 // The same records with "type":"<type>" first (eval.jsonl).
 void sparsity_write_records(FILE *f, const char *type, long step, const char *mixer, const SparsityResult *r);
 // One compact line per layer for the training log: S_recall per head and, on MQAR, the query
-// rows' mean answer share per head; the recall layer is starred, e.g.
+// rows' mean answer share (answer window share behind a short convolution) per head; the recall
+// layer is starred, e.g.
 // "step    392 | L1* S_recall 0.256 0.301 | answer share 0.812 0.120".
 void sparsity_print_layers(FILE *f, long step, const SparsityResult *r);
-// The layer whose query rows put the largest mean answer share on the answer (mean over heads);
-// -1 without answer metrics.
+// The layer whose query rows put the largest mean share of their weight on the answer window
+// (mean over heads; the answer position itself without a short convolution); -1 without answer
+// metrics.
 int sparsity_recall_layer(const SparsityResult *r);
 // "softmax", "relu2", "identity", "linear_check", "decay" or "none".
 const char *theory_name(Theory t);

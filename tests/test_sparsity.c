@@ -228,12 +228,12 @@ TEST(answer_metrics_of_hand_built_rows) {
     AnswerStats st;
     // one-hot on the answer
     real onehot[9] = {0, 0, 0, 2.5, 0, 0, 0, 0, 0};
-    CHECK(answer_row(onehot, 9, 3, w, &st));
+    CHECK(answer_row(onehot, 9, 3, 1, w, &st));
     CHECK(st.ans_share == 1 && st.key_share == 0 && st.hit == 1 && st.rank == 1 && st.top1 == 1 && st.top4 == 1 && st.n90 == 1);
     CHECK(st.key_pos == 2 && st.value_pos == 3);
     // signed weights: |a| counts; the key holds the most
     real row[9] = {0.1, 0, -0.5, 0.3, 0.1, 0, 0, 0, 0};  // sum |a| = 1.0
-    CHECK(answer_row(row, 9, 3, w, &st));
+    CHECK(answer_row(row, 9, 3, 1, w, &st));
     CHECK_CLOSE(st.ans_share, 0.3, 1e-6);
     CHECK_CLOSE(st.key_share, 0.5, 1e-6);
     CHECK(st.hit == 0 && st.rank == 2);
@@ -244,12 +244,24 @@ TEST(answer_metrics_of_hand_built_rows) {
     // so not the answer at 3), n90 = 9
     real flat[10];
     for (int j = 0; j < 10; j++) flat[j] = (real)0.1;
-    CHECK(answer_row(flat, 10, 3, w, &st));
+    CHECK(answer_row(flat, 10, 3, 1, w, &st));
     CHECK_CLOSE(st.ans_share, 0.1, 1e-6);
     CHECK(st.rank == 1 && st.hit == 0 && st.n90 == 9, "rank %d hit %d n90 %d", st.rank, st.hit, st.n90);
     CHECK_CLOSE(st.top4, 0.4, 1e-6);
     real zero[4] = {0};
-    CHECK(!answer_row(zero, 4, 1, w, &st));
+    CHECK(!answer_row(zero, 4, 1, 1, w, &st));
+    // without a short convolution the answer window is the value position alone
+    CHECK(answer_row(row, 9, 3, 1, w, &st) && st.window_share == st.ans_share && st.window_hit == st.hit);
+    // behind a convolution of width 4 the window is positions 3..6: a row one-hot two after the
+    // value is in it (the position whose window holds key and value), one at 7 is not
+    real shifted[9] = {0, 0, 0, 0, 0, 1.5, 0, 0, 0};
+    CHECK(answer_row(shifted, 9, 3, 4, w, &st));
+    CHECK(st.ans_share == 0 && st.hit == 0 && st.window_share == 1 && st.window_hit == 1);
+    real past[9] = {0, 0, 0, 0.25, 0, 0, 0, 0.75, 0};
+    CHECK(answer_row(past, 9, 3, 4, w, &st));
+    CHECK(st.window_hit == 0);
+    CHECK_CLOSE(st.window_share, 0.25, 1e-12);
+    CHECK(answer_row(shifted, 6, 3, 4, w, &st) && st.window_share == 1);  // a window cut at the row's end
 }
 
 // --- the pass over a dataset -------------------------------------------------------------------------
@@ -452,7 +464,7 @@ TEST(sparsity_records_follow_design) {
          .S_pred = 0.4, .S_meas_pred = 0.5, .S_recall_pred = 0.5, .S_recall_meas_pred = 0.25, .S_pred_ratio_median = 1.5,
          .S_pred_spearman = 0.7, .S_recall_pred_ratio_median = 0.4, .S_recall_pred_spearman = NAN, .S_inf = 0.1,
          .rows_answer = 8, .ans_share = 0.8, .key_share = 0.1, .ans_hit = 0.875, .ans_rank = 1.25, .top1 = 0.8,
-         .top4 = 0.95, .n90 = 3, .S_kv = 0.6, .S_other = 0.7, .rows_kv = 16, .rows_other = 40, .S_norm = 0.3,
+         .top4 = 0.95, .n90 = 3, .ans_window_share = 0.8, .ans_window_hit = 0.875, .S_kv = 0.6, .S_other = 0.7, .rows_kv = 16, .rows_other = 40, .S_norm = 0.3,
          .bin_S = {1, 0.5}, .bin_pred = {1, NAN}, .rows_zero = 3, .rows_recall_zero = 1},
         {.rows = 64, .rows_recall = 0, .S = 0.75, .S_recall = NAN, .entropy = 0.9, .max_weight = 0.1},
     };
@@ -492,12 +504,20 @@ TEST(sparsity_records_follow_design) {
     // the training log: one line per layer, the recall layer (largest answer share) starred
     buf = NULL;
     f = open_memstream(&buf, &len);
-    heads[1].ans_share = NAN;
+    heads[1].ans_share = heads[1].ans_window_share = NAN;
     sparsity_print_layers(f, 100, &r);
     fclose(f);
     CHECK(!strcmp(buf, "step    100 | L0* S_recall 0.250 | answer share 0.800\nstep    100 | L1  S_recall   -  | answer share   - \n"),
           "%s", buf);
     CHECK(sparsity_recall_layer(&r) == 0);
+    free(buf);
+    // behind a short convolution the records add the answer window's share and hit
+    r.answer_window = 4;
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    sparsity_write_jsonl(f, 100, "softmax", &r);
+    fclose(f);
+    CHECK(strstr(buf, "\"n90\":3,\"answer_window\":4,\"ans_window_share\":0.8,\"ans_window_hit\":0.875"), "%s", buf);
     free(buf);
 }
 
