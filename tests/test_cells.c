@@ -186,6 +186,18 @@ static double field(const char *line, const char *key) {
     return x;
 }
 
+// The checkpoint of a 2-step one-cell run of the config text in tmp/name (allocated path).
+static const char *two_step_checkpoint(const char *name, const char *conf_text) {
+    char conf[64], out[4096];
+    snprintf(conf, sizeof conf, "%s.conf", name);
+    const char *c = test_write_file(conf, conf_text);
+    const char *dir = test_path(name);
+    int st = test_run(out, sizeof out, "./train %s " TINY " steps=2 eval_every=0 sparsity_every=0 out_dir=%s", c, dir);
+    CHECK(st == 0, "%s", out);
+    snprintf(conf, sizeof conf, "%s/ckpt_00000002.safetensors", name);
+    return test_path(conf);
+}
+
 // A mixture run logs accuracy per test cell (mean = acc) and S_recall per cell; ./evaluate then
 // tests the checkpoint on other cells, longer ones only where the model is the same function.
 TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
@@ -228,23 +240,15 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
     free(e2);
 
     // learned positions end at seq_len: a longer cell is refused, a shorter one is fine
-    const char *lconf = test_write_file("mixl.conf", "mixer = softmax\n");
-    const char *ldir = test_path("mixl");
-    st = test_run(out, sizeof out, "./train %s " TINY " steps=2 eval_every=0 sparsity_every=0 out_dir=%s", lconf, ldir);
-    CHECK(st == 0, "%s", out);
-    snprintf(p, sizeof p, "%s/ckpt_00000002.safetensors", ldir);
-    st = test_run(out, sizeof out, "./evaluate %s mqar_cells=4x48 threads=1", p);
+    const char *learned = two_step_checkpoint("mixl", "mixer = softmax\n");
+    st = test_run(out, sizeof out, "./evaluate %s mqar_cells=4x48 threads=1", learned);
     CHECK(st == 2 && strstr(out, "\nmqar_test_cells: cell 4x48 is longer than") && strstr(out, "pos_emb = learned"),
           "%d %s", st, out);
-    st = test_run(out, sizeof out, "./evaluate %s mqar_cells=2x16,8x32 threads=1", p);
+    st = test_run(out, sizeof out, "./evaluate %s mqar_cells=2x16,8x32 threads=1", learned);
     CHECK(st == 0, "%d %s", st, out);
     // relu2 divides by the configured length: longer cells refused
-    const char *rconf = test_write_file("mixr.conf", "mixer = relu2\npos_emb = none\n");
-    const char *rdir = test_path("mixr");
-    st = test_run(out, sizeof out, "./train %s " TINY " steps=2 eval_every=0 sparsity_every=0 out_dir=%s", rconf, rdir);
-    CHECK(st == 0, "%s", out);
-    snprintf(p, sizeof p, "%s/ckpt_00000002.safetensors", rdir);
-    st = test_run(out, sizeof out, "./evaluate %s mqar_cells=4x48 threads=1", p);
+    const char *relu2 = two_step_checkpoint("mixr", "mixer = relu2\npos_emb = none\n");
+    st = test_run(out, sizeof out, "./evaluate %s mqar_cells=4x48 threads=1", relu2);
     CHECK(st == 2 && strstr(out, "relu2 normalises by the configured length"), "%d %s", st, out);
 }
 
