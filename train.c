@@ -519,23 +519,17 @@ static void trainer_free(Trainer *tr) {
 
 // --- setting up -------------------------------------------------------------------------------
 
-// Where a key was set, for messages: "file:line", "command line" or "default".
-static const char *key_origin(const Config *c, const char *key) {
-    const char *o = c->origin[config_index(c, key)];
-    return o ? o : "default";
-}
-
 // Values valid one by one but not together: refused (exit 2); keys that do nothing as set: a note.
 static void check_key_combinations(const Config *c) {
     if (cfg_float(c, "min_lr") > cfg_float(c, "lr"))
         die_input("%s: min_lr: %s is above lr = %s (expected min_lr <= lr: the schedule decays to it)",
-                  key_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));
+                  cfg_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));
     if (cfg_float(c, "stop_at_acc") > 1)
-        die_input("%s: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '%s'", key_origin(c, "stop_at_acc"),
+        die_input("%s: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '%s'", cfg_origin(c, "stop_at_acc"),
                   cfg_str(c, "stop_at_acc"));
     if (cfg_bool(c, "overwrite") && strcmp(cfg_str(c, "resume"), "never"))
         fprintf(stderr, "note: %s: overwrite = true does nothing unless resume = never (resume is '%s')\n",
-                key_origin(c, "overwrite"), cfg_str(c, "resume"));
+                cfg_origin(c, "overwrite"), cfg_str(c, "resume"));
     if (!strcmp(cfg_str(c, "task"), "shards") && !*cfg_str(c, "val_data") && cfg_int(c, "eval_every") > 0)
         fprintf(stderr, "note: eval_every = %ld but val_data is empty: no validation (set val_data to a glob of shards)\n",
                 cfg_int(c, "eval_every"));

@@ -347,6 +347,11 @@ double cfg_float(const Config *c, const char *key) { return strtod(c->value[key_
 int cfg_bool(const Config *c, const char *key) { return strcmp(c->value[key_at(c, key)], "true") == 0; }
 const char *cfg_str(const Config *c, const char *key) { return c->value[key_at(c, key)]; }
 
+const char *cfg_origin(const Config *c, const char *key) {
+    const char *o = c->origin[key_at(c, key)];
+    return o ? o : "default";
+}
+
 void config_write(const Config *c, FILE *f) {
     const char *done[64];
     int n_done = 0;

@@ -60,6 +60,8 @@ long cfg_int(const Config *c, const char *key);
 double cfg_float(const Config *c, const char *key);
 int cfg_bool(const Config *c, const char *key);
 const char *cfg_str(const Config *c, const char *key);
+// Where a key was set, for messages: "file:line", "command line" or "default".
+const char *cfg_origin(const Config *c, const char *key);
 const KeyDef *config_find(const Config *c, const char *key);
 int config_index(const Config *c, const char *key);
 

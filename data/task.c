@@ -18,11 +18,6 @@ static MqarSpec mqar_spec(const Config *c, int vocab, uint32_t seed, long n) {
     return s;
 }
 
-static const char *origin_of(const Config *c, const char *key) {
-    const char *o = c->origin[config_index(c, key)];
-    return o ? o : "default";
-}
-
 int task_mqar_cells(const Config *c, const char *key, MqarCell *cells) {
     const char *text = cfg_str(c, key);
     int T = (int)cfg_int(c, "seq_len");
@@ -38,18 +33,18 @@ int task_mqar_cells(const Config *c, const char *key, MqarCell *cells) {
     }
     char err[256];
     int n = mqar_cells_parse(text, cells, MQAR_MAX_CELLS, err, sizeof err);
-    if (n < 0) die_input("%s: %s: %s", origin_of(c, key), key, err);
+    if (n < 0) die_input("%s: %s: %s", cfg_origin(c, key), key, err);
     for (int i = 0; i < n; i++) {
         int K = cells[i].kv_pairs, L = cells[i].seq_len;
         if (L > T)
             die_input("%s: %s: cell %dx%d is %d tokens long, above seq_len = %d (the model's positions; "
-                      "expected lengths <= seq_len)", origin_of(c, key), key, K, L, L, T);
+                      "expected lengths <= seq_len)", cfg_origin(c, key), key, K, L, L, T);
         if (4 * K > L)
             die_input("%s: %s: cell %dx%d: %d pairs do not fit in %d tokens (expected 4 x pairs <= length)",
-                      origin_of(c, key), key, K, L, K, L);
-        if (L % 2) die_input("%s: %s: cell %dx%d: expected an even length", origin_of(c, key), key, K, L);
+                      cfg_origin(c, key), key, K, L, K, L);
+        if (L % 2) die_input("%s: %s: cell %dx%d: expected an even length", cfg_origin(c, key), key, K, L);
         if (vocab <= L)
-            die_input("%s: %s: cell %dx%d: vocab_size %d must be greater than the length", origin_of(c, key), key, K,
+            die_input("%s: %s: cell %dx%d: vocab_size %d must be greater than the length", cfg_origin(c, key), key, K,
                       L, vocab);
     }
     return n;
@@ -63,7 +58,7 @@ void task_open(Task *t, Config *c, int need_train) {
     // (2147483647 spun for minutes at 4 GB before printing anything)
     if (vocab > DATASET_MAX_VOCAB)
         die_input("%s: vocab_size: expected at most %d (the largest vocabulary of shards and tokenizers), got %d",
-                  c->origin[config_index(c, "vocab_size")] ? c->origin[config_index(c, "vocab_size")] : "default",
+                  cfg_origin(c, "vocab_size"),
                   DATASET_MAX_VOCAB, vocab);
     char buf[32];
     if (!strcmp(cfg_str(c, "task"), "mqar")) {
