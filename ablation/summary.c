@@ -758,6 +758,33 @@ static void free_strings(char **list, int n) {
     free(list);
 }
 
+static int dim_has_key(const SweepFile *sw, int d, const char *key) {
+    for (int k = 0; k < sw->dims[d].n_entries; k++)
+        if (!strcmp(sw->entries[sw->dims[d].entries[k]].key, key)) return 1;
+    return 0;
+}
+
+// The figures' name for a point's plot_series value: the value, then each zip partner of
+// plot_series that takes more than one value among the points sharing it ("linear, short_conv=4"
+// beside "linear, short_conv=0"), so variants of one mixer get lines and panels of their own.
+static void series_name(const Summary *s, int point, char *b, size_t n) {
+    const SweepFile *sw = s->sw;
+    const char *v = cfg_value(s, point, sw->plot_series);
+    size_t k = (size_t)snprintf(b, n, "%s", v);
+    for (int d = 0; d < sw->n_dims; d++) {
+        if (!dim_has_key(sw, d, sw->plot_series)) continue;
+        for (int j = 0; j < sw->dims[d].n_entries; j++) {
+            const char *key = sw->entries[sw->dims[d].entries[j]].key;
+            if (!strcmp(key, sw->plot_series)) continue;
+            int varies = 0;
+            for (int i = 0; i < sw->n_points && !varies; i++)
+                varies = !strcmp(cfg_value(s, i, sw->plot_series), v) &&
+                         strcmp(cfg_value(s, i, key), cfg_value(s, point, key));
+            if (varies && k + 4 < n) k += (size_t)snprintf(b + k, n - k, ", %s=%s", key, cfg_value(s, point, key));
+        }
+    }
+}
+
 // 1 when the value of `key` in the effective config is a function of dim d's choice (and takes
 // more than one value): such a dim (a base per mixer, a zip partner) adds nothing to a panel.
 static int dim_determines(const Summary *s, int d, const char *key) {
@@ -774,12 +801,6 @@ static int dim_determines(const Summary *s, int d, const char *key) {
     }
     free(seen);
     return det && varies;
-}
-
-static int dim_has_key(const SweepFile *sw, int d, const char *key) {
-    for (int k = 0; k < sw->dims[d].n_entries; k++)
-        if (!strcmp(sw->entries[sw->dims[d].entries[k]].key, key)) return 1;
-    return 0;
 }
 
 // "k=v, k=v" over the varied entries of the dims where keep[d] (only those that name the points
@@ -842,7 +863,9 @@ static int plot_accuracy(const Summary *s, const char *path, FILE *log) {
     for (int i = 0; i < np; i++) {
         label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
         pi[i] = intern(&panels, &n_panels, label);
-        si[i] = intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+        char name[512];
+        series_name(s, i, name, sizeof name);
+        si[i] = intern(&series, &n_series, name);
     }
     // y[panel][series][x]: the best group mean
     double *y = mallocCheck(sizeof(double) * (size_t)n_panels * (size_t)n_series * (size_t)nx);
@@ -901,7 +924,11 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
         label_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
     char **panels = NULL;
     int n_panels = 0;
-    for (int i = 0; i < np; i++) intern(&panels, &n_panels, cfg_value(s, i, sw->plot_series));
+    char name[512];
+    for (int i = 0; i < np; i++) {
+        series_name(s, i, name, sizeof name);
+        intern(&panels, &n_panels, name);
+    }
     PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
     PlotSeries *ps = callocCheck((size_t)np, sizeof(PlotSeries));
     char **labels = callocCheck((size_t)np, sizeof(char *));
@@ -913,7 +940,8 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
         int n_groups = 0;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            if (strcmp(cfg_value(s, i, sw->plot_series), panels[p]) || r->n_curve == 0 || !counts(r)) continue;
+            series_name(s, i, name, sizeof name);
+            if (strcmp(name, panels[p]) || r->n_curve == 0 || !counts(r)) continue;
             label_of(s, i, label_dim, 1, label, sizeof label);
             int before = n_groups, g = intern(&groups, &n_groups, label);
             labels[n] = n_groups > before && label[0] ? strdupCheck(label) : NULL;
@@ -921,7 +949,7 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
             n++;
         }
         free_strings(groups, n_groups);
-        char title[256];
+        char title[600];
         snprintf(title, sizeof title, "%s = %s", sw->plot_series, panels[p]);
         pp[p] = (PlotPanel){strdupCheck(title), "step", "S (most focused layer)", &ps[first], n - first, 0, 1.02, 0};
     }
@@ -949,7 +977,11 @@ static int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
     if (usable < 2) return 0;
     char **series = NULL;
     int n_series = 0;
-    for (int i = 0; i < np; i++) intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+    char name[512];
+    for (int i = 0; i < np; i++) {
+        series_name(s, i, name, sizeof name);
+        intern(&series, &n_series, name);
+    }
     double *x = mallocCheck(sizeof(double) * (size_t)np), *y = mallocCheck(sizeof(double) * (size_t)np);
     PlotSeries *ps = callocCheck((size_t)n_series, sizeof(PlotSeries));
     int n = 0;
@@ -957,7 +989,8 @@ static int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
         int first = n;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            if (strcmp(cfg_value(s, i, sw->plot_series), series[k]) || !isfinite(r->state_floats) ||
+            series_name(s, i, name, sizeof name);
+            if (strcmp(name, series[k]) || !isfinite(r->state_floats) ||
                 !isfinite(r->best_acc) || !counts(r))
                 continue;
             int j = n++;  // insertion by state size
@@ -995,7 +1028,8 @@ static int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     int n_panels = 0, n_series = 0;
     int *pi = mallocCheck(sizeof(int) * (size_t)np * SUMMARY_MAX_CELLS);
     for (int i = 0; i < np; i++) {
-        intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+        series_name(s, i, name, sizeof name);
+        intern(&series, &n_series, name);
         label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
         for (int c = 0; c < s->n_cells; c++) {
             snprintf(name, sizeof name, "length %d%s%s", Lc[c], label[0] ? ", " : "", label);
@@ -1010,7 +1044,8 @@ static int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     for (int i = 0; i < np; i++) {
         const RunSummary *r = &s->runs[i];
         if (!counts(r)) continue;
-        int si = intern(&series, &n_series, cfg_value(s, i, sw->plot_series));
+        series_name(s, i, name, sizeof name);
+        int si = intern(&series, &n_series, name);
         for (int c = 0; c < s->n_cells; c++) {
             int k = run_cell(r, s->cells[c]);
             double v = k < 0 ? NAN : what ? r->cell_S_recall[k] : r->cell_acc[k];

@@ -409,6 +409,29 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
 }
 
+// Two variants of one mixer (a zip partner that varies for it) get panels and lines of their own
+// in the figures, named by the partner; a mixer with one variant keeps its bare name.
+TEST(sweep_figures_split_the_variants_of_a_mixer) {
+    const char *f = sweep_file("var", "mixer = softmax, linear, linear\nshort_conv = 0, 0, 4\nzip = mixer, short_conv\n"
+                                      "d_model = 8, 16\n");
+    char out[16384];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "6 run, 0 skipped"), "%d %s", st, out);
+    char *svg = read_out("var", "S_steps.svg");
+    CHECK(svg && strstr(svg, ">mixer = linear, short_conv=0<") && strstr(svg, ">mixer = linear, short_conv=4<") &&
+              strstr(svg, ">mixer = softmax<"),
+          "%s", svg ? svg : "no S figure");
+    free(svg);
+    svg = read_out("var", "acc_vs_d_model.svg");
+    CHECK(svg && strstr(svg, ">linear, short_conv=4<") && strstr(svg, ">linear, short_conv=0<") && strstr(svg, ">softmax<"),
+          "%s", svg ? svg : "no accuracy figure");
+    free(svg);
+    svg = read_out("var", "acc_vs_state.svg");
+    CHECK(svg && strstr(svg, ">linear, short_conv=4<") && strstr(svg, ">linear, short_conv=0<"), "%s",
+          svg ? svg : "no state figure");
+    free(svg);
+}
+
 // --slurm writes an sbatch job array of the unfinished points; its tasks run as ./sweep runs a
 // point (log header, train.log), skip a finished point at once and report a failed one. The
 // tasks are run here by hand with SLURM_ARRAY_TASK_ID set, as Slurm runs them (a real Slurm runs
