@@ -222,6 +222,20 @@ static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r
     }
 }
 
+// The recall layer's S_recall (mean over heads) at each step of the curve. The layer is the one
+// of the last step, kept over the whole curve so that a line follows one layer.
+static void recall_curve(const SparsityScan *s, RunSummary *r) {
+    r->curve_recall = mallocCheck(sizeof(double) * (size_t)(r->n_curve ? r->n_curve : 1));
+    for (int k = 0; k < r->n_curve; k++) {
+        double sum = 0;
+        int n = 0;
+        for (long i = 0; i < s->n && r->recall_layer >= 0; i++)
+            if (s->step[i] == r->curve_step[k] && s->layer[i] == r->recall_layer && isfinite(s->S_recall[i]))
+                sum += s->S_recall[i], n++;
+        r->curve_recall[k] = n ? sum / n : NAN;
+    }
+}
+
 static void read_sparsity(const char *dir, RunSummary *r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/sparsity.jsonl", dir);
@@ -263,6 +277,7 @@ static void read_sparsity(const char *dir, RunSummary *r) {
     if (!n) r->S_min_all = NAN;
     r->S_recall_min_all = isfinite(rmin) ? rmin : NAN;
     recall_layer_cells(&s, last, r);
+    recall_curve(&s, r);
 done:
     free(s.step);
     free(s.S);
@@ -306,6 +321,7 @@ void run_summary_free(RunSummary *r) {
     free(r->S_recall);
     free(r->curve_step);
     free(r->curve_S);
+    free(r->curve_recall);
     memset(r, 0, sizeof *r);
 }
 
@@ -912,12 +928,15 @@ static int plot_accuracy(const Summary *s, const char *path, FILE *log) {
     return rc ? -1 : drawn;
 }
 
-// S of the most focused layer over steps: one panel per plot_series value, one line per point,
-// a colour per group (the seeds of a group share it). 1 when drawn, 0: no data, -1: not written.
-static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
+// Over steps, S of the most focused layer (recall = 0) or S_recall of the recall layer
+// (recall = 1): one panel per plot_series value, one line per point, a colour per group (the
+// seeds of a group share it). 1 when drawn, 0: no data, -1: not written.
+static int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
     const SweepFile *sw = s->sw;
     int np = sw->n_points, any = 0;
-    for (int i = 0; i < np; i++) any |= s->runs[i].n_curve > 0;
+    for (int i = 0; i < np; i++)
+        for (int k = 0; k < s->runs[i].n_curve && !any; k++)
+            any = isfinite(recall ? s->runs[i].curve_recall[k] : s->runs[i].curve_S[k]);
     if (!any) return 0;
     int *label_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
     for (int d = 0; d < sw->n_dims; d++)
@@ -945,16 +964,18 @@ static int plot_sparsity(const Summary *s, const char *path, FILE *log) {
             label_of(s, i, label_dim, 1, label, sizeof label);
             int before = n_groups, g = intern(&groups, &n_groups, label);
             labels[n] = n_groups > before && label[0] ? strdupCheck(label) : NULL;
-            ps[n] = (PlotSeries){r->curve_step, r->curve_S, r->n_curve, labels[n], g, 0};
+            ps[n] = (PlotSeries){r->curve_step, recall ? r->curve_recall : r->curve_S, r->n_curve, labels[n], g, 0};
             n++;
         }
         free_strings(groups, n_groups);
         char title[600];
         snprintf(title, sizeof title, "%s = %s", sw->plot_series, panels[p]);
-        pp[p] = (PlotPanel){strdupCheck(title), "step", "S (most focused layer)", &ps[first], n - first, 0, 1.02, 0};
+        pp[p] = (PlotPanel){strdupCheck(title), "step", recall ? "S_recall (recall layer)" : "S (most focused layer)",
+                            &ps[first], n - first, 0, 1.02, 0};
     }
     char title[512];
-    snprintf(title, sizeof title, "%s: S of the most focused layer (mean over heads) over steps", sw->name);
+    snprintf(title, sizeof title, "%s: %s (mean over heads) over steps", sw->name,
+             recall ? "S_recall of the recall layer (the layer of the last step)" : "S of the most focused layer");
     int rc = svg_line_figure(path, title, pp, n_panels, n_panels < 3 ? n_panels : 3);
     if (rc == 0 && log) fprintf(log, "summary: %s\n", path);
     for (int p = 0; p < n_panels; p++) free((char *)pp[p].title);
@@ -1122,8 +1143,11 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     int has_acc = plot_accuracy(&s, path, log);
     if (has_acc == 0) remove(path);
     snprintf(path, sizeof path, "%s/S_steps.svg", sw->out);
-    int has_S = plot_sparsity(&s, path, log);
+    int has_S = plot_sparsity(&s, path, 0, log);
     if (has_S == 0) remove(path);
+    snprintf(path, sizeof path, "%s/S_recall_steps.svg", sw->out);
+    int has_recall = plot_sparsity(&s, path, 1, log);
+    if (has_recall == 0) remove(path);
     snprintf(path, sizeof path, "%s/acc_vs_state.svg", sw->out);
     int has_state = plot_acc_vs_state(&s, path, log);
     if (has_state == 0) remove(path);
@@ -1133,9 +1157,9 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     snprintf(path, sizeof path, "%s/S_recall_by_cell.svg", sw->out);
     int has_cell_S = plot_cells(&s, path, 1, log);
     if (has_cell_S == 0) remove(path);
-    rc |= has_acc < 0 || has_S < 0 || has_state < 0 || has_cells < 0 || has_cell_S < 0;
-    has_acc = has_acc > 0, has_S = has_S > 0, has_state = has_state > 0, has_cells = has_cells > 0;
-    has_cell_S = has_cell_S > 0;
+    rc |= has_acc < 0 || has_S < 0 || has_recall < 0 || has_state < 0 || has_cells < 0 || has_cell_S < 0;
+    has_acc = has_acc > 0, has_S = has_S > 0, has_recall = has_recall > 0, has_state = has_state > 0;
+    has_cells = has_cells > 0, has_cell_S = has_cell_S > 0;
 
     f = open_out(sw, "summary.md", path, sizeof path);
     if (!f) return summary_free(&s), -1;
@@ -1160,11 +1184,12 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (selection_md) fputs(selection_md, f);
     fputs("## Points\n\n", f);
     write_points_md(&s, f);
-    if (has_acc || has_S || has_state || has_cells) fputs("\n## Figures\n\n", f);
+    if (has_acc || has_S || has_recall || has_state || has_cells || has_cell_S) fputs("\n## Figures\n\n", f);
     if (has_acc) fprintf(f, "![best accuracy vs %s](%s)\n\n", sw->plot_x, acc_svg);
     if (has_state) fputs("![accuracy vs state size](acc_vs_state.svg)\n\n", f);
     if (has_cells) fputs("![accuracy per test cell](acc_by_cell.svg)\n\n", f);
     if (has_cell_S) fputs("![S_recall per test cell](S_recall_by_cell.svg)\n\n", f);
+    if (has_recall) fputs("![S_recall of the recall layer over steps](S_recall_steps.svg)\n\n", f);
     if (has_S) fputs("![S over steps](S_steps.svg)\n", f);
     rc |= fclose(f);
     if (log) fprintf(log, "summary: %s\n", path);

@@ -35,8 +35,9 @@ typedef struct {
     double *S_mean, *S_min, *S_recall;  // [n_layers]: mean and min over heads of S, mean S_recall
     double S_min_all, S_mean_all, S_recall_min_all;  // over every (layer, head)
     // per sparsity step: the most focused layer's S (the min over layers of the mean over heads)
+    // and the recall layer's S_recall (the layer of the last step, mean over heads; NAN: none)
     int n_curve;
-    double *curve_step, *curve_S;
+    double *curve_step, *curve_S, *curve_recall;
     // capacity (docs/mqar.md#mixtures-of-cells)
     double state_floats;        // the run record's numbers carried per layer (NAN: none)
     int n_cells;                // MQAR test cells with their own figures (0: one cell)

@@ -165,10 +165,10 @@ TEST(sweep_run_summary_reads_metrics_and_sparsity) {
     test_write_file("sparsity.jsonl",
                     "{\"step\":0,\"layer\":0,\"head\":0,\"S\":0.9,\"S_recall\":0.9}\n"
                     "{\"step\":0,\"layer\":1,\"head\":0,\"S\":0.8,\"S_recall\":0.8}\n"
-                    "{\"step\":30,\"layer\":0,\"head\":0,\"S\":0.4,\"S_recall\":0.5}\n"
+                    "{\"step\":30,\"layer\":0,\"head\":0,\"S\":0.4,\"S_recall\":0.5,\"ans_share\":0.1,\"ans_hit\":0}\n"
                     "{\"step\":30,\"layer\":0,\"head\":1,\"S\":0.6,\"S_recall\":null}\n"
-                    "{\"step\":30,\"layer\":1,\"head\":0,\"S\":0.3,\"S_recall\":0.2}\n"
-                    "{\"step\":30,\"layer\":1,\"head\":1,\"S\":0.5,\"S_recall\":0.4}\n"
+                    "{\"step\":30,\"layer\":1,\"head\":0,\"S\":0.3,\"S_recall\":0.2,\"ans_share\":0.7,\"ans_hit\":1}\n"
+                    "{\"step\":30,\"layer\":1,\"head\":1,\"S\":0.5,\"S_recall\":0.4,\"ans_share\":0.5,\"ans_hit\":0.5}\n"
                     "{\"step\":40,\"layer\":0,\"he");  // a line cut off by a kill is skipped
     RunSummary r;
     run_summary_read(dir, &r);
@@ -190,6 +190,11 @@ TEST(sweep_run_summary_reads_metrics_and_sparsity) {
     CHECK(r.n_curve == 2 && r.curve_step[1] == 30);
     CHECK_CLOSE(r.curve_S[0], 0.8, 1e-12);
     CHECK_CLOSE(r.curve_S[1], 0.4, 1e-12);
+    // the recall layer (largest answer share at the last step) is layer 1; its S_recall over the curve
+    CHECK(r.recall_layer == 1, "%d", r.recall_layer);
+    CHECK_CLOSE(r.recall_ans_share, 0.6, 1e-12);
+    CHECK_CLOSE(r.curve_recall[0], 0.8, 1e-12);
+    CHECK_CLOSE(r.curve_recall[1], 0.3, 1e-12);
     run_summary_free(&r);
     // not finished: the last record is not done
     test_write_file("metrics.jsonl", "{\"type\":\"done\",\"step\":30,\"reason\":\"steps\"}\n{\"type\":\"train\",\"step\":31}\n");
@@ -405,6 +410,8 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     CHECK(svg && strstr(svg, "<svg") && strstr(svg, ">softmax<") && strstr(svg, ">linear<"), "no accuracy figure");
     svg = read_out("col", "S_steps.svg");
     CHECK(svg && strstr(svg, "mixer = softmax") && strstr(svg, "d_model=16"), "no S figure");
+    svg = read_out("col", "S_recall_steps.svg");
+    CHECK(svg && strstr(svg, "S_recall (recall layer)") && strstr(svg, "mixer = linear"), "no S_recall figure");
     char *md = read_out("col", "summary.md");
     CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
 }
