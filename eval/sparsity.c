@@ -8,24 +8,55 @@
 #include "core/io.h"
 #include "core/json.h"
 #include "eval/answer.h"
+#include "model/kernels/vmath.h"
 
 // --- one row -------------------------------------------------------------------------------------
 
+// A row is read in pieces of ROW_PIECE weights (zero-padded at the end, zeros add nothing): one
+// vectorizable loop takes |a|, the negative part and |a| log |a| (the entropy is log l1 - sum |a|
+// log |a| / l1: one fast log per weight, no division), and the sums run in ROW_LANES independent
+// double partial sums combined by a fixed tree. A single running sum is a chain of dependent adds
+// the compiler cannot vectorize; fixed lanes give the same bits whatever the vector width.
+#define ROW_PIECE 64
+#define ROW_LANES 8
+
+static double lanes_sum(double *v) {
+    for (int w = ROW_LANES / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) v[k] += v[k + w];
+    return v[0];
+}
+
 int sparsity_row(const real *a, int n, RowStats *st) {
-    double l1 = 0, l2 = 0, mx = 0, neg = 0;
-    for (int j = 0; j < n; j++) {
-        double v = (double)a[j], av = fabs(v);
-        l1 += av;
-        l2 += v * v;
-        if (av > mx) mx = av;
-        if (v < 0) neg += av;
+    double l1v[ROW_LANES] = {0}, l2v[ROW_LANES] = {0}, negv[ROW_LANES] = {0}, xlv[ROW_LANES] = {0};
+    real mxv[ROW_LANES] = {0};
+    real x[ROW_PIECE], ax[ROW_PIECE], ng[ROW_PIECE], xl[ROW_PIECE];
+    for (int j0 = 0; j0 < n; j0 += ROW_PIECE) {
+        int w = n - j0 < ROW_PIECE ? n - j0 : ROW_PIECE, wl = (w + ROW_LANES - 1) / ROW_LANES * ROW_LANES;
+        memcpy(x, a + j0, sizeof(real) * (size_t)w);
+        if (w < wl) memset(x + w, 0, sizeof(real) * (size_t)(wl - w));
+#pragma omp simd
+        for (int k = 0; k < wl; k++) {
+            real v = x[k], av = v < 0 ? -v : v;
+            ax[k] = av;
+            ng[k] = v < 0 ? av : 0;
+            xl[k] = vxlogxr(av);
+        }
+        for (int q = 0; q < w; q += ROW_LANES)  // whole groups of lanes (the padding adds 0)
+#pragma omp simd
+            for (int k = 0; k < ROW_LANES; k++) {
+                double av = (double)ax[q + k];
+                l1v[k] += av;
+                l2v[k] += av * av;
+                negv[k] += (double)ng[q + k];
+                xlv[k] += (double)xl[q + k];
+                mxv[k] = ax[q + k] > mxv[k] ? ax[q + k] : mxv[k];
+            }
     }
+    double l1 = lanes_sum(l1v), l2 = lanes_sum(l2v), neg = lanes_sum(negv), xlsum = lanes_sum(xlv), mx = 0;
+    for (int k = 0; k < ROW_LANES; k++) mx = mxv[k] > mx ? mxv[k] : mx;
     if (l1 == 0) return 0;
-    double ent = 0;
-    for (int j = 0; j < n; j++) {
-        double w = fabs((double)a[j]) / l1;
-        if (w > 0) ent -= w * log(w);
-    }
+    double ent = log(l1) - xlsum / l1;  // -sum w log w with w = |a| / l1
+    if (ent < 0) ent = 0;               // rounding on a one-hot row
     st->S = (l1 / n) / sqrt(l2 / n);
     st->entropy = n > 1 ? ent / log((double)n) : 1;  // one weight: flat and one-hot at once, like S = 1
     st->max_weight = mx / l1;

@@ -312,6 +312,56 @@ TEST(mamba_scan_matches_plain_recurrence) {
     scan_vs_naive(2, 20, 300, 4, 44);  // two groups of blocks, the second partial
 }
 
+// Channel maps (the evaluator's): the blocked kernel (sixteen j per transposing tree) against the
+// plain triple product, on lengths below, at and past 16 and d_state below, at and past 16.
+static void map_vs_naive(int B, int T, int E, int N, uint64_t seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    size_t BT = (size_t)B * T;
+    int ld = 3 + 2 * N;
+    real *delta = mallocCheck(sizeof(real) * BT * E), *bc = mallocCheck(sizeof(real) * BT * ld);
+    real *A = mallocCheck(sizeof(real) * E * N);
+    for (size_t i = 0; i < BT * E; i++) delta[i] = (real)log1p(exp(2 * rng_normal(&rng) - 2));
+    for (size_t i = 0; i < BT * ld; i++) bc[i] = (real)rng_normal(&rng);
+    for (int i = 0; i < E * N; i++) A[i] = (real)-exp(rng_normal(&rng));
+    MambaScan s = {.B = B, .T = T, .E = E, .N = N, .delta = delta, .bc = bc + 3, .ld = ld, .A = A};
+    real *att = mallocCheck(sizeof(real) * T * T), *att0 = mallocCheck(sizeof(real) * T * T);
+    real *work = mallocCheck(sizeof(real) * mamba_map_work(T, N));
+    for (int b = 0; b < B; b++)
+        for (int e = 0; e < E; e++) {
+            for (int i = 0; i < T * T; i++) att[i] = (real)NAN;  // every entry written, above the diagonal 0
+            mamba_scan_map(&s, b, e, att, work);
+            mamba_scan_map_naive(&s, b, e, att0);
+            for (int i = 0; i < T * T; i++)
+                CHECK(fabs((double)att[i] - (double)att0[i]) <= 1e-11 * (1 + fabs((double)att0[i])),
+                      "T%d N%d b%d e%d: att[%d] %.15g vs %.15g", T, N, b, e, i, (double)att[i], (double)att0[i]);
+        }
+    free(delta), free(bc), free(A), free(att), free(att0), free(work);
+}
+
+TEST(mamba_map_matches_plain_product) {
+    map_vs_naive(2, 37, 3, 16, 50);  // rows past 16 and 32: three blocks of j
+    map_vs_naive(1, 16, 2, 5, 51);   // one block exactly, narrow state
+    map_vs_naive(2, 9, 2, 20, 52);   // d_state past 16: two state vectors
+    map_vs_naive(1, 1, 1, 3, 53);    // a single token
+}
+
+// The float build's log (vlogf, the evaluator's entropy): within 2e-7 relative of log over the
+// normal floats; finite at 0 and on subnormals (x log x is then 0 or negligible).
+TEST(float_log_accuracy) {
+    double worst = 0;
+    for (int e = -126; e < 128; e++)
+        for (int i = 0; i < 4096; i++) {
+            float x = ldexpf(1.0f + i / 4096.0f, e);
+            double want = log((double)x), got = vlogf(x);
+            double err = fabs(got - want) / (fabs(want) > 1e-3 ? fabs(want) : 1e-3);
+            if (err > worst) worst = err;
+        }
+    CHECK(worst < 2e-7, "max relative error %g", worst);
+    CHECK(vlogf(1) == 0);
+    CHECK(isfinite(vlogf(0)) && 0 * vlogf(0) == 0 && isfinite(vlogf(1e-40f)) && fabs(1e-40f * vlogf(1e-40f)) < 1e-36);
+}
+
 // The float build's exp (vexpf, the project's one): within 2 ulp of exp on its range, exactly
 // 1 at 0, 0 far below, +inf above ln(FLT_MAX), NaN kept.
 TEST(float_exp_accuracy) {

@@ -329,24 +329,15 @@ static int mamba_n_maps(const void *st) { return ((const Mamba *)st)->E; }
 
 static void mamba_attention(const void *st, const MixerIO *io, int b, int e, real *att) {
     const Mamba *m = st;
-    int T = io->T, E = m->E, N = m->N, L = m->R + 2 * m->N;
-    const real *delta = io->act[A_DELTA] + (size_t)b * T * E + e;
-    const real *bc = io->act[A_XDBL] + (size_t)b * T * L + m->R;
-    real *decay = mallocCheck(sizeof(real) * ((size_t)T + 2) * N), *r = decay + (size_t)T * N;
-    real *A = r + N;
-    for (int n = 0; n < N; n++) A[n] = -expr(io->p[P_A_LOG][(size_t)e * N + n]);
-    for (int t = 0; t < T; t++)
-        for (int n = 0; n < N; n++) decay[(size_t)t * N + n] = mamba_exp(delta[(size_t)t * E] * A[n]);
-    for (int i = 0; i < T; i++) {
-        const real *Ci = bc + (size_t)i * L + N;
-        for (int n = 0; n < N; n++) r[n] = Ci[n];
-        for (int j = i; j >= 0; j--) {
-            att[(size_t)i * T + j] = delta[(size_t)j * E] * mamba_dot(r, bc + (size_t)j * L, N);
-            for (int n = 0; n < N; n++) r[n] *= decay[(size_t)j * N + n];
-        }
-        for (int j = i + 1; j < T; j++) att[(size_t)i * T + j] = 0;
-    }
-    free(decay);
+    int N = m->N;
+    // A of channel e alone (row e of the scan's [E, N]; the other rows are never read)
+    real *work = mallocCheck(sizeof(real) * (mamba_map_work(io->T, N) + (size_t)(e + 1) * N));
+    real *A = work + mamba_map_work(io->T, N);
+    for (int n = 0; n < N; n++) A[(size_t)e * N + n] = -expr(io->p[P_A_LOG][(size_t)e * N + n]);
+    MambaScan s = scan_args(m, io);
+    s.A = A;
+    mamba_scan_map(&s, b, e, att, work);
+    free(work);
 }
 
 // Channel e's values are its scan inputs u_j[e] (W = 1); its outputs the scan output before the

@@ -121,6 +121,75 @@ static inline __attribute__((always_inline)) void lane_sums(const lanes_t *P, in
     }
 }
 
+// --- attention maps -------------------------------------------------------------------------------
+// Here the lanes are the states n (sixteen at a time, zero past N) of one channel.
+
+static inline int n_state_vecs(int N) { return (N + EB - 1) / EB; }
+
+size_t mamba_map_work(int T, int N) {
+    // decay and delta B [T][n_state_vecs] vectors, A and r [n_state_vecs]
+    return ((size_t)2 * T * n_state_vecs(N) + 2 * n_state_vecs(N)) * EB;
+}
+
+void mamba_scan_map(const MambaScan *s, int b, int e, real *att, real *work) {
+    int T = s->T, E = s->E, N = s->N, V = n_state_vecs(N);
+    lanes_t *decay = (lanes_t *)work, *dB = decay + (size_t)T * V, *A = dB + (size_t)T * V, *r = A + V;
+    for (int v = 0; v < V; v++)
+        for (int l = 0; l < EB; l++) A[v][l] = v * EB + l < N ? s->A[(size_t)e * N + v * EB + l] : 0;
+    for (int t = 0; t < T; t++) {
+        const real *bct = s->bc + ((size_t)b * T + t) * s->ld;
+        real d = s->delta[((size_t)b * T + t) * E + e];
+        for (int v = 0; v < V; v++) {
+            vec_t a;
+            for (int l = 0; l < EB; l++) a[l] = d * A[v][l];
+            exp_lanes_nonpos(&a);
+            memcpy(decay[(size_t)t * V + v], &a, sizeof a);
+            for (int l = 0; l < EB; l++) dB[(size_t)t * V + v][l] = v * EB + l < N ? d * bct[v * EB + l] : 0;
+        }
+    }
+    for (int i = 0; i < T; i++) {
+        const real *Ci = s->bc + ((size_t)b * T + i) * s->ld + N;
+        for (int v = 0; v < V; v++)
+            for (int l = 0; l < EB; l++) r[v][l] = v * EB + l < N ? Ci[v * EB + l] : 0;
+        vec_t r0;  // d_state <= 16 (one state vector): the running product stays in a register
+        memcpy(&r0, r[0], sizeof r0);
+        // j = i - jj0 - k for k < EB: P[k] = r_j * delta_j B_j summed over the state vectors
+        for (int jj0 = 0; jj0 <= i; jj0 += EB) {
+            int m = i - jj0 + 1 < EB ? i - jj0 + 1 : EB;
+            vec_t Pv[EB];
+            for (int k = 0; k < EB; k++) {
+                vec_t p = {0};
+                int j = i - jj0 - k;
+                if (k < m && V == 1) {
+                    vec_t bv, dv;
+                    memcpy(&bv, dB[j], sizeof bv);
+                    memcpy(&dv, decay[j], sizeof dv);
+                    p = r0 * bv;
+                    r0 *= dv;
+                } else if (k < m) {
+                    for (int v = 0; v < V; v++) {
+                        vec_t rv, bv, dv;
+                        memcpy(&rv, r[v], sizeof rv);
+                        memcpy(&bv, dB[(size_t)j * V + v], sizeof bv);
+                        memcpy(&dv, decay[(size_t)j * V + v], sizeof dv);
+                        p += rv * bv;
+                        rv *= dv;
+                        memcpy(r[v], &rv, sizeof rv);
+                    }
+                }
+                Pv[k] = p;
+            }
+            // lane_sums' tree on the vectors in place (a copy to memory and back cost as much)
+            for (int q = 0; q < 8; q++) Pv[q] = HALVE(Pv[2 * q], Pv[2 * q + 1], LO1, HI1);
+            for (int q = 0; q < 4; q++) Pv[q] = HALVE(Pv[2 * q], Pv[2 * q + 1], LO2, HI2);
+            for (int q = 0; q < 2; q++) Pv[q] = HALVE(Pv[2 * q], Pv[2 * q + 1], LO3, HI3);
+            Pv[0] = HALVE(Pv[0], Pv[1], LO4, HI4);
+            for (int k = 0; k < m; k++) att[(size_t)i * T + (i - jj0 - k)] = Pv[0][k];
+        }
+        for (int j = i + 1; j < T; j++) att[(size_t)i * T + j] = 0;
+    }
+}
+
 static inline size_t hs_offset(const MambaScan *s, int b, int c, int blk) {
     return (((size_t)b * mamba_n_chunks(s->T) + c) * mamba_n_blocks(s->E) + blk) * s->N * EB;
 }

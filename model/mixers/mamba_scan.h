@@ -78,9 +78,18 @@ void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw,
                          const real *dy, real *du, real *ddt, real *dbc, real *dA, real *dD,
                          real *work);
 
+// The attention map of channel e in sequence b (docs/mixers.md#mamba):
+//   att[i*T + j] = delta_j[e] sum_n C_i[n] exp(A[e,n] sum_{t=j+1..i} delta_t[e]) B_j[n]  (j <= i),
+// 0 above the diagonal, so ys_i[e] = sum_j att[i*T + j] u_j[e]. work holds
+// mamba_map_work(T, N) reals. Rows walk j down from i with a running product of exp(delta A),
+// sixteen j at a time summed over the states by a transposing tree (no sum is a serial chain).
+size_t mamba_map_work(int T, int N);
+void mamba_scan_map(const MambaScan *s, int b, int e, real *att, real *work);
+
 // The plain recurrence (model/mamba_scan_naive.c), one channel and state at a time with every
 // state kept: the reference the tests hold the fast scan to. Same outputs as above, except that
 // the sums come whole: dbc[B,T,2N] over all channels, dA[E,N] and dD[E] over all sequences.
 void mamba_scan_forward_naive(const MambaScan *s, real *ys);
+void mamba_scan_map_naive(const MambaScan *s, int b, int e, real *att);
 void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy,
                                real *du, real *ddt, real *dbc, real *dA, real *dD);

@@ -23,6 +23,21 @@ void mamba_scan_forward_naive(const MambaScan *s, real *ys) {
             }
 }
 
+void mamba_scan_map_naive(const MambaScan *s, int b, int e, real *att) {
+    int T = s->T, E = s->E, N = s->N;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) {
+            real a = 0;
+            for (int n = 0; n < N && j <= i; n++) {
+                real A = s->A[(size_t)e * N + n], decay = 1;
+                for (int t = j + 1; t <= i; t++) decay *= mamba_exp(s->delta[((size_t)b * T + t) * E + e] * A);
+                const real *bcj = s->bc + ((size_t)b * T + j) * s->ld, *bci = s->bc + ((size_t)b * T + i) * s->ld;
+                a += bci[N + n] * decay * bcj[n];
+            }
+            att[(size_t)i * T + j] = j <= i ? s->delta[((size_t)b * T + j) * E + e] * a : 0;
+        }
+}
+
 void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy,
                                real *du, real *ddt, real *dbc, real *dA, real *dD) {
     int B = s->B, T = s->T, E = s->E, N = s->N;
