@@ -531,19 +531,19 @@ static void summary_free(Summary *s) {
 }
 
 // The metrics grouped over seeds: over the finished points of a group.
-enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, G_ANS, G_HIT, G_N };
+enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, G_ANS, G_HIT, G_STATE, G_N };
 static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_to_0.99", "minutes_to_0.99",
                                           "S_min", "S_mean", "S_recall_min", "tok_per_s",
-                                          "recall_S", "recall_ans_share", "recall_ans_hit"};
+                                          "recall_S", "recall_ans_share", "recall_ans_hit", "state_floats"};
 static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f",
-                                       "%.3f", "%.3f", "%.3f"};
+                                       "%.3f", "%.3f", "%.3f", "%.0f"};
 
 // 1 when a point counts in the grouped table and figures: not a first-stage candidate the
 // selection passed over, not a second-stage point it never ran.
 static int counts(const RunSummary *r) { return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN; }
 
 typedef struct {
-    int points, finished, reached;
+    int points, finished, reached, capped;  // capped: finished at the step cap while still improving
     Stat st[G_N];
 } GroupStats;
 
@@ -558,6 +558,7 @@ static GroupStats group_stats(const Summary *s, int g) {
         if (r->status != RUN_DONE) continue;
         gs.finished++;
         gs.reached += r->steps_to_target >= 0;
+        gs.capped += r->capped_improving;
         stat_add(&gs.st[G_LOSS], r->final_loss);
         stat_add(&gs.st[G_ACC], r->best_acc);
         if (r->steps_to_target >= 0) stat_add(&gs.st[G_STEPS], (double)r->steps_to_target);
@@ -569,6 +570,7 @@ static GroupStats group_stats(const Summary *s, int g) {
         stat_add(&gs.st[G_RS], r->recall_S);
         stat_add(&gs.st[G_ANS], r->recall_ans_share);
         stat_add(&gs.st[G_HIT], r->recall_ans_hit);
+        stat_add(&gs.st[G_STATE], r->state_floats);
     }
     return gs;
 }
@@ -641,10 +643,10 @@ static void write_groups_md(const Summary *s, FILE *f) {
     for (int k = 0; k < s->n_varied; k++)
         if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
-    fputs(" finished | reached 0.99 | val loss | best acc | steps to 0.99 | min to 0.99 | S min | S mean |"
-          " S_recall min | tok/s | recall layer S_recall | answer share | argmax hit |\n|",
+    fputs(" finished | reached 0.99 | capped, improving | val loss | best acc | steps to 0.99 | min to 0.99 |"
+          " S min | S mean | S_recall min | tok/s | recall layer S_recall | answer share | argmax hit | state |\n|",
           f);
-    for (int k = 0; k < cols + s->mixer_md + 13; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 15; k++) fputs("---|", f);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
@@ -660,6 +662,8 @@ static void write_groups_md(const Summary *s, FILE *f) {
         snprintf(b, sizeof b, "%d/%d", gs.finished, gs.points);
         md_cell(f, b);
         snprintf(b, sizeof b, "%d/%d", gs.reached, gs.finished);
+        md_cell(f, b);
+        snprintf(b, sizeof b, "%d/%d", gs.capped, gs.finished);
         md_cell(f, b);
         for (int m = 0; m < G_N; m++) {
             fmt_stat(b, sizeof b, g_group_fmt[m], &gs.st[m]);
@@ -735,7 +739,7 @@ static void write_groups_csv(const Summary *s, FILE *f) {
     for (int k = 0; k < s->n_varied; k++)
         if (group_column(s, s->varied[k])) csv_cell(f, sw->entries[s->varied[k]].key, first), first = 0;
     if (s->mixer_col) csv_cell(f, "mixer", first), first = 0;
-    fprintf(f, "%spoints,finished,reached_0.99", first ? "" : ",");
+    fprintf(f, "%spoints,finished,reached_0.99,capped_improving", first ? "" : ",");
     for (int m = 0; m < G_N; m++) fprintf(f, ",%s_mean,%s_sd", g_group_metric[m], g_group_metric[m]);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
@@ -749,7 +753,7 @@ static void write_groups_csv(const Summary *s, FILE *f) {
                 csv_cell(f, b, first), first = 0;
             }
         if (s->mixer_col) csv_cell(f, cfg_value(s, rep, "mixer"), first), first = 0;
-        fprintf(f, "%s%d,%d,%d", first ? "" : ",", gs.points, gs.finished, gs.reached);
+        fprintf(f, "%s%d,%d,%d,%d", first ? "" : ",", gs.points, gs.finished, gs.reached, gs.capped);
         for (int m = 0; m < G_N; m++) {
             csv_num(f, stat_mean(&gs.st[m]));
             csv_num(f, stat_sd(&gs.st[m]));

@@ -405,7 +405,9 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     char *csv = read_out("col", "summary.csv");
     CHECK(csv && !strncmp(csv, "point,mixer,d_model,seed,status,", 32) && strstr(csv, "S_recall_L1"), "%s", csv);
     char *groups = read_out("col", "summary_groups.csv");
-    CHECK(groups && strstr(groups, "\nsoftmax,8,2,2,0,") && strstr(groups, "\nlinear,16,2,1,0,"), "%s", groups);
+    CHECK(groups && strstr(groups, "\nsoftmax,8,2,2,0,0,") && strstr(groups, "\nlinear,16,2,1,0,") &&
+              strstr(groups, "reached_0.99,capped_improving,") && strstr(groups, ",state_floats_mean,state_floats_sd\n"),
+          "%s", groups);
     char *svg = read_out("col", "acc_vs_d_model.svg");
     CHECK(svg && strstr(svg, "<svg") && strstr(svg, ">softmax<") && strstr(svg, ">linear<"), "no accuracy figure");
     svg = read_out("col", "S_steps.svg");
