@@ -4,364 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ablation/summary_data.h"
 #include "core/io.h"
-#include "core/json.h"
-#include "eval/svg_plot.h"
-
-// --- reading a run folder --------------------------------------------------------------------------
-
-// Calls fn for every line of a jsonl file that parses as an object; -1 when there is no file.
-static int for_each_record(const char *path, void (*fn)(const JsonValue *, void *), void *ctx) {
-    size_t len;
-    char *text = read_file_text(path, &len);
-    if (!text) return -1;
-    char err[160];
-    for (size_t pos = 0; pos < len;) {
-        size_t end = pos;
-        while (end < len && text[end] != '\n') end++;
-        if (end > pos) {
-            JsonValue *v = json_parse(text + pos, end - pos, err, sizeof err);
-            if (v && v->type == JSON_OBJECT) fn(v, ctx);
-            json_free(v);
-        }
-        pos = end + 1;
-    }
-    free(text);
-    return 0;
-}
-
-static double num(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
-
-static const char *str(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_STRING ? v->string : NULL;
-}
-
-typedef struct {
-    RunSummary *r;
-    double prev_train_step, last_ms, ms_total, tok_sum;
-    long n_train, n_tok;
-    int done_last;  // the last record is {"type":"done"}
-    const char *done_reason;  // of the last done record ("steps", "stop_at_acc")
-    char reason[16];
-    long n_eval, eval_cap;
-    double *eval_step, *eval_acc;  // every eval record, in order
-} MetricsScan;
-
-// The fields prefix<cell> of a record (acc_kv4_L64, S_recall_kv4_L64): cell names into name[],
-// values into val[] in record order; *n is their count.
-static void cell_fields(const JsonValue *v, const char *prefix, char name[][24], double *val, int *n) {
-    size_t k = strlen(prefix);
-    *n = 0;
-    for (int i = 0; i < v->n && *n < SUMMARY_MAX_CELLS; i++)
-        if (!strncmp(v->keys[i], prefix, k) && !strncmp(v->keys[i] + k, "kv", 2) && strlen(v->keys[i] + k) < 24) {
-            snprintf(name[*n], 24, "%s", v->keys[i] + k);
-            val[(*n)++] = v->items[i].type == JSON_NUMBER ? v->items[i].number : NAN;
-        }
-}
-
-// A run that ended at its step cap below the target was still improving when the best accuracy
-// of its last quarter of steps is above the best before it by more than 0.01.
-static int still_improving(const MetricsScan *m) {
-    if (m->n_eval < 2 || !(m->r->best_acc < SUMMARY_TARGET_ACC)) return 0;
-    double last = m->eval_step[m->n_eval - 1], cut = last * 0.75, before = -1, after = -1;
-    for (long i = 0; i < m->n_eval; i++) {
-        double a = m->eval_acc[i];
-        if (!isfinite(a)) continue;
-        if (m->eval_step[i] <= cut) before = a > before ? a : before;
-        else after = a > after ? a : after;
-    }
-    return before >= 0 && after > before + 0.01;
-}
-
-static void metrics_record(const JsonValue *v, void *ctx) {
-    MetricsScan *m = ctx;
-    RunSummary *r = m->r;
-    const char *type = str(v, "type");
-    double step = num(v, "step");
-    m->done_last = type && !strcmp(type, "done");
-    if (m->done_last && str(v, "reason")) snprintf(m->reason, sizeof m->reason, "%s", str(v, "reason"));
-    if (!type || !isfinite(step) || step < 0) return;
-    if ((long)step > r->step) r->step = (long)step;
-    if (!strcmp(type, "train")) {
-        double ms = num(v, "ms_per_step"), tok = num(v, "tok_per_s");
-        if (isfinite(ms) && step >= m->prev_train_step) {
-            // a record every log_every steps: its step time stands for the steps since the last one
-            m->ms_total += ms * (step - m->prev_train_step);
-            m->prev_train_step = step;
-            m->last_ms = ms;
-            m->n_train++;
-        }
-        if (isfinite(tok)) m->tok_sum += tok, m->n_tok++;
-    } else if (!strcmp(type, "run")) {
-        r->state_floats = num(v, "state_floats");
-    } else if (!strcmp(type, "eval")) {
-        double loss = num(v, "loss"), acc = num(v, "acc");
-        if (m->n_eval == m->eval_cap) {
-            m->eval_cap = m->eval_cap ? 2 * m->eval_cap : 64;
-            m->eval_step = reallocCheck(m->eval_step, sizeof(double) * (size_t)m->eval_cap);
-            m->eval_acc = reallocCheck(m->eval_acc, sizeof(double) * (size_t)m->eval_cap);
-        }
-        m->eval_step[m->n_eval] = step, m->eval_acc[m->n_eval++] = acc;
-        if (isfinite(loss)) r->final_loss = loss;
-        if (isfinite(acc) && !(acc <= r->best_acc)) {
-            r->best_acc = acc;
-            cell_fields(v, "acc_", r->cell, r->cell_acc, &r->n_cells);
-        }
-        if (isfinite(acc) && acc >= SUMMARY_TARGET_ACC && r->steps_to_target < 0) {
-            r->steps_to_target = (long)step;
-            if (step == 0) r->minutes_to_target = 0;
-            else if (m->n_train) r->minutes_to_target = (m->ms_total + (step - m->prev_train_step) * m->last_ms) / 60000.0;
-        }
-    }
-}
-
-typedef struct {
-    long n, cap;
-    double *step, *S, *S_recall, *ans_share, *ans_hit;
-    int *layer;
-    double *cell_S;  // [cap * SUMMARY_MAX_CELLS] S_recall per cell (NAN: none)
-    int n_cells;
-    char cell[SUMMARY_MAX_CELLS][24];
-} SparsityScan;
-
-static void sparsity_record(const JsonValue *v, void *ctx) {
-    SparsityScan *s = ctx;
-    double step = num(v, "step"), layer = num(v, "layer");
-    if (!isfinite(step) || !(layer >= 0 && layer < 4096)) return;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->step = reallocCheck(s->step, sizeof(double) * (size_t)s->cap);
-        s->S = reallocCheck(s->S, sizeof(double) * (size_t)s->cap);
-        s->S_recall = reallocCheck(s->S_recall, sizeof(double) * (size_t)s->cap);
-        s->layer = reallocCheck(s->layer, sizeof(int) * (size_t)s->cap);
-        s->ans_share = reallocCheck(s->ans_share, sizeof(double) * (size_t)s->cap);
-        s->ans_hit = reallocCheck(s->ans_hit, sizeof(double) * (size_t)s->cap);
-        s->cell_S = reallocCheck(s->cell_S, sizeof(double) * (size_t)s->cap * SUMMARY_MAX_CELLS);
-    }
-    double cs[SUMMARY_MAX_CELLS];
-    char names[SUMMARY_MAX_CELLS][24];
-    int nc;
-    cell_fields(v, "S_recall_", names, cs, &nc);
-    if (nc) memcpy(s->cell, names, sizeof names), s->n_cells = nc;
-    for (int c = 0; c < SUMMARY_MAX_CELLS; c++) s->cell_S[s->n * SUMMARY_MAX_CELLS + c] = c < nc ? cs[c] : NAN;
-    // behind a short convolution the answer window's share and hit (docs/sparsity.md#where-the-weight-lands)
-    double ws = num(v, "ans_window_share"), wh = num(v, "ans_window_hit");
-    s->ans_share[s->n] = isfinite(ws) ? ws : num(v, "ans_share");
-    s->ans_hit[s->n] = isfinite(wh) ? wh : num(v, "ans_hit");
-    s->step[s->n] = step;
-    s->S[s->n] = num(v, "S");  // null (no rows) reads as NAN
-    s->S_recall[s->n] = num(v, "S_recall");
-    s->layer[s->n] = (int)layer;
-    s->n++;
-}
-
-// Per layer at one step: mean and min over heads of S, mean of S_recall.
-static int layer_stats(const SparsityScan *s, double step, double **mean, double **min, double **recall) {
-    int L = 0;
-    for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->layer[i] + 1 > L) L = s->layer[i] + 1;
-    *mean = callocCheck((size_t)L, sizeof(double));
-    *min = mallocCheck(sizeof(double) * (size_t)L);
-    *recall = callocCheck((size_t)L, sizeof(double));
-    int *n = callocCheck((size_t)L, sizeof(int)), *nr = callocCheck((size_t)L, sizeof(int));
-    for (int l = 0; l < L; l++) (*min)[l] = INFINITY;
-    for (long i = 0; i < s->n; i++) {
-        if (s->step[i] != step) continue;
-        int l = s->layer[i];
-        if (isfinite(s->S[i])) {
-            (*mean)[l] += s->S[i], n[l]++;
-            if (s->S[i] < (*min)[l]) (*min)[l] = s->S[i];
-        }
-        if (isfinite(s->S_recall[i])) (*recall)[l] += s->S_recall[i], nr[l]++;
-    }
-    for (int l = 0; l < L; l++) {
-        (*mean)[l] = n[l] ? (*mean)[l] / n[l] : NAN;
-        if (!n[l]) (*min)[l] = NAN;
-        (*recall)[l] = nr[l] ? (*recall)[l] / nr[l] : NAN;
-    }
-    free(n);
-    free(nr);
-    return L;
-}
-
-// At one step: the recall layer (the largest mean answer share over heads, as the trainer stars
-// it) and its per-cell S_recall, mean over heads.
-static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r) {
-    double share[64] = {0}, cell_sum[SUMMARY_MAX_CELLS] = {0};
-    int n[64] = {0}, cell_n[SUMMARY_MAX_CELLS] = {0}, best = -1;
-    for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->layer[i] < 64 && isfinite(s->ans_share[i])) share[s->layer[i]] += s->ans_share[i], n[s->layer[i]]++;
-    for (int l = 0; l < 64; l++)
-        if (n[l] && (best < 0 || share[l] / n[l] > share[best] / n[best])) best = l;
-    r->recall_layer = best;
-    if (best < 0) return;
-    double sr = 0, sh = 0, hit = 0;
-    int nr = 0, nh = 0;
-    for (long i = 0; i < s->n; i++) {
-        if (s->step[i] != step || s->layer[i] != best) continue;
-        if (isfinite(s->S_recall[i])) sr += s->S_recall[i], nr++;
-        if (isfinite(s->ans_share[i]) && isfinite(s->ans_hit[i])) sh += s->ans_share[i], hit += s->ans_hit[i], nh++;
-    }
-    r->recall_S = nr ? sr / nr : NAN;
-    r->recall_ans_share = nh ? sh / nh : NAN;
-    r->recall_ans_hit = nh ? hit / nh : NAN;
-    if (!s->n_cells) return;
-    for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->layer[i] == best)
-            for (int c = 0; c < s->n_cells; c++)
-                if (isfinite(s->cell_S[i * SUMMARY_MAX_CELLS + c])) cell_sum[c] += s->cell_S[i * SUMMARY_MAX_CELLS + c], cell_n[c]++;
-    // the cells of the eval records name the columns; sparsity's are matched to them by name
-    for (int c = 0; c < r->n_cells; c++) {
-        r->cell_S_recall[c] = NAN;
-        for (int k = 0; k < s->n_cells; k++)
-            if (!strcmp(s->cell[k], r->cell[c]) && cell_n[k]) r->cell_S_recall[c] = cell_sum[k] / cell_n[k];
-    }
-}
-
-// The recall layer's S_recall (mean over heads) at each step of the curve. The layer is the one
-// of the last step, kept over the whole curve so that a line follows one layer.
-static void recall_curve(const SparsityScan *s, RunSummary *r) {
-    r->curve_recall = mallocCheck(sizeof(double) * (size_t)(r->n_curve ? r->n_curve : 1));
-    for (int k = 0; k < r->n_curve; k++) {
-        double sum = 0;
-        int n = 0;
-        for (long i = 0; i < s->n && r->recall_layer >= 0; i++)
-            if (s->step[i] == r->curve_step[k] && s->layer[i] == r->recall_layer && isfinite(s->S_recall[i]))
-                sum += s->S_recall[i], n++;
-        r->curve_recall[k] = n ? sum / n : NAN;
-    }
-}
-
-static void read_sparsity(const char *dir, RunSummary *r) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/sparsity.jsonl", dir);
-    SparsityScan s = {0};
-    if (for_each_record(path, sparsity_record, &s) != 0 || s.n == 0) goto done;
-    // the curve: records come in step order, a step's (layer, head) lines together
-    for (long i = 0; i < s.n; i++) {
-        if (r->n_curve && r->curve_step[r->n_curve - 1] == s.step[i]) continue;
-        double *mean, *min, *recall;
-        int L = layer_stats(&s, s.step[i], &mean, &min, &recall);
-        double best = INFINITY;
-        for (int l = 0; l < L; l++)
-            if (mean[l] < best) best = mean[l];
-        r->curve_step = reallocCheck(r->curve_step, sizeof(double) * (size_t)(r->n_curve + 1));
-        r->curve_S = reallocCheck(r->curve_S, sizeof(double) * (size_t)(r->n_curve + 1));
-        r->curve_step[r->n_curve] = s.step[i];
-        r->curve_S[r->n_curve++] = isfinite(best) ? best : NAN;
-        free(mean);
-        free(min);
-        free(recall);
-    }
-    double last = s.step[0];
-    for (long i = 0; i < s.n; i++)
-        if (s.step[i] > last) last = s.step[i];
-    r->S_step = (long)last;
-    r->n_layers = layer_stats(&s, last, &r->S_mean, &r->S_min, &r->S_recall);
-    double sum = 0, rmin = INFINITY;
-    long n = 0;
-    r->S_min_all = INFINITY;
-    for (long i = 0; i < s.n; i++) {
-        if (s.step[i] != last) continue;
-        if (isfinite(s.S[i])) {
-            sum += s.S[i], n++;
-            if (s.S[i] < r->S_min_all) r->S_min_all = s.S[i];
-        }
-        if (isfinite(s.S_recall[i]) && s.S_recall[i] < rmin) rmin = s.S_recall[i];
-    }
-    r->S_mean_all = n ? sum / n : NAN;
-    if (!n) r->S_min_all = NAN;
-    r->S_recall_min_all = isfinite(rmin) ? rmin : NAN;
-    recall_layer_cells(&s, last, r);
-    recall_curve(&s, r);
-done:
-    free(s.step);
-    free(s.S);
-    free(s.S_recall);
-    free(s.layer);
-    free(s.ans_share);
-    free(s.ans_hit);
-    free(s.cell_S);
-}
-
-void run_summary_read(const char *dir, RunSummary *r) {
-    memset(r, 0, sizeof *r);
-    r->final_loss = r->best_acc = r->minutes_to_target = r->minutes = r->tok_per_s = NAN;
-    r->S_min_all = r->S_mean_all = r->S_recall_min_all = NAN;
-    r->state_floats = NAN;
-    r->recall_layer = -1;
-    r->recall_S = r->recall_ans_share = r->recall_ans_hit = NAN;
-    for (int c = 0; c < SUMMARY_MAX_CELLS; c++) r->cell_acc[c] = r->cell_S_recall[c] = NAN;
-    r->steps_to_target = -1;
-    r->S_step = -1;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    MetricsScan m = {.r = r};
-    if (for_each_record(path, metrics_record, &m) != 0) {
-        r->status = RUN_MISSING;
-        return;
-    }
-    r->has_metrics = 1;
-    r->status = m.done_last ? RUN_DONE : RUN_PARTIAL;
-    r->capped_improving = m.done_last && !strcmp(m.reason, "steps") && still_improving(&m);
-    free(m.eval_step);
-    free(m.eval_acc);
-    if (m.n_train) r->minutes = m.ms_total / 60000.0;
-    if (m.n_tok) r->tok_per_s = m.tok_sum / (double)m.n_tok;
-    read_sparsity(dir, r);
-}
-
-void run_summary_free(RunSummary *r) {
-    free(r->S_mean);
-    free(r->S_min);
-    free(r->S_recall);
-    free(r->curve_step);
-    free(r->curve_S);
-    free(r->curve_recall);
-    memset(r, 0, sizeof *r);
-}
-
-int run_finished(const char *dir) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    size_t len;
-    char *text = read_file_text(path, &len);
-    if (!text) return 0;
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) len--;
-    size_t start = len;
-    while (start > 0 && text[start - 1] != '\n') start--;
-    char err[160];
-    JsonValue *v = len > start ? json_parse(text + start, len - start, err, sizeof err) : NULL;
-    const char *type = v && v->type == JSON_OBJECT ? str(v, "type") : NULL;
-    int done = type && !strcmp(type, "done");
-    json_free(v);
-    free(text);
-    return done;
-}
 
 // --- tables ----------------------------------------------------------------------------------------
-
-typedef struct {
-    double sum, sum2;
-    int n;
-} Stat;
-
-static void stat_add(Stat *s, double v) {
-    if (!isfinite(v)) return;
-    s->sum += v, s->sum2 += v * v, s->n++;
-}
-
-static double stat_mean(const Stat *s) { return s->n ? s->sum / s->n : NAN; }
 
 // Sample standard deviation (NAN below two values).
 static double stat_sd(const Stat *s) {
     if (s->n < 2) return NAN;
     double var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
     return var > 0 ? sqrt(var) : 0;
+}
+
+static void stat_add(Stat *s, double v) {
+    if (!isfinite(v)) return;
+    s->sum += v, s->sum2 += v * v, s->n++;
 }
 
 static void fmt(char *b, size_t n, const char *f, double v) {
@@ -429,7 +86,7 @@ static void fmt_layers(char *b, size_t n, const double *v, int L) {
 }
 
 // A value of an entry as a table shows it: a base by its file name without .conf.
-static void entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n) {
+void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n) {
     const char *v = sweep_value(sw, point, e);
     if (e == sw->base_entry) {
         const char *slash = strrchr(v, '/');
@@ -444,44 +101,6 @@ static int key_in(const char *key, char **list, int n) {
     for (int i = 0; i < n; i++)
         if (!strcmp(list[i], key)) return 1;
     return 0;
-}
-
-// What the summary works with, beside the sweep and the runs.
-typedef struct {
-    const SweepFile *sw;
-    Config *configs;
-    const RunSummary *runs;
-    int *varied;     // entries that vary, in file order
-    int n_varied;
-    int mixer_col;   // 1: the CSV files add a mixer column (mixer is not a varied key of the file)
-    int mixer_md;    // 1: the markdown tables add one (mixer does not name the points)
-    int *grouped;    // [n_dims] 1: the dim is averaged over (its keys are in group_over)
-    int *group_of;   // [n_points] index into groups
-    int *groups;     // representative point of each group (the point with grouped dims at 0)
-    int n_groups;
-    int max_layers;
-    char cells[SUMMARY_MAX_CELLS][24];  // the MQAR test cells of the runs (first seen order)
-    int n_cells;
-} Summary;
-
-// Index of the cell named `name` in the run's cells, -1 when it has none.
-static int run_cell(const RunSummary *r, const char *name) {
-    for (int c = 0; c < r->n_cells; c++)
-        if (!strcmp(r->cell[c], name)) return c;
-    return -1;
-}
-
-static const char *cfg_value(const Summary *s, int point, const char *key) {
-    int i = config_index(&s->configs[point], key);
-    return i < 0 ? "" : s->configs[point].value[i];
-}
-
-// The point with the choices of the dims where keep[d] == 0 set to the first value.
-static int project(const SweepFile *sw, int point, const int *keep) {
-    int p = point;
-    for (int d = 0; d < sw->n_dims; d++)
-        if (!keep[d]) p -= (int)((point / sw->dims[d].stride) % sw->dims[d].n_values * sw->dims[d].stride);
-    return p;
 }
 
 static void summary_init(Summary *s, const SweepFile *sw, Config *configs, const RunSummary *runs) {
@@ -530,24 +149,13 @@ static void summary_free(Summary *s) {
     free(s->groups);
 }
 
-// The metrics grouped over seeds: over the finished points of a group.
-enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, G_ANS, G_HIT, G_STATE, G_N };
 static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_to_0.99", "minutes_to_0.99",
                                           "S_min", "S_mean", "S_recall_min", "tok_per_s",
                                           "recall_S", "recall_ans_share", "recall_ans_hit", "state_floats"};
 static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f",
                                        "%.3f", "%.3f", "%.3f", "%.0f"};
 
-// 1 when a point counts in the grouped table and figures: not a first-stage candidate the
-// selection passed over, not a second-stage point it never ran.
-static int counts(const RunSummary *r) { return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN; }
-
-typedef struct {
-    int points, finished, reached, capped;  // capped: finished at the step cap while still improving
-    Stat st[G_N];
-} GroupStats;
-
-static GroupStats group_stats(const Summary *s, int g) {
+GroupStats summary_group_stats(const Summary *s, int g) {
     GroupStats gs;
     memset(&gs, 0, sizeof gs);
     for (int i = 0; i < s->sw->n_points; i++) {
@@ -601,7 +209,7 @@ static void write_points_md(const Summary *s, FILE *f) {
         fputs("|", f);
         for (int k = 0; k < s->n_varied; k++)
             if (md_column(s, s->varied[k])) {
-                entry_cell(sw, i, s->varied[k], b, sizeof b);
+                summary_entry_cell(sw, i, s->varied[k], b, sizeof b);
                 md_cell(f, b);
             }
         if (s->mixer_md) md_cell(f, cfg_value(s, i, "mixer"));
@@ -650,12 +258,12 @@ static void write_groups_md(const Summary *s, FILE *f) {
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
-        GroupStats gs = group_stats(s, g);
+        GroupStats gs = summary_group_stats(s, g);
         if (!gs.points) continue;  // a two-stage sweep's value that was not chosen
         fputs("|", f);
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) {
-                entry_cell(sw, rep, s->varied[k], b, sizeof b);
+                summary_entry_cell(sw, rep, s->varied[k], b, sizeof b);
                 md_cell(f, b);
             }
         if (s->mixer_md) md_cell(f, cfg_value(s, rep, "mixer"));
@@ -692,7 +300,7 @@ static void write_points_csv(const Summary *s, FILE *f) {
         const RunSummary *r = &s->runs[i];
         csv_cell(f, sw->point_names[i], 1);
         for (int k = 0; k < s->n_varied; k++) {
-            entry_cell(sw, i, s->varied[k], b, sizeof b);
+            summary_entry_cell(sw, i, s->varied[k], b, sizeof b);
             csv_cell(f, b, 0);
         }
         if (s->mixer_col) csv_cell(f, cfg_value(s, i, "mixer"), 0);
@@ -744,12 +352,12 @@ static void write_groups_csv(const Summary *s, FILE *f) {
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
-        GroupStats gs = group_stats(s, g);
+        GroupStats gs = summary_group_stats(s, g);
         if (!gs.points) continue;
         first = 1;
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k])) {
-                entry_cell(sw, rep, s->varied[k], b, sizeof b);
+                summary_entry_cell(sw, rep, s->varied[k], b, sizeof b);
                 csv_cell(f, b, first), first = 0;
             }
         if (s->mixer_col) csv_cell(f, cfg_value(s, rep, "mixer"), first), first = 0;
@@ -760,354 +368,6 @@ static void write_groups_csv(const Summary *s, FILE *f) {
         }
         fputc('\n', f);
     }
-}
-
-// --- figures ---------------------------------------------------------------------------------------
-
-// Distinct strings in first-seen order; returns the index of s (added when new).
-static int intern(char ***list, int *n, const char *s) {
-    for (int i = 0; i < *n; i++)
-        if (!strcmp((*list)[i], s)) return i;
-    *list = reallocCheck(*list, sizeof(char *) * (size_t)(*n + 1));
-    (*list)[*n] = strdupCheck(s);
-    return (*n)++;
-}
-
-static void free_strings(char **list, int n) {
-    for (int i = 0; i < n; i++) free(list[i]);
-    free(list);
-}
-
-static int dim_has_key(const SweepFile *sw, int d, const char *key) {
-    for (int k = 0; k < sw->dims[d].n_entries; k++)
-        if (!strcmp(sw->entries[sw->dims[d].entries[k]].key, key)) return 1;
-    return 0;
-}
-
-// The figures' name for a point's plot_series value: the value, then each zip partner of
-// plot_series that takes more than one value among the points sharing it ("linear, short_conv=4"
-// beside "linear, short_conv=0"), so variants of one mixer get lines and panels of their own.
-static void series_name(const Summary *s, int point, char *b, size_t n) {
-    const SweepFile *sw = s->sw;
-    const char *v = cfg_value(s, point, sw->plot_series);
-    size_t k = (size_t)snprintf(b, n, "%s", v);
-    for (int d = 0; d < sw->n_dims; d++) {
-        if (!dim_has_key(sw, d, sw->plot_series)) continue;
-        for (int j = 0; j < sw->dims[d].n_entries; j++) {
-            const char *key = sw->entries[sw->dims[d].entries[j]].key;
-            if (!strcmp(key, sw->plot_series)) continue;
-            int varies = 0;
-            for (int i = 0; i < sw->n_points && !varies; i++)
-                varies = !strcmp(cfg_value(s, i, sw->plot_series), v) &&
-                         strcmp(cfg_value(s, i, key), cfg_value(s, point, key));
-            if (varies && k + 4 < n) k += (size_t)snprintf(b + k, n - k, ", %s=%s", key, cfg_value(s, point, key));
-        }
-    }
-}
-
-// 1 when the value of `key` in the effective config is a function of dim d's choice (and takes
-// more than one value): such a dim (a base per mixer, a zip partner) adds nothing to a panel.
-static int dim_determines(const Summary *s, int d, const char *key) {
-    const SweepFile *sw = s->sw;
-    const SweepDim *dm = &sw->dims[d];
-    const char **seen = callocCheck((size_t)dm->n_values, sizeof(char *));
-    int det = dm->n_values > 1, varies = 0;
-    for (int i = 0; i < sw->n_points && det; i++) {
-        const char *v = cfg_value(s, i, key);
-        if (strcmp(v, cfg_value(s, 0, key))) varies = 1;
-        long c = (i / dm->stride) % dm->n_values;
-        if (!seen[c]) seen[c] = v;
-        else if (strcmp(seen[c], v)) det = 0;
-    }
-    free(seen);
-    return det && varies;
-}
-
-// "k=v, k=v" over the varied entries of the dims where keep[d] (only those that name the points
-// when named_only).
-static void label_of(const Summary *s, int point, const int *keep, int named_only, char *b, size_t n) {
-    const SweepFile *sw = s->sw;
-    size_t k = 0;
-    b[0] = 0;
-    for (int j = 0; j < s->n_varied && k + 8 < n; j++) {
-        int e = s->varied[j];
-        if (!keep[sw->entries[e].dim] || (named_only && !sw->entries[e].named)) continue;
-        char v[128];
-        entry_cell(sw, point, e, v, sizeof v);
-        k += (size_t)snprintf(b + k, n - k, "%s%s=%s", k ? ", " : "", sw->entries[e].key, v);
-    }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-// Best accuracy (group mean over seeds, max over plot_best_over) vs plot_x, one line per
-// plot_series value, one panel per combination of the other axes. 1 when drawn, 0 when there is
-// nothing to draw, -1 when the file cannot be written.
-static int plot_accuracy(const Summary *s, const char *path, FILE *log) {
-    const SweepFile *sw = s->sw;
-    int np = sw->n_points;
-    double *x = mallocCheck(sizeof(double) * (size_t)np);
-    for (int i = 0; i < np; i++) {
-        char *end;
-        const char *v = cfg_value(s, i, sw->plot_x);
-        x[i] = strtod(v, &end);
-        if (!*v || *end) {
-            if (log) fprintf(log, "summary: no accuracy figure: %s = '%s' is not a number\n", sw->plot_x, v);
-            free(x);
-            return 0;
-        }
-    }
-    double *xs = mallocCheck(sizeof(double) * (size_t)np);
-    memcpy(xs, x, sizeof(double) * (size_t)np);
-    qsort(xs, (size_t)np, sizeof(double), cmp_double);
-    int nx = 0;
-    for (int i = 0; i < np; i++)
-        if (!nx || xs[i] != xs[nx - 1]) xs[nx++] = xs[i];
-    if (nx < 2) {
-        free(x);
-        free(xs);
-        return 0;  // plot_x does not vary: nothing to draw
-    }
-    int *panel_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
-    for (int d = 0; d < sw->n_dims; d++)
-        panel_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_x) && !dim_has_key(sw, d, sw->plot_series) &&
-                       !dim_has_key(sw, d, sw->plot_best_over) && !dim_determines(s, d, sw->plot_series) &&
-                       !dim_determines(s, d, sw->plot_x);
-    char **panels = NULL, **series = NULL;
-    int n_panels = 0, n_series = 0;
-    int *pi = mallocCheck(sizeof(int) * (size_t)np), *si = mallocCheck(sizeof(int) * (size_t)np);
-    char label[512];
-    for (int i = 0; i < np; i++) {
-        label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
-        pi[i] = intern(&panels, &n_panels, label);
-        char name[512];
-        series_name(s, i, name, sizeof name);
-        si[i] = intern(&series, &n_series, name);
-    }
-    // y[panel][series][x]: the best group mean
-    double *y = mallocCheck(sizeof(double) * (size_t)n_panels * (size_t)n_series * (size_t)nx);
-    for (long k = 0; k < (long)n_panels * n_series * nx; k++) y[k] = NAN;
-    double *group_acc = mallocCheck(sizeof(double) * (size_t)s->n_groups);
-    for (int g = 0; g < s->n_groups; g++) {
-        GroupStats gs = group_stats(s, g);
-        group_acc[g] = stat_mean(&gs.st[G_ACC]);
-    }
-    int drawn = 0;
-    for (int i = 0; i < np; i++) {
-        double acc = group_acc[s->group_of[i]];
-        if (!isfinite(acc)) continue;
-        int xi = 0;
-        while (xs[xi] != x[i]) xi++;
-        double *cell = &y[((long)pi[i] * n_series + si[i]) * nx + xi];
-        if (!(*cell >= acc)) *cell = acc;
-        drawn = 1;
-    }
-    PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
-    PlotSeries *ps = callocCheck((size_t)n_panels * (size_t)n_series, sizeof(PlotSeries));
-    for (int p = 0; p < n_panels; p++) {
-        for (int k = 0; k < n_series; k++)
-            ps[p * n_series + k] = (PlotSeries){xs, &y[((long)p * n_series + k) * nx], nx, series[k], k, k >= 10};
-        pp[p] = (PlotPanel){panels[p][0] ? panels[p] : sw->name, sw->plot_x, "best accuracy", &ps[p * n_series],
-                            n_series, 0, 1.02, 0};
-    }
-    char title[512];
-    snprintf(title, sizeof title, "%s: best accuracy vs %s per %s (max over %s, mean over %s)", sw->name, sw->plot_x,
-             sw->plot_series, sw->plot_best_over, sw->n_group_over ? sw->group_over[0] : "nothing");
-    int rc = drawn ? svg_line_figure(path, title, pp, n_panels, n_panels < 3 ? n_panels : 3) : 0;
-    if (drawn && rc == 0 && log) fprintf(log, "summary: %s\n", path);
-    free(group_acc);
-    free(pp);
-    free(ps);
-    free(y);
-    free(pi);
-    free(si);
-    free_strings(panels, n_panels);
-    free_strings(series, n_series);
-    free(panel_dim);
-    free(x);
-    free(xs);
-    return rc ? -1 : drawn;
-}
-
-// Over steps, S of the most focused layer (recall = 0) or S_recall of the recall layer
-// (recall = 1): one panel per plot_series value, one line per point, a colour per group (the
-// seeds of a group share it). 1 when drawn, 0: no data, -1: not written.
-static int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
-    const SweepFile *sw = s->sw;
-    int np = sw->n_points, any = 0;
-    for (int i = 0; i < np; i++)
-        for (int k = 0; k < s->runs[i].n_curve && !any; k++)
-            any = isfinite(recall ? s->runs[i].curve_recall[k] : s->runs[i].curve_S[k]);
-    if (!any) return 0;
-    int *label_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
-    for (int d = 0; d < sw->n_dims; d++)
-        label_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
-    char **panels = NULL;
-    int n_panels = 0;
-    char name[512];
-    for (int i = 0; i < np; i++) {
-        series_name(s, i, name, sizeof name);
-        intern(&panels, &n_panels, name);
-    }
-    PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
-    PlotSeries *ps = callocCheck((size_t)np, sizeof(PlotSeries));
-    char **labels = callocCheck((size_t)np, sizeof(char *));
-    int n = 0;
-    char label[512];
-    for (int p = 0; p < n_panels; p++) {
-        int first = n;
-        char **groups = NULL;
-        int n_groups = 0;
-        for (int i = 0; i < np; i++) {
-            const RunSummary *r = &s->runs[i];
-            series_name(s, i, name, sizeof name);
-            if (strcmp(name, panels[p]) || r->n_curve == 0 || !counts(r)) continue;
-            label_of(s, i, label_dim, 1, label, sizeof label);
-            int before = n_groups, g = intern(&groups, &n_groups, label);
-            labels[n] = n_groups > before && label[0] ? strdupCheck(label) : NULL;
-            ps[n] = (PlotSeries){r->curve_step, recall ? r->curve_recall : r->curve_S, r->n_curve, labels[n], g, 0};
-            n++;
-        }
-        free_strings(groups, n_groups);
-        char title[600];
-        snprintf(title, sizeof title, "%s = %s", sw->plot_series, panels[p]);
-        pp[p] = (PlotPanel){strdupCheck(title), "step", recall ? "S_recall (recall layer)" : "S (most focused layer)",
-                            &ps[first], n - first, 0, 1.02, 0};
-    }
-    char title[512];
-    snprintf(title, sizeof title, "%s: %s (mean over heads) over steps", sw->name,
-             recall ? "S_recall of the recall layer (the layer of the last step)" : "S of the most focused layer");
-    int rc = svg_line_figure(path, title, pp, n_panels, n_panels < 3 ? n_panels : 3);
-    if (rc == 0 && log) fprintf(log, "summary: %s\n", path);
-    for (int p = 0; p < n_panels; p++) free((char *)pp[p].title);
-    for (int i = 0; i < n; i++) free(labels[i]);
-    free(labels);
-    free(pp);
-    free(ps);
-    free(label_dim);
-    free_strings(panels, n_panels);
-    return rc ? -1 : 1;
-}
-
-// Zoology's Figure 3: best accuracy against the state a layer carries (log axis), a line per
-// plot_series value (mixer) through its points in order of state size. 1 when drawn, 0: fewer than
-// two runs with a state size and an accuracy, -1: not written.
-static int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
-    const SweepFile *sw = s->sw;
-    int np = sw->n_points, usable = 0;
-    for (int i = 0; i < np; i++) usable += isfinite(s->runs[i].state_floats) && isfinite(s->runs[i].best_acc);
-    if (usable < 2) return 0;
-    char **series = NULL;
-    int n_series = 0;
-    char name[512];
-    for (int i = 0; i < np; i++) {
-        series_name(s, i, name, sizeof name);
-        intern(&series, &n_series, name);
-    }
-    double *x = mallocCheck(sizeof(double) * (size_t)np), *y = mallocCheck(sizeof(double) * (size_t)np);
-    PlotSeries *ps = callocCheck((size_t)n_series, sizeof(PlotSeries));
-    int n = 0;
-    for (int k = 0; k < n_series; k++) {
-        int first = n;
-        for (int i = 0; i < np; i++) {
-            const RunSummary *r = &s->runs[i];
-            series_name(s, i, name, sizeof name);
-            if (strcmp(name, series[k]) || !isfinite(r->state_floats) ||
-                !isfinite(r->best_acc) || !counts(r))
-                continue;
-            int j = n++;  // insertion by state size
-            while (j > first && x[j - 1] > r->state_floats) x[j] = x[j - 1], y[j] = y[j - 1], j--;
-            x[j] = r->state_floats, y[j] = r->best_acc;
-        }
-        ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, k >= 10};  // past the palette: dashed
-    }
-    PlotPanel pp = {sw->name, "state per layer (floats carried between tokens)", "best accuracy (mean over cells)",
-                    ps, n_series, 0, 1.02, 1};
-    char title[512];
-    snprintf(title, sizeof title, "%s: accuracy vs state size per %s", sw->name, sw->plot_series);
-    int rc = svg_line_figure(path, title, &pp, 1, 1);
-    if (rc == 0 && log) fprintf(log, "summary: %s\n", path);
-    free(ps), free(x), free(y);
-    free_strings(series, n_series);
-    return rc ? -1 : 1;
-}
-
-// Per test cell, at each run's best evaluation: accuracy (what = 0) or the recall layer's
-// S_recall (what = 1) against the number of pairs, one panel per cell length and value of the
-// axes that are neither plot_series nor grouped (d_model), a line per plot_series value.
-static int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
-    const SweepFile *sw = s->sw;
-    int np = sw->n_points;
-    if (s->n_cells < 2) return 0;
-    int *panel_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
-    for (int d = 0; d < sw->n_dims; d++)
-        panel_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
-    // the cells' lengths and pair counts, parsed back from their names (kv<K>_L<L>)
-    int K[SUMMARY_MAX_CELLS], Lc[SUMMARY_MAX_CELLS];
-    for (int c = 0; c < s->n_cells; c++)
-        if (sscanf(s->cells[c], "kv%d_L%d", &K[c], &Lc[c]) != 2) K[c] = Lc[c] = -1;
-    char **panels = NULL, **series = NULL, label[512], name[600];
-    int n_panels = 0, n_series = 0;
-    int *pi = mallocCheck(sizeof(int) * (size_t)np * SUMMARY_MAX_CELLS);
-    for (int i = 0; i < np; i++) {
-        series_name(s, i, name, sizeof name);
-        intern(&series, &n_series, name);
-        label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
-        for (int c = 0; c < s->n_cells; c++) {
-            snprintf(name, sizeof name, "length %d%s%s", Lc[c], label[0] ? ", " : "", label);
-            pi[i * SUMMARY_MAX_CELLS + c] = intern(&panels, &n_panels, name);
-        }
-    }
-    // y[panel][series][cell], x = pairs of the cell (NAN where the panel's length differs)
-    size_t ny = (size_t)n_panels * n_series * s->n_cells;
-    double *xv = mallocCheck(sizeof(double) * ny), *yv = mallocCheck(sizeof(double) * ny);
-    for (size_t k = 0; k < ny; k++) xv[k] = yv[k] = NAN;
-    int drawn = 0;
-    for (int i = 0; i < np; i++) {
-        const RunSummary *r = &s->runs[i];
-        if (!counts(r)) continue;
-        series_name(s, i, name, sizeof name);
-        int si = intern(&series, &n_series, name);
-        for (int c = 0; c < s->n_cells; c++) {
-            int k = run_cell(r, s->cells[c]);
-            double v = k < 0 ? NAN : what ? r->cell_S_recall[k] : r->cell_acc[k];
-            size_t at = ((size_t)pi[i * SUMMARY_MAX_CELLS + c] * n_series + si) * s->n_cells + c;
-            xv[at] = K[c];
-            if (isfinite(v)) yv[at] = v, drawn = 1;
-        }
-    }
-    PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
-    PlotSeries *ps = callocCheck((size_t)n_panels * n_series, sizeof(PlotSeries));
-    for (int p = 0; p < n_panels; p++) {
-        for (int k = 0; k < n_series; k++) {
-            size_t at = ((size_t)p * n_series + k) * s->n_cells;
-            // the panel's cells (those of its length) moved to the front in order of pairs
-            double *rx = xv + at, *ry = yv + at;
-            int n = 0;
-            for (int c = 0; c < s->n_cells; c++) {
-                if (isnan(rx[c])) continue;
-                double cx = rx[c], cy = ry[c];
-                int j = n++;
-                while (j > 0 && rx[j - 1] > cx) rx[j] = rx[j - 1], ry[j] = ry[j - 1], j--;
-                rx[j] = cx, ry[j] = cy;
-            }
-            ps[p * n_series + k] = (PlotSeries){xv + at, yv + at, n, p == 0 ? series[k] : NULL, k, k >= 10};
-        }
-        pp[p] = (PlotPanel){panels[p], "key-value pairs", what ? "S_recall (recall layer)" : "accuracy",
-                            &ps[p * n_series], n_series, 0, 1.02, 1};
-    }
-    char title[512];
-    snprintf(title, sizeof title, "%s: %s per test cell (at the best evaluation; S at the last)", sw->name,
-             what ? "S_recall of the recall layer" : "accuracy");
-    int rc = drawn ? svg_line_figure(path, title, pp, n_panels, n_panels < 3 ? n_panels : 3) : 0;
-    if (drawn && rc == 0 && log) fprintf(log, "summary: %s\n", path);
-    free(pp), free(ps), free(xv), free(yv), free(pi), free(panel_dim);
-    free_strings(panels, n_panels);
-    free_strings(series, n_series);
-    return rc ? -1 : drawn;
 }
 
 // --- the summary -----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // A sweep's summary (docs/sweeps.md#the-summary): what each point's run folder says (metrics.jsonl,
-// sparsity.jsonl), tables per point and grouped over seeds (summary.md, summary.csv,
-// summary_groups.csv) and figures (accuracy vs d_model per mixer, S per mixer over steps).
+// sparsity.jsonl; run_summary.c), tables per point and grouped over seeds (summary.md,
+// summary.csv, summary_groups.csv; summary.c) and figures (accuracy against d_model and state
+// size, accuracy and S_recall per test cell, S and S_recall over steps; summary_figures.c).
 #pragma once
 #include <stdio.h>
 

@@ -1,0 +1,80 @@
+// What a sweep's summary tables (summary.c) and figures (summary_figures.c) share: the points'
+// configs and runs with their groups, and the statistics over a group's seeds.
+#pragma once
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ablation/summary.h"
+
+typedef struct {
+    double sum, sum2;
+    int n;
+} Stat;
+
+static inline double stat_mean(const Stat *s) { return s->n ? s->sum / s->n : NAN; }
+
+// What the summary works with, beside the sweep and the runs.
+typedef struct {
+    const SweepFile *sw;
+    Config *configs;
+    const RunSummary *runs;
+    int *varied;     // entries that vary, in file order
+    int n_varied;
+    int mixer_col;   // 1: the CSV files add a mixer column (mixer is not a varied key of the file)
+    int mixer_md;    // 1: the markdown tables add one (mixer does not name the points)
+    int *grouped;    // [n_dims] 1: the dim is averaged over (its keys are in group_over)
+    int *group_of;   // [n_points] index into groups
+    int *groups;     // representative point of each group (the point with grouped dims at 0)
+    int n_groups;
+    int max_layers;
+    char cells[SUMMARY_MAX_CELLS][24];  // the MQAR test cells of the runs (first seen order)
+    int n_cells;
+} Summary;
+
+// Index of the cell named `name` in the run's cells, -1 when it has none.
+static inline int run_cell(const RunSummary *r, const char *name) {
+    for (int c = 0; c < r->n_cells; c++)
+        if (!strcmp(r->cell[c], name)) return c;
+    return -1;
+}
+
+static inline const char *cfg_value(const Summary *s, int point, const char *key) {
+    int i = config_index(&s->configs[point], key);
+    return i < 0 ? "" : s->configs[point].value[i];
+}
+
+// The point with the choices of the dims where keep[d] == 0 set to the first value.
+static inline int project(const SweepFile *sw, int point, const int *keep) {
+    int p = point;
+    for (int d = 0; d < sw->n_dims; d++)
+        if (!keep[d]) p -= (int)((point / sw->dims[d].stride) % sw->dims[d].n_values * sw->dims[d].stride);
+    return p;
+}
+
+// The metrics grouped over seeds: over the finished points of a group.
+enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, G_ANS, G_HIT, G_STATE, G_N };
+
+// 1 when a point counts in the grouped table and figures: not a first-stage candidate the
+// selection passed over, not a second-stage point it never ran.
+static inline int counts(const RunSummary *r) {
+    return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN;
+}
+
+typedef struct {
+    int points, finished, reached, capped;  // capped: finished at the step cap while still improving
+    Stat st[G_N];
+} GroupStats;
+
+GroupStats summary_group_stats(const Summary *s, int g);
+
+// A value of an entry as a table shows it: a base by its file name without .conf.
+void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n);
+
+// The figures, each 1 when drawn, 0 when there is nothing to draw (the caller removes the file),
+// -1 when the file cannot be written; what they wrote goes to log.
+int plot_accuracy(const Summary *s, const char *path, FILE *log);
+int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log);
+int plot_acc_vs_state(const Summary *s, const char *path, FILE *log);
+int plot_cells(const Summary *s, const char *path, int what, FILE *log);
+
