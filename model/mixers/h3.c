@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/kernels/gemm.h"
 #include "model/mixers/h3_ssm.h"
 #include "model/mixers/qkv_common.h"
 
@@ -250,18 +251,12 @@ static void h3_attention(const void *st, const MixerIO *io, int b, int h, real *
     real *K = mallocCheck(sizeof(real) * T);
     h3_ssm_kernel(N, T, io->p[P_LOG_DT][h], io->p[P_A_LOG] + (size_t)h * N, io->p[P_SSM_C] + (size_t)h * N,
                   io->p[P_SSM_D][h], K);
-    for (int i = 0; i < T; i++) {
-        const real *q = io->act[QKV_A_QKV] + ((size_t)b * T + i) * 3 * C + h * P;
-        for (int j = 0; j < T; j++) {
-            real s = 0;
-            if (j <= i) {
-                const real *ks = io->act[A_KS] + ((size_t)b * T + j) * C + h * P;
-                for (int d = 0; d < P; d++) s += q[d] * ks[d];
-                s *= K[i - j];
-            }
-            a[(size_t)i * T + j] = s;
-        }
-    }
+    // q . ks for every (i, j) as one small GEMM (called inside the evaluator's parallel loop,
+    // hence the serial one), then the kernel and the causal mask
+    gemm_serial(0, 1, T, T, P, io->act[QKV_A_QKV] + (size_t)b * T * 3 * C + h * P, 3 * C,
+                io->act[A_KS] + (size_t)b * T * C + h * P, C, 0, a, T);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) a[(size_t)i * T + j] = j <= i ? a[(size_t)i * T + j] * K[i - j] : 0;
     free(K);
 }
 
