@@ -19,6 +19,9 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
     if (seq < 0 || seq >= val->n) die_input("map_seq: %ld is out of range (the validation set has %ld sequences)", seq, val->n);
     if (layer < -1 || layer >= L) die_input("map_layer: %d is out of range (the model has %d layers; -1 = all)", layer, L);
     if (head < -1 || head >= H) die_input("map_head: %d is out of range (the model has %d heads; -1 = all)", head, H);
+    // in an MQAR mixture the sequence is drawn at its cell's length, without the padding
+    for (int c = 0; c < val->n_cells; c++)
+        if (seq >= val->cell_first[c] && seq < val->cell_first[c + 1] && val->cells[c].seq_len < T) T = val->cells[c].seq_len;
     memset(out, 0, sizeof *out);
     out->T = T;
     out->L = L;
@@ -27,7 +30,7 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
     out->inputs = mallocCheck(sizeof(int) * (size_t)T);
     out->targets = mallocCheck(sizeof(int) * (size_t)T);
     out->answer = mallocCheck(sizeof(int) * (size_t)T);
-    dataset_get(val, seq, out->inputs, out->targets);
+    dataset_get_prefix(val, seq, T, out->inputs, out->targets);
     out->has_answers = val->mqar_kv_pairs > 0;
     for (int i = 0; i < T; i++)
         out->answer[i] = out->has_answers && out->targets[i] >= 0 ? answer_value_pos(out->inputs, i, out->targets[i]) : -1;

@@ -9,6 +9,7 @@
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/safetensors.h"
 #include "data/dataset.h"
 #include "data/mqar.h"
 #include "eval/val_eval.h"
@@ -238,6 +239,21 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
     char *e2 = last_line(p, "{\"type\":\"eval\"");
     CHECK(e2 && isfinite(field(e2, "acc_kv8_L48")) && isfinite(field(e2, "acc_kv2_L16")), "%s", e2 ? e2 : "none");
     free(e2);
+    // --maps draws a mixture's sequence at its own cell's length: sequence 0 is in kv2_L16 and
+    // the last one in kv3_L24 (the checkpoint's test cells), not the padded 32
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/ckpt_00000004.safetensors", dir);
+        st = test_run(out, sizeof out, "./evaluate %s --maps map_seq=%d threads=1", p, k ? 71 : 0);
+        CHECK(st == 0, "%s", out);
+        snprintf(p, sizeof p, "%s/maps.safetensors", dir);
+        SafeTensors sf;
+        char err[256];
+        CHECK(st_read(p, &sf, err, sizeof err) == 0, "%s", err);
+        const StTensor *m = st_find(&sf, "L1.H0"), *in = st_find(&sf, "inputs");
+        int want = k ? 24 : 16;
+        CHECK(m && m->shape[0] == want && m->shape[1] == want && in && in->shape[0] == want, "map of sequence %d", k ? 71 : 0);
+        st_free(&sf);
+    }
 
     // learned positions end at seq_len: a longer cell is refused, a shorter one is fine
     const char *learned = two_step_checkpoint("mixl", "mixer = softmax\n");
