@@ -47,6 +47,17 @@ static void series_name(const Summary *s, int point, char *b, size_t n) {
     }
 }
 
+// The distinct series names of the points, in first-seen order.
+static char **series_names(const Summary *s, int *n) {
+    char **list = NULL, name[512];
+    *n = 0;
+    for (int i = 0; i < s->sw->n_points; i++) {
+        series_name(s, i, name, sizeof name);
+        intern(&list, n, name);
+    }
+    return list;
+}
+
 // 1 when the value of `key` in the effective config is a function of dim d's choice (and takes
 // more than one value): such a dim (a base per mixer, a zip partner) adds nothing to a panel.
 static int dim_determines(const Summary *s, int d, const char *key) {
@@ -187,13 +198,8 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
     int *label_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
     for (int d = 0; d < sw->n_dims; d++)
         label_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
-    char **panels = NULL;
-    int n_panels = 0;
-    char name[512];
-    for (int i = 0; i < np; i++) {
-        series_name(s, i, name, sizeof name);
-        intern(&panels, &n_panels, name);
-    }
+    int n_panels;
+    char **panels = series_names(s, &n_panels), name[512];
     PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
     PlotSeries *ps = callocCheck((size_t)np, sizeof(PlotSeries));
     char **labels = callocCheck((size_t)np, sizeof(char *));
@@ -242,13 +248,8 @@ int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
     int np = sw->n_points, usable = 0;
     for (int i = 0; i < np; i++) usable += isfinite(s->runs[i].state_floats) && isfinite(s->runs[i].best_acc);
     if (usable < 2) return 0;
-    char **series = NULL;
-    int n_series = 0;
-    char name[512];
-    for (int i = 0; i < np; i++) {
-        series_name(s, i, name, sizeof name);
-        intern(&series, &n_series, name);
-    }
+    int n_series;
+    char **series = series_names(s, &n_series), name[512];
     double *x = mallocCheck(sizeof(double) * (size_t)np), *y = mallocCheck(sizeof(double) * (size_t)np);
     PlotSeries *ps = callocCheck((size_t)n_series, sizeof(PlotSeries));
     int n = 0;
