@@ -140,6 +140,7 @@ static void summary_init(Summary *s, const SweepFile *sw, Config *configs, const
     }
     free(group_at);
     free(keep);
+    s->series_of = summary_point_series(s);
 }
 
 static void summary_free(Summary *s) {
@@ -147,6 +148,8 @@ static void summary_free(Summary *s) {
     free(s->grouped);
     free(s->group_of);
     free(s->groups);
+    for (int i = 0; i < s->sw->n_points; i++) free(s->series_of[i]);
+    free(s->series_of);
 }
 
 static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_to_0.99", "minutes_to_0.99",
@@ -274,7 +277,8 @@ static void write_groups_md(const Summary *s, FILE *f) {
         snprintf(b, sizeof b, "%d/%d", gs.capped, gs.finished);
         md_cell(f, b);
         for (int m = 0; m < G_N; m++) {
-            fmt_stat(b, sizeof b, g_group_fmt[m], &gs.st[m]);
+            if (m == G_STATE) fmt(b, sizeof b, g_group_fmt[m], stat_mean(&gs.st[m]));  // the same for every seed
+            else fmt_stat(b, sizeof b, g_group_fmt[m], &gs.st[m]);
             md_cell(f, b);
         }
         fputc('\n', f);

@@ -30,6 +30,7 @@ typedef struct {
     int max_layers;
     char cells[SUMMARY_MAX_CELLS][24];  // the MQAR test cells of the runs (first seen order)
     int n_cells;
+    char **series_of;  // [n_points] the figures' name of each point's plot_series value
 } Summary;
 
 // Index of the cell named `name` in the run's cells, -1 when it has none.
@@ -73,6 +74,9 @@ void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n
 
 // The figures, each 1 when drawn, 0 when there is nothing to draw (the caller removes the file),
 // -1 when the file cannot be written; what they wrote goes to log.
+// Each point's plot_series value as the figures name it: the value, then any zip partner that
+// varies with it ("linear, short_conv=4"). For Summary.series_of.
+char **summary_point_series(const Summary *s);
 int plot_accuracy(const Summary *s, const char *path, FILE *log);
 int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log);
 int plot_acc_vs_state(const Summary *s, const char *path, FILE *log);

@@ -49,13 +49,19 @@ static void series_name(const Summary *s, int point, char *b, size_t n) {
 
 // The distinct series names of the points, in first-seen order.
 static char **series_names(const Summary *s, int *n) {
-    char **list = NULL, name[512];
+    char **list = NULL;
     *n = 0;
+    for (int i = 0; i < s->sw->n_points; i++) intern(&list, n, s->series_of[i]);
+    return list;
+}
+
+char **summary_point_series(const Summary *s) {
+    char **names = mallocCheck(sizeof(char *) * (size_t)(s->sw->n_points + 1)), name[512];
     for (int i = 0; i < s->sw->n_points; i++) {
         series_name(s, i, name, sizeof name);
-        intern(&list, n, name);
+        names[i] = strdupCheck(name);
     }
-    return list;
+    return names;
 }
 
 // 1 when the value of `key` in the effective config is a function of dim d's choice (and takes
@@ -136,9 +142,7 @@ int plot_accuracy(const Summary *s, const char *path, FILE *log) {
     for (int i = 0; i < np; i++) {
         label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
         pi[i] = intern(&panels, &n_panels, label);
-        char name[512];
-        series_name(s, i, name, sizeof name);
-        si[i] = intern(&series, &n_series, name);
+        si[i] = intern(&series, &n_series, s->series_of[i]);
     }
     // y[panel][series][x]: the best group mean
     double *y = mallocCheck(sizeof(double) * (size_t)n_panels * (size_t)n_series * (size_t)nx);
@@ -199,7 +203,7 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
     for (int d = 0; d < sw->n_dims; d++)
         label_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
     int n_panels;
-    char **panels = series_names(s, &n_panels), name[512];
+    char **panels = series_names(s, &n_panels);
     PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
     PlotSeries *ps = callocCheck((size_t)np, sizeof(PlotSeries));
     char **labels = callocCheck((size_t)np, sizeof(char *));
@@ -211,8 +215,7 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
         int n_groups = 0;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            series_name(s, i, name, sizeof name);
-            if (strcmp(name, panels[p]) || r->n_curve == 0 || !counts(r)) continue;
+            if (strcmp(s->series_of[i], panels[p]) || r->n_curve == 0 || !counts(r)) continue;
             label_of(s, i, label_dim, 1, label, sizeof label);
             int before = n_groups, g = intern(&groups, &n_groups, label);
             labels[n] = n_groups > before && label[0] ? strdupCheck(label) : NULL;
@@ -249,7 +252,7 @@ int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
     for (int i = 0; i < np; i++) usable += isfinite(s->runs[i].state_floats) && isfinite(s->runs[i].best_acc);
     if (usable < 2) return 0;
     int n_series;
-    char **series = series_names(s, &n_series), name[512];
+    char **series = series_names(s, &n_series);
     double *x = mallocCheck(sizeof(double) * (size_t)np), *y = mallocCheck(sizeof(double) * (size_t)np);
     PlotSeries *ps = callocCheck((size_t)n_series, sizeof(PlotSeries));
     int n = 0;
@@ -257,8 +260,7 @@ int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
         int first = n;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            series_name(s, i, name, sizeof name);
-            if (strcmp(name, series[k]) || !isfinite(r->state_floats) ||
+            if (strcmp(s->series_of[i], series[k]) || !isfinite(r->state_floats) ||
                 !isfinite(r->best_acc) || !counts(r))
                 continue;
             int j = n++;  // insertion by state size
@@ -296,8 +298,7 @@ int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     int n_panels = 0, n_series = 0;
     int *pi = mallocCheck(sizeof(int) * (size_t)np * SUMMARY_MAX_CELLS);
     for (int i = 0; i < np; i++) {
-        series_name(s, i, name, sizeof name);
-        intern(&series, &n_series, name);
+        intern(&series, &n_series, s->series_of[i]);
         label_of(s, project(sw, i, panel_dim), panel_dim, 0, label, sizeof label);
         for (int c = 0; c < s->n_cells; c++) {
             snprintf(name, sizeof name, "length %d%s%s", Lc[c], label[0] ? ", " : "", label);
@@ -312,8 +313,7 @@ int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     for (int i = 0; i < np; i++) {
         const RunSummary *r = &s->runs[i];
         if (!counts(r)) continue;
-        series_name(s, i, name, sizeof name);
-        int si = intern(&series, &n_series, name);
+        int si = intern(&series, &n_series, s->series_of[i]);
         for (int c = 0; c < s->n_cells; c++) {
             int k = run_cell(r, s->cells[c]);
             double v = k < 0 ? NAN : what ? r->cell_S_recall[k] : r->cell_acc[k];

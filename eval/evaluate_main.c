@@ -548,7 +548,11 @@ static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *c
         die_input("map_seq: %ld is out of range (%s validates on %ld sequences)", ma->seq, ckpt, ev->task.val.n);
     if (ma->layer >= ev->model->s.L) die_input("map_layer: %d is out of range (%s has %d layers)", ma->layer, ckpt, ev->model->s.L);
     if (ma->head >= ev->model->s.H) die_input("map_head: %d is out of range (%s has %d heads)", ma->head, ckpt, ev->model->s.H);
-    if (ma->start >= ev->T)
+    int T = maps_seq_len(&ev->task.val, ma->seq, ev->T);
+    if (ma->start >= T && T < ev->T)
+        die_input("map_start: %ld is out of range (sequence %ld of %s is in an MQAR cell of %d positions)", ma->start,
+                  ma->seq, ckpt, T);
+    if (ma->start >= T)
         die_input("map_start: %ld is out of range (%s's sequences have %d positions)", ma->start, ckpt, ev->T);
     if (ma->answers == 1 && ev->task.val.mqar_kv_pairs == 0)
         die_input("map_answers: %s is not an MQAR run: its sequences have no answer positions to mark", ckpt);

@@ -11,6 +11,12 @@
 #include "tokenizer/bpe.h"
 #include "eval/svg_plot.h"
 
+int maps_seq_len(const Dataset *val, long seq, int T) {
+    for (int c = 0; c < val->n_cells; c++)
+        if (seq >= val->cell_first[c] && seq < val->cell_first[c + 1] && val->cells[c].seq_len < T) return val->cells[c].seq_len;
+    return T;
+}
+
 void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int head, AttentionMaps *out) {
     int L = m->s.L, H = m->s.H;
     for (int l = 0; l < L; l++)
@@ -19,9 +25,7 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
     if (seq < 0 || seq >= val->n) die_input("map_seq: %ld is out of range (the validation set has %ld sequences)", seq, val->n);
     if (layer < -1 || layer >= L) die_input("map_layer: %d is out of range (the model has %d layers; -1 = all)", layer, L);
     if (head < -1 || head >= H) die_input("map_head: %d is out of range (the model has %d heads; -1 = all)", head, H);
-    // in an MQAR mixture the sequence is drawn at its cell's length, without the padding
-    for (int c = 0; c < val->n_cells; c++)
-        if (seq >= val->cell_first[c] && seq < val->cell_first[c + 1] && val->cells[c].seq_len < T) T = val->cells[c].seq_len;
+    T = maps_seq_len(val, seq, T);
     memset(out, 0, sizeof *out);
     out->T = T;
     out->L = L;

@@ -22,10 +22,13 @@ typedef struct {
 // a file that cannot be read leaves the ids, with a one-line note on stderr.
 void maps_label_tokens(AttentionMaps *am, const char *tokenizer_path);
 
-// Runs the model on validation sequence seq and keeps the maps of layer (or every layer when -1)
-// and head (or every head when -1). Bad choices exit 2 with one line naming the key:
-// map_seq, map_layer or map_head out of range, a mixer without an attention extractor. Assumes
-// the model holds batches of at least 1 sequence of length T.
+// The positions sequence seq is drawn at: T, or in an MQAR mixture its cell's length (the row
+// without its padding).
+int maps_seq_len(const Dataset *val, long seq, int T);
+// Runs the model on validation sequence seq (at maps_seq_len positions) and keeps the maps of
+// layer (or every layer when -1) and head (or every head when -1). Bad choices exit 2 with one
+// line naming the key: map_seq, map_layer or map_head out of range, a mixer without an attention
+// extractor. Assumes the model holds batches of at least 1 sequence of length T.
 void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int head, AttentionMaps *out);
 void maps_free(AttentionMaps *am);
 // maps.safetensors: "L<l>.H<h>" F32 [T, T] per map, "inputs" and "targets" F32 [T] (-100: no

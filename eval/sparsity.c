@@ -13,17 +13,37 @@
 // --- one row -------------------------------------------------------------------------------------
 
 // A row is read in pieces of ROW_PIECE weights (zero-padded at the end, zeros add nothing): one
-// vectorizable loop takes |a|, the negative part and |a| log |a| (the entropy is log l1 - sum |a|
-// log |a| / l1: one fast log per weight, no division), and the sums run in ROW_LANES independent
-// double partial sums combined by a fixed tree. A single running sum is a chain of dependent adds
-// the compiler cannot vectorize; fixed lanes give the same bits whatever the vector width.
+// vectorizable loop takes |a|, the negative part and |a| log |a| (a fast float log; the entropy is
+// log l1 - sum |a| log |a| / l1, so no division per weight), and the sums run in
+// ROW_LANES independent double partial sums combined by a fixed tree. A single running sum is a
+// chain of dependent adds the compiler cannot vectorize; fixed lanes give the same bits whatever
+// the vector width.
 #define ROW_PIECE 64
 #define ROW_LANES 8
+
+// |a| log |a| for |a| >= 0. In the float build without a select at 0: vlogf(0) is finite, so the
+// product is 0 (a select there cost the row loop a third of its speed).
+#ifdef REAL_DOUBLE
+static inline real row_xlogx(real x) { return x > 0 ? x * log(x) : 0; }
+#else
+static inline real row_xlogx(real x) { return x * vlogf(x); }
+#endif
 
 static double lanes_sum(double *v) {
     for (int w = ROW_LANES / 2; w > 0; w /= 2)
         for (int k = 0; k < w; k++) v[k] += v[k + w];
     return v[0];
+}
+
+// sum |a| log |a| in double with libm, for rows whose weights are all tiny or one is huge: the
+// fast path's log is not accurate on subnormals and its float product overflows past 3e36.
+static double xlogx_exact(const real *a, int n) {
+    double xl = 0;
+    for (int j = 0; j < n; j++) {
+        double av = fabs((double)a[j]);
+        if (av > 0) xl += av * log(av);
+    }
+    return xl;
 }
 
 int sparsity_row(const real *a, int n, RowStats *st) {
@@ -39,7 +59,7 @@ int sparsity_row(const real *a, int n, RowStats *st) {
             real v = x[k], av = v < 0 ? -v : v;
             ax[k] = av;
             ng[k] = v < 0 ? av : 0;
-            xl[k] = vxlogxr(av);
+            xl[k] = row_xlogx(av);
         }
         for (int q = 0; q < w; q += ROW_LANES)  // whole groups of lanes (the padding adds 0)
 #pragma omp simd
@@ -55,10 +75,11 @@ int sparsity_row(const real *a, int n, RowStats *st) {
     double l1 = lanes_sum(l1v), l2 = lanes_sum(l2v), neg = lanes_sum(negv), xlsum = lanes_sum(xlv), mx = 0;
     for (int k = 0; k < ROW_LANES; k++) mx = mxv[k] > mx ? mxv[k] : mx;
     if (l1 == 0) return 0;
+    if (l1 < 1e-30 || mx > 1e30) xlsum = xlogx_exact(a, n);
     double ent = log(l1) - xlsum / l1;  // -sum w log w with w = |a| / l1
-    if (ent < 0) ent = 0;               // rounding on a one-hot row
+    ent = n > 1 ? ent / log((double)n) : 1;  // one weight: flat and one-hot at once, like S = 1
     st->S = (l1 / n) / sqrt(l2 / n);
-    st->entropy = n > 1 ? ent / log((double)n) : 1;  // one weight: flat and one-hot at once, like S = 1
+    st->entropy = ent < 0 ? 0 : ent > 1 ? 1 : ent;  // rounding just past one-hot or flat
     st->max_weight = mx / l1;
     st->neg_mass = neg / l1;
     return 1;

@@ -254,6 +254,12 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
         CHECK(m && m->shape[0] == want && m->shape[1] == want && in && in->shape[0] == want, "map of sequence %d", k ? 71 : 0);
         st_free(&sf);
     }
+    // a map_start past the cell's length is refused like one past seq_len
+    snprintf(p, sizeof p, "%s/ckpt_00000004.safetensors", dir);
+    st = test_run(out, sizeof out, "./evaluate %s --maps map_seq=0 map_start=20 threads=1 2>&1", p);
+    CHECK(st == 2 && strstr(out, "map_start: 20 is out of range (sequence 0 of ") &&
+              strstr(out, "is in an MQAR cell of 16 positions)\n"),
+          "%d %s", st, out);
 
     // learned positions end at seq_len: a longer cell is refused, a shorter one is fine
     const char *learned = two_step_checkpoint("mixl", "mixer = softmax\n");

@@ -346,7 +346,7 @@ TEST(mamba_map_matches_plain_product) {
     map_vs_naive(1, 1, 1, 3, 53);    // a single token
 }
 
-// The float build's log (vlogf, the evaluator's entropy): within 2e-7 relative of log over the
+// The float build's log (vlogf, the evaluator's entropy): within 2.5e-7 relative of log over the
 // normal floats; finite at 0 and on subnormals (x log x is then 0 or negligible).
 TEST(float_log_accuracy) {
     double worst = 0;
@@ -357,7 +357,7 @@ TEST(float_log_accuracy) {
             double err = fabs(got - want) / (fabs(want) > 1e-3 ? fabs(want) : 1e-3);
             if (err > worst) worst = err;
         }
-    CHECK(worst < 2e-7, "max relative error %g", worst);
+    CHECK(worst < 2.5e-7, "max relative error %g", worst);  // 1.7e-7 with or without FMA contraction
     CHECK(vlogf(1) == 0);
     CHECK(isfinite(vlogf(0)) && 0 * vlogf(0) == 0 && isfinite(vlogf(1e-40f)) && fabs(1e-40f * vlogf(1e-40f)) < 1e-36);
 }
