@@ -483,7 +483,7 @@ static void print_summary(long step, double loss, double acc, const SparsityResu
         k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d %.3f", l, s / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f", sr / r->H);
         if (isfinite(sr) && isfinite(ans))
-            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f", r->answer_window > 1 ? "window " : "",
+            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f", r->answer_window[l] > 1 ? "window " : "",
                           ans / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, ")");
     }
@@ -505,7 +505,7 @@ static void print_cells(const ValStats *v, const SparsityResult *r) {
         }
         printf("    %-12s acc %.4f", name, head_acc(&v->cell[c]));
         if (recall >= 0)
-            printf(" | L%d S_recall %.3f, answer %sshare %.3f", recall, sr, r->answer_window > 1 ? "window " : "", ans);
+            printf(" | L%d S_recall %.3f, answer %sshare %.3f", recall, sr, r->answer_window[recall] > 1 ? "window " : "", ans);
         putchar('\n');
     }
 }

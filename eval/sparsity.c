@@ -145,6 +145,7 @@ typedef struct {
     const Model *m;
     int l, T, kv_pairs, bin_width;
     const int *inputs, *targets;  // [B*T] of this batch
+    int window;                   // layer l's answer window (sparsity_answer_window)
 } MapCtx;
 
 // Per-row predictions of map mi of batch row b into s->pred (and s->inf for softmax); 0 when the
@@ -264,8 +265,7 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
         if (query && c->kv_pairs > 0) {
             int vp = answer_value_pos(in, i, tg[i]);
             AnswerStats as;
-            int window = c->m->s.short_conv > 1 ? c->m->s.short_conv : 1;
-            if (vp >= 0 && answer_row(row, n, vp, window, s->w, &as)) {
+            if (vp >= 0 && answer_row(row, n, vp, c->window, s->w, &as)) {
                 v[F_ROWS_A]++;
                 v[F_ANS] += as.ans_share;
                 v[F_KEY] += as.key_share;
@@ -501,7 +501,7 @@ static void measure_batch(Pass *p, const SparsityResult *out, int b, int kv_pair
     int L = p->L, H = p->H, T = len;  // the batch ran at the cell's length
     for (int l = 0; l < L; l++) {
         MixerIO io = model_mixer_io(p->m, l);
-        MapCtx ctx = {p->m, l, T, kv_pairs, out->bin_width, p->inputs, p->targets};
+        MapCtx ctx = {p->m, l, T, kv_pairs, out->bin_width, p->inputs, p->targets, sparsity_answer_window(p->m, l)};
         int n_maps = p->n_maps[l], per_head = n_maps / H;
         RowPair *pairs = out->theory[l] != THEORY_NONE ? p->map_pairs : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -537,7 +537,7 @@ static void result_init(SparsityResult *out, const Model *m, const Dataset *val,
         out->hybrid |= m->mixer[l] != m->mixer[0];
     }
     out->kv_pairs = val->mqar_kv_pairs;
-    out->answer_window = m->s.short_conv > 1 ? m->s.short_conv : 1;
+    for (int l = 0; l < L; l++) out->answer_window[l] = sparsity_answer_window(m, l);
     out->bin_width = (T + SPARSITY_POS_BINS - 1) / SPARSITY_POS_BINS;
     out->n_bins = (T + out->bin_width - 1) / out->bin_width;
     out->heads = callocCheck((size_t)L * H, sizeof(HeadSparsity));
@@ -655,8 +655,8 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
                 put_num(f, "top1", h->top1);
                 put_num(f, "top4", h->top4);
                 put_num(f, "n90", h->n90);
-                if (r->answer_window > 1) {
-                    fprintf(f, ",\"answer_window\":%d", r->answer_window);
+                if (r->answer_window[l] > 1) {
+                    fprintf(f, ",\"answer_window\":%d", r->answer_window[l]);
                     put_num(f, "ans_window_share", h->ans_window_share);
                     put_num(f, "ans_window_hit", h->ans_window_hit);
                 }
@@ -671,7 +671,7 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
                 put_num(f, key, ch->ans_share);
                 snprintf(key, sizeof key, "ans_hit_%s", name);
                 put_num(f, key, ch->ans_hit);
-                if (r->answer_window > 1) {
+                if (r->answer_window[l] > 1) {
                     snprintf(key, sizeof key, "ans_window_share_%s", name);
                     put_num(f, key, ch->ans_window_share);
                 }
@@ -687,6 +687,19 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
 
 void sparsity_write_jsonl(FILE *f, long step, const char *mixer, const SparsityResult *r) {
     sparsity_write_records(f, NULL, step, mixer, r);
+}
+
+int sparsity_answer_window(const Model *m, int l) {
+    const MixerKind *mk = m->mixer[l];
+    int conv = m->s.short_conv > 1 ? m->s.short_conv : 1;
+    int own = mk->value_window ? mk->value_window(m->mixer_state[l]) : 1;
+    return conv + own - 1;
+}
+
+int sparsity_has_window(const SparsityResult *r) {
+    for (int l = 0; l < r->L; l++)
+        if (r->answer_window[l] > 1) return 1;
+    return 0;
 }
 
 int sparsity_recall_layer(const SparsityResult *r) {
@@ -712,7 +725,7 @@ void sparsity_print_layers(FILE *f, long step, const SparsityResult *r) {
             else fputs("   - ", f);
         }
         if (r->kv_pairs > 0) {
-            fputs(r->answer_window > 1 ? " | answer window share" : " | answer share", f);
+            fputs(r->answer_window[l] > 1 ? " | answer window share" : " | answer share", f);
             for (int h = 0; h < r->H; h++) {
                 double v = r->heads[l * r->H + h].ans_window_share;
                 if (isfinite(v)) fprintf(f, " %.3f", v);

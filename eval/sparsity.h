@@ -58,7 +58,7 @@ typedef struct {
     const char *mixer[MAX_LAYERS];  // each layer's mixer name
     int hybrid;                     // the layers' mixers differ: records name each layer's own
     int kv_pairs;         // MQAR key-value pairs (0: not MQAR: no kv/other sets, no answer metrics)
-    int answer_window;    // the model's short_conv (1 without one): the answer window's width
+    int answer_window[MAX_LAYERS];  // per layer, the answer window's width (sparsity_answer_window)
     int n_bins, bin_width;
     HeadSparsity *heads;  // [L * H], heads[l * H + h]
     // an MQAR mixture (2 or more cells): the same figures per cell (0 cells otherwise)
@@ -68,6 +68,13 @@ typedef struct {
     ValStats stats;       // val loss and accuracy of the same forward passes
     long sequences;       // sequences run through the model
 } SparsityResult;
+
+// The width of layer l's answer window: the positions from the value on where the value is still
+// in what the maps act on. The model's short convolution (width short_conv) and the mixer's own
+// (value_window) compose: short_conv + value_window - 1; 1 with neither.
+int sparsity_answer_window(const Model *m, int l);
+// 1 when any layer's window is wider than the value alone (the records then add window fields).
+int sparsity_has_window(const SparsityResult *r);
 
 // 1 when the model's mixer has an attention extractor (sparsity_eval needs one).
 int sparsity_supported(const Model *m);

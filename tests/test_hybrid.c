@@ -196,6 +196,30 @@ TEST(hybrid_and_short_conv_model_gradients_every_tensor) {
     check_model_grads("mixer=mamba short_conv=2", 0, 0);  // stacks with Mamba's own conv
 }
 
+// The evaluator's answer window per layer: the short convolution's width and the mixer's own
+// (Mamba's d_conv: its maps act on the conv's output) compose, K1 + K2 - 1.
+TEST(answer_window_composes_the_short_conv_and_the_mixer_conv) {
+    struct {
+        const char *args;
+        int want0, want1;
+    } cases[] = {
+        {"mixer=softmax", 1, 1},
+        {"mixer=softmax short_conv=4", 4, 4},
+        {"mixer=mamba", 4, 4},
+        {"mixer=mamba d_conv=3", 3, 3},
+        {"mixer=mamba,linear short_conv=2", 5, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Config cfg;
+        test_config(&cfg, cases[i].args);
+        Model *m = tiny_model(&cfg, 0, 1, 1, 5, 3);
+        int w0 = sparsity_answer_window(m, 0), w1 = sparsity_answer_window(m, 1);
+        CHECK(w0 == cases[i].want0 && w1 == cases[i].want1, "%s: windows %d, %d", cases[i].args, w0, w1);
+        model_free(m);
+        config_free(&cfg);
+    }
+}
+
 TEST(hybrid_layers_carry_their_own_mixer_and_tensors) {
     Config cfg;
     test_config(&cfg, "mixer=linear,softmax short_conv=3");

@@ -512,7 +512,7 @@ TEST(sparsity_records_follow_design) {
     CHECK(sparsity_recall_layer(&r) == 0);
     free(buf);
     // behind a short convolution the records add the answer window's share and hit
-    r.answer_window = 4;
+    r.answer_window[0] = r.answer_window[1] = 4;
     buf = NULL;
     f = open_memstream(&buf, &len);
     sparsity_write_jsonl(f, 100, "softmax", &r);

@@ -340,6 +340,9 @@ static void mamba_attention(const void *st, const MixerIO *io, int b, int e, rea
     free(work);
 }
 
+// The scan input u_j is the causal conv of x over j-K+1 .. j: token p is in u_p .. u_{p+K-1}.
+static int mamba_value_window(const void *st) { return ((const Mamba *)st)->K; }
+
 // Channel e's values are its scan inputs u_j[e] (W = 1); its outputs the scan output before the
 // D skip and the z gate.
 static int mamba_attention_values(const void *st, const MixerIO *io, int b, int e, real *v, real *o) {
@@ -426,6 +429,7 @@ const MixerKind mixer_mamba = {
     .n_maps = mamba_n_maps,
     .attention = mamba_attention,
     .attention_values = mamba_attention_values,
+    .value_window = mamba_value_window,
     .theory = THEORY_NONE,
     .state_size = mamba_state_size,
     .state_floats = mamba_state_floats,

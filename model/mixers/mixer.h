@@ -105,6 +105,10 @@ typedef struct MixerKind {
     // o[T * W] with o_i = sum_j a_ij v_j exactly (before any output norm, gate, skip or
     // projection). Returns W (<= 4 * C; callers size the buffers for that).
     int (*attention_values)(const void *st, const MixerIO *io, int b, int m, real *v, real *o);
+    // Positions a token stays readable in the values the maps act on, counting its own (optional;
+    // NULL: 1). Mamba's values have passed its causal d_conv-wide convolution, so the token at p
+    // is in them at p .. p + d_conv - 1: the evaluator's answer window (docs/sparsity.md).
+    int (*value_window)(const void *st);
 
     // Closed-form sparsity prediction (optional). attention_qk gives map m's queries and keys as
     // the theory uses them, q[T*K] and k[T*K] (THEORY_EXP: scaled q and k, a_ij ~ exp(q_i.k_j);
