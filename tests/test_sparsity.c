@@ -250,6 +250,21 @@ TEST(answer_metrics_of_hand_built_rows) {
     CHECK_CLOSE(st.top4, 0.4, 1e-6);
     real zero[4] = {0};
     CHECK(!answer_row(zero, 4, 1, 1, w, &st));
+    // the same statistics on a row of 64 (insertion sort) and of 100 (qsort): weights j + 1 in a
+    // scrambled order, so top1 = n / S, top4 = (4n - 6) / S with S = n (n + 1) / 2
+    for (int n = 64; n <= 100; n += 36) {
+        real big[100];
+        double wb[100];
+        for (int j = 0; j < n; j++) big[j] = (real)((j * 37) % n + 1);
+        CHECK(answer_row(big, n, 5, 1, wb, &st));
+        double S = n * (n + 1) / 2.0;
+        CHECK_CLOSE(st.top1, n / S, 1e-12);
+        CHECK_CLOSE(st.top4, (4.0 * n - 6) / S, 1e-12);
+        double cum = 0;
+        int n90 = 0;
+        while (cum < 0.9 * S - 1e-9) cum += n - n90++;
+        CHECK(st.n90 == n90, "n %d: n90 %d, expected %d", n, st.n90, n90);
+    }
     // without a short convolution the answer window is the value position alone
     CHECK(answer_row(row, 9, 3, 1, w, &st) && st.window_share == st.ans_share && st.window_hit == st.hit);
     // behind a convolution of width 4 the window is positions 3..6: a row one-hot two after the
