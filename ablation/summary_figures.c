@@ -230,7 +230,7 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
     }
     char title[512];
     snprintf(title, sizeof title, "%s: %s (mean over heads) over steps", sw->name,
-             recall ? "S_recall of the recall layer (the layer of the last step)" : "S of the most focused layer");
+             recall ? "S_recall of the recall layer (chosen at the last step)" : "S of the most focused layer");
     int rc = svg_line_figure(path, title, pp, n_panels, n_panels < 3 ? n_panels : 3);
     if (rc == 0 && log) fprintf(log, "summary: %s\n", path);
     for (int p = 0; p < n_panels; p++) free((char *)pp[p].title);
