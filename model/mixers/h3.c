@@ -28,11 +28,13 @@ typedef struct {
 
 // After the q/k/v tensors: shift SSM taps and skip per channel; diagonal SSM per H3 head.
 enum { P_SK_W = QKV_NORM_W, P_SK_D, P_LOG_DT, P_A_LOG, P_SSM_C, P_SSM_D };
-// saved: ks [B,T,C] shifted keys; y [B,T,C*P] the diagonal SSM's output per (d1, d2) product
-enum { A_KS = QKV_N_SAVED, A_Y };
-// scratch: kernels K [NH,T] and reversed [NH,T]; dK per (batch row, head) [B,NH,T]; shift
-// gradients per (batch row, channel) [B,C,N+1]; per-thread work [(4 + 6P) T]
-enum { S_K = QKV_N_SCRATCH, S_KREV, S_DK, S_DSHIFT, S_WORK };
+// saved: ks [B,T,C] shifted keys; y [B,T,C*P] the diagonal SSM's output per (d1, d2) product;
+// the kernels K [NH,T] (kept per layer for the evaluator's maps, which would otherwise rebuild
+// one per map)
+enum { A_KS = QKV_N_SAVED, A_Y, A_KERNEL };
+// scratch: the kernels reversed [NH,T]; dK per (batch row, head) [B,NH,T]; shift gradients per
+// (batch row, channel) [B,C,N+1]; per-thread work [(4 + 6P) T]
+enum { S_KREV = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WORK };
 
 static const KeyDef h3_keys[] = {
     {"h3_d_state", KEY_INT, "64", RANGE_POS, 0, 0, "model",
@@ -88,8 +90,8 @@ static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_save
     qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
     saved[A_KS] = (BufDecl){"k_shift", BT * C};
     saved[A_Y] = (BufDecl){"ssm_out", BT * C * m->P};
-    *n_saved = A_Y + 1;
-    scratch[S_K] = (BufDecl){"kernel", (size_t)m->NH * T};
+    saved[A_KERNEL] = (BufDecl){"kernel", (size_t)m->NH * T};
+    *n_saved = A_KERNEL + 1;
     scratch[S_KREV] = (BufDecl){"kernel_rev", (size_t)m->NH * T};
     scratch[S_DK] = (BufDecl){"dkernel", (size_t)B * m->NH * T};
     scratch[S_DSHIFT] = (BufDecl){"dshift", (size_t)B * C * (m->N + 1)};
@@ -121,7 +123,7 @@ static void h3_forward(const void *st, MixerIO *io) {
     const H3 *m = st;
     int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N;
     qkv_in_forward(&m->s, io);
-    kernels(m, io->p, T, io->tmp[S_K], io->tmp[S_KREV]);
+    kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KREV]);
     const real *qkv = io->act[QKV_A_QKV];
     real *ksa = io->act[A_KS], *ya = io->act[A_Y], *att = io->act[QKV_A_ATT];
 #pragma omp parallel for schedule(dynamic, 1)
@@ -159,7 +161,7 @@ static void h3_backward(const void *st, MixerIO *io) {
     const H3 *m = st;
     int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH;
     const real *datt = qkv_out_backward(&m->s, io);
-    kernels(m, io->p, T, io->tmp[S_K], io->tmp[S_KREV]);
+    kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KREV]);
     const real *qkv = io->act[QKV_A_QKV], *ksa = io->act[A_KS], *ya = io->act[A_Y];
     real *dqkv = io->tmp[QKV_S_DQKV], *dK = io->tmp[S_DK], *dshift = io->tmp[S_DSHIFT];
     memset(dK, 0, sizeof(real) * B * NH * T);
@@ -170,7 +172,7 @@ static void h3_backward(const void *st, MixerIO *io) {
         real *kc = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
         real *ks = kc + T, *q = ks + (size_t)P * T, *v = q + (size_t)P * T, *u = v + (size_t)P * T;
         real *dy = u + T, *du = dy + T, *dks = du + T, *dv = dks + (size_t)P * T, *dout = dv + (size_t)P * T;
-        const real *K = io->tmp[S_K] + (size_t)h * T;
+        const real *K = io->act[A_KERNEL] + (size_t)h * T;
         real *dKh = dK + (size_t)bh * T;
         for (int d = 0; d < P; d++) {
             int c = h * P + d;
@@ -247,17 +249,14 @@ static int h3_n_maps(const void *st) { return ((const H3 *)st)->NH; }
 
 static void h3_attention(const void *st, const MixerIO *io, int b, int h, real *a) {
     const H3 *m = st;
-    int T = io->T, C = m->s.C, P = m->P, N = m->N;
-    real *K = mallocCheck(sizeof(real) * T);
-    h3_ssm_kernel(N, T, io->p[P_LOG_DT][h], io->p[P_A_LOG] + (size_t)h * N, io->p[P_SSM_C] + (size_t)h * N,
-                  io->p[P_SSM_D][h], K);
+    int T = io->T, C = m->s.C, P = m->P;
+    const real *K = io->act[A_KERNEL] + (size_t)h * T;  // the forward's
     // q . ks for every (i, j) as one small GEMM (called inside the evaluator's parallel loop,
     // hence the serial one), then the kernel and the causal mask
     gemm_serial(0, 1, T, T, P, io->act[QKV_A_QKV] + (size_t)b * T * 3 * C + h * P, 3 * C,
                 io->act[A_KS] + (size_t)b * T * C + h * P, C, 0, a, T);
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++) a[(size_t)i * T + j] = j <= i ? a[(size_t)i * T + j] * K[i - j] : 0;
-    free(K);
 }
 
 static int h3_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
