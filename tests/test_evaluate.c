@@ -341,6 +341,73 @@ TEST(evaluate_bad_arguments_exit_2) {
     }
 }
 
+// The float build's row statistics (./evaluate; the suite itself is the double build): S,
+// entropy, max weight and negative mass of every head, measured on one sequence, against the same
+// statistics computed here in double from the maps ./evaluate --maps saved for that sequence.
+// identity's maps are signed, so the negative mass is tested too.
+TEST(evaluate_float_row_statistics_match_the_saved_maps) {
+    const char *mixers[2] = {"softmax", "identity"};
+    for (int k = 0; k < 2; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "rows_%s", mixers[k]);
+        const char *dir = tiny_run(name, mixers[k]);
+        char out[16384], path[512];
+        int st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000006.safetensors --maps map_seq=0 eval_batches=1 "
+                          "batch_size=1 threads=1", dir);
+        CHECK(st == 0, "exit %d: %s", st, out);
+        snprintf(path, sizeof path, "%s/maps.safetensors", dir);
+        SafeTensors sf;
+        char err[256];
+        CHECK(st_read(path, &sf, err, sizeof err) == 0, "%s", err);
+        snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+        char *text = read_file_text(path, NULL);
+        CHECK(text, "no %s", path);
+        int records = 0;
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            JsonValue *v = json_parse(line, strlen(line), err, sizeof err);
+            CHECK(v, "%s", err);
+            if (strcmp(json_get(v, "type")->string, "sparsity")) {
+                json_free(v);
+                continue;
+            }
+            int l = (int)json_get(v, "layer")->number, h = (int)json_get(v, "head")->number;
+            char tn[32];
+            snprintf(tn, sizeof tn, "L%d.H%d", l, h);
+            const StTensor *t = st_find(&sf, tn);
+            CHECK(t && t->ndim == 2, "no %s", tn);
+            int T = (int)t->shape[0], rows = 0;
+            const float *a = (const float *)(sf.data + t->begin);
+            double S = 0, ent = 0, mw = 0, neg = 0;
+            for (int i = 0; i < T; i++) {
+                int n = i + 1;
+                double l1 = 0, l2 = 0, mx = 0, ng = 0, xl = 0;
+                for (int j = 0; j < n; j++) {
+                    double x = a[i * T + j], ax = fabs(x);
+                    l1 += ax, l2 += x * x, mx = ax > mx ? ax : mx, ng += x < 0 ? ax : 0;
+                    if (ax > 0) xl += ax * log(ax);
+                }
+                if (l1 == 0) continue;
+                rows++;
+                S += (l1 / n) / sqrt(l2 / n);
+                ent += n > 1 ? (log(l1) - xl / l1) / log((double)n) : 1;
+                mw += mx / l1, neg += ng / l1;
+            }
+            CHECK(rows == (long)json_get(v, "rows")->number, "%s %s: %d rows vs %g", mixers[k], tn, rows,
+                  json_get(v, "rows")->number);
+            CHECK_CLOSE(json_get(v, "S")->number, S / rows, 1e-5);
+            CHECK_CLOSE(json_get(v, "entropy")->number, ent / rows, 1e-5);
+            CHECK_CLOSE(json_get(v, "max_weight")->number, mw / rows, 1e-5);
+            CHECK_CLOSE(json_get(v, "neg_mass")->number, neg / rows, 1e-5);
+            if (k == 1) CHECK(neg > 0, "identity's maps are signed");
+            records++;
+            json_free(v);
+        }
+        CHECK(records == 4, "%s: %d records", mixers[k], records);
+        free(text);
+        st_free(&sf);
+    }
+}
+
 // Mean S of every (layer, head) record of dir/eval.jsonl into S[4] (2 layers x 2 heads).
 static void read_S(const char *dir, double *S, long *rows) {
     char path[512];
