@@ -696,12 +696,6 @@ int sparsity_answer_window(const Model *m, int l) {
     return conv + own - 1;
 }
 
-int sparsity_has_window(const SparsityResult *r) {
-    for (int l = 0; l < r->L; l++)
-        if (r->answer_window[l] > 1) return 1;
-    return 0;
-}
-
 int sparsity_recall_layer(const SparsityResult *r) {
     int best = -1;
     double best_share = -1;

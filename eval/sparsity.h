@@ -73,8 +73,6 @@ typedef struct {
 // in what the maps act on. The model's short convolution (width short_conv) and the mixer's own
 // (value_window) compose: short_conv + value_window - 1; 1 with neither.
 int sparsity_answer_window(const Model *m, int l);
-// 1 when any layer's window is wider than the value alone (the records then add window fields).
-int sparsity_has_window(const SparsityResult *r);
 
 // 1 when the model's mixer has an attention extractor (sparsity_eval needs one).
 int sparsity_supported(const Model *m);

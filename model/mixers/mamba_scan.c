@@ -108,14 +108,19 @@ static inline __attribute__((always_inline)) void scan_token(lanes_t *h, const l
 #define LO4 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
 #define HI4 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
 #define HALVE(a, b, LO, HI) (SHUFFLE(a, b, LO) + SHUFFLE(a, b, HI))
+// The tree on sixteen vectors in place: lane k of v[0] becomes the sum of v[k]'s lanes.
+static inline __attribute__((always_inline)) void tree_sums16(vec_t *v) {
+    for (int i = 0; i < 8; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO1, HI1);
+    for (int i = 0; i < 4; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO2, HI2);
+    for (int i = 0; i < 2; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO3, HI3);
+    v[0] = HALVE(v[0], v[1], LO4, HI4);
+}
+
 static inline __attribute__((always_inline)) void lane_sums(const lanes_t *P, int N, real *out) {
     for (int n0 = 0; n0 < N; n0 += 16) {
         vec_t v[16];
         memcpy(v, P + n0, sizeof v);
-        for (int i = 0; i < 8; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO1, HI1);
-        for (int i = 0; i < 4; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO2, HI2);
-        for (int i = 0; i < 2; i++) v[i] = HALVE(v[2 * i], v[2 * i + 1], LO3, HI3);
-        v[0] = HALVE(v[0], v[1], LO4, HI4);
+        tree_sums16(v);
         int m = N - n0 < 16 ? N - n0 : 16;
         memcpy(out + n0, &v[0], sizeof(real) * m);
     }
@@ -179,11 +184,7 @@ void mamba_scan_map(const MambaScan *s, int b, int e, real *att, real *work) {
                 }
                 Pv[k] = p;
             }
-            // lane_sums' tree on the vectors in place (a copy to memory and back cost as much)
-            for (int q = 0; q < 8; q++) Pv[q] = HALVE(Pv[2 * q], Pv[2 * q + 1], LO1, HI1);
-            for (int q = 0; q < 4; q++) Pv[q] = HALVE(Pv[2 * q], Pv[2 * q + 1], LO2, HI2);
-            for (int q = 0; q < 2; q++) Pv[q] = HALVE(Pv[2 * q], Pv[2 * q + 1], LO3, HI3);
-            Pv[0] = HALVE(Pv[0], Pv[1], LO4, HI4);
+            tree_sums16(Pv);  // on the vectors in place (lane_sums' copy to memory and back cost as much)
             for (int k = 0; k < m; k++) att[(size_t)i * T + (i - jj0 - k)] = Pv[0][k];
         }
         for (int j = i + 1; j < T; j++) att[(size_t)i * T + j] = 0;
