@@ -69,7 +69,7 @@ static pid_t start(const RunnerJob *job, const sigset_t *old_mask) {
     return pid;
 }
 
-int runner_run(const RunnerJob *jobs, int n, int parallel, const RunnerHooks *hooks) {
+int runner_run(int parallel, const RunnerHooks *hooks) {
     if (parallel < 1) parallel = 1;
     if (parallel > RUNNER_MAX_PARALLEL) parallel = RUNNER_MAX_PARALLEL;
     double *t0 = callocCheck((size_t)parallel, sizeof(double));
@@ -88,26 +88,27 @@ int runner_run(const RunnerJob *jobs, int n, int parallel, const RunnerHooks *ho
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
 
-    int next = 0, running = 0;
+    int n_given = 0, running = 0;
+    RunnerJob job;
     for (;;) {
-        while (!g_signal && next < n && running < parallel) {
+        while (!g_signal && running < parallel && hooks->next(&job, hooks->ctx)) {
             int slot = 0;
             while (g_pids[slot] > 0) slot++;
             sigprocmask(SIG_BLOCK, &block, &old_mask);
-            pid_t pid = start(&jobs[next], &old_mask);
+            pid_t pid = start(&job, &old_mask);
             if (pid > 0) {
                 g_pids[slot] = pid;
-                job_of[slot] = next;
+                job_of[slot] = n_given;
                 t0[slot] = now_seconds();
                 running++;
             }
             sigprocmask(SIG_SETMASK, &old_mask, NULL);
             if (pid > 0) {
-                if (hooks->started) hooks->started(next, hooks->ctx);
+                if (hooks->started) hooks->started(n_given, hooks->ctx);
             } else if (hooks->finished) {
-                hooks->finished(next, -1, 0, hooks->ctx);
+                hooks->finished(n_given, -1, 0, hooks->ctx);
             }
-            next++;
+            n_given++;
         }
         if (running == 0) break;
         int status;

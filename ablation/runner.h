@@ -11,12 +11,18 @@ typedef struct {
 } RunnerJob;
 
 typedef struct {
+    // The next job to start, asked for whenever a slot is free: fills *job and returns 1, or
+    // returns 0 when none can start now. The runner then waits for a running job to end and asks
+    // again (its `finished` hook may have made new jobs ready); with none running it returns.
+    // *job's strings must live until the job has started.
+    int (*next)(RunnerJob *job, void *ctx);
+    // jobs are numbered 0, 1, ... in the order `next` gave them
     void (*started)(int job, void *ctx);
     // status: the exit status, 128 + signal when killed, -1 when it could not be started
     void (*finished)(int job, int status, double seconds, void *ctx);
     void *ctx;
 } RunnerHooks;
 
-// Runs jobs[0..n) in order, at most `parallel` at once, and waits for all of them. Returns the
-// signal that interrupted the run (the remaining jobs were not started), 0 when none did.
-int runner_run(const RunnerJob *jobs, int n, int parallel, const RunnerHooks *hooks);
+// Runs the jobs hooks->next gives, at most `parallel` at once, until it has none and all have
+// ended. Returns the signal that interrupted the run (no job was started after it), 0 when none did.
+int runner_run(int parallel, const RunnerHooks *hooks);

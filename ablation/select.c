@@ -94,6 +94,53 @@ void selection_mark(const Selection *s, RunSummary *runs) {
     }
 }
 
+// The group of point rep: its varied keys other than select and group_over ("all" when none).
+static void put_group(FILE *f, const SweepFile *sw, int rep) {
+    int ds = sw->entries[sweep_entry_index(sw, sw->select)].dim, named = 0;
+    for (int k = 0; k < sw->n_entries; k++) {
+        int d = sw->entries[k].dim;
+        if (d < 0 || d == ds || is_group_dim(sw, d) || !sweep_entry_varies(sw, k)) continue;
+        fprintf(f, "%s%s=%s", named++ ? ", " : "", sw->entries[k].key, sweep_value(sw, rep, k));
+    }
+    if (!named) fputs("all", f);
+}
+
+// The first-stage point of rep's group at the chosen value; -1 while undecided.
+static int chosen_point(const SweepFile *sw, const Selection *s, int rep) {
+    int ds = sw->entries[sweep_entry_index(sw, sw->select)].dim;
+    for (int v = 0; v < sw->dims[ds].n_values; v++) {
+        int c = rep + v * (int)sw->dims[ds].stride;
+        if (s->choice[rep] >= 0 && s->value[c] == s->choice[rep]) return c;
+    }
+    return -1;
+}
+
+// Why rep's group got its (made) choice: the accuracies, a tie, or the only value.
+static void put_why(FILE *f, const SweepFile *sw, const Selection *s, int rep) {
+    int e = sweep_entry_index(sw, sw->select), ds = sw->entries[e].dim;
+    int best = chosen_point(sw, s, rep), second = -1;
+    for (int v = 0; v < sw->dims[ds].n_values; v++) {
+        int c = rep + v * (int)sw->dims[ds].stride;
+        double a = isfinite(s->acc[c]) ? s->acc[c] : -1;
+        if (c != best && (second < 0 || a > (isfinite(s->acc[second]) ? s->acc[second] : -1))) second = c;
+    }
+    if (second < 0) fputs("the only value", f);
+    else if (s->acc[best] == s->acc[second] || (!isfinite(s->acc[best]) && !isfinite(s->acc[second])))
+        fprintf(f, "a tie with %s: the smaller", sweep_value(sw, second, e));
+    else fprintf(f, "best accuracy (%.4f against %.4f)", s->acc[best], s->acc[second]);
+}
+
+void selection_put_choice(const SweepFile *sw, const Selection *s, int rep, FILE *f) {
+    int best = chosen_point(sw, s, rep);
+    put_group(f, sw, rep);
+    if (best < 0) {
+        fprintf(f, ": %s waits for the first stage", sw->select);
+        return;
+    }
+    fprintf(f, ": %s = %s, ", sw->select, sweep_value(sw, best, sweep_entry_index(sw, sw->select)));
+    put_why(f, sw, s, rep);
+}
+
 char *selection_markdown(const SweepFile *sw, const Selection *s) {
     if (!s->on) return NULL;
     int e = sweep_entry_index(sw, sw->select), ds = sw->entries[e].dim;
@@ -112,37 +159,21 @@ char *selection_markdown(const SweepFile *sw, const Selection *s) {
             sw->n_group_over ? sw->group_over[0] : "", sw->select);
     for (int i = 0; i < s->n; i++) {
         if (s->rep[i] != i) continue;  // once per group
-        // the group: the varied keys other than select and group_over
         fputs("| ", f);
-        int named = 0;
-        for (int k = 0; k < sw->n_entries; k++) {
-            int d = sw->entries[k].dim;
-            if (d < 0 || d == ds || is_group_dim(sw, d) || !sweep_entry_varies(sw, k)) continue;
-            fprintf(f, "%s%s=%s", named++ ? ", " : "", sw->entries[k].key, sweep_value(sw, i, k));
-        }
-        if (!named) fputs("all", f);
+        put_group(f, sw, i);
         fputs(" | ", f);
-        int best = -1, second = -1;
         for (int v = 0; v < sw->dims[ds].n_values; v++) {
             int c = i + v * (int)sw->dims[ds].stride;
             if (isfinite(s->acc[c])) fprintf(f, "%s%s: %.4f", v ? ", " : "", sweep_value(sw, c, e), s->acc[c]);
             else fprintf(f, "%s%s: -", v ? ", " : "", sweep_value(sw, c, e));
-            if (s->value[c] == s->choice[i]) best = c;
         }
-        for (int v = 0; v < sw->dims[ds].n_values; v++) {
-            int c = i + v * (int)sw->dims[ds].stride;
-            double a = isfinite(s->acc[c]) ? s->acc[c] : -1;
-            if (c != best && (second < 0 || a > (isfinite(s->acc[second]) ? s->acc[second] : -1))) second = c;
-        }
+        int best = chosen_point(sw, s, i);
         if (best < 0) {
             fputs(" | - | waiting for the first stage |\n", f);
             continue;
         }
         fprintf(f, " | %s | ", sweep_value(sw, best, e));
-        if (second < 0) fputs("the only value", f);
-        else if (s->acc[best] == s->acc[second] || (!isfinite(s->acc[best]) && !isfinite(s->acc[second])))
-            fprintf(f, "a tie with %s: the smaller", sweep_value(sw, second, e));
-        else fprintf(f, "best accuracy (%.4f against %.4f)", s->acc[best], s->acc[second]);
+        put_why(f, sw, s, i);
         fputs(" |\n", f);
     }
     fputc('\n', f);

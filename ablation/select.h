@@ -5,6 +5,8 @@
 // 2) at the chosen value only. The choice is read from the run folders, so it survives restarts
 // and works for --print, --slurm and --collect alike.
 #pragma once
+#include <stdio.h>
+
 #include "ablation/summary.h"
 #include "ablation/sweep_file.h"
 
@@ -29,6 +31,9 @@ int selection_pending(const Selection *s);
 // Marks the runs for the summary: first-stage points chosen or not, second-stage points at another
 // value RUN_NOT_SELECTED.
 void selection_mark(const Selection *s, RunSummary *runs);
+// One line's text for the group of point rep (s->rep[rep] == rep): "mixer=gla: lr = 1e-2, best
+// accuracy (0.9000 against 0.7000)", or that it waits.
+void selection_put_choice(const SweepFile *sw, const Selection *s, int rep, FILE *f);
 // summary.md's section on the choices: per group the values, their accuracies, the choice and
 // why; allocated (NULL without a selection).
 char *selection_markdown(const SweepFile *sw, const Selection *s);

@@ -102,53 +102,6 @@ static char *last_line(const char *path) {
     return line;
 }
 
-typedef struct {
-    const SweepFile *sw;
-    int *point_of;     // job -> point
-    char **dirs;       // [n_points] run folders
-    char **logs;       // [n_points] train.log paths
-    int *status;       // [n_points] exit status of its run (-2: not run)
-    int n_jobs, done;  // jobs started by this process (over both stages), and ended
-    int job0;          // the runner's job 0 is point_of[job0 + job] (the current stage's first)
-    int skipped;
-    int width;         // digits of n_points
-} RunState;
-
-static void on_started(int job, void *ctx) {
-    RunState *st = ctx;
-    int p = st->point_of[st->job0 + job];
-    printf("[%*d/%d] %s: started\n", st->width, p + 1, st->sw->n_points, st->sw->point_names[p]);
-    fflush(stdout);
-}
-
-static void on_finished(int job, int status, double seconds, void *ctx) {
-    RunState *st = ctx;
-    int p = st->point_of[st->job0 + job];
-    st->status[p] = status;
-    st->done++;
-    char took[32];
-    format_duration(took, sizeof took, seconds);
-    printf("[%*d/%d] %s: ", st->width, p + 1, st->sw->n_points, st->sw->point_names[p]);
-    if (status == 0) {
-        RunSummary r;
-        run_summary_read(st->dirs[p], &r);
-        if (r.status == RUN_DONE) printf("done in %s", took);
-        else printf("stopped at step %ld in %s before the end (run the sweep again to continue)", r.step, took);
-        if (isfinite(r.best_acc)) printf(", best acc %.4f", r.best_acc);
-        if (r.steps_to_target >= 0) printf(", %.2f at step %ld", SUMMARY_TARGET_ACC, r.steps_to_target);
-        run_summary_free(&r);
-    } else if (status > 128 && status < 128 + 32 && (status - 128 == 2 || status - 128 == 15)) {
-        printf("interrupted after %s (run the sweep again to continue)", took);
-    } else {
-        char *why = last_line(st->logs[p]);
-        if (status < 0) printf("FAILED: could not start (%s)", st->logs[p]);
-        else printf("FAILED (exit %d) after %s: %s (log: %s)", status, took, why ? why : "", st->logs[p]);
-        free(why);
-    }
-    printf(" [%d/%d run]\n", st->done, st->n_jobs);
-    fflush(stdout);
-}
-
 // Values that differ only in spelling (1e-3 and 0.001, 16 and 016) name two points but make one
 // run: the points' configs are compared as parsed values (config_set's canonical text), every key
 // but out_dir. Sorted, so a large grid stays cheap. Exits 2 naming the sweep line.
@@ -411,55 +364,145 @@ static char *log_header(const SweepFile *sw, int point, char **argv) {
     return s;
 }
 
-// Runs the unfinished points the selection lets run (every point without one) that this process
-// has not run yet, sw.jobs at a time, reporting each as it starts and ends; fills st->status.
-// Returns the signal that interrupted the sweep, 0 when none did.
-static int run_points(const Plan *p, RunState *st, const Selection *sel, int stage) {
-    const SweepFile *sw = &p->sw;
-    if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
-    if (!st->point_of) st->point_of = mallocCheck(sizeof(int) * (size_t)sw->n_points);
-    RunnerJob *rj = callocCheck((size_t)sw->n_points, sizeof(RunnerJob));
-    int skipped = 0, first_job = st->n_jobs;
-    if (stage <= 1) {
-        for (int n = sw->n_points; n >= 10; n /= 10) st->width++;
-        printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw->name, sw->n_points, sw->jobs,
-               sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out);
+// One ./sweep run of the points: which have run, and the choices as the runs stand.
+typedef struct {
+    const Plan *plan;
+    Selection sel;     // refreshed each time a first-stage run ends
+    char *announced;   // [n_points] a group's choice (indexed by its rep) has been printed
+    char *considered;  // [n_points] given to the runner, or skipped as finished before
+    int *status;       // [n_points] exit status of its run (-2: not run)
+    char **logs;       // [n_points] train.log paths
+    char ***argv;      // [n_points] the command of a point given to the runner (NULL otherwise)
+    char **header;     // [n_points] its log header
+    int *point_of;     // [n_points] job -> point
+    int n_jobs, done, skipped;
+    int planned;       // runs this sweep will start when none fails (for "[done/planned run]")
+    int width;         // digits of n_points
+} RunState;
+
+// The runs to come: unfinished points that run now, and one value's second-stage points of each
+// group whose choice is not made yet (its first stage is unfinished, so they are too).
+static int planned_runs(const RunState *st) {
+    const Plan *p = st->plan;
+    const Selection *sel = &st->sel;
+    int n = 0;
+    for (int i = 0; i < p->sw.n_points; i++) {
+        if (sel->on && sel->stage[i] == 2 && sel->choice[i] < 0) n += sel->value[i] == 0;
+        else n += selection_runs(sel, i) && !run_finished(p->dirs[i]);
     }
-    if (stage == 1) printf("sweep %s: first stage: every %s at the first %s\n", sw->name, sw->select, sw->group_over[0]);
-    if (stage == 2) {
-        char *md = selection_markdown(sw, sel);
-        printf("sweep %s: second stage at the chosen %s:\n%s", sw->name, sw->select, md);
-        free(md);
-    }
-    for (int i = 0; i < sw->n_points; i++) {
-        if (st->status[i] != -2 || !selection_runs(sel, i)) continue;  // run already, or not (yet) selected
-        if (run_finished(p->dirs[i])) {
-            if (stage == 2 && sel->stage[i] == 1) continue;  // said in the first stage
-            printf("[%*d/%d] %s: finished before, skipped\n", st->width, i + 1, sw->n_points, sw->point_names[i]);
-            skipped++;
-            continue;
-        }
-        if (mkdir_p(p->dirs[i]) != 0) die_input("sweep: cannot create '%s' (%s)", p->dirs[i], strerror(errno));
-        RunnerJob *j = &rj[st->n_jobs - first_job];
-        j->argv = sweep_point_argv(sw, i, p->train, p->threads);
-        j->log = st->logs[i];
-        j->header = log_header(sw, i, j->argv);
-        st->point_of[st->n_jobs++] = i;
+    return n;
+}
+
+// Prints the choices made since the last call (all of them on the first), each with why.
+static void announce_choices(RunState *st) {
+    const SweepFile *sw = &st->plan->sw;
+    for (int i = 0; st->sel.on && i < sw->n_points; i++) {
+        if (st->sel.rep[i] != i || st->sel.choice[i] < 0 || st->announced[i]) continue;
+        st->announced[i] = 1;
+        printf("sweep %s: chosen: ", sw->name);
+        selection_put_choice(sw, &st->sel, i, stdout);
+        printf("\n");
     }
     fflush(stdout);
-    RunnerHooks hooks = {on_started, on_finished, st};
-    st->job0 = first_job;
-    int sig = runner_run(rj, st->n_jobs - first_job, sw->jobs, &hooks);
-    for (int j = 0; j < st->n_jobs - first_job; j++) {
-        sweep_free_argv(rj[j].argv);
-        free((char *)rj[j].header);
+}
+
+// The runner's next job: the first-stage points in order, then the second-stage points of the
+// groups whose choice is made (so a second core does not idle while the last first-stage run
+// ends). Points finished before are reported and skipped.
+static int next_point(RunnerJob *job, void *ctx) {
+    RunState *st = ctx;
+    const Plan *p = st->plan;
+    const SweepFile *sw = &p->sw;
+    for (int stage = 1; stage <= 2; stage++) {
+        for (int i = 0; i < sw->n_points; i++) {
+            if (st->considered[i] || (st->sel.on ? st->sel.stage[i] != stage : stage != 1)) continue;
+            if (!selection_runs(&st->sel, i)) continue;  // its group's choice is not made, or not this value
+            st->considered[i] = 1;
+            if (run_finished(p->dirs[i])) {
+                printf("[%*d/%d] %s: finished before, skipped\n", st->width, i + 1, sw->n_points, sw->point_names[i]);
+                st->skipped++;
+                continue;
+            }
+            if (mkdir_p(p->dirs[i]) != 0) die_input("sweep: cannot create '%s' (%s)", p->dirs[i], strerror(errno));
+            st->argv[i] = sweep_point_argv(sw, i, p->train, p->threads);
+            st->header[i] = log_header(sw, i, st->argv[i]);
+            *job = (RunnerJob){st->argv[i], st->logs[i], st->header[i]};
+            st->point_of[st->n_jobs++] = i;
+            return 1;
+        }
     }
-    free(rj);
+    return 0;
+}
+
+static void on_started(int job, void *ctx) {
+    RunState *st = ctx;
+    const SweepFile *sw = &st->plan->sw;
+    int p = st->point_of[job];
+    printf("[%*d/%d] %s: started\n", st->width, p + 1, sw->n_points, sw->point_names[p]);
+    fflush(stdout);
+}
+
+static void on_finished(int job, int status, double seconds, void *ctx) {
+    RunState *st = ctx;
+    const SweepFile *sw = &st->plan->sw;
+    int p = st->point_of[job];
+    st->status[p] = status;
+    st->done++;
+    char took[32];
+    format_duration(took, sizeof took, seconds);
+    printf("[%*d/%d] %s: ", st->width, p + 1, sw->n_points, sw->point_names[p]);
+    if (status == 0) {
+        RunSummary r;
+        run_summary_read(st->plan->dirs[p], &r);
+        if (r.status == RUN_DONE) printf("done in %s", took);
+        else printf("stopped at step %ld in %s before the end (run the sweep again to continue)", r.step, took);
+        if (isfinite(r.best_acc)) printf(", best acc %.4f", r.best_acc);
+        if (r.steps_to_target >= 0) printf(", %.2f at step %ld", SUMMARY_TARGET_ACC, r.steps_to_target);
+        run_summary_free(&r);
+    } else if (status > 128 && status < 128 + 32 && (status - 128 == 2 || status - 128 == 15)) {
+        printf("interrupted after %s (run the sweep again to continue)", took);
+    } else {
+        char *why = last_line(st->logs[p]);
+        if (status < 0) printf("FAILED: could not start (%s)", st->logs[p]);
+        else printf("FAILED (exit %d) after %s: %s (log: %s)", status, took, why ? why : "", st->logs[p]);
+        free(why);
+    }
+    printf(" [%d/%d run]\n", st->done, st->planned);
+    fflush(stdout);
+    if (st->sel.on && st->sel.stage[p] == 1) {  // a choice may now be made
+        selection_free(&st->sel);
+        selection_make(sw, st->plan->dirs, &st->sel);
+        announce_choices(st);
+    }
+}
+
+// Runs every unfinished point the selection lets run, sw.jobs at a time, reporting each as it
+// starts and ends, and each group's choice as it is made; fills st->status. Returns the signal
+// that interrupted the sweep, 0 when none did.
+static int run_points(RunState *st) {
+    const Plan *p = st->plan;
+    const SweepFile *sw = &p->sw;
+    if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
+    int n = sw->n_points;
+    for (int k = n; k >= 10; k /= 10) st->width++;
+    printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw->name, n, sw->jobs,
+           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out);
+    selection_make(sw, p->dirs, &st->sel);
+    if (st->sel.on)
+        printf("sweep %s: first stage: every %s at the first %s; a group's other %ss start once its %s is chosen\n",
+               sw->name, sw->select, sw->group_over[0], sw->group_over[0], sw->select);
+    announce_choices(st);
+    st->planned = planned_runs(st);
+    RunnerHooks hooks = {next_point, on_started, on_finished, st};
+    int sig = runner_run(sw->jobs, &hooks);
+    if (st->sel.on) {
+        char *md = selection_markdown(sw, &st->sel);
+        printf("sweep %s: the choices of %s:\n%s", sw->name, sw->select, md);
+        free(md);
+    }
     int failed = 0;
-    for (int i = 0; i < sw->n_points; i++) failed += is_failure(st->status[i]);
-    st->skipped += skipped;
-    if (stage == 1) return sig;  // the second stage reports the whole run
-    int waiting = selection_pending(sel);
+    for (int i = 0; i < n; i++) failed += is_failure(st->status[i]);
+    int waiting = selection_pending(&st->sel);
     printf("sweep %s: %d run, %d skipped (finished before), %d failed%s", sw->name, st->done, st->skipped, failed,
            sig ? ", interrupted" : "");
     if (waiting) printf(", %d waiting for the choice of %s", waiting, sw->select);
@@ -471,13 +514,13 @@ static int run_points(const Plan *p, RunState *st, const Selection *sel, int sta
 
 // Writes the summary from the run folders (a point that failed in this run says so); prints
 // summary.md too when asked. Returns the number of points that failed in this run.
-static int collect_summary(const Plan *p, const RunState *st, int print_md) {
+static int collect_summary(const Plan *p, const int *status, int print_md) {
     const SweepFile *sw = &p->sw;
     RunSummary *runs = callocCheck((size_t)sw->n_points, sizeof(RunSummary));
     int failed = 0;
     for (int i = 0; i < sw->n_points; i++) {
         run_summary_read(p->dirs[i], &runs[i]);
-        if (is_failure(st->status[i])) runs[i].status = RUN_FAILED, runs[i].exit_code = st->status[i], failed++;
+        if (is_failure(status[i])) runs[i].status = RUN_FAILED, runs[i].exit_code = status[i], failed++;
     }
     Selection sel;
     selection_make(sw, p->dirs, &sel);
@@ -498,7 +541,7 @@ static int collect_summary(const Plan *p, const RunState *st, int print_md) {
     if (failed) {
         printf("failed points:\n");
         for (int i = 0; i < sw->n_points; i++)
-            if (is_failure(st->status[i])) printf("  %s (exit %d): %s\n", sw->point_names[i], st->status[i], st->logs[i]);
+            if (is_failure(status[i])) printf("  %s (exit %d): %s/train.log\n", sw->point_names[i], status[i], p->dirs[i]);
     }
     for (int i = 0; i < sw->n_points; i++) run_summary_free(&runs[i]);
     free(runs);
@@ -514,32 +557,30 @@ int main(int argc, char **argv) {
     else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
     else {
         int n = p.sw.n_points;
-        RunState st = {&p.sw, NULL, p.dirs, NULL, NULL, 0, 0, 0, 0, 1};
+        RunState st = {.plan = &p};
         st.status = mallocCheck(sizeof(int) * (size_t)n);
         st.logs = mallocCheck(sizeof(char *) * (size_t)n);
+        st.announced = callocCheck((size_t)n, 1);
+        st.considered = callocCheck((size_t)n, 1);
+        st.argv = callocCheck((size_t)n, sizeof(char **));
+        st.header = callocCheck((size_t)n, sizeof(char *));
+        st.point_of = mallocCheck(sizeof(int) * (size_t)n);
         for (int i = 0; i < n; i++) {
             st.status[i] = -2;
             st.logs[i] = mallocCheck(strlen(p.dirs[i]) + 12);
             sprintf(st.logs[i], "%s/train.log", p.dirs[i]);
         }
-        int sig = 0;
-        if (a.mode == MODE_RUN) {
-            Selection sel;
-            selection_make(&p.sw, p.dirs, &sel);
-            sig = run_points(&p, &st, &sel, sel.on ? 1 : 0);
-            if (sel.on && !sig) {  // the choices, now that the first stage has run
-                selection_free(&sel);
-                selection_make(&p.sw, p.dirs, &sel);
-                sig = run_points(&p, &st, &sel, 2);
-            }
-            selection_free(&sel);
-        }
-        int failed = collect_summary(&p, &st, a.mode == MODE_COLLECT);
+        int sig = a.mode == MODE_RUN ? run_points(&st) : 0;
+        int failed = collect_summary(&p, st.status, a.mode == MODE_COLLECT);
         rc = sig ? 128 + sig : failed ? 1 : 0;
-        for (int i = 0; i < n; i++) free(st.logs[i]);
-        free(st.logs);
-        free(st.point_of);
-        free(st.status);
+        for (int i = 0; i < n; i++) {
+            free(st.logs[i]);
+            free(st.header[i]);
+            if (st.argv[i]) sweep_free_argv(st.argv[i]);
+        }
+        free(st.logs), free(st.header), free(st.argv);
+        free(st.announced), free(st.considered), free(st.point_of), free(st.status);
+        selection_free(&st.sel);
     }
     plan_free(&p);
     return rc;

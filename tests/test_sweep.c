@@ -292,7 +292,9 @@ TEST(sweep_select_runs_two_stages) {
     CHECK(st == 0 && strstr(out, "2 second-stage points wait") && strstr(out, "lr=1e-3,seed=0") &&
           strstr(out, "lr=1e-2,seed=0") && !strstr(out, "seed=1"), "%s", out);
     st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
-    CHECK(st == 0 && strstr(out, "first stage: every lr at the first seed") && strstr(out, "second stage at the chosen lr"),
+    CHECK(st == 0 && strstr(out, "first stage: every lr at the first seed") &&
+              strstr(out, "sweep sel: chosen: all: lr = 1e-3, a tie with 1e-2: the smaller\n") &&
+              strstr(out, "[2/4] lr=1e-3,seed=1: done") && strstr(out, "[3/3 run]") && strstr(out, "the choices of lr:"),
           "%s", out);
     CHECK(strstr(out, "sweep sel: 3 run, 0 skipped (finished before), 0 failed\n"), "%s", out);
     char *md = read_out("sel", "summary.md");
@@ -300,6 +302,29 @@ TEST(sweep_select_runs_two_stages) {
     free(md);
     st = test_run(out, sizeof out, "./sweep %s --print --unfinished 2>&1", f);
     CHECK(st == 0 && !strstr(out, "./train"), "%s", out);
+}
+
+// A group's second stage starts as soon as its choice is made, on a slot the first stage leaves
+// free, not after the whole first stage: the runner fills a freed slot before it reaps the next
+// run, so the order below does not depend on timing.
+TEST(sweep_select_starts_a_decided_group_while_the_first_stage_runs) {
+    const char *f = sweep_file("early", "steps = 4\neval_every = 2\nmixer = softmax, linear\nlr = 1e-3, 1e-2\n"
+                                        "seed = 0, 1\nselect = lr\njobs = 2\n");
+    char out[8192];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
+    // points: mixer * 4 + lr * 2 + seed; softmax's first stage is 1 and 3, linear's 5 and 7
+    const char *chosen = strstr(out, "chosen: mixer=softmax: lr =");
+    const char *seed1 = strstr(out, ",seed=1: started"), *a = strstr(out, "[5/8] mixer=linear,lr=1e-3,seed=0: done"),
+               *b = strstr(out, "[7/8] mixer=linear,lr=1e-2,seed=0: done");
+    CHECK(st == 0 && chosen && seed1 && a && b, "%s", out);
+    const char *last_first = a > b ? a : b;  // whichever of linear's first stage ends last
+    CHECK(chosen < seed1 && seed1 < last_first && strstr(seed1 - 40, "mixer=softmax"), "%s", out);
+    CHECK(strstr(out, "sweep early: 6 run, 0 skipped (finished before), 0 failed\n") && strstr(out, "[6/6 run]"), "%s", out);
+    // run again: everything is finished and both choices are said once
+    st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
+    CHECK(st == 0 && strstr(out, "sweep early: 0 run, 6 skipped (finished before), 0 failed\n") &&
+              strstr(out, "chosen: mixer=linear: lr =") && !strstr(strstr(out, "chosen: mixer=softmax") + 1, "chosen: mixer=softmax"),
+          "%s", out);
 }
 
 TEST(sweep_bad_sweep_files_exit_2_before_running) {
