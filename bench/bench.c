@@ -46,6 +46,7 @@
 #include "core/keys.h"
 #include "core/rng.h"
 #include "data/task.h"
+#include "eval/sparsity.h"
 #include "model/model.h"
 #include "trainer/optim.h"
 
@@ -62,6 +63,7 @@ static const KeyDef g_bench_keys[] = {
     {"bench_steps", KEY_INT, "5", RANGE_POS, 0, 0, "bench", "timed steps"},
     {"bench_torch", KEY_BOOL, "true", 0, 0, 0, "bench", "compare softmax with bench/torch_ref.py"},
     {"bench_llmc", KEY_FLOAT, "0", RANGE_NONNEG, 0, 0, "bench", "llm.c train_gpt2 tokens/s on this shape (issue 7's table; 0 = none)"},
+    {"bench_sparsity", KEY_BOOL, "false", 0, 0, 0, "bench", "also time the sparsity pass over the validation set (MQAR; the conf's eval_batches and sparsity_rows)"},
     {"bench_timeout", KEY_INT, "900", RANGE_POS, 0, 0, "bench", "seconds before a row is abandoned"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -79,6 +81,9 @@ typedef struct {
     double others;           // share of the CPUs other processes used during the timed steps
     int attempts, busy;
     double loss;
+    // the sparsity pass (bench_sparsity): the first of the process (it also fills the S(a) tables)
+    // and a second, steady one; 0 when not measured; others: as `others`, during the second
+    double sparsity_first_ms, sparsity_ms, sparsity_others;
 } Result;
 
 typedef struct {
@@ -190,6 +195,24 @@ static int known_mixers(const char *entry) {
     return ok;
 }
 
+// The evaluator's sparsity pass as a training run makes it every sparsity_every steps (the whole
+// validation set unless eval_batches or sparsity_rows narrow it), twice: the first of a process
+// also fills the S(a) tables, the second is what each later pass costs.
+static void time_sparsity_pass(Model *m, const Task *task, const Config *cfg, int B, int T, Result *r) {
+    long eval_batches = cfg_int(cfg, "eval_batches"), rows = cfg_int(cfg, "sparsity_rows");
+    for (int pass = 0; pass < 2; pass++) {
+        SparsityResult sr;
+        memset(&sr, 0, sizeof sr);
+        CpuMark c0 = cpu_mark();
+        double t0 = peak_now();
+        sparsity_eval(m, &task->val, B, T, eval_batches, rows, &sr);
+        double ms = (peak_now() - t0) * 1e3;
+        sparsity_result_free(&sr);
+        if (pass == 0) r->sparsity_first_ms = ms;
+        else r->sparsity_ms = ms, r->sparsity_others = others_share(c0, cpu_mark());
+    }
+}
+
 static void run_row(const char *conf, const char *mixer, int T, int B, const Options *o, Result *r) {
     Config cfg;
     load_config(&cfg, conf, o);
@@ -287,6 +310,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);
     }
+    if (!lm && cfg_bool(&cfg, "bench_sparsity") && sparsity_supported(m)) time_sparsity_pass(m, &task, &cfg, B, T, r);
     double mixer_part;
     r->flop_step = model_flops(m, B, T, m->n_rows, &mixer_part, &r->mixer_flops);
     struct rusage ru;
@@ -541,6 +565,9 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
         fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", torch, tok / torch,
                 torch_busy ? "true" : "false");
     if (vs_llmc > 0) fprintf(out, "\"llmc_tokens_per_s\":%.1f,\"vs_llmc\":%.3f,", llmc, vs_llmc);
+    if (r->sparsity_ms > 0)
+        fprintf(out, "\"sparsity_ms\":%.1f,\"sparsity_steps\":%.2f,\"sparsity_first_ms\":%.1f,\"sparsity_others_cpu\":%.3f,",
+                r->sparsity_ms, r->sparsity_ms / r->ms_best, r->sparsity_first_ms, r->sparsity_others);
     fprintf(out, "\"omp_wait_policy\":\"%s\"}\n", ri->wait_policy ? ri->wait_policy : "unset");
     fflush(out);
 }
@@ -582,6 +609,10 @@ static double bench_row(const RunInfo *ri, const Options *o, const char *conf, c
     printf("%-9s %5s      fwd %.1f ms, bwd %.1f ms, grad norm + optimizer %.1f ms; median step %.1f ms; "
            "CPU %.1f ms/step (%.0f tok/CPU-s); loss %.3f\n",
            "", "", r.fwd_ms, r.bwd_ms, r.opt_ms, r.ms_median, r.cpu_ms, (double)B * T / (r.cpu_ms * 1e-3), r.loss);
+    if (r.sparsity_ms > 0)
+        printf("%-9s %5s      sparsity pass %.0f ms = %.1f steps (the first of a process, which fills the S(a) "
+               "tables: %.0f ms)%s\n", "", "", r.sparsity_ms, r.sparsity_ms / r.ms_best, r.sparsity_first_ms,
+               r.sparsity_others > 0.05 ? "  busy" : "");
     if (*note) printf("%-9s %5s      torch: %s\n", "", "", note);
     fflush(stdout);
     if (ri->out) write_json_row(ri, o, cname, mixer, prec, &r, tok, gf, torch, torch_busy, llmc, vs_llmc);
