@@ -364,6 +364,14 @@ static char *log_header(const SweepFile *sw, int point, char **argv) {
     return s;
 }
 
+// The time of day for the lines that report a point or a choice (a sweep can run for hours).
+static const char *clock_now(void) {
+    static char buf[16];
+    time_t now = time(NULL);
+    strftime(buf, sizeof buf, "%H:%M:%S", localtime(&now));
+    return buf;
+}
+
 // One ./sweep run of the points: which have run, and the choices as the runs stand.
 typedef struct {
     const Plan *plan;
@@ -399,7 +407,7 @@ static void announce_choices(RunState *st) {
     for (int i = 0; st->sel.on && i < sw->n_points; i++) {
         if (st->sel.rep[i] != i || st->sel.choice[i] < 0 || st->announced[i]) continue;
         st->announced[i] = 1;
-        printf("sweep %s: chosen: ", sw->name);
+        printf("%s sweep %s: chosen: ", clock_now(), sw->name);
         selection_put_choice(sw, &st->sel, i, stdout);
         printf("\n");
     }
@@ -419,7 +427,7 @@ static int next_point(RunnerJob *job, void *ctx) {
             if (!selection_runs(&st->sel, i)) continue;  // its group's choice is not made, or not this value
             st->considered[i] = 1;
             if (run_finished(p->dirs[i])) {
-                printf("[%*d/%d] %s: finished before, skipped\n", st->width, i + 1, sw->n_points, sw->point_names[i]);
+                printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points, sw->point_names[i]);
                 st->skipped++;
                 continue;
             }
@@ -438,7 +446,7 @@ static void on_started(int job, void *ctx) {
     RunState *st = ctx;
     const SweepFile *sw = &st->plan->sw;
     int p = st->point_of[job];
-    printf("[%*d/%d] %s: started\n", st->width, p + 1, sw->n_points, sw->point_names[p]);
+    printf("%s [%*d/%d] %s: started\n", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p]);
     fflush(stdout);
 }
 
@@ -450,7 +458,7 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
     st->done++;
     char took[32];
     format_duration(took, sizeof took, seconds);
-    printf("[%*d/%d] %s: ", st->width, p + 1, sw->n_points, sw->point_names[p]);
+    printf("%s [%*d/%d] %s: ", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p]);
     if (status == 0) {
         RunSummary r;
         run_summary_read(st->plan->dirs[p], &r);
@@ -485,8 +493,13 @@ static int run_points(RunState *st) {
     if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
     int n = sw->n_points;
     for (int k = n; k >= 10; k /= 10) st->width++;
-    printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/\n", sw->name, n, sw->jobs,
-           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out);
+    double t0 = now_seconds();
+    char started[32];
+    time_t now = time(NULL);
+    strftime(started, sizeof started, "%Y-%m-%d %H:%M:%S", localtime(&now));
+    printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/ (%s)\n", sw->name, n, sw->jobs,
+           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out,
+           started);
     selection_make(sw, p->dirs, &st->sel);
     if (st->sel.on)
         printf("sweep %s: first stage: every %s at the first %s; a group's other %ss start once its %s is chosen\n",
@@ -506,7 +519,9 @@ static int run_points(RunState *st) {
     printf("sweep %s: %d run, %d skipped (finished before), %d failed%s", sw->name, st->done, st->skipped, failed,
            sig ? ", interrupted" : "");
     if (waiting) printf(", %d waiting for the choice of %s", waiting, sw->select);
-    printf("\n");
+    char took[32];
+    format_duration(took, sizeof took, now_seconds() - t0);
+    printf(", in %s\n", took);
     return sig;
 }
 

@@ -1,5 +1,6 @@
 // Sweeps (ablation/): the sweep file parser and its grid/zip expansion in process, then ./sweep
 // end to end on tiny MQAR runs (a few steps of a 2-layer d_model 8-16 model: well under a second each).
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,7 +297,10 @@ TEST(sweep_select_runs_two_stages) {
               strstr(out, "sweep sel: chosen: all: lr = 1e-3, a tie with 1e-2: the smaller\n") &&
               strstr(out, "[2/4] lr=1e-3,seed=1: done") && strstr(out, "[3/3 run]") && strstr(out, "the choices of lr:"),
           "%s", out);
-    CHECK(strstr(out, "sweep sel: 3 run, 0 skipped (finished before), 0 failed\n"), "%s", out);
+    CHECK(strstr(out, "sweep sel: 3 run, 0 skipped (finished before), 0 failed, in "), "%s", out);
+    const char *line = strstr(out, "[1/4] lr=1e-3,seed=0: started");  // after the time of day
+    CHECK(line && line - out >= 9 && line[-1] == ' ' && line[-4] == ':' && line[-7] == ':' && isdigit((unsigned char)line[-9]),
+          "%s", out);
     char *md = read_out("sel", "summary.md");
     CHECK(md && strstr(md, "## Selection of `lr`") && strstr(md, "not selected") && strstr(md, ", chosen"), "%s", md);
     free(md);
@@ -305,25 +309,25 @@ TEST(sweep_select_runs_two_stages) {
 }
 
 // A group's second stage starts as soon as its choice is made, on a slot the first stage leaves
-// free, not after the whole first stage: the runner fills a freed slot before it reaps the next
-// run, so the order below does not depend on timing.
+// free, not after the whole first stage. With 2 slots and 2 groups the first group to finish its
+// first stage leaves the other one with a run still going; the runner fills a freed slot before
+// it reaps the next run, so the first seed-1 run starts before the last seed-0 run is reported
+// done, whichever group finishes first and however the runs are timed.
 TEST(sweep_select_starts_a_decided_group_while_the_first_stage_runs) {
     const char *f = sweep_file("early", "steps = 4\neval_every = 2\nmixer = softmax, linear\nlr = 1e-3, 1e-2\n"
                                         "seed = 0, 1\nselect = lr\njobs = 2\n");
     char out[8192];
     int st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
-    // points: mixer * 4 + lr * 2 + seed; softmax's first stage is 1 and 3, linear's 5 and 7
-    const char *chosen = strstr(out, "chosen: mixer=softmax: lr =");
-    const char *seed1 = strstr(out, ",seed=1: started"), *a = strstr(out, "[5/8] mixer=linear,lr=1e-3,seed=0: done"),
-               *b = strstr(out, "[7/8] mixer=linear,lr=1e-2,seed=0: done");
-    CHECK(st == 0 && chosen && seed1 && a && b, "%s", out);
-    const char *last_first = a > b ? a : b;  // whichever of linear's first stage ends last
-    CHECK(chosen < seed1 && seed1 < last_first && strstr(seed1 - 40, "mixer=softmax"), "%s", out);
-    CHECK(strstr(out, "sweep early: 6 run, 0 skipped (finished before), 0 failed\n") && strstr(out, "[6/6 run]"), "%s", out);
+    const char *chosen = strstr(out, "chosen: mixer="), *seed1 = strstr(out, ",seed=1: started"), *last_first = NULL;
+    for (const char *q = out; (q = strstr(q, ",seed=0: done")); q++) last_first = q;
+    CHECK(st == 0 && chosen && seed1 && last_first, "%s", out);
+    CHECK(chosen < seed1 && seed1 < last_first, "%s", out);
+    CHECK(strstr(out, "sweep early: 6 run, 0 skipped (finished before), 0 failed, in ") && strstr(out, "[6/6 run]"), "%s", out);
     // run again: everything is finished and both choices are said once
     st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
-    CHECK(st == 0 && strstr(out, "sweep early: 0 run, 6 skipped (finished before), 0 failed\n") &&
-              strstr(out, "chosen: mixer=linear: lr =") && !strstr(strstr(out, "chosen: mixer=softmax") + 1, "chosen: mixer=softmax"),
+    const char *soft = strstr(out, "chosen: mixer=softmax: lr =");
+    CHECK(st == 0 && strstr(out, "sweep early: 0 run, 6 skipped (finished before), 0 failed, in ") &&
+              strstr(out, "chosen: mixer=linear: lr =") && soft && !strstr(soft + 1, "chosen: mixer=softmax"),
           "%s", out);
 }
 
