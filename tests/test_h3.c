@@ -1,5 +1,5 @@
 // H3 beyond the generic checks: its SSM kernels (model/mixers/h3_ssm.c) against the recurrences
-// they come from, finite differences of the kernel's parameters, the mixer with heads of several
+// they come from, the training path's row kernels against the per-sequence ones, finite differences of the kernel's parameters, the mixer with heads of several
 // channels and past 64 tokens, the map against its definition, init, names and refused options.
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +33,83 @@ TEST(h3_kernels_match_their_recurrences) {
     for (int t = 0; t < T; t++) {
         CHECK_CLOSE(y[t], h3_ssm_step(N, r, bd, Cc, D, x, u[t]), 1e-12);
         CHECK_CLOSE(ks[t], h3_shift_step(N, w, Dk, s, u[t]), 1e-13);
+    }
+}
+
+// The training path's shift SSM over rows of channels against the per-channel filter and its
+// backward (the plain reference), with strided rows, more taps than tokens, and gradients that
+// must be added to what is there.
+TEST(h3_shift_rows_match_the_per_channel_filter) {
+    static const int cases[2][3] = {{5, 12, 4}, {3, 9, 15}};  // C, T, N
+    for (int k = 0; k < 2; k++) {
+        int C = cases[k][0], T = cases[k][1], N = cases[k][2], ld = 3 * C + 1;
+        real *in = mallocCheck(sizeof(real) * T * ld), *w = mallocCheck(sizeof(real) * C * N);
+        real *wT = mallocCheck(sizeof(real) * N * C), *Dk = mallocCheck(sizeof(real) * C);
+        real *ks = mallocCheck(sizeof(real) * T * C), *dks = mallocCheck(sizeof(real) * T * C);
+        real *dk = mallocCheck(sizeof(real) * T * ld), *dk0 = mallocCheck(sizeof(real) * T * ld);
+        real *dwT = mallocCheck(sizeof(real) * N * C), *dDk = mallocCheck(sizeof(real) * C), *tmp = mallocCheck(sizeof(real) * C);
+        real col[20], ksc[20], dksc[20], dkc[20], dw[16];
+        Rng rng;
+        rng_seed(&rng, 86 + k);
+        fill_normal(in, T * ld, &rng, 1);
+        fill_normal(w, C * N, &rng, 1);
+        fill_normal(Dk, C, &rng, 1);
+        fill_normal(dks, T * C, &rng, 1);
+        fill_normal(dk0, T * ld, &rng, 1);
+        fill_normal(dwT, N * C, &rng, 1);
+        memcpy(dk, dk0, sizeof(real) * T * ld);
+        for (int c = 0; c < C; c++)
+            for (int l = 0; l < N; l++) wT[l * C + c] = w[c * N + l];
+        real *dwT0 = mallocCheck(sizeof(real) * N * C), dDk0 = (real)0.25;
+        memcpy(dwT0, dwT, sizeof(real) * N * C);
+        for (int c = 0; c < C; c++) dDk[c] = dDk0;
+        h3_shift_forward_rows(T, N, C, wT, Dk, in + 1, ld, ks);
+        h3_shift_backward_rows(T, N, C, wT, Dk, in + 1, ld, dks, dk + 1, ld, dwT, dDk, tmp);
+        for (int c = 0; c < C; c++) {
+            for (int t = 0; t < T; t++) col[t] = in[t * ld + 1 + c], dksc[t] = dks[t * C + c], dkc[t] = dk0[t * ld + 1 + c];
+            for (int l = 0; l < N; l++) dw[l] = dwT0[l * C + c];
+            real dd = dDk0;
+            h3_shift_forward(T, N, w + c * N, Dk[c], col, ksc);
+            h3_shift_backward(T, N, w + c * N, Dk[c], col, dksc, dkc, dw, &dd);
+            for (int t = 0; t < T; t++) {
+                CHECK_CLOSE(ks[t * C + c], ksc[t], 1e-13);
+                CHECK_CLOSE(dk[t * ld + 1 + c], dkc[t], 1e-13);
+            }
+            for (int l = 0; l < N; l++) CHECK_CLOSE(dwT[l * C + c], dw[l], 1e-13);
+            CHECK_CLOSE(dDk[c], dd, 1e-13);
+        }
+        for (int t = 0; t < T; t++) CHECK(dk[t * ld] == dk0[t * ld]);  // outside the rows: untouched
+        free(in), free(w), free(wT), free(Dk), free(ks), free(dks), free(dk), free(dk0), free(dwT), free(dDk), free(tmp), free(dwT0);
+    }
+}
+
+// The diagonal SSM's convolution over rows of M sequences, each with its own kernel, against the
+// one-sequence convolution and its backward (kernel gradients added to what is there).
+TEST(h3_conv_rows_match_the_per_sequence_convolution) {
+    enum { M = 5, T = 13 };
+    real KE[T * M], U[T * M], Y[T * M], dY[T * M], dU[T * M], dKE[T * M], dKE0[T * M];
+    Rng rng;
+    rng_seed(&rng, 88);
+    fill_normal(KE, T * M, &rng, 1);
+    fill_normal(U, T * M, &rng, 1);
+    fill_normal(dY, T * M, &rng, 1);
+    fill_normal(dKE0, T * M, &rng, 1);
+    memcpy(dKE, dKE0, sizeof dKE);
+    h3_conv_forward_rows(T, M, KE, U, Y);
+    h3_conv_backward_rows(T, M, KE, U, dY, dU, dKE);
+    for (int m = 0; m < M; m++) {
+        real K[T], Krev[T], u[T], dy[T], y[T], du[T], dK[T];
+        for (int t = 0; t < T; t++) {
+            K[t] = KE[t * M + m], u[t] = U[t * M + m], dy[t] = dY[t * M + m], dK[t] = dKE0[t * M + m];
+            Krev[T - 1 - t] = K[t];
+        }
+        h3_conv_forward(T, Krev, u, y);
+        h3_conv_backward(T, K, u, dy, du, dK);
+        for (int t = 0; t < T; t++) {
+            CHECK_CLOSE(Y[t * M + m], y[t], 1e-13);
+            CHECK_CLOSE(dU[t * M + m], du[t], 1e-13);
+            CHECK_CLOSE(dKE[t * M + m], dK[t], 1e-13);
+        }
     }
 }
 

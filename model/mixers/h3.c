@@ -28,13 +28,16 @@ typedef struct {
 
 // After the q/k/v tensors: shift SSM taps and skip per channel; diagonal SSM per H3 head.
 enum { P_SK_W = QKV_NORM_W, P_SK_D, P_LOG_DT, P_A_LOG, P_SSM_C, P_SSM_D };
-// saved: ks [B,T,C] shifted keys; y [B,T,C*P] the diagonal SSM's output per (d1, d2) product;
-// the kernels K [NH,T] (kept per layer for the evaluator's maps, which would otherwise rebuild
-// one per map)
+// The training path works on rows of lanes: channels [B,T,C] for the shift SSM, the M = C*P
+// channel products m = (h*P + d1)*P + d2 (H3's ks[d1] * v[d2] of head h) [B,T,M] for the
+// diagonal SSM, so every loop runs across lanes instead of down one channel.
+// saved: ks [B,T,C] shifted keys; y [B,T,M] the diagonal SSM's output per product; the kernels
+// K [NH,T] (kept per layer for the evaluator's maps, which would otherwise rebuild one per map)
 enum { A_KS = QKV_N_SAVED, A_Y, A_KERNEL };
-// scratch: the kernels reversed [NH,T]; dK per (batch row, head) [B,NH,T]; shift gradients per
-// (batch row, channel) [B,C,N+1]; per-thread work [(4 + 6P) T]
-enum { S_KREV = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WORK };
+// scratch: the kernels per product [T,M]; dK per (batch row, head) [B,NH,T]; the shift SSM's
+// gradients per batch row [B,N+1,C] (taps, then the skip); its taps transposed [N,C]; the
+// gradient of ks [B,T,C]; per-thread work: products, their gradients, dy, dKE [4 T M] and [C]
+enum { S_KE = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WT, S_DKS, S_WORK };
 
 static const KeyDef h3_keys[] = {
     {"h3_d_state", KEY_INT, "64", RANGE_POS, 0, 0, "model",
@@ -81,7 +84,7 @@ static void h3_init_custom(const void *st, int index, real *w, Rng *rng) {
     }
 }
 
-static size_t work_per_thread(const H3 *m, int T) { return (size_t)(4 + 6 * m->P) * T; }
+static size_t work_per_thread(const H3 *m, int T) { return (size_t)4 * T * m->s.C * m->P + (size_t)m->s.C; }
 
 static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
                        int *n_scratch) {
@@ -92,66 +95,82 @@ static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_save
     saved[A_Y] = (BufDecl){"ssm_out", BT * C * m->P};
     saved[A_KERNEL] = (BufDecl){"kernel", (size_t)m->NH * T};
     *n_saved = A_KERNEL + 1;
-    scratch[S_KREV] = (BufDecl){"kernel_rev", (size_t)m->NH * T};
+    scratch[S_KE] = (BufDecl){"kernel_rows", (size_t)T * C * m->P};
     scratch[S_DK] = (BufDecl){"dkernel", (size_t)B * m->NH * T};
     scratch[S_DSHIFT] = (BufDecl){"dshift", (size_t)B * C * (m->N + 1)};
+    scratch[S_WT] = (BufDecl){"shift_taps_t", (size_t)m->N * C};
+    scratch[S_DKS] = (BufDecl){"dk_shift", BT * C};
     scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * work_per_thread(m, T)};
     *n_scratch = S_WORK + 1;
 }
 
-// Every head's kernel for this call's length, and its reverse.
-static void kernels(const H3 *m, real *const *p, int T, real *K, real *Krev) {
-    int N = m->N;
+// Every head's kernel for this call's length, and as rows of the products (KE[l][m] = K of
+// m's head at lag l).
+static void kernels(const H3 *m, real *const *p, int T, real *K, real *KE) {
+    int N = m->N, P = m->P, M = m->s.C * P;
 #pragma omp parallel for schedule(static)
-    for (int h = 0; h < m->NH; h++) {
-        real *k = K + (size_t)h * T, *kr = Krev + (size_t)h * T;
+    for (int h = 0; h < m->NH; h++)
         h3_ssm_kernel(N, T, p[P_LOG_DT][h], p[P_A_LOG] + (size_t)h * N, p[P_SSM_C] + (size_t)h * N,
-                      p[P_SSM_D][h], k);
-        for (int l = 0; l < T; l++) kr[T - 1 - l] = k[l];
-    }
+                      p[P_SSM_D][h], K + (size_t)h * T);
+    for (int l = 0; l < T; l++)
+        for (int mm = 0; mm < M; mm++) KE[(size_t)l * M + mm] = K[(size_t)(mm / (P * P)) * T + l];
 }
 
-// Column c of a [B,T,ld] array for batch row b into dst[T], and back.
-static void gather(const real *a, int ld, int b, int T, int c, real *dst) {
-    for (int t = 0; t < T; t++) dst[t] = a[((size_t)b * T + t) * ld + c];
+// The shift SSM's taps [C,N] as rows of channels [N,C] (the row kernels' layout).
+static void transpose_taps(const H3 *m, const real *w, real *wT) {
+    for (int c = 0; c < m->s.C; c++)
+        for (int l = 0; l < m->N; l++) wT[(size_t)l * m->s.C + c] = w[(size_t)c * m->N + l];
 }
-static void scatter_add(real *a, int ld, int b, int T, int c, const real *src) {
-    for (int t = 0; t < T; t++) a[((size_t)b * T + t) * ld + c] += src[t];
+
+// The products U[t][(h*P + d1)*P + d2] = ks[t][h*P + d1] v[t][h*P + d2] of one batch row; ks rows
+// at stride C, v rows at stride 3C.
+static void products(int T, int C, int P, const real *ks, const real *v, real *U) {
+    int M = C * P;
+    for (int t = 0; t < T; t++) {
+        const real *kt = ks + (size_t)t * C, *vt = v + (size_t)t * 3 * C;
+        real *u = U + (size_t)t * M;
+        if (P == 1) {  // H3's and Zoology's heads of one channel: one vector loop
+#pragma omp simd
+            for (int c = 0; c < C; c++) u[c] = kt[c] * vt[c];
+            continue;
+        }
+        for (int c = 0; c < C; c++) {  // c = h*P + d1
+            const real *vh = vt + (c / P) * P;
+            for (int d2 = 0; d2 < P; d2++) u[c * P + d2] = kt[c] * vh[d2];
+        }
+    }
 }
 
 static void h3_forward(const void *st, MixerIO *io) {
     const H3 *m = st;
-    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N;
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, M = C * P;
     qkv_in_forward(&m->s, io);
-    kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KREV]);
-    const real *qkv = io->act[QKV_A_QKV];
-    real *ksa = io->act[A_KS], *ya = io->act[A_Y], *att = io->act[QKV_A_ATT];
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * m->NH; bh++) {
-        int b = bh / m->NH, h = bh % m->NH;
-        real *kc = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
-        real *ks = kc + T, *q = ks + (size_t)P * T, *v = q + (size_t)P * T, *u = v + (size_t)P * T;
-        real *y = u + T, *o = y + T;
-        for (int d = 0; d < P; d++) {
-            int c = h * P + d;
-            gather(qkv, C3, b, T, C + c, kc);
-            h3_shift_forward(T, N, io->p[P_SK_W] + (size_t)c * N, io->p[P_SK_D][c], kc, ks + (size_t)d * T);
-            gather(qkv, C3, b, T, c, q + (size_t)d * T);
-            gather(qkv, C3, b, T, 2 * C + c, v + (size_t)d * T);
-            for (int t = 0; t < T; t++) ksa[((size_t)b * T + t) * C + c] = ks[(size_t)d * T + t];
-        }
-        for (int d2 = 0; d2 < P; d2++) {
-            for (int t = 0; t < T; t++) o[t] = 0;
-            for (int d1 = 0; d1 < P; d1++) {
-                const real *k1 = ks + (size_t)d1 * T, *v2 = v + (size_t)d2 * T, *q1 = q + (size_t)d1 * T;
-                for (int t = 0; t < T; t++) u[t] = k1[t] * v2[t];
-                h3_conv_forward(T, io->tmp[S_KREV] + (size_t)h * T, u, y);
-                for (int t = 0; t < T; t++) {
-                    ya[((size_t)b * T + t) * C * P + ((size_t)h * P + d1) * P + d2] = y[t];
-                    o[t] += q1[t] * y[t];
-                }
+    kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KE]);
+    const real *qkv = io->act[QKV_A_QKV], *KE = io->tmp[S_KE];
+    real *ksa = io->act[A_KS], *ya = io->act[A_Y], *att = io->act[QKV_A_ATT], *wT = io->tmp[S_WT];
+    transpose_taps(m, io->p[P_SK_W], wT);
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        const real *q = qkv + (size_t)b * T * C3;
+        real *ks = ksa + (size_t)b * T * C, *y = ya + (size_t)b * T * M;
+        real *U = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
+        h3_shift_forward_rows(T, N, C, wT, io->p[P_SK_D], q + C, C3, ks);
+        products(T, C, P, ks, q + 2 * C, U);
+        h3_conv_forward_rows(T, M, KE, U, y);
+        // o[t][h*P + d2] = sum_d1 q[t][h*P + d1] y[t][(h*P + d1)*P + d2]
+        for (int t = 0; t < T; t++) {
+            const real *qt = q + (size_t)t * C3, *yt = y + (size_t)t * M;
+            real *o = att + ((size_t)b * T + t) * C;
+            if (P == 1) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) o[c] = 0 + qt[c] * yt[c];
+                continue;
             }
-            for (int t = 0; t < T; t++) att[((size_t)b * T + t) * C + h * P + d2] = o[t];
+            for (int c = 0; c < C; c++) o[c] = 0;
+            for (int c = 0; c < C; c++) {  // c = h*P + d1
+                real *oh = o + (c / P) * P;
+                for (int d2 = 0; d2 < P; d2++) oh[d2] += qt[c] * yt[c * P + d2];
+            }
         }
     }
     qkv_out_forward(&m->s, io);
@@ -159,64 +178,79 @@ static void h3_forward(const void *st, MixerIO *io) {
 
 static void h3_backward(const void *st, MixerIO *io) {
     const H3 *m = st;
-    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH;
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH, M = C * P;
     const real *datt = qkv_out_backward(&m->s, io);
-    kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KREV]);
-    const real *qkv = io->act[QKV_A_QKV], *ksa = io->act[A_KS], *ya = io->act[A_Y];
+    kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KE]);
+    const real *qkv = io->act[QKV_A_QKV], *ksa = io->act[A_KS], *ya = io->act[A_Y], *KE = io->tmp[S_KE];
     real *dqkv = io->tmp[QKV_S_DQKV], *dK = io->tmp[S_DK], *dshift = io->tmp[S_DSHIFT];
-    memset(dK, 0, sizeof(real) * B * NH * T);
+    real *wT = io->tmp[S_WT], *dksa = io->tmp[S_DKS];
+    transpose_taps(m, io->p[P_SK_W], wT);
     memset(dshift, 0, sizeof(real) * B * C * (N + 1));
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * NH; bh++) {
-        int b = bh / NH, h = bh % NH;
-        real *kc = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
-        real *ks = kc + T, *q = ks + (size_t)P * T, *v = q + (size_t)P * T, *u = v + (size_t)P * T;
-        real *dy = u + T, *du = dy + T, *dks = du + T, *dv = dks + (size_t)P * T, *dout = dv + (size_t)P * T;
-        const real *K = io->act[A_KERNEL] + (size_t)h * T;
-        real *dKh = dK + (size_t)bh * T;
-        for (int d = 0; d < P; d++) {
-            int c = h * P + d;
-            gather(ksa, C, b, T, c, ks + (size_t)d * T);
-            gather(qkv, C3, b, T, c, q + (size_t)d * T);
-            gather(qkv, C3, b, T, 2 * C + c, v + (size_t)d * T);
-            gather(datt, C, b, T, c, dout + (size_t)d * T);
-        }
-        memset(dks, 0, sizeof(real) * P * T);
-        memset(dv, 0, sizeof(real) * P * T);
-        for (int d1 = 0; d1 < P; d1++) {
-            const real *q1 = q + (size_t)d1 * T, *k1 = ks + (size_t)d1 * T;
-            real *dq = du;  // dq of channel d1 = sum_d2 dO[d2] y[d1, d2], built before du is used
-            for (int t = 0; t < T; t++) {
-                const real *yr = ya + ((size_t)b * T + t) * C * P + ((size_t)h * P + d1) * P;
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        const real *q = qkv + (size_t)b * T * C3, *ks = ksa + (size_t)b * T * C, *y = ya + (size_t)b * T * M;
+        const real *dout = datt + (size_t)b * T * C;
+        real *dq = dqkv + (size_t)b * T * C3, *dks = dksa + (size_t)b * T * C;
+        real *U = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
+        real *dY = U + (size_t)T * M, *dU = dY + (size_t)T * M, *dKE = dU + (size_t)T * M, *tmp = dKE + (size_t)T * M;
+        // through o = sum_d1 q[d1] y[d1, d2]: dq and dy
+        for (int t = 0; t < T; t++) {
+            const real *qt = q + (size_t)t * C3, *yt = y + (size_t)t * M, *g = dout + (size_t)t * C;
+            real *dqt = dq + (size_t)t * C3, *dyt = dY + (size_t)t * M;
+            if (P == 1) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) {
+                    dqt[c] += 0 + g[c] * yt[c];
+                    dyt[c] = qt[c] * g[c];
+                }
+                continue;
+            }
+            for (int c = 0; c < C; c++) {  // c = h*P + d1
+                const real *gh = g + (c / P) * P;
                 real s = 0;
-                for (int d2 = 0; d2 < P; d2++) s += dout[(size_t)d2 * T + t] * yr[d2];
-                dq[t] = s;
-            }
-            scatter_add(dqkv, C3, b, T, h * P + d1, dq);
-            for (int d2 = 0; d2 < P; d2++) {
-                const real *v2 = v + (size_t)d2 * T, *do2 = dout + (size_t)d2 * T;
-                real *dk1 = dks + (size_t)d1 * T, *dv2 = dv + (size_t)d2 * T;
-                for (int t = 0; t < T; t++) {
-                    dy[t] = q1[t] * do2[t];
-                    u[t] = k1[t] * v2[t];
+                for (int d2 = 0; d2 < P; d2++) {
+                    s += gh[d2] * yt[c * P + d2];
+                    dyt[c * P + d2] = qt[c] * gh[d2];
                 }
-                h3_conv_backward(T, K, u, dy, du, dKh);
-                for (int t = 0; t < T; t++) {
-                    dk1[t] += du[t] * v2[t];
-                    dv2[t] += du[t] * k1[t];
-                }
+                dqt[c] += s;
             }
         }
-        for (int d = 0; d < P; d++) {
-            int c = h * P + d;
-            real *dsh = dshift + ((size_t)b * C + c) * (N + 1);
-            gather(qkv, C3, b, T, C + c, kc);
-            for (int t = 0; t < T; t++) dy[t] = 0;  // dk of channel c
-            h3_shift_backward(T, N, io->p[P_SK_W] + (size_t)c * N, io->p[P_SK_D][c], kc,
-                              dks + (size_t)d * T, dy, dsh, dsh + N);
-            scatter_add(dqkv, C3, b, T, C + c, dy);
-            scatter_add(dqkv, C3, b, T, 2 * C + c, dv + (size_t)d * T);
+        // through the diagonal SSM
+        products(T, C, P, ks, q + 2 * C, U);
+        memset(dKE, 0, sizeof(real) * T * M);
+        h3_conv_backward_rows(T, M, KE, U, dY, dU, dKE);
+        real *dKb = dK + (size_t)b * NH * T;
+        for (int h = 0; h < NH; h++)
+            for (int l = 0; l < T; l++) {
+                real s = 0;
+                for (int j = 0; j < P * P; j++) s += dKE[(size_t)l * M + h * P * P + j];
+                dKb[(size_t)h * T + l] = s;
+            }
+        // through the products u = ks[d1] v[d2]: dks, and dv into dqkv
+        for (int t = 0; t < T; t++) {
+            const real *kt = ks + (size_t)t * C, *vt = q + (size_t)t * C3 + 2 * C, *du = dU + (size_t)t * M;
+            real *dkt = dks + (size_t)t * C, *dvt = dq + (size_t)t * C3 + 2 * C;
+            if (P == 1) {
+#pragma omp simd
+                for (int c = 0; c < C; c++) {
+                    dkt[c] = 0 + du[c] * vt[c];
+                    dvt[c] += du[c] * kt[c];
+                }
+                continue;
+            }
+            for (int c = 0; c < C; c++) {  // c = h*P + d1
+                const real *vh = vt + (c / P) * P;
+                real *dvh = dvt + (c / P) * P, s = 0;
+                for (int d2 = 0; d2 < P; d2++) {
+                    s += du[c * P + d2] * vh[d2];
+                    dvh[d2] += du[c * P + d2] * kt[c];
+                }
+                dkt[c] = s;
+            }
         }
+        // through the shift SSM: dk into dqkv, the taps' gradients into the row's slot of dshift
+        real *dsh = dshift + (size_t)b * (N + 1) * C;
+        h3_shift_backward_rows(T, N, C, wT, io->p[P_SK_D], q + C, C3, dks, dq + C, C3, dsh, dsh + (size_t)N * C, tmp);
     }
     // Sums over batch rows in order (thread-count free), then the kernel parameters' gradients.
 #pragma omp parallel for schedule(static)
@@ -230,14 +264,16 @@ static void h3_backward(const void *st, MixerIO *io) {
                                io->g[P_SSM_D] + h);
     }
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; c++) {
-        real *acc = dshift + (size_t)c * (N + 1);  // batch row 0's slot collects the sum
+    for (int l = 0; l <= N; l++) {
+        real *acc = dshift + (size_t)l * C;  // batch row 0's slot collects the sum
         for (int b = 1; b < B; b++) {
-            const real *part = dshift + ((size_t)b * C + c) * (N + 1);
-            for (int l = 0; l <= N; l++) acc[l] += part[l];
+            const real *part = dshift + ((size_t)b * (N + 1) + l) * C;
+            for (int c = 0; c < C; c++) acc[c] += part[c];
         }
-        for (int l = 0; l < N; l++) io->g[P_SK_W][(size_t)c * N + l] += acc[l];
-        io->g[P_SK_D][c] += acc[N];
+        for (int c = 0; c < C; c++) {
+            if (l < N) io->g[P_SK_W][(size_t)c * N + l] += acc[c];
+            else io->g[P_SK_D][c] += acc[c];
+        }
     }
     qkv_in_backward(&m->s, io);
 }

@@ -97,6 +97,88 @@ void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, cons
     }
 }
 
+void h3_shift_forward_rows(int T, int N, int C, const real *wT, const real *Dk, const real *k, int ldk, real *ks) {
+    for (int t = 0; t < T; t++) {
+        real *o = ks + (size_t)t * C;
+        const real *kt = k + (size_t)t * ldk;
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = Dk[c] * kt[c];
+        for (int l = 0; l < N && l <= t; l++) {
+            const real *w = wT + (size_t)l * C, *kl = k + (size_t)(t - l) * ldk;
+#pragma omp simd
+            for (int c = 0; c < C; c++) o[c] += w[c] * kl[c];
+        }
+    }
+}
+
+void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk, const real *k, int ldk,
+                            const real *dks, real *dk, int lddk, real *dwT, real *dDk, real *tmp) {
+    for (int t = 0; t < T; t++) {
+        const real *g = dks + (size_t)t * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) tmp[c] = Dk[c] * g[c];
+        for (int l = 0; l < N && t + l < T; l++) {
+            const real *w = wT + (size_t)l * C, *gl = dks + (size_t)(t + l) * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) tmp[c] += w[c] * gl[c];
+        }
+        real *d = dk + (size_t)t * lddk;
+#pragma omp simd
+        for (int c = 0; c < C; c++) d[c] += tmp[c];
+    }
+    for (int c = 0; c < C; c++) tmp[c] = 0;
+    for (int t = 0; t < T; t++) {
+        const real *g = dks + (size_t)t * C, *kt = k + (size_t)t * ldk;
+#pragma omp simd
+        for (int c = 0; c < C; c++) tmp[c] += g[c] * kt[c];
+    }
+#pragma omp simd
+    for (int c = 0; c < C; c++) dDk[c] += tmp[c];
+    for (int l = 0; l < N && l < T; l++) {
+        for (int c = 0; c < C; c++) tmp[c] = 0;
+        for (int t = l; t < T; t++) {
+            const real *g = dks + (size_t)t * C, *kl = k + (size_t)(t - l) * ldk;
+#pragma omp simd
+            for (int c = 0; c < C; c++) tmp[c] += g[c] * kl[c];
+        }
+        real *dw = dwT + (size_t)l * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) dw[c] += tmp[c];
+    }
+}
+
+void h3_conv_forward_rows(int T, int M, const real *KE, const real *U, real *Y) {
+    for (int t = 0; t < T; t++) {
+        real *y = Y + (size_t)t * M;
+        for (int m = 0; m < M; m++) y[m] = 0;
+        for (int j = 0; j <= t; j++) {
+            const real *k = KE + (size_t)(t - j) * M, *u = U + (size_t)j * M;
+#pragma omp simd
+            for (int m = 0; m < M; m++) y[m] += k[m] * u[m];
+        }
+    }
+}
+
+void h3_conv_backward_rows(int T, int M, const real *KE, const real *U, const real *dY, real *dU, real *dKE) {
+    for (int j = 0; j < T; j++) {
+        real *du = dU + (size_t)j * M;
+        for (int m = 0; m < M; m++) du[m] = 0;
+        for (int t = j; t < T; t++) {
+            const real *k = KE + (size_t)(t - j) * M, *g = dY + (size_t)t * M;
+#pragma omp simd
+            for (int m = 0; m < M; m++) du[m] += k[m] * g[m];
+        }
+    }
+    for (int l = 0; l < T; l++) {
+        real *dk = dKE + (size_t)l * M;
+        for (int t = l; t < T; t++) {
+            const real *g = dY + (size_t)t * M, *u = U + (size_t)(t - l) * M;
+#pragma omp simd
+            for (int m = 0; m < M; m++) dk[m] += g[m] * u[m];
+        }
+    }
+}
+
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u) {
     real y = D * u;
     for (int n = 0; n < N; n++) {

@@ -19,7 +19,7 @@ void h3_ssm_kernel(int N, int T, real log_dt, const real *A_log, const real *C, 
 void h3_ssm_kernel_backward(int N, int T, real log_dt, const real *A_log, const real *C, const real *dK,
                             real *dlog_dt, real *dA_log, real *dC, real *dD);
 
-// Fast path: y_i = sum_{j <= i} K[i-j] u_j, given Krev[T-1-l] = K[l] (so every sum is one
+// One sequence: y_i = sum_{j <= i} K[i-j] u_j, given Krev[T-1-l] = K[l] (so every sum is one
 // contiguous dot product).
 void h3_conv_forward(int T, const real *Krev, const real *u, real *y);
 // Its backward: du_j = sum_{i >= j} K[i-j] dy_i (overwrites du); dK[l] += sum_i dy_i u_{i-l}.
@@ -30,6 +30,24 @@ void h3_shift_forward(int T, int N, const real *w, real Dk, const real *k, real 
 // Its backward from dks[T]: accumulates dk[T], dw[N], dDk.
 void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, const real *dks, real *dk,
                        real *dw, real *dDk);
+
+// The training path's shift SSM: every channel of one sequence at once, the channels as the
+// vector lanes (the per-channel loops above are latency-bound chains of dependent adds). Per
+// channel the same products are added in the same order as h3_shift_forward/backward, so the
+// results are bit-identical to them. Rows: k[t * ldk + c], ks[t * C + c], dks[t * C + c],
+// dk[t * lddk + c]; wT[l * C + c] = w of channel c (tap l); Dk[C].
+// ks = the shift SSM of k (overwrites ks).
+void h3_shift_forward_rows(int T, int N, int C, const real *wT, const real *Dk, const real *k, int ldk, real *ks);
+// Its backward from dks: adds to dk, dwT[N * C] and dDk[C]; tmp[C] is scratch.
+void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk, const real *k, int ldk,
+                            const real *dks, real *dk, int lddk, real *dwT, real *dDk, real *tmp);
+
+// The training path's diagonal SSM: M independent sequences (H3's channel products) as rows
+// of M lanes, each convolved with its own kernel, KE[l * M + m] = K of sequence m at lag l.
+// Y[t] = sum_{j <= t} KE[t-j] * U[j] (overwrites Y).
+void h3_conv_forward_rows(int T, int M, const real *KE, const real *U, real *Y);
+// Its backward: dU[j] = sum_{t >= j} KE[t-j] * dY[t] (overwrites dU); dKE[l] += sum_t dY[t] * U[t-l].
+void h3_conv_backward_rows(int T, int M, const real *KE, const real *U, const real *dY, real *dU, real *dKE);
 
 // Naive reference and generation: one token of the diagonal SSM, updating x[N]; returns y_t.
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u);
