@@ -91,10 +91,17 @@ int runner_run(int parallel, const RunnerHooks *hooks) {
     int n_given = 0, running = 0;
     RunnerJob job;
     for (;;) {
-        while (!g_signal && running < parallel && hooks->next(&job, hooks->ctx)) {
+        while (running < parallel) {
+            // The signals wait from here until the child is recorded: after one that came
+            // before, no job starts; one that comes while the job is made and started is
+            // delivered once the child is recorded, so it reaches the child too.
+            sigprocmask(SIG_BLOCK, &block, &old_mask);
+            if (g_signal || !hooks->next(&job, hooks->ctx)) {
+                sigprocmask(SIG_SETMASK, &old_mask, NULL);
+                break;
+            }
             int slot = 0;
             while (g_pids[slot] > 0) slot++;
-            sigprocmask(SIG_BLOCK, &block, &old_mask);
             pid_t pid = start(&job, &old_mask);
             if (pid > 0) {
                 g_pids[slot] = pid;

@@ -182,7 +182,7 @@ static Args parse_args(int argc, char **argv) {
     return a;
 }
 
-// --- the plan: every point's config, folder and command, checked before anything runs -----------
+// --- the plan: every point's config, folder name and command, checked before anything runs -----------
 
 typedef struct {
     SweepFile sw;
@@ -388,15 +388,24 @@ typedef struct {
     int width;         // digits of n_points
 } RunState;
 
-// The runs to come: unfinished points that run now, and one value's second-stage points of each
-// group whose choice is not made yet (its first stage is unfinished, so they are too).
+// The runs this sweep will have started when it ends: those started, the unfinished points not
+// yet given to the runner that can run now, and one value's second-stage points of each group
+// whose choice is not made yet (its first stage is unfinished, so they are too) unless a
+// first-stage run of the group has failed or been interrupted.
 static int planned_runs(const RunState *st) {
     const Plan *p = st->plan;
     const Selection *sel = &st->sel;
-    int n = 0;
+    int n = st->n_jobs;
     for (int i = 0; i < p->sw.n_points; i++) {
-        if (sel->on && sel->stage[i] == 2 && sel->choice[i] < 0) n += sel->value[i] == 0;
-        else n += selection_runs(sel, i) && !run_finished(p->dirs[i]);
+        if (st->considered[i]) continue;
+        if (sel->on && sel->stage[i] == 2 && sel->choice[i] < 0) {
+            int blocked = 0;
+            for (int j = 0; j < p->sw.n_points && !blocked; j++)
+                blocked = sel->rep[j] == sel->rep[i] && sel->stage[j] == 1 && st->status[j] != -2 && st->status[j] != 0;
+            n += sel->value[i] == 0 && !blocked;
+        } else {
+            n += selection_runs(sel, i) && !run_finished(p->dirs[i]);
+        }
     }
     return n;
 }
@@ -431,7 +440,9 @@ static int next_point(RunnerJob *job, void *ctx) {
                 st->skipped++;
                 continue;
             }
-            if (mkdir_p(p->dirs[i]) != 0) die_input("sweep: cannot create '%s' (%s)", p->dirs[i], strerror(errno));
+            // A folder that cannot be made fails this point alone (the runner cannot open its
+            // log), while the others go on.
+            if (mkdir_p(p->dirs[i]) != 0) fprintf(stderr, "sweep: cannot create '%s' (%s)\n", p->dirs[i], strerror(errno));
             st->argv[i] = sweep_point_argv(sw, i, p->train, p->threads);
             st->header[i] = log_header(sw, i, st->argv[i]);
             *job = (RunnerJob){st->argv[i], st->logs[i], st->header[i]};
@@ -475,13 +486,14 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
         else printf("FAILED (exit %d) after %s: %s (log: %s)", status, took, why ? why : "", st->logs[p]);
         free(why);
     }
-    printf(" [%d/%d run]\n", st->done, st->planned);
-    fflush(stdout);
-    if (st->sel.on && st->sel.stage[p] == 1) {  // a choice may now be made
+    if (st->sel.on && st->sel.stage[p] == 1) {  // a choice may now be made, or never
         selection_free(&st->sel);
         selection_make(sw, st->plan->dirs, &st->sel);
-        announce_choices(st);
+        st->planned = planned_runs(st);
     }
+    printf(" [%d/%d run]\n", st->done, st->planned);
+    fflush(stdout);
+    announce_choices(st);
 }
 
 // Runs every unfinished point the selection lets run, sw.jobs at a time, reporting each as it
@@ -492,6 +504,7 @@ static int run_points(RunState *st) {
     const SweepFile *sw = &p->sw;
     if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
     int n = sw->n_points;
+    st->width = 1;
     for (int k = n; k >= 10; k /= 10) st->width++;
     double t0 = now_seconds();
     char started[32];

@@ -331,6 +331,39 @@ TEST(sweep_select_starts_a_decided_group_while_the_first_stage_runs) {
           "%s", out);
 }
 
+// A point whose run folder cannot be made fails alone (the others run, the summary is written);
+// the point numbers are padded to the width of the count.
+TEST(sweep_point_folder_that_cannot_be_made_fails_alone) {
+    const char *f = sweep_file("nodir", "steps = 2\neval_every = 1\nmixer = softmax, linear\nseed = 0, 1, 2, 3, 4\n");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/out_nodir", test_tmpdir());
+    CHECK(mkdir_p(path) == 0);
+    snprintf(path, sizeof path, "%s/out_nodir/mixer=linear,seed=2", test_tmpdir());
+    fclose(fopenCheck(path, "w"));  // a file where the folder should be
+    char out[16384];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1 2>&1", f);
+    CHECK(st == 1, "exit %d: %s", st, out);
+    CHECK(strstr(out, "sweep: cannot create '") && strstr(out, "[ 8/10] mixer=linear,seed=2: FAILED: could not start") &&
+              strstr(out, "[ 1/10] mixer=softmax,seed=0: done") && strstr(out, "[10/10] mixer=linear,seed=4: done") &&
+              strstr(out, "10 run, 0 skipped (finished before), 1 failed"),
+          "%s", out);
+    char *md = read_out("nodir", "summary.md");
+    CHECK(md != NULL);
+    free(md);
+}
+
+// A first-stage run that fails leaves its group undecided: the count of runs to come drops the
+// group's second stage, and the sweep ends on [n/n] with that stage waiting.
+TEST(sweep_select_failed_first_stage_drops_its_second_stage_from_the_count) {
+    const char *f = sweep_file("selfail", "steps = 4\neval_every = 2\nmixer = softmax, linear\nn_head = 1, 3\n"
+                                          "zip = mixer, n_head\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    char out[8192];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);  // linear's n_head 3 does not divide d_model
+    CHECK(st == 1, "exit %d: %s", st, out);
+    CHECK(strstr(out, "[5/5 run]") && strstr(out, "5 run, 0 skipped (finished before), 2 failed, 2 waiting for the choice of lr"),
+          "%s", out);
+}
+
 TEST(sweep_bad_sweep_files_exit_2_before_running) {
     static const struct {
         const char *body, *want;
