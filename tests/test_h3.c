@@ -2,6 +2,7 @@
 // they come from, the training path's row kernels against the per-sequence ones, finite differences of the kernel's parameters, the mixer with heads of several
 // channels and past 64 tokens, the map against its definition, init, names and refused options.
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ TEST(h3_shift_rows_match_the_per_channel_filter) {
         fill_normal(dks, T * C, &rng, 1);
         fill_normal(dk0, T * ld, &rng, 1);
         fill_normal(dwT, N * C, &rng, 1);
+        fill_normal(ks, T * C, &rng, 1);  // overwritten
         memcpy(dk, dk0, sizeof(real) * T * ld);
         for (int c = 0; c < C; c++)
             for (int l = 0; l < N; l++) wT[l * C + c] = w[c * N + l];
@@ -78,38 +80,51 @@ TEST(h3_shift_rows_match_the_per_channel_filter) {
             for (int l = 0; l < N; l++) CHECK_CLOSE(dwT[l * C + c], dw[l], 1e-13);
             CHECK_CLOSE(dDk[c], dd, 1e-13);
         }
-        for (int t = 0; t < T; t++) CHECK(dk[t * ld] == dk0[t * ld]);  // outside the rows: untouched
+        for (int t = 0; t < T; t++)  // outside the rows' lanes: untouched
+            for (int c = 0; c < ld; c++)
+                if (c < 1 || c > C) CHECK(dk[t * ld + c] == dk0[t * ld + c]);
         free(in), free(w), free(wT), free(Dk), free(ks), free(dks), free(dk), free(dk0), free(dwT), free(dDk), free(tmp), free(dwT0);
     }
 }
 
 // The diagonal SSM's convolution over rows of M sequences, each with its own kernel, against the
-// one-sequence convolution and its backward (kernel gradients added to what is there).
+// one-sequence convolution and its backward (kernel gradients added to what is there): a whole
+// vector strip with a plain-loop rest (M = 21), blocks of rows cut short (T = 13, T = 3), the plain
+// loop alone (M = 5), and a lane range that starts inside the rows (lanes 16..36 of 37).
 TEST(h3_conv_rows_match_the_per_sequence_convolution) {
-    enum { M = 5, T = 13 };
-    real KE[T * M], U[T * M], Y[T * M], dY[T * M], dU[T * M], dKE[T * M], dKE0[T * M];
-    Rng rng;
-    rng_seed(&rng, 88);
-    fill_normal(KE, T * M, &rng, 1);
-    fill_normal(U, T * M, &rng, 1);
-    fill_normal(dY, T * M, &rng, 1);
-    fill_normal(dKE0, T * M, &rng, 1);
-    memcpy(dKE, dKE0, sizeof dKE);
-    h3_conv_forward_rows(T, M, KE, U, Y);
-    h3_conv_backward_rows(T, M, KE, U, dY, dU, dKE);
-    for (int m = 0; m < M; m++) {
-        real K[T], Krev[T], u[T], dy[T], y[T], du[T], dK[T];
-        for (int t = 0; t < T; t++) {
-            K[t] = KE[t * M + m], u[t] = U[t * M + m], dy[t] = dY[t * M + m], dK[t] = dKE0[t * M + m];
-            Krev[T - 1 - t] = K[t];
+    static const int cases[4][4] = {{21, 13, 0, 21}, {16, 3, 0, 16}, {5, 9, 0, 5}, {37, 11, 16, 37}};  // M, T, m0, m1
+    for (int k = 0; k < 4; k++) {
+        int M = cases[k][0], T = cases[k][1], m0 = cases[k][2], m1 = cases[k][3], n = M * T;
+        real *KE = mallocCheck(sizeof(real) * n), *U = mallocCheck(sizeof(real) * n), *Y = mallocCheck(sizeof(real) * n);
+        real *dY = mallocCheck(sizeof(real) * n), *dU = mallocCheck(sizeof(real) * n), *dKE = mallocCheck(sizeof(real) * n);
+        real *dKE0 = mallocCheck(sizeof(real) * n), *Y0 = mallocCheck(sizeof(real) * n), *dU0 = mallocCheck(sizeof(real) * n);
+        Rng rng;
+        rng_seed(&rng, 88 + k);
+        fill_normal(KE, n, &rng, 1);
+        fill_normal(U, n, &rng, 1);
+        fill_normal(dY, n, &rng, 1);
+        fill_normal(dKE0, n, &rng, 1);
+        fill_normal(Y0, n, &rng, 1);  // overwritten in the range, kept outside it
+        fill_normal(dU0, n, &rng, 1);
+        memcpy(dKE, dKE0, sizeof(real) * n), memcpy(Y, Y0, sizeof(real) * n), memcpy(dU, dU0, sizeof(real) * n);
+        h3_conv_forward_rows(T, M, m0, m1, KE, U, Y);
+        h3_conv_backward_rows(T, M, m0, m1, KE, U, dY, dU, dKE);
+        for (int m = 0; m < M; m++) {
+            real K[16], Krev[16], u[16], dy[16], y[16], du[16], dK[16];
+            for (int t = 0; t < T; t++) {
+                K[t] = KE[t * M + m], u[t] = U[t * M + m], dy[t] = dY[t * M + m], dK[t] = dKE0[t * M + m];
+                Krev[T - 1 - t] = K[t];
+            }
+            h3_conv_forward(T, Krev, u, y);
+            h3_conv_backward(T, K, u, dy, du, dK);
+            int in = m >= m0 && m < m1;
+            for (int t = 0; t < T; t++) {
+                CHECK_CLOSE(Y[t * M + m], in ? y[t] : Y0[t * M + m], 1e-13);
+                CHECK_CLOSE(dU[t * M + m], in ? du[t] : dU0[t * M + m], 1e-13);
+                CHECK_CLOSE(dKE[t * M + m], in ? dK[t] : dKE0[t * M + m], 1e-13);
+            }
         }
-        h3_conv_forward(T, Krev, u, y);
-        h3_conv_backward(T, K, u, dy, du, dK);
-        for (int t = 0; t < T; t++) {
-            CHECK_CLOSE(Y[t * M + m], y[t], 1e-13);
-            CHECK_CLOSE(dU[t * M + m], du[t], 1e-13);
-            CHECK_CLOSE(dKE[t * M + m], dK[t], 1e-13);
-        }
+        free(KE), free(U), free(Y), free(dY), free(dU), free(dKE), free(dKE0), free(Y0), free(dU0);
     }
 }
 
@@ -138,6 +153,16 @@ TEST(h3_kernel_backward_matches_finite_differences) {
     check_grad("A_log", kernel_loss, &k, k.A_log, dA, 5, 1e-6, 1e-7, 1e-9);
     check_grad("C", kernel_loss, &k, k.C, dC, 5, 1e-6, 1e-7, 1e-9);
     check_grad("D", kernel_loss, &k, &k.D, &dD, 1, 1e-6, 1e-7, 1e-9);
+}
+
+// Heads of several channels (products beyond one vector strip, a strip cut short) give the same
+// bits with 1 and 2 threads; the default (one channel per head) is in test_mixers.c.
+TEST(h3_heads_of_two_bit_identical_for_one_and_two_threads) {
+    MixerRig r;
+    omp_set_num_threads(2);  // before the rig sizes its buffers for the thread count
+    rig_setup(&r, "h3", "h3_d_state=5 h3_head_dim=2", 12, 2, 3, 37, 0, 2, 89);  // M = 24 products
+    rig_check_thread_invariance(&r);
+    rig_free(&r);
 }
 
 TEST(h3_backward_heads_and_lengths) {

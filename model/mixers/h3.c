@@ -8,9 +8,10 @@
 // each head is linear attention with a kernel decay, a_ij = Kbar_h(i-j) (q_i . ks_j) acting on
 // v_j, which is the map the evaluator reads (one per head: C / P maps).
 // Training materialises each head's kernel from its parameters every call and convolves it
-// (O(T^2) per channel product, contiguous dot products); generation steps both SSMs' states,
-// O(1) per token. H3's output channel order (d2 outer) is a fixed permutation absorbed by the
-// output projection; here output channel h*P + d2. docs/mixers.md#h3 has the derivations.
+// (O(T^2) per channel product, across the products as vector lanes); generation steps both
+// SSMs' states, O(1) per token. H3's output channel order (d2 outer) is a fixed permutation
+// absorbed by the output projection; here output channel h*P + d2. docs/mixers.md#h3 has the
+// derivations.
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -36,8 +37,9 @@ enum { P_SK_W = QKV_NORM_W, P_SK_D, P_LOG_DT, P_A_LOG, P_SSM_C, P_SSM_D };
 enum { A_KS = QKV_N_SAVED, A_Y, A_KERNEL };
 // scratch: the kernels per product [T,M]; dK per (batch row, head) [B,NH,T]; the shift SSM's
 // gradients per batch row [B,N+1,C] (taps, then the skip); its taps transposed [N,C]; the
-// gradient of ks [B,T,C]; per-thread work: products, their gradients, dy, dKE [4 T M] and [C]
-enum { S_KE = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WT, S_DKS, S_WORK };
+// gradient of ks [B,T,C]; the products, the gradients of y and of the products, and the kernels'
+// gradients per batch row [B,T,M] each; per-thread work [C]
+enum { S_KE = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WT, S_DKS, S_U, S_DY, S_DU, S_DKE, S_WORK };
 
 static const KeyDef h3_keys[] = {
     {"h3_d_state", KEY_INT, "64", RANGE_POS, 0, 0, "model",
@@ -84,7 +86,7 @@ static void h3_init_custom(const void *st, int index, real *w, Rng *rng) {
     }
 }
 
-static size_t work_per_thread(const H3 *m, int T) { return (size_t)4 * T * m->s.C * m->P + (size_t)m->s.C; }
+static size_t work_per_thread(const H3 *m) { return (size_t)m->s.C; }
 
 static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
                        int *n_scratch) {
@@ -100,7 +102,11 @@ static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_save
     scratch[S_DSHIFT] = (BufDecl){"dshift", (size_t)B * C * (m->N + 1)};
     scratch[S_WT] = (BufDecl){"shift_taps_t", (size_t)m->N * C};
     scratch[S_DKS] = (BufDecl){"dk_shift", BT * C};
-    scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * work_per_thread(m, T)};
+    scratch[S_U] = (BufDecl){"products", BT * C * m->P};
+    scratch[S_DY] = (BufDecl){"dssm_out", BT * C * m->P};
+    scratch[S_DU] = (BufDecl){"dproducts", BT * C * m->P};
+    scratch[S_DKE] = (BufDecl){"dkernel_rows", BT * C * m->P};
+    scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * work_per_thread(m)};
     *n_scratch = S_WORK + 1;
 }
 
@@ -141,25 +147,37 @@ static void products(int T, int C, int P, const real *ks, const real *v, real *U
     }
 }
 
+// The convolution's tasks: (batch row, strip of H3_CONV_LANES products), so a few long
+// sequences still give every thread work.
+static int n_strips(int M) { return (M + H3_CONV_LANES - 1) / H3_CONV_LANES; }
+
 static void h3_forward(const void *st, MixerIO *io) {
     const H3 *m = st;
-    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, M = C * P;
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, M = C * P, S = n_strips(M);
     qkv_in_forward(&m->s, io);
     kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KE]);
     const real *qkv = io->act[QKV_A_QKV], *KE = io->tmp[S_KE];
-    real *ksa = io->act[A_KS], *ya = io->act[A_Y], *att = io->act[QKV_A_ATT], *wT = io->tmp[S_WT];
+    real *ksa = io->act[A_KS], *ya = io->act[A_Y], *att = io->act[QKV_A_ATT], *wT = io->tmp[S_WT], *Ua = io->tmp[S_U];
     transpose_taps(m, io->p[P_SK_W], wT);
+    // the shift SSM and the products, per batch row
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) {
         const real *q = qkv + (size_t)b * T * C3;
-        real *ks = ksa + (size_t)b * T * C, *y = ya + (size_t)b * T * M;
-        real *U = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
+        real *ks = ksa + (size_t)b * T * C;
         h3_shift_forward_rows(T, N, C, wT, io->p[P_SK_D], q + C, C3, ks);
-        products(T, C, P, ks, q + 2 * C, U);
-        h3_conv_forward_rows(T, M, KE, U, y);
-        // o[t][h*P + d2] = sum_d1 q[t][h*P + d1] y[t][(h*P + d1)*P + d2]
+        products(T, C, P, ks, q + 2 * C, Ua + (size_t)b * T * M);
+    }
+    // the diagonal SSM
+#pragma omp parallel for schedule(static)
+    for (int task = 0; task < B * S; task++) {
+        int b = task / S, m0 = task % S * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
+        h3_conv_forward_rows(T, M, m0, m1, KE, Ua + (size_t)b * T * M, ya + (size_t)b * T * M);
+    }
+    // o[t][h*P + d2] = sum_d1 q[t][h*P + d1] y[t][(h*P + d1)*P + d2]
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
-            const real *qt = q + (size_t)t * C3, *yt = y + (size_t)t * M;
+            const real *qt = qkv + ((size_t)b * T + t) * C3, *yt = ya + ((size_t)b * T + t) * M;
             real *o = att + ((size_t)b * T + t) * C;
             if (P == 1) {
 #pragma omp simd
@@ -178,22 +196,21 @@ static void h3_forward(const void *st, MixerIO *io) {
 
 static void h3_backward(const void *st, MixerIO *io) {
     const H3 *m = st;
-    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH, M = C * P;
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH, M = C * P, S = n_strips(M);
     const real *datt = qkv_out_backward(&m->s, io);
     kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KE]);
     const real *qkv = io->act[QKV_A_QKV], *ksa = io->act[A_KS], *ya = io->act[A_Y], *KE = io->tmp[S_KE];
     real *dqkv = io->tmp[QKV_S_DQKV], *dK = io->tmp[S_DK], *dshift = io->tmp[S_DSHIFT];
-    real *wT = io->tmp[S_WT], *dksa = io->tmp[S_DKS];
+    real *wT = io->tmp[S_WT], *dksa = io->tmp[S_DKS], *Ua = io->tmp[S_U], *dYa = io->tmp[S_DY], *dUa = io->tmp[S_DU];
+    real *dKEa = io->tmp[S_DKE];
     transpose_taps(m, io->p[P_SK_W], wT);
     memset(dshift, 0, sizeof(real) * B * C * (N + 1));
+    memset(dKEa, 0, sizeof(real) * B * T * M);
+    // through o = sum_d1 q[d1] y[d1, d2]: dq and dy; and the products again
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) {
-        const real *q = qkv + (size_t)b * T * C3, *ks = ksa + (size_t)b * T * C, *y = ya + (size_t)b * T * M;
-        const real *dout = datt + (size_t)b * T * C;
-        real *dq = dqkv + (size_t)b * T * C3, *dks = dksa + (size_t)b * T * C;
-        real *U = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m, m->s.T);
-        real *dY = U + (size_t)T * M, *dU = dY + (size_t)T * M, *dKE = dU + (size_t)T * M, *tmp = dKE + (size_t)T * M;
-        // through o = sum_d1 q[d1] y[d1, d2]: dq and dy
+        const real *q = qkv + (size_t)b * T * C3, *y = ya + (size_t)b * T * M, *dout = datt + (size_t)b * T * C;
+        real *dq = dqkv + (size_t)b * T * C3, *dY = dYa + (size_t)b * T * M;
         for (int t = 0; t < T; t++) {
             const real *qt = q + (size_t)t * C3, *yt = y + (size_t)t * M, *g = dout + (size_t)t * C;
             real *dqt = dq + (size_t)t * C3, *dyt = dY + (size_t)t * M;
@@ -215,10 +232,20 @@ static void h3_backward(const void *st, MixerIO *io) {
                 dqt[c] += s;
             }
         }
-        // through the diagonal SSM
-        products(T, C, P, ks, q + 2 * C, U);
-        memset(dKE, 0, sizeof(real) * T * M);
-        h3_conv_backward_rows(T, M, KE, U, dY, dU, dKE);
+        products(T, C, P, ksa + (size_t)b * T * C, q + 2 * C, Ua + (size_t)b * T * M);
+    }
+    // through the diagonal SSM
+#pragma omp parallel for schedule(static)
+    for (int task = 0; task < B * S; task++) {
+        int b = task / S, m0 = task % S * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
+        size_t o = (size_t)b * T * M;
+        h3_conv_backward_rows(T, M, m0, m1, KE, Ua + o, dYa + o, dUa + o, dKEa + o);
+    }
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        const real *q = qkv + (size_t)b * T * C3, *ks = ksa + (size_t)b * T * C;
+        const real *dU = dUa + (size_t)b * T * M, *dKE = dKEa + (size_t)b * T * M;
+        real *dq = dqkv + (size_t)b * T * C3, *dks = dksa + (size_t)b * T * C;
         real *dKb = dK + (size_t)b * NH * T;
         for (int h = 0; h < NH; h++)
             for (int l = 0; l < T; l++) {
@@ -250,7 +277,8 @@ static void h3_backward(const void *st, MixerIO *io) {
         }
         // through the shift SSM: dk into dqkv, the taps' gradients into the row's slot of dshift
         real *dsh = dshift + (size_t)b * (N + 1) * C;
-        h3_shift_backward_rows(T, N, C, wT, io->p[P_SK_D], q + C, C3, dks, dq + C, C3, dsh, dsh + (size_t)N * C, tmp);
+        h3_shift_backward_rows(T, N, C, wT, io->p[P_SK_D], q + C, C3, dks, dq + C, C3, dsh, dsh + (size_t)N * C,
+                               io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m));
     }
     // Sums over batch rows in order (thread-count free), then the kernel parameters' gradients.
 #pragma omp parallel for schedule(static)

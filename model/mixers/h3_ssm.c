@@ -147,36 +147,122 @@ void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk,
     }
 }
 
-void h3_conv_forward_rows(int T, int M, const real *KE, const real *U, real *Y) {
-    for (int t = 0; t < T; t++) {
-        real *y = Y + (size_t)t * M;
-        for (int m = 0; m < M; m++) y[m] = 0;
-        for (int j = 0; j <= t; j++) {
-            const real *k = KE + (size_t)(t - j) * M, *u = U + (size_t)j * M;
-#pragma omp simd
-            for (int m = 0; m < M; m++) y[m] += k[m] * u[m];
+// --- the diagonal SSM's convolution over rows of lanes -------------------------------------------
+// Lanes m0 .. m1-1 in strips of H3_EB: a strip's H3_TB output rows are vector sums held in
+// registers while the loop walks the input rows, so each input row is loaded once per H3_TB
+// outputs and a strip's rows (T x 64 bytes) stay in cache at any T (whole rows of M lanes did
+// not past T ~ 1000). Lanes past the last whole strip take the plain loop. Every lane adds the
+// same terms in the same order (ascending j or t) on either path.
+#define H3_EB H3_CONV_LANES
+#define H3_TB 4
+typedef real h3vec __attribute__((vector_size(H3_EB * sizeof(real))));
+
+#define VLOAD(v, p) memcpy(&(v), (p), sizeof(h3vec))
+#define VSTORE(p, v) memcpy((p), &(v), sizeof(h3vec))
+
+// Y[t] = sum_{j <= t} KE[t-j] U[j] on one strip (pointers at its first lane).
+static void conv_forward_strip(int T, int M, const real *KE, const real *U, real *Y) {
+    for (int t0 = 0; t0 < T; t0 += H3_TB) {
+        int nb = T - t0 < H3_TB ? T - t0 : H3_TB;
+        h3vec acc[H3_TB], k, u;
+        for (int r = 0; r < H3_TB; r++) acc[r] = (h3vec){0};
+        for (int j = 0; j <= t0; j++) {  // every row of the block takes these
+            VLOAD(u, U + (size_t)j * M);
+            if (nb == H3_TB) {
+                for (int r = 0; r < H3_TB; r++) {
+                    VLOAD(k, KE + (size_t)(t0 + r - j) * M);
+                    acc[r] += k * u;
+                }
+            } else {
+                for (int r = 0; r < nb; r++) {
+                    VLOAD(k, KE + (size_t)(t0 + r - j) * M);
+                    acc[r] += k * u;
+                }
+            }
+        }
+        for (int j = t0 + 1; j < t0 + nb; j++) {  // the block's own triangle
+            VLOAD(u, U + (size_t)j * M);
+            for (int r = j - t0; r < nb; r++) {
+                VLOAD(k, KE + (size_t)(t0 + r - j) * M);
+                acc[r] += k * u;
+            }
+        }
+        for (int r = 0; r < nb; r++) VSTORE(Y + (size_t)(t0 + r) * M, acc[r]);
+    }
+}
+
+// dU[j] = sum_{t >= j} KE[t-j] dY[t];  dKE[l] += sum_{t >= l} dY[t] U[t-l]  on one strip.
+static void conv_backward_strip(int T, int M, const real *KE, const real *U, const real *dY, real *dU,
+                                real *dKE) {
+    for (int j0 = 0; j0 < T; j0 += H3_TB) {
+        int nb = T - j0 < H3_TB ? T - j0 : H3_TB;
+        h3vec acc[H3_TB], k, g;
+        for (int r = 0; r < H3_TB; r++) acc[r] = (h3vec){0};
+        for (int t = j0; t < T; t++) {  // row j0 + r takes t >= j0 + r
+            VLOAD(g, dY + (size_t)t * M);
+            int rmax = t - j0 + 1 < nb ? t - j0 + 1 : nb;
+            if (rmax == H3_TB) {
+                for (int r = 0; r < H3_TB; r++) {
+                    VLOAD(k, KE + (size_t)(t - j0 - r) * M);
+                    acc[r] += k * g;
+                }
+            } else {
+                for (int r = 0; r < rmax; r++) {
+                    VLOAD(k, KE + (size_t)(t - j0 - r) * M);
+                    acc[r] += k * g;
+                }
+            }
+        }
+        for (int r = 0; r < nb; r++) VSTORE(dU + (size_t)(j0 + r) * M, acc[r]);
+    }
+    for (int l0 = 0; l0 < T; l0 += H3_TB) {
+        int nb = T - l0 < H3_TB ? T - l0 : H3_TB;
+        h3vec acc[H3_TB], g, u, d;
+        for (int r = 0; r < H3_TB; r++) acc[r] = (h3vec){0};
+        for (int t = l0; t < T; t++) {  // lag l0 + r takes t >= l0 + r
+            VLOAD(g, dY + (size_t)t * M);
+            int rmax = t - l0 + 1 < nb ? t - l0 + 1 : nb;
+            if (rmax == H3_TB) {
+                for (int r = 0; r < H3_TB; r++) {
+                    VLOAD(u, U + (size_t)(t - l0 - r) * M);
+                    acc[r] += g * u;
+                }
+            } else {
+                for (int r = 0; r < rmax; r++) {
+                    VLOAD(u, U + (size_t)(t - l0 - r) * M);
+                    acc[r] += g * u;
+                }
+            }
+        }
+        for (int r = 0; r < nb; r++) {
+            VLOAD(d, dKE + (size_t)(l0 + r) * M);
+            d += acc[r];
+            VSTORE(dKE + (size_t)(l0 + r) * M, d);
         }
     }
 }
 
-void h3_conv_backward_rows(int T, int M, const real *KE, const real *U, const real *dY, real *dU, real *dKE) {
-    for (int j = 0; j < T; j++) {
-        real *du = dU + (size_t)j * M;
-        for (int m = 0; m < M; m++) du[m] = 0;
-        for (int t = j; t < T; t++) {
-            const real *k = KE + (size_t)(t - j) * M, *g = dY + (size_t)t * M;
-#pragma omp simd
-            for (int m = 0; m < M; m++) du[m] += k[m] * g[m];
+void h3_conv_forward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, real *Y) {
+    for (; m0 + H3_EB <= m1; m0 += H3_EB) conv_forward_strip(T, M, KE + m0, U + m0, Y + m0);
+    for (int t = 0; t < T; t++)
+        for (int m = m0; m < m1; m++) {
+            real s = 0;
+            for (int j = 0; j <= t; j++) s += KE[(size_t)(t - j) * M + m] * U[(size_t)j * M + m];
+            Y[(size_t)t * M + m] = s;
         }
-    }
-    for (int l = 0; l < T; l++) {
-        real *dk = dKE + (size_t)l * M;
-        for (int t = l; t < T; t++) {
-            const real *g = dY + (size_t)t * M, *u = U + (size_t)(t - l) * M;
-#pragma omp simd
-            for (int m = 0; m < M; m++) dk[m] += g[m] * u[m];
+}
+
+void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU,
+                           real *dKE) {
+    for (; m0 + H3_EB <= m1; m0 += H3_EB) conv_backward_strip(T, M, KE + m0, U + m0, dY + m0, dU + m0, dKE + m0);
+    for (int m = m0; m < m1; m++)
+        for (int j = 0; j < T; j++) {
+            real s = 0, sk = 0;
+            for (int t = j; t < T; t++) s += KE[(size_t)(t - j) * M + m] * dY[(size_t)t * M + m];
+            for (int t = j; t < T; t++) sk += dY[(size_t)t * M + m] * U[(size_t)(t - j) * M + m];
+            dU[(size_t)j * M + m] = s;
+            dKE[(size_t)j * M + m] += sk;
         }
-    }
 }
 
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u) {

@@ -34,7 +34,8 @@ void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, cons
 // The training path's shift SSM: every channel of one sequence at once, the channels as the
 // vector lanes (the per-channel loops above are latency-bound chains of dependent adds). Per
 // channel the same products are added in the same order as h3_shift_forward/backward, so the
-// results are bit-identical to them. Rows: k[t * ldk + c], ks[t * C + c], dks[t * C + c],
+// results agree with them to rounding (the compiler may fuse a different multiply into each
+// add). Rows: k[t * ldk + c], ks[t * C + c], dks[t * C + c],
 // dk[t * lddk + c]; wT[l * C + c] = w of channel c (tap l); Dk[C].
 // ks = the shift SSM of k (overwrites ks).
 void h3_shift_forward_rows(int T, int N, int C, const real *wT, const real *Dk, const real *k, int ldk, real *ks);
@@ -43,11 +44,15 @@ void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk,
                             const real *dks, real *dk, int lddk, real *dwT, real *dDk, real *tmp);
 
 // The training path's diagonal SSM: M independent sequences (H3's channel products) as rows
-// of M lanes, each convolved with its own kernel, KE[l * M + m] = K of sequence m at lag l.
+// of M lanes, each convolved with its own kernel, KE[l * M + m] = K of sequence m at lag l; on
+// lanes m0 .. m1-1 (so callers can split the lanes among threads; split at multiples of
+// H3_CONV_LANES, the vector width the kernels work in, or the rest takes a plain loop).
 // Y[t] = sum_{j <= t} KE[t-j] * U[j] (overwrites Y).
-void h3_conv_forward_rows(int T, int M, const real *KE, const real *U, real *Y);
+#define H3_CONV_LANES 16
+void h3_conv_forward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, real *Y);
 // Its backward: dU[j] = sum_{t >= j} KE[t-j] * dY[t] (overwrites dU); dKE[l] += sum_t dY[t] * U[t-l].
-void h3_conv_backward_rows(int T, int M, const real *KE, const real *U, const real *dY, real *dU, real *dKE);
+void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU,
+                           real *dKE);
 
 // Naive reference and generation: one token of the diagonal SSM, updating x[N]; returns y_t.
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u);
