@@ -128,6 +128,43 @@ TEST(h3_conv_rows_match_the_per_sequence_convolution) {
     }
 }
 
+// The convolution by FFT against the direct one: forward, both correlations of the backward
+// (kernel gradients added to what is there), a strip cut short, a lane range inside the rows,
+// lengths that are and are not powers of two, and one token.
+TEST(h3_conv_fft_matches_the_direct_convolution) {
+    static const int cases[4][4] = {{21, 13, 0, 21}, {16, 32, 0, 16}, {37, 50, 16, 37}, {3, 1, 0, 3}};  // M, T, m0, m1
+    for (int k = 0; k < 4; k++) {
+        int M = cases[k][0], T = cases[k][1], m0 = cases[k][2], m1 = cases[k][3], n = M * T, L = h3_fft_len(T);
+        CHECK(L >= 2 * T && (L & (L - 1)) == 0);
+        real *KE = mallocCheck(sizeof(real) * n), *U = mallocCheck(sizeof(real) * n), *dY = mallocCheck(sizeof(real) * n);
+        real *Y = mallocCheck(sizeof(real) * n), *Yf = mallocCheck(sizeof(real) * n), *dU = mallocCheck(sizeof(real) * n);
+        real *dUf = mallocCheck(sizeof(real) * n), *dKE = mallocCheck(sizeof(real) * n), *dKEf = mallocCheck(sizeof(real) * n);
+        real *tw = mallocCheck(sizeof(real) * L), *KF = mallocCheck(sizeof(real) * 2 * L * M);
+        real *work = mallocCheck(sizeof(real) * h3_fft_work(T));
+        Rng rng;
+        rng_seed(&rng, 92 + k);
+        fill_normal(KE, n, &rng, 1);
+        fill_normal(U, n, &rng, 1);
+        fill_normal(dY, n, &rng, 1);
+        fill_normal(dKE, n, &rng, 1);
+        fill_normal(Y, n, &rng, 1);  // lanes outside the range keep these
+        memcpy(dKEf, dKE, sizeof(real) * n), memcpy(Yf, Y, sizeof(real) * n);
+        memcpy(dU, Y, sizeof(real) * n), memcpy(dUf, Y, sizeof(real) * n);
+        h3_fft_twiddles(L, tw);
+        h3_fft_kernel_rows(T, M, m0, m1, KE, tw, KF, work);
+        h3_conv_forward_rows(T, M, m0, m1, KE, U, Y);
+        h3_conv_backward_rows(T, M, m0, m1, KE, U, dY, dU, dKE);
+        h3_conv_forward_fft(T, M, m0, m1, KF, tw, U, Yf, work);
+        h3_conv_backward_fft(T, M, m0, m1, KF, tw, U, dY, dUf, dKEf, work);
+        for (int i = 0; i < n; i++) {
+            CHECK_CLOSE(Yf[i], Y[i], 1e-12);
+            CHECK_CLOSE(dUf[i], dU[i], 1e-12);
+            CHECK_CLOSE(dKEf[i], dKE[i], 1e-12);
+        }
+        free(KE), free(U), free(dY), free(Y), free(Yf), free(dU), free(dUf), free(dKE), free(dKEf), free(tw), free(KF), free(work);
+    }
+}
+
 typedef struct {
     int N, T;
     real log_dt, D, A_log[5], C[5], R[40], K[40];
@@ -156,11 +193,15 @@ TEST(h3_kernel_backward_matches_finite_differences) {
 }
 
 // Heads of several channels (products beyond one vector strip, a strip cut short) give the same
-// bits with 1 and 2 threads; the default (one channel per head) is in test_mixers.c.
+// bits with 1 and 2 threads, directly and by FFT; the default (one channel per head) is in
+// test_mixers.c.
 TEST(h3_heads_of_two_bit_identical_for_one_and_two_threads) {
     MixerRig r;
     omp_set_num_threads(2);  // before the rig sizes its buffers for the thread count
     rig_setup(&r, "h3", "h3_d_state=5 h3_head_dim=2", 12, 2, 3, 37, 0, 2, 89);  // M = 24 products
+    rig_check_thread_invariance(&r);
+    rig_free(&r);
+    rig_setup(&r, "h3", "h3_d_state=5 h3_head_dim=2 h3_fft_min_len=16", 12, 2, 3, 37, 0, 2, 89);  // by FFT
     rig_check_thread_invariance(&r);
     rig_free(&r);
 }
@@ -169,6 +210,9 @@ TEST(h3_backward_heads_and_lengths) {
     rig_check_all("h3", "h3_d_state=5", 4, 1, 1, 70, 0, 2, 82);            // past 64 tokens
     rig_check_all("h3", "h3_d_state=3 h3_head_dim=2", 8, 2, 2, 9, 0, 2, 83);  // 4 heads of 2
     rig_check_all("h3", "h3_d_state=4 h3_head_dim=4", 8, 1, 1, 11, 0, 2, 84); // 2 heads of 4
+    // the convolution by FFT (from length 1 on): finite differences, maps and steps through it
+    rig_check_all("h3", "h3_d_state=5 h3_fft_min_len=1", 4, 1, 1, 70, 0, 2, 90);
+    rig_check_all("h3", "h3_d_state=3 h3_head_dim=2 h3_fft_min_len=1", 8, 2, 2, 9, 0, 2, 91);
 }
 
 // a_ij = Kbar(i-j) q_i.ks_j rebuilt from the parameters for heads of 2 channels.

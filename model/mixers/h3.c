@@ -25,6 +25,7 @@
 typedef struct {
     QkvShape s;      // C, model heads H, T, B (s.D is unused: heads of P channels below)
     int P, NH, N;    // channels per H3 head, H3 heads C / P, states per SSM
+    int fft_min;     // h3_fft_min_len: from this length on the convolution runs by FFT (0: never)
 } H3;
 
 // After the q/k/v tensors: shift SSM taps and skip per channel; diagonal SSM per H3 head.
@@ -38,14 +39,17 @@ enum { A_KS = QKV_N_SAVED, A_Y, A_KERNEL };
 // scratch: the kernels per product [T,M]; dK per (batch row, head) [B,NH,T]; the shift SSM's
 // gradients per batch row [B,N+1,C] (taps, then the skip); its taps transposed [N,C]; the
 // gradient of ks [B,T,C]; the products, the gradients of y and of the products, and the kernels'
-// gradients per batch row [B,T,M] each; per-thread work [C]
-enum { S_KE = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WT, S_DKS, S_U, S_DY, S_DU, S_DKE, S_WORK };
+// gradients per batch row [B,T,M] each; for the FFT path (zero-sized without) the kernels'
+// transforms [2,L,M] and the twiddles [L]; per-thread work [C], or the FFT's
+enum { S_KE = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WT, S_DKS, S_U, S_DY, S_DU, S_DKE, S_KF, S_TW, S_WORK };
 
 static const KeyDef h3_keys[] = {
     {"h3_d_state", KEY_INT, "64", RANGE_POS, 0, 0, "model",
      "h3: states N of the diagonal SSM and taps of the shift SSM (H3's d_state)"},
     {"h3_head_dim", KEY_INT, "1", RANGE_POS, 0, 0, "model",
      "h3: channels per H3 head (1 as in H3 and Zoology); d_model / h3_head_dim must divide by n_head"},
+    {"h3_fft_min_len", KEY_INT, "2048", RANGE_NONNEG, 0, 0, "model",
+     "h3: sequence length from which the SSM convolution runs by FFT, O(T log T), instead of directly, O(T^2) (0: never)"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -59,6 +63,7 @@ static void *h3_create(const MixerDims *d) {
     if ((d->C / P) % d->H)
         die_input("h3_head_dim: d_model / h3_head_dim = %ld heads must divide by n_head %d", d->C / P, d->H);
     m->P = (int)P, m->NH = d->C / (int)P, m->N = (int)N;
+    m->fft_min = (int)cfg_int(d->cfg, "h3_fft_min_len");
     return m;
 }
 
@@ -86,7 +91,13 @@ static void h3_init_custom(const void *st, int index, real *w, Rng *rng) {
     }
 }
 
-static size_t work_per_thread(const H3 *m) { return (size_t)m->s.C; }
+// 1 when a call of length T convolves by FFT.
+static int use_fft(const H3 *m, int T) { return m->fft_min > 0 && T >= m->fft_min; }
+
+static size_t work_per_thread(const H3 *m) {
+    size_t fft = use_fft(m, m->s.T) ? h3_fft_work(m->s.T) : 0;
+    return fft > (size_t)m->s.C ? fft : (size_t)m->s.C;
+}
 
 static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
                        int *n_scratch) {
@@ -106,6 +117,9 @@ static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_save
     scratch[S_DY] = (BufDecl){"dssm_out", BT * C * m->P};
     scratch[S_DU] = (BufDecl){"dproducts", BT * C * m->P};
     scratch[S_DKE] = (BufDecl){"dkernel_rows", BT * C * m->P};
+    size_t L = use_fft(m, T) ? (size_t)h3_fft_len(T) : 0;
+    scratch[S_KF] = (BufDecl){"kernel_fft", 2 * L * C * m->P};
+    scratch[S_TW] = (BufDecl){"fft_twiddles", L};
     scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * work_per_thread(m)};
     *n_scratch = S_WORK + 1;
 }
@@ -151,6 +165,18 @@ static void products(int T, int C, int P, const real *ks, const real *v, real *U
 // sequences still give every thread work.
 static int n_strips(int M) { return (M + H3_CONV_LANES - 1) / H3_CONV_LANES; }
 
+// For the FFT path: the twiddles and every product's kernel transformed, a strip per task.
+static void fft_kernels(const H3 *m, MixerIO *io, int T) {
+    int M = m->s.C * m->P, S = n_strips(M);
+    h3_fft_twiddles(h3_fft_len(T), io->tmp[S_TW]);
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < S; k++) {
+        int m0 = k * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
+        h3_fft_kernel_rows(T, M, m0, m1, io->tmp[S_KE], io->tmp[S_TW], io->tmp[S_KF],
+                           io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m));
+    }
+}
+
 static void h3_forward(const void *st, MixerIO *io) {
     const H3 *m = st;
     int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, M = C * P, S = n_strips(M);
@@ -168,10 +194,17 @@ static void h3_forward(const void *st, MixerIO *io) {
         products(T, C, P, ks, q + 2 * C, Ua + (size_t)b * T * M);
     }
     // the diagonal SSM
+    int fft = use_fft(m, T);
+    if (fft) fft_kernels(m, io, T);
 #pragma omp parallel for schedule(static)
     for (int task = 0; task < B * S; task++) {
         int b = task / S, m0 = task % S * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
-        h3_conv_forward_rows(T, M, m0, m1, KE, Ua + (size_t)b * T * M, ya + (size_t)b * T * M);
+        size_t o = (size_t)b * T * M;
+        if (fft)
+            h3_conv_forward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, ya + o,
+                                io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m));
+        else
+            h3_conv_forward_rows(T, M, m0, m1, KE, Ua + o, ya + o);
     }
     // o[t][h*P + d2] = sum_d1 q[t][h*P + d1] y[t][(h*P + d1)*P + d2]
 #pragma omp parallel for schedule(static)
@@ -235,11 +268,17 @@ static void h3_backward(const void *st, MixerIO *io) {
         products(T, C, P, ksa + (size_t)b * T * C, q + 2 * C, Ua + (size_t)b * T * M);
     }
     // through the diagonal SSM
+    int fft = use_fft(m, T);
+    if (fft) fft_kernels(m, io, T);
 #pragma omp parallel for schedule(static)
     for (int task = 0; task < B * S; task++) {
         int b = task / S, m0 = task % S * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
         size_t o = (size_t)b * T * M;
-        h3_conv_backward_rows(T, M, m0, m1, KE, Ua + o, dYa + o, dUa + o, dKEa + o);
+        if (fft)
+            h3_conv_backward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, dYa + o, dUa + o, dKEa + o,
+                                 io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m));
+        else
+            h3_conv_backward_rows(T, M, m0, m1, KE, Ua + o, dYa + o, dUa + o, dKEa + o);
     }
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) {
@@ -378,7 +417,14 @@ static void h3_step(const void *st, real *const *p, real *state, int t, const re
 static void h3_flops(const void *st, int B, int T, double *fwd, double *bwd) {
     const H3 *m = st;
     double BT = (double)B * T, C = m->s.C, P = m->P, N = m->N < T ? m->N : T;
-    double mix = 2 * BT * C * N + (double)B * C * P * T * (T + 1.0) + 4 * BT * C * P + 3.0 * m->NH * m->N * T;
+    // the convolution per product: directly the causal triangle; by FFT two transforms of
+    // length L (5 L log2 L each, radix 2) and a complex product, and the kernel's transform
+    double conv = (double)B * C * P * T * (T + 1.0);
+    if (use_fft(m, T)) {
+        double L = h3_fft_len(T), fft = 5 * L * log2(L);
+        conv = (double)B * C * P * (2 * fft + 6 * L) + C * P * fft;
+    }
+    double mix = 2 * BT * C * N + conv + 4 * BT * C * P + 3.0 * m->NH * m->N * T;
     qkv_flops(&m->s, B, T, mix, fwd, bwd);
 }
 

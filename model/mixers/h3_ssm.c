@@ -1,5 +1,6 @@
 #include "model/mixers/h3_ssm.h"
 
+#include <math.h>
 #include <string.h>
 
 void h3_ssm_discretize(int N, real log_dt, const real *A_log, real *r, real *bd) {
@@ -156,6 +157,8 @@ void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk,
 #define H3_EB H3_CONV_LANES
 #define H3_TB 4
 typedef real h3vec __attribute__((vector_size(H3_EB * sizeof(real))));
+// The same vector in memory the caller hands in (a work buffer aligned to its reals only).
+typedef real h3vec_m __attribute__((vector_size(H3_EB * sizeof(real)), aligned(sizeof(real))));
 
 #define VLOAD(v, p) memcpy(&(v), (p), sizeof(h3vec))
 #define VSTORE(p, v) memcpy((p), &(v), sizeof(h3vec))
@@ -263,6 +266,139 @@ void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const r
             dU[(size_t)j * M + m] = s;
             dKE[(size_t)j * M + m] += sk;
         }
+}
+
+// --- the same convolution by FFT (long sequences) --------------------------------------------------
+// Linear convolution and correlation of length-T sequences as products of their discrete Fourier
+// transforms of length L >= 2T, zero-padded so that nothing wraps around. The transforms run
+// along t with a strip of H3_EB sequences in the vector lanes (every butterfly is a vector
+// operation); a strip cut short is padded with zero lanes.
+
+int h3_fft_len(int T) {
+    int L = 1;
+    while (L < 2 * T) L *= 2;
+    return L;
+}
+
+void h3_fft_twiddles(int L, real *tw) {
+    for (int k = 0; k < L / 2; k++) {
+        double a = -2 * M_PI * k / L;
+        tw[k] = (real)cos(a), tw[L / 2 + k] = (real)sin(a);
+    }
+}
+
+// In place: the transform of (re, im)[L] (inverse: e^{+2 pi i k n / L}, unscaled).
+static void fft_strip(h3vec_m *re, h3vec_m *im, int L, const real *tw, int inverse) {
+    for (int i = 1, j = 0; i < L; i++) {  // bit-reversed order
+        int bit = L >> 1;
+        for (; j & bit; bit >>= 1) j ^= bit;
+        j |= bit;
+        if (i < j) {
+            h3vec t = re[i];
+            re[i] = re[j], re[j] = t;
+            t = im[i], im[i] = im[j], im[j] = t;
+        }
+    }
+    const real *twr = tw, *twi = tw + L / 2;
+    for (int len = 2; len <= L; len *= 2) {
+        int half = len / 2, step = L / len;
+        for (int k = 0; k < half; k++) {
+            real wr = twr[k * step], wi = inverse ? -twi[k * step] : twi[k * step];
+            for (int i = k; i < L; i += len) {
+                int b = i + half;
+                h3vec xr = re[b] * wr - im[b] * wi, xi = re[b] * wi + im[b] * wr;
+                re[b] = re[i] - xr, im[b] = im[i] - xi;
+                re[i] += xr, im[i] += xi;
+            }
+        }
+    }
+}
+
+// Lanes m0 .. m0+w-1 (w <= H3_EB) of rows 0..T-1 into a zero-padded strip of length L.
+static void load_strip(h3vec_m *re, h3vec_m *im, const real *x, int T, int M, int m0, int w, int L) {
+    for (int t = 0; t < L; t++) {
+        re[t] = (h3vec){0}, im[t] = (h3vec){0};
+        if (t >= T) continue;
+        if (w == H3_EB) VLOAD(re[t], x + (size_t)t * M + m0);
+        else memcpy(&re[t], x + (size_t)t * M + m0, sizeof(real) * w);
+    }
+}
+
+// Rows 0..T-1 of a strip's real part times scale into (or, add, onto) lanes m0 .. m0+w-1.
+static void store_strip(real *x, const h3vec_m *re, int T, int M, int m0, int w, real scale, int add) {
+    for (int t = 0; t < T; t++) {
+        real *row = x + (size_t)t * M + m0;
+        for (int i = 0; i < w; i++) row[i] = (add ? row[i] : 0) + scale * re[t][i];
+    }
+}
+
+size_t h3_fft_work(int T) { return (size_t)4 * h3_fft_len(T) * H3_EB; }
+
+void h3_fft_kernel_rows(int T, int M, int m0, int m1, const real *KE, const real *tw, real *KF, real *work) {
+    int L = h3_fft_len(T);
+    h3vec_m *re = (h3vec_m *)work, *im = re + L;
+    for (; m0 < m1; m0 += H3_EB) {
+        int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
+        load_strip(re, im, KE, T, M, m0, w, L);
+        fft_strip(re, im, L, tw, 0);
+        for (int f = 0; f < L; f++)
+            for (int i = 0; i < w; i++)
+                KF[(size_t)f * M + m0 + i] = re[f][i], KF[((size_t)L + f) * M + m0 + i] = im[f][i];
+    }
+}
+
+// The strip of the kernels' transforms at lanes m0 .. m0+w-1 (zero lanes past w).
+static void kernel_strip(const real *KF, int L, int M, int m0, int w, int f, h3vec_m *kr, h3vec_m *ki) {
+    *kr = (h3vec){0}, *ki = (h3vec){0};
+    if (w == H3_EB) {
+        VLOAD(*kr, KF + (size_t)f * M + m0);
+        VLOAD(*ki, KF + ((size_t)L + f) * M + m0);
+    } else {
+        memcpy(kr, KF + (size_t)f * M + m0, sizeof(real) * w);
+        memcpy(ki, KF + ((size_t)L + f) * M + m0, sizeof(real) * w);
+    }
+}
+
+void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y,
+                         real *work) {
+    int L = h3_fft_len(T);
+    h3vec_m *re = (h3vec_m *)work, *im = re + L;
+    for (; m0 < m1; m0 += H3_EB) {
+        int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
+        load_strip(re, im, U, T, M, m0, w, L);
+        fft_strip(re, im, L, tw, 0);
+        for (int f = 0; f < L; f++) {  // times the kernel's transform
+            h3vec kr, ki, r = re[f];
+            kernel_strip(KF, L, M, m0, w, f, &kr, &ki);
+            re[f] = r * kr - im[f] * ki, im[f] = r * ki + im[f] * kr;
+        }
+        fft_strip(re, im, L, tw, 1);
+        store_strip(Y, re, T, M, m0, w, (real)1 / L, 0);
+    }
+}
+
+void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U,
+                          const real *dY, real *dU, real *dKE, real *work) {
+    int L = h3_fft_len(T);
+    h3vec_m *gr = (h3vec_m *)work, *gi = gr + L, *ur = gi + L, *ui = ur + L;
+    for (; m0 < m1; m0 += H3_EB) {
+        int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
+        load_strip(gr, gi, dY, T, M, m0, w, L);
+        fft_strip(gr, gi, L, tw, 0);
+        load_strip(ur, ui, U, T, M, m0, w, L);
+        fft_strip(ur, ui, L, tw, 0);
+        // correlations: du = IFFT(conj(K^) dY^), dK = IFFT(conj(U^) dY^)
+        for (int f = 0; f < L; f++) {
+            h3vec kr, ki, a = gr[f], b = gi[f], c = ur[f], d = ui[f];
+            kernel_strip(KF, L, M, m0, w, f, &kr, &ki);
+            ur[f] = c * a + d * b, ui[f] = c * b - d * a;
+            gr[f] = kr * a + ki * b, gi[f] = kr * b - ki * a;
+        }
+        fft_strip(gr, gi, L, tw, 1);
+        store_strip(dU, gr, T, M, m0, w, (real)1 / L, 0);
+        fft_strip(ur, ui, L, tw, 1);
+        store_strip(dKE, ur, T, M, m0, w, (real)1 / L, 1);
+    }
 }
 
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u) {

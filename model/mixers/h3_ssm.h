@@ -9,6 +9,8 @@
 //   x_t[n] = r_n x_{t-1}[n] + bd_n u_t,  y_t = sum_n C[n] x_t[n] + D u_t,
 // i.e. y = K * u with the kernel K[l] = sum_n C[n] bd_n r_n^l + D [l = 0].
 #pragma once
+#include <stddef.h>
+
 #include "core/real.h"
 
 // r[N] and bd[N] of the diagonal SSM.
@@ -53,6 +55,20 @@ void h3_conv_forward_rows(int T, int M, int m0, int m1, const real *KE, const re
 // Its backward: dU[j] = sum_{t >= j} KE[t-j] * dY[t] (overwrites dU); dKE[l] += sum_t dY[t] * U[t-l].
 void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU,
                            real *dKE);
+
+// The same convolution by FFT, O(T log T) per sequence instead of O(T^2), for long sequences:
+// transforms of length h3_fft_len(T) (a power of two >= 2T) along t, H3_CONV_LANES sequences
+// at a time. tw[L] from h3_fft_twiddles; KF[2 L M] the kernels' transforms (real parts [L][M],
+// then imaginary) from h3_fft_kernel_rows; work[h3_fft_work(T)] per thread. Same results as
+// the direct kernels to rounding (float: about 1e-6 relative).
+int h3_fft_len(int T);
+void h3_fft_twiddles(int L, real *tw);
+size_t h3_fft_work(int T);
+void h3_fft_kernel_rows(int T, int M, int m0, int m1, const real *KE, const real *tw, real *KF, real *work);
+void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y,
+                         real *work);
+void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U,
+                          const real *dY, real *dU, real *dKE, real *work);
 
 // Naive reference and generation: one token of the diagonal SSM, updating x[N]; returns y_t.
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u);
