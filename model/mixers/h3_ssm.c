@@ -332,6 +332,13 @@ static void store_strip(real *x, const h3vec_m *re, int T, int M, int m0, int w,
     }
 }
 
+// The transform of lanes m0 .. m0+w-1 of rows 0..T-1, zero-padded to L.
+static void transform_strip(h3vec_m *re, h3vec_m *im, const real *x, int T, int M, int m0, int w, int L,
+                            const real *tw) {
+    load_strip(re, im, x, T, M, m0, w, L);
+    fft_strip(re, im, L, tw, 0);
+}
+
 size_t h3_fft_work(int T) { return (size_t)4 * h3_fft_len(T) * H3_EB; }
 
 void h3_fft_kernel_rows(int T, int M, int m0, int m1, const real *KE, const real *tw, real *KF, real *work) {
@@ -339,8 +346,7 @@ void h3_fft_kernel_rows(int T, int M, int m0, int m1, const real *KE, const real
     h3vec_m *re = (h3vec_m *)work, *im = re + L;
     for (; m0 < m1; m0 += H3_EB) {
         int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
-        load_strip(re, im, KE, T, M, m0, w, L);
-        fft_strip(re, im, L, tw, 0);
+        transform_strip(re, im, KE, T, M, m0, w, L, tw);
         for (int f = 0; f < L; f++)
             for (int i = 0; i < w; i++)
                 KF[(size_t)f * M + m0 + i] = re[f][i], KF[((size_t)L + f) * M + m0 + i] = im[f][i];
@@ -365,8 +371,7 @@ void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const rea
     h3vec_m *re = (h3vec_m *)work, *im = re + L;
     for (; m0 < m1; m0 += H3_EB) {
         int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
-        load_strip(re, im, U, T, M, m0, w, L);
-        fft_strip(re, im, L, tw, 0);
+        transform_strip(re, im, U, T, M, m0, w, L, tw);
         for (int f = 0; f < L; f++) {  // times the kernel's transform
             h3vec kr, ki, r = re[f];
             kernel_strip(KF, L, M, m0, w, f, &kr, &ki);
@@ -383,10 +388,8 @@ void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const re
     h3vec_m *gr = (h3vec_m *)work, *gi = gr + L, *ur = gi + L, *ui = ur + L;
     for (; m0 < m1; m0 += H3_EB) {
         int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
-        load_strip(gr, gi, dY, T, M, m0, w, L);
-        fft_strip(gr, gi, L, tw, 0);
-        load_strip(ur, ui, U, T, M, m0, w, L);
-        fft_strip(ur, ui, L, tw, 0);
+        transform_strip(gr, gi, dY, T, M, m0, w, L, tw);
+        transform_strip(ur, ui, U, T, M, m0, w, L, tw);
         // correlations: du = IFFT(conj(K^) dY^), dK = IFFT(conj(U^) dY^)
         for (int f = 0; f < L; f++) {
             h3vec kr, ki, a = gr[f], b = gi[f], c = ur[f], d = ui[f];
