@@ -32,6 +32,8 @@ void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, 
     for (size_t i = 0; i < n; i++) {
         double num = numeric_grad(f, ctx, x, i, h);
         double a = (double)g[i];
+        if (!isfinite(a) || !isfinite(num))  // NaN compares false with any tolerance: say it
+            test_fail(__FILE__, __LINE__, "%s[%zu]: analytic %.12g vs numeric %.12g", what, i, a, num);
         double excess = fabs(a - num) - (atol + rtol * fmax(fabs(a), fabs(num)));
         if (excess > worst) worst = excess, worst_i = i, worst_a = a, worst_n = num;
     }
@@ -192,11 +194,22 @@ real *rig_param(MixerRig *r, const char *name) {
     test_fail(__FILE__, __LINE__, "mixer %s has no tensor '%s'", r->kind->name, name);
 }
 
+// Scratch back to NaN between a forward and its backward: in a model the layers share their
+// scratch, so a backward must not read what its forward left there.
+static void poison_scratch(MixerRig *r) {
+    BufDecl saved[MIXER_MAX_BUFFERS], scratch[MIXER_MAX_BUFFERS];
+    int ns = 0, nt = 0;
+    r->kind->buffers(r->st, r->B, r->T, saved, &ns, scratch, &nt);
+    for (int i = 0; i < nt; i++)
+        for (size_t k = 0; k < scratch[i].count; k++) r->tmp[i][k] = NAN;
+}
+
 void rig_check_grads(MixerRig *r, double rtol, double atol) { rig_check_grads_h(r, 1e-6, rtol, atol); }
 
 void rig_check_grads_h(MixerRig *r, double h, double rtol, double atol) {
     size_t n = (size_t)r->B * r->T * r->dims.C;
     rig_loss(r);
+    poison_scratch(r);
     MixerIO io = rig_io(r);
     io.dy = r->R;
     io.dx = r->dx;
@@ -323,6 +336,7 @@ void rig_check_thread_invariance(MixerRig *r) {
         omp_set_num_threads(threads);
         MixerIO io = rig_io(r);
         r->kind->forward(r->st, &io);
+        poison_scratch(r);
         io.dy = r->R;
         io.dx = r->dx;
         memset(r->dx, 0, sizeof(real) * n);

@@ -201,7 +201,7 @@ TEST(h3_heads_of_two_bit_identical_for_one_and_two_threads) {
     rig_setup(&r, "h3", "h3_d_state=5 h3_head_dim=2", 12, 2, 3, 37, 0, 2, 89);  // M = 24 products
     rig_check_thread_invariance(&r);
     rig_free(&r);
-    rig_setup(&r, "h3", "h3_d_state=5 h3_head_dim=2 h3_fft_min_len=16", 12, 2, 3, 37, 0, 2, 89);  // by FFT
+    rig_setup(&r, "h3", "h3_d_state=5 h3_head_dim=2 h3_conv=fft", 12, 2, 3, 37, 0, 2, 89);  // by FFT
     rig_check_thread_invariance(&r);
     rig_free(&r);
 }
@@ -210,9 +210,9 @@ TEST(h3_backward_heads_and_lengths) {
     rig_check_all("h3", "h3_d_state=5", 4, 1, 1, 70, 0, 2, 82);            // past 64 tokens
     rig_check_all("h3", "h3_d_state=3 h3_head_dim=2", 8, 2, 2, 9, 0, 2, 83);  // 4 heads of 2
     rig_check_all("h3", "h3_d_state=4 h3_head_dim=4", 8, 1, 1, 11, 0, 2, 84); // 2 heads of 4
-    // the convolution by FFT (from length 1 on): finite differences, maps and steps through it
-    rig_check_all("h3", "h3_d_state=5 h3_fft_min_len=1", 4, 1, 1, 70, 0, 2, 90);
-    rig_check_all("h3", "h3_d_state=3 h3_head_dim=2 h3_fft_min_len=1", 8, 2, 2, 9, 0, 2, 91);
+    // the convolution by FFT: finite differences, maps and steps through it
+    rig_check_all("h3", "h3_d_state=5 h3_conv=fft", 4, 1, 1, 70, 0, 2, 90);
+    rig_check_all("h3", "h3_d_state=3 h3_head_dim=2 h3_conv=fft", 8, 2, 2, 9, 0, 2, 91);
 }
 
 // a_ij = Kbar(i-j) q_i.ks_j rebuilt from the parameters for heads of 2 channels.
@@ -289,4 +289,6 @@ TEST(h3_rejects_bad_options) {
     CHECK(strstr(err, "h3_d_state"), "%s", err);
     CHECK(rig_create_status("h3", "h3_d_state=0", 8, 1, 4, err, sizeof err) == 2);
     CHECK(strstr(err, "h3_d_state"), "%s", err);
+    CHECK(rig_create_status("h3", "h3_conv=fast", 8, 1, 4, err, sizeof err) == 2);
+    CHECK(strstr(err, "h3_conv") && strstr(err, "auto|direct|fft"), "%s", err);
 }

@@ -8,10 +8,10 @@
 // each head is linear attention with a kernel decay, a_ij = Kbar_h(i-j) (q_i . ks_j) acting on
 // v_j, which is the map the evaluator reads (one per head: C / P maps).
 // Training materialises each head's kernel from its parameters every call and convolves it
-// (O(T^2) per channel product, across the products as vector lanes); generation steps both
-// SSMs' states, O(1) per token. H3's output channel order (d2 outer) is a fixed permutation
-// absorbed by the output projection; here output channel h*P + d2. docs/mixers.md#h3 has the
-// derivations.
+// (directly, O(T^2) per channel product, or for long sequences by FFT, O(T log T); the products
+// as vector lanes either way); generation steps both SSMs' states, O(1) per token. H3's output
+// channel order (d2 outer) is a fixed permutation absorbed by the output projection; here output
+// channel h*P + d2. docs/mixers.md#h3 has the derivations.
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -25,8 +25,11 @@
 typedef struct {
     QkvShape s;      // C, model heads H, T, B (s.D is unused: heads of P channels below)
     int P, NH, N;    // channels per H3 head, H3 heads C / P, states per SSM
-    int fft_min;     // h3_fft_min_len: from this length on the convolution runs by FFT (0: never)
+    int conv;        // h3_conv: CONV_AUTO, CONV_DIRECT or CONV_FFT
+    int fft_bufs;    // a call of some length up to s.T convolves by FFT: its buffers are declared
 } H3;
+
+enum { CONV_AUTO, CONV_DIRECT, CONV_FFT };
 
 // After the q/k/v tensors: shift SSM taps and skip per channel; diagonal SSM per H3 head.
 enum { P_SK_W = QKV_NORM_W, P_SK_D, P_LOG_DT, P_A_LOG, P_SSM_C, P_SSM_D };
@@ -48,10 +51,28 @@ static const KeyDef h3_keys[] = {
      "h3: states N of the diagonal SSM and taps of the shift SSM (H3's d_state)"},
     {"h3_head_dim", KEY_INT, "1", RANGE_POS, 0, 0, "model",
      "h3: channels per H3 head (1 as in H3 and Zoology); d_model / h3_head_dim must divide by n_head"},
-    {"h3_fft_min_len", KEY_INT, "2048", RANGE_NONNEG, 0, 0, "model",
-     "h3: sequence length from which the SSM convolution runs by FFT, O(T log T), instead of directly, O(T^2) (0: never)"},
+    {"h3_conv", KEY_ENUM, "auto", 0, "auto|direct|fft", 0, "model",
+     "h3: the SSM convolution directly, O(T^2), or by FFT, O(T log T); auto: whichever is cheaper at the call's length"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
+
+// auto: the FFT when 60 L log2 L < T^2, L = h3_fft_len(T), a cost model fitted to both paths'
+// timings (one thread, 128 products, T = 1024 to 4096: the ratio FFT / direct over
+// L log2 L / T^2 came out 51 to 71). Not monotone in T: L doubles past each power of two, so
+// T = 1718 .. 2048 take the FFT, 2049 .. 2527 the direct path, 2528 on the FFT.
+static int use_fft(const H3 *m, int T) {
+    if (m->conv != CONV_AUTO) return m->conv == CONV_FFT;
+    double L = h3_fft_len(T);
+    return 60 * L * log2(L) < (double)T * T;
+}
+
+// 1 when a call of some length up to T convolves by FFT (its buffers are then declared, sized
+// for T: the transform length only grows with T).
+static int may_fft(const H3 *m, int T) {
+    for (int t = T; t >= 1; t--)
+        if (use_fft(m, t)) return 1;
+    return 0;
+}
 
 static void *h3_create(const MixerDims *d) {
     H3 *m = mallocCheck(sizeof *m);
@@ -63,7 +84,9 @@ static void *h3_create(const MixerDims *d) {
     if ((d->C / P) % d->H)
         die_input("h3_head_dim: d_model / h3_head_dim = %ld heads must divide by n_head %d", d->C / P, d->H);
     m->P = (int)P, m->NH = d->C / (int)P, m->N = (int)N;
-    m->fft_min = (int)cfg_int(d->cfg, "h3_fft_min_len");
+    const char *conv = cfg_str(d->cfg, "h3_conv");
+    m->conv = !strcmp(conv, "fft") ? CONV_FFT : !strcmp(conv, "direct") ? CONV_DIRECT : CONV_AUTO;
+    m->fft_bufs = may_fft(m, m->s.T);
     return m;
 }
 
@@ -92,10 +115,8 @@ static void h3_init_custom(const void *st, int index, real *w, Rng *rng) {
 }
 
 // 1 when a call of length T convolves by FFT.
-static int use_fft(const H3 *m, int T) { return m->fft_min > 0 && T >= m->fft_min; }
-
 static size_t work_per_thread(const H3 *m) {
-    size_t fft = use_fft(m, m->s.T) ? h3_fft_work(m->s.T) : 0;
+    size_t fft = m->fft_bufs ? h3_fft_work(m->s.T) : 0;
     return fft > (size_t)m->s.C ? fft : (size_t)m->s.C;
 }
 
@@ -117,7 +138,7 @@ static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_save
     scratch[S_DY] = (BufDecl){"dssm_out", BT * C * m->P};
     scratch[S_DU] = (BufDecl){"dproducts", BT * C * m->P};
     scratch[S_DKE] = (BufDecl){"dkernel_rows", BT * C * m->P};
-    size_t L = use_fft(m, T) ? (size_t)h3_fft_len(T) : 0;
+    size_t L = m->fft_bufs ? (size_t)h3_fft_len(T) : 0;
     scratch[S_KF] = (BufDecl){"kernel_fft", 2 * L * C * m->P};
     scratch[S_TW] = (BufDecl){"fft_twiddles", L};
     scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * work_per_thread(m)};

@@ -60,7 +60,8 @@ void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const r
 // transforms of length h3_fft_len(T) (a power of two >= 2T) along t, H3_CONV_LANES sequences
 // at a time. tw[L] from h3_fft_twiddles; KF[2 L M] the kernels' transforms (real parts [L][M],
 // then imaginary) from h3_fft_kernel_rows; work[h3_fft_work(T)] per thread. Same results as
-// the direct kernels to rounding (float: about 1e-6 relative).
+// the direct kernels to rounding (float: about 1.5e-7 of the norm of the result, an absolute
+// error at that scale, so small entries are relatively less exact).
 int h3_fft_len(int T);
 void h3_fft_twiddles(int L, real *tw);
 size_t h3_fft_work(int T);
