@@ -165,6 +165,46 @@ TEST(h3_conv_fft_matches_the_direct_convolution) {
     }
 }
 
+// The FFT path packs two real signals into one complex transform (two strips of products in the
+// forward, dy and u in the backward): a signal a million times smaller than its partner must
+// keep its own relative precision, lane by lane.
+TEST(h3_conv_fft_keeps_small_signals_exact) {
+    enum { M = 32, T = 40 };
+    int L = h3_fft_len(T), n = M * T;
+    real *KE = mallocCheck(sizeof(real) * n), *U = mallocCheck(sizeof(real) * n), *dY = mallocCheck(sizeof(real) * n);
+    real *Y = mallocCheck(sizeof(real) * n), *Yf = mallocCheck(sizeof(real) * n), *dU = mallocCheck(sizeof(real) * n);
+    real *dUf = mallocCheck(sizeof(real) * n), *dKE = callocCheck(n, sizeof(real)), *dKEf = callocCheck(n, sizeof(real));
+    real *tw = mallocCheck(sizeof(real) * L), *KF = mallocCheck(sizeof(real) * 2 * L * M);
+    real *work = mallocCheck(sizeof(real) * h3_fft_work(T));
+    Rng rng;
+    rng_seed(&rng, 97);
+    fill_normal(KE, n, &rng, 1);
+    fill_normal(U, n, &rng, 1);
+    fill_normal(dY, n, &rng, 1);
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < M; m++) {
+            if (m >= 16) U[t * M + m] *= (real)1e-6;  // the second strip, beside the first
+            dY[t * M + m] *= (real)1e-6;              // the gradient, beside u
+        }
+    h3_fft_twiddles(L, tw);
+    h3_fft_kernel_rows(T, M, 0, M, KE, tw, KF, work);
+    h3_conv_forward_rows(T, M, 0, M, KE, U, Y);
+    h3_conv_backward_rows(T, M, 0, M, KE, U, dY, dU, dKE);
+    h3_conv_forward_fft(T, M, 0, M, KF, tw, U, Yf, work);
+    h3_conv_backward_fft(T, M, 0, M, KF, tw, U, dY, dUf, dKEf, work);
+    const real *got[3] = {Yf, dUf, dKEf}, *want[3] = {Y, dU, dKE};
+    for (int k = 0; k < 3; k++)
+        for (int m = 0; m < M; m++) {
+            double e = 0, nrm = 0;
+            for (int t = 0; t < T; t++) {
+                double d = (double)got[k][t * M + m] - (double)want[k][t * M + m];
+                e += d * d, nrm += (double)want[k][t * M + m] * want[k][t * M + m];
+            }
+            CHECK(sqrt(e) <= 1e-12 * sqrt(nrm), "output %d lane %d: error %g of norm %g", k, m, sqrt(e), sqrt(nrm));
+        }
+    free(KE), free(U), free(dY), free(Y), free(Yf), free(dU), free(dUf), free(dKE), free(dKEf), free(tw), free(KF), free(work);
+}
+
 typedef struct {
     int N, T;
     real log_dt, D, A_log[5], C[5], R[40], K[40];

@@ -56,14 +56,14 @@ static const KeyDef h3_keys[] = {
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
-// auto: the FFT when 60 L log2 L < T^2, L = h3_fft_len(T), a cost model fitted to both paths'
-// timings (one thread, 128 products, T = 1024 to 4096: the ratio FFT / direct over
-// L log2 L / T^2 came out 51 to 71). Not monotone in T: L doubles past each power of two, so
-// T = 1718 .. 2048 take the FFT, 2049 .. 2527 the direct path, 2528 on the FFT.
+// auto: the FFT when 30 L log2 L < T^2, L = h3_fft_len(T), a cost model fitted to both paths'
+// timings (one thread, 128 products, forward and backward, T = 512 to 4096: the ratio FFT /
+// direct over L log2 L / T^2 came out 28 to 34). Not monotone in T: L doubles past each power
+// of two, so T = 823 .. 1024 take the FFT, 1025 .. 1214 the direct path, 1215 on the FFT.
 static int use_fft(const H3 *m, int T) {
     if (m->conv != CONV_AUTO) return m->conv == CONV_FFT;
     double L = h3_fft_len(T);
-    return 60 * L * log2(L) < (double)T * T;
+    return 30 * L * log2(L) < (double)T * T;
 }
 
 // 1 when a call of some length up to T convolves by FFT (its buffers are then declared, sized
@@ -184,11 +184,11 @@ static void products(int T, int C, int P, const real *ks, const real *v, real *U
 
 // The convolution's tasks: (batch row, strip of H3_CONV_LANES products), so a few long
 // sequences still give every thread work.
-static int n_strips(int M) { return (M + H3_CONV_LANES - 1) / H3_CONV_LANES; }
+static int n_strips(int M, int lanes) { return (M + lanes - 1) / lanes; }
 
 // For the FFT path: the twiddles and every product's kernel transformed, a strip per task.
 static void fft_kernels(const H3 *m, MixerIO *io, int T) {
-    int M = m->s.C * m->P, S = n_strips(M);
+    int M = m->s.C * m->P, S = n_strips(M, H3_CONV_LANES);
     h3_fft_twiddles(h3_fft_len(T), io->tmp[S_TW]);
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < S; k++) {
@@ -200,7 +200,7 @@ static void fft_kernels(const H3 *m, MixerIO *io, int T) {
 
 static void h3_forward(const void *st, MixerIO *io) {
     const H3 *m = st;
-    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, M = C * P, S = n_strips(M);
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, M = C * P;
     qkv_in_forward(&m->s, io);
     kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KE]);
     const real *qkv = io->act[QKV_A_QKV], *KE = io->tmp[S_KE];
@@ -214,12 +214,12 @@ static void h3_forward(const void *st, MixerIO *io) {
         h3_shift_forward_rows(T, N, C, wT, io->p[P_SK_D], q + C, C3, ks);
         products(T, C, P, ks, q + 2 * C, Ua + (size_t)b * T * M);
     }
-    // the diagonal SSM
-    int fft = use_fft(m, T);
+    // the diagonal SSM (by FFT two strips share a transform, so a task takes two)
+    int fft = use_fft(m, T), lanes = fft ? 2 * H3_CONV_LANES : H3_CONV_LANES, S = n_strips(M, lanes);
     if (fft) fft_kernels(m, io, T);
 #pragma omp parallel for schedule(static)
     for (int task = 0; task < B * S; task++) {
-        int b = task / S, m0 = task % S * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
+        int b = task / S, m0 = task % S * lanes, m1 = m0 + lanes < M ? m0 + lanes : M;
         size_t o = (size_t)b * T * M;
         if (fft)
             h3_conv_forward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, ya + o,
@@ -250,7 +250,8 @@ static void h3_forward(const void *st, MixerIO *io) {
 
 static void h3_backward(const void *st, MixerIO *io) {
     const H3 *m = st;
-    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH, M = C * P, S = n_strips(M);
+    int B = io->B, T = io->T, C = m->s.C, C3 = 3 * C, P = m->P, N = m->N, NH = m->NH, M = C * P;
+    int S = n_strips(M, H3_CONV_LANES);
     const real *datt = qkv_out_backward(&m->s, io);
     kernels(m, io->p, T, io->act[A_KERNEL], io->tmp[S_KE]);
     const real *qkv = io->act[QKV_A_QKV], *ksa = io->act[A_KS], *ya = io->act[A_Y], *KE = io->tmp[S_KE];

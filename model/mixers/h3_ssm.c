@@ -339,7 +339,7 @@ static void transform_strip(h3vec_m *re, h3vec_m *im, const real *x, int T, int 
     fft_strip(re, im, L, tw, 0);
 }
 
-size_t h3_fft_work(int T) { return (size_t)4 * h3_fft_len(T) * H3_EB; }
+size_t h3_fft_work(int T) { return (size_t)2 * h3_fft_len(T) * H3_EB; }
 
 void h3_fft_kernel_rows(int T, int M, int m0, int m1, const real *KE, const real *tw, real *KF, real *work) {
     int L = h3_fft_len(T);
@@ -365,42 +365,129 @@ static void kernel_strip(const real *KF, int L, int M, int m0, int w, int f, h3v
     }
 }
 
+// Packing two real signals into one complex transform (a in the real part, b in the imaginary
+// part) keeps each one's rounding at the scale of the pair, so a signal 1000 times smaller than
+// its partner would lose three digits: the partner is scaled lane by lane to the same norm first
+// (by lane_ratio, 1 where either is zero), and unscaled after.
+// r = sqrt(sa / sb) lane by lane, 1 where either is zero. (Through pointers: a 64-byte vector
+// passed or returned by value is an ABI question without AVX-512.)
+static void norm_ratio(const h3vec *sa, const h3vec *sb, h3vec *r) {
+    for (int i = 0; i < H3_EB; i++)
+        (*r)[i] = (*sa)[i] > 0 && (*sb)[i] > 0 ? (real)sqrt((double)(*sa)[i] / (double)(*sb)[i]) : 1;
+}
+
+static void lane_ratio(const h3vec_m *a, const h3vec_m *b, int n, h3vec *r) {
+    h3vec sa = {0}, sb = {0};
+    for (int i = 0; i < n; i++) sa += a[i] * a[i], sb += b[i] * b[i];
+    norm_ratio(&sa, &sb, r);
+}
+
+// Of a transform Z of a + i b (a, b real), the transforms of a and b at frequency x, given Z at
+// x (zr, zi) and at its mirror -x (mr, mi): a^ = (Z[x] + conj Z[-x]) / 2, b^ = (Z[x] - conj
+// Z[-x]) / 2i.
+#define SPLIT(ar, ai, br, bi, zr, zi, mr, mi) \
+    h3vec ar = (zr + mr) * half, ai = (zi - mi) * half, br = (zi + mi) * half, bi = (mr - zr) * half
+
+// The middle of both directions, in place on the transform (re, im) of a + i sc b: per
+// frequency x, split it into a^ and b^ (b^ unscaled by unsc), form two products p and q, and
+// replace it by p + i r q, r scaling q's lanes to p's norm (returned in *r; the caller unscales
+// the imaginary part of the inverse transform by it). Forward: a, b two strips of products,
+// p = a^ K_a^, q = b^ K_b^ (kernels at lanes ma, mb; wb = 0: no b). Backward: a = dy, b = u,
+// p = conj(K^) dy^, q = conj(u^) dy^. Two passes: the norms, then the join.
+static void join_products(h3vec_m *re, h3vec_m *im, int L, const real *KF, int M, int ma, int wa, int mb, int wb,
+                          const h3vec *unsc, int backward, h3vec *r) {
+    const real half = (real)0.5;
+    h3vec na = {0}, nb = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) norm_ratio(&na, &nb, r);
+        for (int f = 0; f <= L / 2; f++) {  // f and its mirror g = -f mod L together
+            int g = (L - f) & (L - 1), n = g == f ? 1 : 2;
+            h3vec zr[2] = {re[f], re[g]}, zi[2] = {im[f], im[g]}, wr[2], wi[2];
+            for (int k = 0; k < n; k++) {
+                int x = k == 0 ? f : g, o = 1 - k;
+                SPLIT(ar, ai, br, bi, zr[k], zi[k], zr[o], zi[o]);
+                br *= *unsc, bi *= *unsc;
+                h3vec kr, ki, pr, pi, qr, qi;
+                kernel_strip(KF, L, M, ma, wa, x, &kr, &ki);
+                if (backward) {
+                    pr = kr * ar + ki * ai, pi = kr * ai - ki * ar;  // conj(K^) dy^
+                    qr = br * ar + bi * ai, qi = br * ai - bi * ar;  // conj(u^) dy^
+                } else {
+                    h3vec kbr = {0}, kbi = {0};
+                    if (wb > 0) kernel_strip(KF, L, M, mb, wb, x, &kbr, &kbi);
+                    pr = ar * kr - ai * ki, pi = ar * ki + ai * kr;      // a^ K_a^
+                    qr = br * kbr - bi * kbi, qi = br * kbi + bi * kbr;  // b^ K_b^
+                }
+                if (pass == 0) {
+                    na += pr * pr + pi * pi, nb += qr * qr + qi * qi;
+                    continue;
+                }
+                wr[k] = pr - *r * qi, wi[k] = pi + *r * qr;
+            }
+            if (pass == 0) continue;
+            re[f] = wr[0], im[f] = wi[0];
+            if (n == 2) re[g] = wr[1], im[g] = wi[1];
+        }
+    }
+}
+
+// The transform of a + i sc b, a the lanes ma .. ma+wa-1 of rows 0..T-1 of A and b those of B
+// from mb (wb = 0: none), zero-padded to L, sc scaling b's lanes to a's norm (*unsc = 1 / sc).
+static void transform_pair(h3vec_m *re, h3vec_m *im, const real *A, int ma, int wa, const real *B, int mb, int wb,
+                           int T, int M, int L, const real *tw, h3vec *unsc) {
+    load_strip(re, im, A, T, M, ma, wa, L);
+    for (int t = 0; t < T && wb > 0; t++) {
+        if (wb == H3_EB) VLOAD(im[t], B + (size_t)t * M + mb);
+        else memcpy(&im[t], B + (size_t)t * M + mb, sizeof(real) * wb);
+    }
+    h3vec sc;
+    lane_ratio(re, im, T, &sc);
+    for (int t = 0; t < T; t++) im[t] *= sc;
+    *unsc = 1 / sc;
+    fft_strip(re, im, L, tw, 0);
+}
+
+// Two strips per transform: strip A in the real part and strip B (the next H3_EB lanes, zero
+// past m1) in the imaginary part, split after the transform, each times its own kernels, and
+// joined again so that one inverse transform gives y of A in its real part and of B in its
+// imaginary part.
 void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y,
                          real *work) {
     int L = h3_fft_len(T);
     h3vec_m *re = (h3vec_m *)work, *im = re + L;
-    for (; m0 < m1; m0 += H3_EB) {
-        int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
-        transform_strip(re, im, U, T, M, m0, w, L, tw);
-        for (int f = 0; f < L; f++) {  // times the kernel's transform
-            h3vec kr, ki, r = re[f];
-            kernel_strip(KF, L, M, m0, w, f, &kr, &ki);
-            re[f] = r * kr - im[f] * ki, im[f] = r * ki + im[f] * kr;
-        }
+    for (; m0 < m1; m0 += 2 * H3_EB) {
+        int wa = m1 - m0 < H3_EB ? m1 - m0 : H3_EB, mb = m0 + H3_EB;
+        int wb = m1 - mb < 0 ? 0 : m1 - mb < H3_EB ? m1 - mb : H3_EB;
+        h3vec unsc, out = {0};
+        transform_pair(re, im, U, m0, wa, U, mb, wb, T, M, L, tw, &unsc);
+        join_products(re, im, L, KF, M, m0, wa, mb, wb, &unsc, 0, &out);
         fft_strip(re, im, L, tw, 1);
-        store_strip(Y, re, T, M, m0, w, (real)1 / L, 0);
+        store_strip(Y, re, T, M, m0, wa, (real)1 / L, 0);
+        if (wb > 0) {
+            h3vec s = 1 / (out * (real)L);
+            for (int t = 0; t < T; t++) im[t] *= s;
+            store_strip(Y, im, T, M, mb, wb, 1, 0);
+        }
     }
 }
 
+// Both correlations with two transforms instead of four: dY and U are real, so one transform of
+// Z = dY + i U holds both, and du and dK are real, so one inverse transform of conj(K^) dY^ +
+// i conj(U^) dY^ gives du in its real part and dK in its imaginary part (each scaled as above).
 void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U,
                           const real *dY, real *dU, real *dKE, real *work) {
     int L = h3_fft_len(T);
-    h3vec_m *gr = (h3vec_m *)work, *gi = gr + L, *ur = gi + L, *ui = ur + L;
+    h3vec_m *re = (h3vec_m *)work, *im = re + L;
     for (; m0 < m1; m0 += H3_EB) {
         int w = m1 - m0 < H3_EB ? m1 - m0 : H3_EB;
-        transform_strip(gr, gi, dY, T, M, m0, w, L, tw);
-        transform_strip(ur, ui, U, T, M, m0, w, L, tw);
-        // correlations: du = IFFT(conj(K^) dY^), dK = IFFT(conj(U^) dY^)
-        for (int f = 0; f < L; f++) {
-            h3vec kr, ki, a = gr[f], b = gi[f], c = ur[f], d = ui[f];
-            kernel_strip(KF, L, M, m0, w, f, &kr, &ki);
-            ur[f] = c * a + d * b, ui[f] = c * b - d * a;
-            gr[f] = kr * a + ki * b, gi[f] = kr * b - ki * a;
-        }
-        fft_strip(gr, gi, L, tw, 1);
-        store_strip(dU, gr, T, M, m0, w, (real)1 / L, 0);
-        fft_strip(ur, ui, L, tw, 1);
-        store_strip(dKE, ur, T, M, m0, w, (real)1 / L, 1);
+        h3vec unsc, out = {0};
+        transform_pair(re, im, dY, m0, w, U, m0, w, T, M, L, tw, &unsc);
+        join_products(re, im, L, KF, M, m0, w, 0, 0, &unsc, 1, &out);
+        fft_strip(re, im, L, tw, 1);
+        store_strip(dU, re, T, M, m0, w, (real)1 / L, 0);
+        h3vec s = 1 / (out * (real)L);
+        for (int t = 0; t < T; t++) im[t] *= s;
+        store_strip(dKE, im, T, M, m0, w, 1, 1);
     }
 }
 
