@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,7 @@ Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *c
         listed = model_parse_mixers(cfg_str(cfg, "mixer"), s->L, m->mixer) > 1;
     }
     m->B_max = B;
+    m->threads_max = omp_get_max_threads();
     m->rows_max = rows_max;
     // Head rows per chunk: a fixed function of V (never of the thread count), ~4M logits.
     m->head_chunk = (1 << 22) / s->V;
@@ -364,6 +366,8 @@ static HeadStats head_forward(Model *m, int want_grad) {
 HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, int T, int want_grad) {
     const ModelShape *s = &m->s;
     if (B > m->B_max || T > s->T) die("internal error: batch %dx%d exceeds %dx%d", B, T, m->B_max, s->T);
+    if (omp_get_max_threads() > m->threads_max)  // set the thread count before model_create
+        die("internal error: %d threads, but the model's scratch was sized for %d", omp_get_max_threads(), m->threads_max);
     int C = s->C, BT = B * T;
     m->cur_B = B;
     m->cur_T = T;

@@ -61,6 +61,7 @@ typedef struct {
 typedef struct {
     ModelShape s;
     int B_max, rows_max;        // largest batch; most positions with a target in one batch
+    int threads_max;            // OpenMP threads at creation: the mixers' per-thread scratch is sized for them
     Precision precision;        // of every matmul (config key `precision`; fp32 without a config)
     const MixerKind *mixer[MAX_LAYERS];  // layer l's mixer (a hybrid stack mixes kinds)
     void *mixer_state[MAX_LAYERS];       // its state (options and shapes)

@@ -458,6 +458,7 @@ TEST(sparsity_rows_subset_covers_every_position) {
 
 TEST(sparsity_pass_is_identical_for_any_thread_count_and_batch_size) {
     Rig r;
+    omp_set_num_threads(3);  // before the model sizes its per-thread scratch
     rig_make(&r, 4, 11);
     SparsityResult a = {0}, b = {0};
     omp_set_num_threads(1);
