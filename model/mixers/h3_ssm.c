@@ -157,8 +157,9 @@ void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk,
 #define H3_EB H3_CONV_LANES
 #define H3_TB 4
 typedef real h3vec __attribute__((vector_size(H3_EB * sizeof(real))));
-// The same vector in memory the caller hands in (a work buffer aligned to its reals only).
-typedef real h3vec_m __attribute__((vector_size(H3_EB * sizeof(real)), aligned(sizeof(real))));
+// The same vector in memory the caller hands in: a work buffer of reals, aligned to its reals
+// only, and read as vectors (may_alias, as compilers' own unaligned vector types are).
+typedef real h3vec_m __attribute__((vector_size(H3_EB * sizeof(real)), aligned(sizeof(real)), may_alias));
 
 #define VLOAD(v, p) memcpy(&(v), (p), sizeof(h3vec))
 #define VSTORE(p, v) memcpy((p), &(v), sizeof(h3vec))
