@@ -288,6 +288,14 @@ void h3_fft_twiddles(int L, real *tw) {
     }
 }
 
+// (ar, ai), (br, bi) <- (a + w b, a - w b), w = wr + i wi.
+#define BUTTERFLY(ar, ai, br, bi, wr, wi)                                    \
+    do {                                                                     \
+        h3vec xr_ = (br) * (wr) - (bi) * (wi), xi_ = (br) * (wi) + (bi) * (wr); \
+        (br) = (ar) - xr_, (bi) = (ai) - xi_;                                \
+        (ar) += xr_, (ai) += xi_;                                            \
+    } while (0)
+
 // In place: the transform of (re, im)[L] (inverse: e^{+2 pi i k n / L}, unscaled).
 static void fft_strip(h3vec_m *re, h3vec_m *im, int L, const real *tw, int inverse) {
     for (int i = 1, j = 0; i < L; i++) {  // bit-reversed order
@@ -300,16 +308,29 @@ static void fft_strip(h3vec_m *re, h3vec_m *im, int L, const real *tw, int inver
             t = im[i], im[i] = im[j], im[j] = t;
         }
     }
+    // Radix-2 stages, two at a time where they pair up: stages of half-size h and 2h in one pass
+    // over the strip, each element going through the same two butterflies as before, so the
+    // bits are those of one stage at a time with half the passes over memory (the butterflies
+    // wait on their loads).
     const real *twr = tw, *twi = tw + L / 2;
-    for (int len = 2; len <= L; len *= 2) {
-        int half = len / 2, step = L / len;
-        for (int k = 0; k < half; k++) {
-            real wr = twr[k * step], wi = inverse ? -twi[k * step] : twi[k * step];
-            for (int i = k; i < L; i += len) {
-                int b = i + half;
-                h3vec xr = re[b] * wr - im[b] * wi, xi = re[b] * wi + im[b] * wr;
-                re[b] = re[i] - xr, im[b] = im[i] - xi;
-                re[i] += xr, im[i] += xi;
+    const real sg = inverse ? -1 : 1;
+    int h = 1;
+    if (__builtin_ctz((unsigned)L) % 2) {  // an odd number of stages: the first alone
+        for (int i = 0; i < L; i += 2) BUTTERFLY(re[i], im[i], re[i + 1], im[i + 1], twr[0], sg * twi[0]);
+        h = 2;
+    }
+    for (; 4 * h <= L; h *= 4) {
+        int step1 = L / (2 * h), step2 = L / (4 * h);
+        for (int k = 0; k < h; k++) {
+            real w1r = twr[k * step1], w1i = sg * twi[k * step1];
+            real w2r = twr[k * step2], w2i = sg * twi[k * step2];
+            real w3r = twr[(k + h) * step2], w3i = sg * twi[(k + h) * step2];
+            for (int i = k; i < L; i += 4 * h) {
+                int b = i + h, c = i + 2 * h, d = i + 3 * h;
+                BUTTERFLY(re[i], im[i], re[b], im[b], w1r, w1i);  // stage h
+                BUTTERFLY(re[c], im[c], re[d], im[d], w1r, w1i);
+                BUTTERFLY(re[i], im[i], re[c], im[c], w2r, w2i);  // stage 2h
+                BUTTERFLY(re[b], im[b], re[d], im[d], w3r, w3i);
             }
         }
     }
