@@ -186,6 +186,12 @@ static void products(int T, int C, int P, const real *ks, const real *v, real *U
 // sequences still give every thread work.
 static int n_strips(int M, int lanes) { return (M + lanes - 1) / lanes; }
 
+// Task k of the convolution: batch row *b, products *m0 .. *m1-1 (S strips of `lanes` per row).
+static void conv_task(int k, int S, int lanes, int M, int *b, int *m0, int *m1) {
+    *b = k / S, *m0 = k % S * lanes;
+    *m1 = *m0 + lanes < M ? *m0 + lanes : M;
+}
+
 // For the FFT path: the twiddles and every product's kernel transformed, a strip per task.
 static void fft_kernels(const H3 *m, MixerIO *io, int T) {
     int M = m->s.C * m->P, S = n_strips(M, H3_CONV_LANES);
@@ -219,7 +225,8 @@ static void h3_forward(const void *st, MixerIO *io) {
     if (fft) fft_kernels(m, io, T);
 #pragma omp parallel for schedule(static)
     for (int task = 0; task < B * S; task++) {
-        int b = task / S, m0 = task % S * lanes, m1 = m0 + lanes < M ? m0 + lanes : M;
+        int b, m0, m1;
+        conv_task(task, S, lanes, M, &b, &m0, &m1);
         size_t o = (size_t)b * T * M;
         if (fft)
             h3_conv_forward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, ya + o,
@@ -294,7 +301,8 @@ static void h3_backward(const void *st, MixerIO *io) {
     if (fft) fft_kernels(m, io, T);
 #pragma omp parallel for schedule(static)
     for (int task = 0; task < B * S; task++) {
-        int b = task / S, m0 = task % S * H3_CONV_LANES, m1 = m0 + H3_CONV_LANES < M ? m0 + H3_CONV_LANES : M;
+        int b, m0, m1;
+        conv_task(task, S, H3_CONV_LANES, M, &b, &m0, &m1);
         size_t o = (size_t)b * T * M;
         if (fft)
             h3_conv_backward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, dYa + o, dUa + o, dKEa + o,

@@ -195,55 +195,43 @@ static void conv_forward_strip(int T, int M, const real *KE, const real *U, real
     }
 }
 
-// dU[j] = sum_{t >= j} KE[t-j] dY[t];  dKE[l] += sum_{t >= l} dY[t] U[t-l]  on one strip.
-static void conv_backward_strip(int T, int M, const real *KE, const real *U, const real *dY, real *dU,
-                                real *dKE) {
-    for (int j0 = 0; j0 < T; j0 += H3_TB) {
-        int nb = T - j0 < H3_TB ? T - j0 : H3_TB;
-        h3vec acc[H3_TB], k, g;
-        for (int r = 0; r < H3_TB; r++) acc[r] = (h3vec){0};
-        for (int t = j0; t < T; t++) {  // row j0 + r takes t >= j0 + r
-            VLOAD(g, dY + (size_t)t * M);
-            int rmax = t - j0 + 1 < nb ? t - j0 + 1 : nb;
-            if (rmax == H3_TB) {
-                for (int r = 0; r < H3_TB; r++) {
-                    VLOAD(k, KE + (size_t)(t - j0 - r) * M);
-                    acc[r] += k * g;
-                }
-            } else {
-                for (int r = 0; r < rmax; r++) {
-                    VLOAD(k, KE + (size_t)(t - j0 - r) * M);
-                    acc[r] += k * g;
-                }
-            }
-        }
-        for (int r = 0; r < nb; r++) VSTORE(dU + (size_t)(j0 + r) * M, acc[r]);
-    }
+// out[l] (= or +=) sum_{t >= l} X[t-l] dY[t] for every lag l on one strip: the backward's two
+// correlations (X = KE gives dU, X = U gives dKE's sum).
+static void correlate_strip(int T, int M, const real *X, const real *dY, real *out, int add) {
     for (int l0 = 0; l0 < T; l0 += H3_TB) {
         int nb = T - l0 < H3_TB ? T - l0 : H3_TB;
-        h3vec acc[H3_TB], g, u, d;
+        h3vec acc[H3_TB], x, g, d;
         for (int r = 0; r < H3_TB; r++) acc[r] = (h3vec){0};
         for (int t = l0; t < T; t++) {  // lag l0 + r takes t >= l0 + r
             VLOAD(g, dY + (size_t)t * M);
             int rmax = t - l0 + 1 < nb ? t - l0 + 1 : nb;
             if (rmax == H3_TB) {
                 for (int r = 0; r < H3_TB; r++) {
-                    VLOAD(u, U + (size_t)(t - l0 - r) * M);
-                    acc[r] += g * u;
+                    VLOAD(x, X + (size_t)(t - l0 - r) * M);
+                    acc[r] += x * g;
                 }
             } else {
                 for (int r = 0; r < rmax; r++) {
-                    VLOAD(u, U + (size_t)(t - l0 - r) * M);
-                    acc[r] += g * u;
+                    VLOAD(x, X + (size_t)(t - l0 - r) * M);
+                    acc[r] += x * g;
                 }
             }
         }
         for (int r = 0; r < nb; r++) {
-            VLOAD(d, dKE + (size_t)(l0 + r) * M);
-            d += acc[r];
-            VSTORE(dKE + (size_t)(l0 + r) * M, d);
+            if (add) {
+                VLOAD(d, out + (size_t)(l0 + r) * M);
+                acc[r] += d;
+            }
+            VSTORE(out + (size_t)(l0 + r) * M, acc[r]);
         }
     }
+}
+
+// dU[j] = sum_{t >= j} KE[t-j] dY[t];  dKE[l] += sum_{t >= l} dY[t] U[t-l]  on one strip.
+static void conv_backward_strip(int T, int M, const real *KE, const real *U, const real *dY, real *dU,
+                                real *dKE) {
+    correlate_strip(T, M, KE, dY, dU, 0);
+    correlate_strip(T, M, U, dY, dKE, 1);
 }
 
 void h3_conv_forward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, real *Y) {
