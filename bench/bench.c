@@ -62,7 +62,7 @@ static const KeyDef g_bench_keys[] = {
     {"bench_warmup", KEY_INT, "2", RANGE_NONNEG, 0, 0, "bench", "untimed steps first"},
     {"bench_steps", KEY_INT, "5", RANGE_POS, 0, 0, "bench", "timed steps"},
     {"bench_torch", KEY_BOOL, "true", 0, 0, 0, "bench", "compare softmax with bench/torch_ref.py"},
-    {"bench_llmc", KEY_FLOAT, "0", RANGE_NONNEG, 0, 0, "bench", "llm.c train_gpt2 tokens/s on this shape (issue 7's table; 0 = none)"},
+    {"bench_llmc", KEY_FLOAT, "0", RANGE_NONNEG, 0, 0, "bench", "llm.c train_gpt2 tokens/s on this shape measured once (docs/performance.md#results; 0 = none)"},
     {"bench_sparsity", KEY_BOOL, "false", 0, 0, 0, "bench", "also time the sparsity pass over the validation set (MQAR; the conf's eval_batches and sparsity_rows)"},
     {"bench_timeout", KEY_INT, "900", RANGE_POS, 0, 0, "bench", "seconds before a row is abandoned"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},

@@ -108,6 +108,83 @@ TEST(docs_config_documents_every_key) {
     free(md);
 }
 
+// 1 when text names the key: `name`, `name = ...` or name=... (as on a command line).
+static int docs_name_key(const char *text, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = text; (p = strstr(p, name)); p += n) {
+        char before = p > text ? p[-1] : ' ', after = p[n];
+        if (isalnum((unsigned char)before) || before == '_') continue;
+        if (after == '`' || after == '=' || (after == ' ' && p[n + 1] == '=')) return 1;
+    }
+    return 0;
+}
+
+// Every KeyDef row of every program ({"name", KEY_...} in a .c file outside tests/), not only the
+// training config's: the bench's, the tokenizer's, the evaluator's.
+static void check_program_keys(const char *dir, const char *docs, char *bad, size_t cap, int *keys) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *name = e->d_name;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        struct stat st;
+        if (name[0] == '.' || stat(path, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (strcmp(name, "tests") && strncmp(name, "build", 5) && strcmp(name, "checkpoints") &&
+                strcmp(name, "results"))
+                check_program_keys(path, docs, bad, cap, keys);
+            continue;
+        }
+        size_t n = strlen(name);
+        if (n < 3 || strcmp(name + n - 2, ".c")) continue;
+        char *src = read_file_text(path, NULL);
+        for (const char *p = src; p && (p = strstr(p, "{\"")); p += 2) {
+            const char *q = p + 2, *start = q;
+            while (islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_') q++;
+            if (q == start || strncmp(q, "\", KEY_", 7)) continue;
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(q - start), start);
+            (*keys)++;
+            size_t len = strlen(bad);
+            if (!docs_name_key(docs, key) && len + 128 < cap)
+                snprintf(bad + len, cap - len, "%s: `%s`\n", path, key);
+        }
+        free(src);
+    }
+    closedir(d);
+}
+
+TEST(docs_name_every_key_of_every_program) {
+    DIR *d = opendir("docs");
+    CHECK(d, "run the tests from the repository root (no docs/)");
+    size_t len = 0, cap = 1;
+    char *docs = callocCheck(1, 1);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "docs/%s", e->d_name);
+        char *md = read_file_text(path, NULL);
+        size_t m = md ? strlen(md) : 0;
+        docs = reallocCheck(docs, cap += m + 1);
+        memcpy(docs + len, md ? md : "", m);
+        len += m;
+        docs[len++] = '\n';
+        docs[len] = 0;
+        free(md);
+    }
+    closedir(d);
+    char bad[4096] = "";
+    int keys = 0;
+    check_program_keys(".", docs, bad, sizeof bad, &keys);
+    CHECK(!bad[0], "keys no docs page names:\n%s", bad);
+    CHECK(keys >= 100, "only %d keys found", keys);
+    CHECK(docs_name_key("a `bench_steps` b", "bench_steps") && docs_name_key("[documents=files]", "documents") &&
+          !docs_name_key("5 documents (blank-line)", "documents") && !docs_name_key("`my_bench_steps`", "bench_steps"));
+    free(docs);
+}
+
 TEST(docs_mixers_has_a_section_for_every_mixer) {
     char *md = read_file_text("docs/mixers.md", NULL);
     CHECK(md, "docs/mixers.md not found");

@@ -1,10 +1,10 @@
 // Faults, the quick versions (tests/faults/*.sh do more, with `make faults`): a training killed
 // with SIGKILL resumes to the same result as an uninterrupted one; a full disk while saving stops
 // with one line and keeps the previous checkpoint; an out_dir that cannot be written is refused
-// before any training. Then what a careless user broke (issue "Reliability II"): threads beyond
-// 1024, two trainers on one folder, an edited checkpoint header, a run cut before its done
-// record, a huge MQAR vocabulary, ./tokenize writing over its input, the wrong tokenizer, and the
-// small ones (config syntax, key combinations, failed saves, sweep duplicates).
+// before any training. Then what a careless user broke: threads beyond 1024, two trainers on one
+// folder, an edited checkpoint header, a run cut before its done record, a huge MQAR vocabulary,
+// ./tokenize writing over its input, the wrong tokenizer, and the small ones (config syntax, key
+// combinations, failed saves, sweep duplicates).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,7 +274,7 @@ TEST(faults_docs_bad_input_table_is_what_the_programs_print) {
     free(doc);
 }
 
-// --- Reliability II (issue 18) ----------------------------------------------------------------
+// --- What a careless user broke: headers, threads, two trainers, tokenizers, sweeps ------------
 
 // A small model (softmax, d_model 8, 1 layer, vocabulary 16) and its AdamW state.
 static Model *small_model(Config *cfg, Optimizer *opt) {
