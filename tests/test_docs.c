@@ -119,72 +119,6 @@ static int docs_name_key(const char *text, const char *name) {
     return 0;
 }
 
-// Every KeyDef row of every program ({"name", KEY_...} in a .c file outside tests/), not only the
-// training config's: the bench's, the tokenizer's, the evaluator's.
-static void check_program_keys(const char *dir, const char *docs, char *bad, size_t cap, int *keys) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));) {
-        const char *name = e->d_name;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        struct stat st;
-        if (name[0] == '.' || stat(path, &st)) continue;
-        if (S_ISDIR(st.st_mode)) {
-            if (strcmp(name, "tests") && strncmp(name, "build", 5) && strcmp(name, "checkpoints") &&
-                strcmp(name, "results"))
-                check_program_keys(path, docs, bad, cap, keys);
-            continue;
-        }
-        size_t n = strlen(name);
-        if (n < 3 || strcmp(name + n - 2, ".c")) continue;
-        char *src = read_file_text(path, NULL);
-        for (const char *p = src; p && (p = strstr(p, "{\"")); p += 2) {
-            const char *q = p + 2, *start = q;
-            while (islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_') q++;
-            if (q == start || strncmp(q, "\", KEY_", 7)) continue;
-            char key[64];
-            snprintf(key, sizeof key, "%.*s", (int)(q - start), start);
-            (*keys)++;
-            size_t len = strlen(bad);
-            if (!docs_name_key(docs, key) && len + 128 < cap)
-                snprintf(bad + len, cap - len, "%s: `%s`\n", path, key);
-        }
-        free(src);
-    }
-    closedir(d);
-}
-
-TEST(docs_name_every_key_of_every_program) {
-    DIR *d = opendir("docs");
-    CHECK(d, "run the tests from the repository root (no docs/)");
-    size_t len = 0, cap = 1;
-    char *docs = callocCheck(1, 1);
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t n = strlen(e->d_name);
-        if (n < 4 || strcmp(e->d_name + n - 3, ".md")) continue;
-        char path[600];
-        snprintf(path, sizeof path, "docs/%s", e->d_name);
-        char *md = read_file_text(path, NULL);
-        size_t m = md ? strlen(md) : 0;
-        docs = reallocCheck(docs, cap += m + 1);
-        memcpy(docs + len, md ? md : "", m);
-        len += m;
-        docs[len++] = '\n';
-        docs[len] = 0;
-        free(md);
-    }
-    closedir(d);
-    char bad[4096] = "";
-    int keys = 0;
-    check_program_keys(".", docs, bad, sizeof bad, &keys);
-    CHECK(!bad[0], "keys no docs page names:\n%s", bad);
-    CHECK(keys >= 100, "only %d keys found", keys);
-    CHECK(docs_name_key("a `bench_steps` b", "bench_steps") && docs_name_key("[documents=files]", "documents") &&
-          !docs_name_key("5 documents (blank-line)", "documents") && !docs_name_key("`my_bench_steps`", "bench_steps"));
-    free(docs);
-}
-
 TEST(docs_mixers_has_a_section_for_every_mixer) {
     char *md = read_file_text("docs/mixers.md", NULL);
     CHECK(md, "docs/mixers.md not found");
@@ -220,7 +154,8 @@ TEST(readme_links_every_docs_page) {
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {
-    int files, refs;
+    int files, refs, keys;
+    const char *docs;  // every docs page, for the key check
     char bad[4096];  // the first problems found, one a line
     size_t bad_len;
 } Scan;
@@ -314,7 +249,9 @@ static void check_outside_citations(Scan *s, const char *file, const char *text)
     if (strstr(text, refdir)) report(s, "%s: cites %s (point at docs/<page>.md#<section>)\n", file, refdir, "");
 }
 
-static void walk(Scan *s, const char *dir, int top) {
+// Calls visit on every scanned file of the repository (build output and checkpoints left out).
+typedef void (*Visit)(Scan *s, const char *path, const char *text);
+static void walk(Scan *s, const char *dir, int top, Visit visit) {
     DIR *d = opendir(*dir ? dir : ".");
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));) {
@@ -325,29 +262,81 @@ static void walk(Scan *s, const char *dir, int top) {
         snprintf(path, sizeof path, "%s%s", dir, name);
         struct stat st;
         if (stat(path, &st)) continue;
-        if (S_ISDIR(st.st_mode)) {
-            char sub[1040];
-            snprintf(sub, sizeof sub, "%s/", path);
-            walk(s, sub, 0);
+        size_t pl = strlen(path);
+        if (S_ISDIR(st.st_mode) && pl + 2 < sizeof path) {
+            path[pl] = '/', path[pl + 1] = 0;  // the folder's prefix for its entries
+            walk(s, path, 0, visit);
         } else if (S_ISREG(st.st_mode) && scanned_name(name)) {
             char *text = read_file_text(path, NULL);
             if (!text) continue;
-            s->files++;
-            scan_text(s, path, text);
-            check_outside_citations(s, path, text);
+            visit(s, path, text);
             free(text);
         }
     }
     closedir(d);
 }
 
+static void visit_references(Scan *s, const char *path, const char *text) {
+    s->files++;
+    scan_text(s, path, text);
+    check_outside_citations(s, path, text);
+}
+
+// Every KeyDef row ({"name", KEY_...}) of a program's .c file (not the tests' own configs).
+static void visit_keys(Scan *s, const char *path, const char *text) {
+    size_t n = strlen(path);
+    if (n < 3 || strcmp(path + n - 2, ".c") || !strncmp(path, "tests/", 6) || !strncmp(path, "results/", 8)) return;
+    for (const char *p = text; (p = strstr(p, "{\"")); p += 2) {
+        const char *q = p + 2, *start = q;
+        while (islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_') q++;
+        if (q == start || strncmp(q, "\", KEY_", 7)) continue;
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(q - start), start);
+        s->keys++;
+        if (!docs_name_key(s->docs, key)) report(s, "%s: `%s`%s\n", path, key, "");
+    }
+}
+
 TEST(docs_references_resolve) {
     CHECK(path_exists("docs/design.md"), "run the tests from the repository root");
     Scan *s = callocCheck(1, sizeof *s);
-    walk(s, "", 1);
+    walk(s, "", 1, visit_references);
     CHECK(s->bad_len == 0, "%d files, %d references; broken:\n%s", s->files, s->refs, s->bad);
     CHECK(s->files >= 50 && s->refs >= 50, "only %d files and %d references scanned", s->files, s->refs);
     free(s);
+}
+
+// Every key of every program is named on some docs page: the training config's (above) and the
+// bench's, the tokenizer's, the evaluator's, ...
+TEST(docs_name_every_key_of_every_program) {
+    DIR *d = opendir("docs");
+    CHECK(d, "run the tests from the repository root (no docs/)");
+    size_t len = 0;
+    char *docs = callocCheck(1, 1);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "docs/%s", e->d_name);
+        char *md = read_file_text(path, NULL);
+        size_t m = md ? strlen(md) : 0;
+        docs = reallocCheck(docs, len + m + 2);
+        memcpy(docs + len, md ? md : "", m);
+        len += m;
+        docs[len++] = '\n';
+        docs[len] = 0;
+        free(md);
+    }
+    closedir(d);
+    Scan *s = callocCheck(1, sizeof *s);
+    s->docs = docs;
+    walk(s, "", 1, visit_keys);
+    CHECK(s->bad_len == 0, "keys no docs page names:\n%s", s->bad);
+    CHECK(s->keys >= 100, "only %d keys found", s->keys);
+    CHECK(docs_name_key("a `bench_steps` b", "bench_steps") && docs_name_key("[documents=files]", "documents") &&
+          !docs_name_key("5 documents (blank-line)", "documents") && !docs_name_key("`my_bench_steps`", "bench_steps"));
+    free(s);
+    free(docs);
 }
 
 // The checker itself: anchors as GitHub makes them, and a broken reference is reported.
