@@ -19,6 +19,10 @@
 # go to V_DIR/bin/ and V_DIR/PROGRAM is a script that runs them through it (qemu-user: -0 gives
 # the program the script's name as argv[0], so ./sweep finds ./train beside it).
 main_obj = $(patsubst %.c,%.o,$(firstword $(wildcard $(1).c */$(1)_main.c)))
+# A variant's tests run in its folder, which links what they read from the repository: the docs,
+# configs and test data, and the sources (every program's keys must be named in the docs).
+VARIANT_LINKS = README.md docs configs tests train.c \
+                $(sort $(foreach f,$(LIB_SRC) $(wildcard bench/*.c),$(firstword $(subst /, ,$(f)))))
 define variant
 $($(1)_DIR)/f32/%.o: %.c
 	@mkdir -p $$(@D)
@@ -29,7 +33,7 @@ $($(1)_DIR)/f64/%.o: %.c
 $(foreach p,$(PROGRAMS),$(eval $(call variant_program,$(1),$(p),$(call main_obj,$(p)),f32)))
 $(eval $(call variant_program,$(1),run_tests,$(patsubst %.c,%.o,$(wildcard tests/*.c)),f64))
 $($(1)_DIR)/ready: $(addprefix $($(1)_DIR)/$(if $($(1)_RUNNER),bin/),$(PROGRAMS) run_tests)
-	ln -sfn ../../README.md ../../docs ../../configs ../../tests $($(1)_DIR)/
+	ln -sfn $(addprefix ../../,$(VARIANT_LINKS)) $($(1)_DIR)/
 	$(if $($(1)_RUNNER),for p in $(PROGRAMS) run_tests; do printf '#!/bin/sh\nexec $($(1)_RUNNER) -0 "$$$$0" "$$$$(dirname "$$$$0")/bin/%s" "$$$$@"\n' $$$$p > $($(1)_DIR)/$$$$p; chmod +x $($(1)_DIR)/$$$$p; done)
 	touch $$@
 endef
