@@ -190,8 +190,9 @@ int plot_accuracy(const Summary *s, const char *path, FILE *log) {
 }
 
 // Over steps, S of the most focused layer (recall = 0) or S_recall of the recall layer
-// (recall = 1): one panel per plot_series value, one line per point, a colour per group (the
-// seeds of a group share it). 1 when drawn, 0: no data, -1: not written.
+// (recall = 1): one panel per plot_series value, one line per point, a colour per group and,
+// within a group, a line style per seed (solid, dashed, dotted, then again), each line in the
+// legend. 1 when drawn, 0: no data, -1: not written.
 int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
     const SweepFile *sw = s->sw;
     int np = sw->n_points, any = 0;
@@ -199,9 +200,15 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
         for (int k = 0; k < s->runs[i].n_curve && !any; k++)
             any = isfinite(recall ? s->runs[i].curve_recall[k] : s->runs[i].curve_S[k]);
     if (!any) return 0;
-    int *label_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
-    for (int d = 0; d < sw->n_dims; d++)
-        label_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
+    // group_dim: the dims that tell the groups of a panel apart; line_dim: those and the seeds
+    int *group_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
+    int *line_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
+    for (int d = 0; d < sw->n_dims; d++) {
+        int labelled = !dim_has_key(sw, d, sw->plot_series) && !dim_determines(s, d, sw->plot_series);
+        group_dim[d] = labelled && !s->grouped[d];
+        line_dim[d] = labelled;
+    }
+    int *in_group = callocCheck((size_t)np, sizeof(int));  // lines drawn so far per group of the panel
     int n_panels;
     char **panels = series_names(s, &n_panels);
     PlotPanel *pp = callocCheck((size_t)n_panels, sizeof(PlotPanel));
@@ -216,10 +223,13 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
             if (strcmp(s->series_of[i], panels[p]) || r->n_curve == 0 || !counts(r)) continue;
-            label_of(s, i, label_dim, 1, label, sizeof label);
+            label_of(s, i, group_dim, 1, label, sizeof label);
             int before = n_groups, g = intern(&groups, &n_groups, label);
-            labels[n] = n_groups > before && label[0] ? strdupCheck(label) : NULL;
-            ps[n] = (PlotSeries){r->curve_step, recall ? r->curve_recall : r->curve_S, r->n_curve, labels[n], g, 0};
+            if (n_groups > before) in_group[g] = 0;
+            label_of(s, i, line_dim, 1, label, sizeof label);
+            labels[n] = label[0] ? strdupCheck(label) : NULL;
+            ps[n] = (PlotSeries){r->curve_step, recall ? r->curve_recall : r->curve_S, r->n_curve, labels[n], g,
+                                 in_group[g]++ % 3};
             n++;
         }
         free_strings(groups, n_groups);
@@ -238,7 +248,9 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
     free(labels);
     free(pp);
     free(ps);
-    free(label_dim);
+    free(group_dim);
+    free(line_dim);
+    free(in_group);
     free_strings(panels, n_panels);
     return rc ? -1 : 1;
 }

@@ -476,6 +476,9 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     CHECK(svg && strstr(svg, "mixer = softmax") && strstr(svg, "d_model=16"), "no S figure");
     svg = read_out("col", "S_recall_steps.svg");
     CHECK(svg && strstr(svg, "S_recall (recall layer)") && strstr(svg, "mixer = linear"), "no S_recall figure");
+    // a line per seed, named in the legend; the group's second seed dashed in the group's colour
+    CHECK(strstr(svg, ">d_model=16, seed=0<") && strstr(svg, ">d_model=16, seed=1<") && strstr(svg, "stroke-dasharray=\"6 4\""),
+          "the seeds' lines are not told apart:\n%s", svg);
     char *md = read_out("col", "summary.md");
     CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
 }
