@@ -20,8 +20,9 @@
 # the program the script's name as argv[0], so ./sweep finds ./train beside it).
 main_obj = $(patsubst %.c,%.o,$(firstword $(wildcard $(1).c */$(1)_main.c)))
 # A variant's tests run in its folder, which links what they read from the repository: the docs,
-# configs and test data, and the sources (every program's keys must be named in the docs).
-VARIANT_LINKS = README.md docs configs tests train.c \
+# configs and test data, the results the README links to, and the sources (every program's keys
+# must be named in the docs).
+VARIANT_LINKS = README.md docs configs tests results train.c \
                 $(sort $(foreach f,$(LIB_SRC) $(wildcard bench/*.c),$(firstword $(subst /, ,$(f)))))
 define variant
 $($(1)_DIR)/f32/%.o: %.c
