@@ -12,8 +12,6 @@ void fill_normal(real *x, size_t n, Rng *rng, double scale);
 // Central difference of f with respect to x[i] (step h), restoring x[i].
 typedef double (*loss_fn)(void *ctx);
 double numeric_grad(loss_fn f, void *ctx, real *x, size_t i, double h);
-// The five-point stencil (-f(x+2h) + 8f(x+h) - 8f(x-h) + f(x-2h)) / 12h, restoring x[i].
-double numeric_grad4(loss_fn f, void *ctx, real *x, size_t i, double h);
 // Compares analytic gradient g[n] of parameter `what` with central differences of f over every
 // element of x; fails the test when |g - num| > atol + rtol * max(|g|, |num|) both for the
 // central difference at step h and for the five-point estimate at step min(100 h, 1e-4).
