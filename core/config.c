@@ -18,18 +18,27 @@ static char *g_trap_err;
 static size_t g_trap_len;
 static char *g_trap_copy;  // parse_text's line copy under the trap (freed when it fires)
 
+// A value quoted in a message may hold a line break (a string key can hold anything): shown as a
+// space, so every message stays one line.
+static char *one_line(char *msg) {
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    return msg;
+}
+
 __attribute__((format(printf, 1, 2))) _Noreturn static void fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (g_trap) {
         vsnprintf(g_trap_err, g_trap_len, fmt, ap);
         va_end(ap);
+        one_line(g_trap_err);
         longjmp(*g_trap, 1);
     }
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    die_input("%s", msg);
+    die_input("%s", one_line(msg));
 }
 
 void config_init(Config *c) { memset(c, 0, sizeof *c); }
@@ -195,10 +204,7 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
         }
         fail("%s: %s: expected one of %s, got '%s'", o, d->name, d->choices, value);
     }
-    case KEY_STRING:
-        // config_write quotes a value with '#' (else a comment); a quote inside would end it early
-        if (strchr(value, '#') && strchr(value, '"'))
-            fail("%s: %s: a value may not contain both '#' and '\"'", o, d->name);
+    case KEY_STRING:  // any text: config_write_value quotes and escapes what needs it
         return strdupCheck(value);
     }
     die("unreachable");
@@ -222,14 +228,73 @@ void config_set(Config *c, const char *key, const char *value, const char *origi
 #define CONFIG_MAX_BYTES (16u << 20)
 
 // Parses text line by line. `path` is the file (for includes) or NULL for text that may not include.
-// The comment of a line: the first '#' outside double quotes, or NULL.
-static char *comment_start(char *line) {
-    int quoted = 0;
-    for (char *p = line; *p; p++) {
-        if (*p == '"') quoted = !quoted;
-        else if (*p == '#' && !quoted) return p;
+
+// --- Quoting (docs/config.md#quoting): the one definition of how a value is written and read. ---
+// A bare value is the text after '=' up to a '#' or the end of the line, spaces trimmed, taken
+// literally (a backslash or a '"' inside it is itself). A value that starts with '"' is quoted: it
+// ends at the next unescaped '"', keeps its spaces and '#'s, and reads the escapes \" \\ \n \r \t,
+// and \xHH for any other byte but 0. config_write quotes exactly the values a bare form would
+// change, so whatever config_set accepts comes back from the written text byte for byte.
+
+int config_value_needs_quotes(const char *v) {
+    size_t n = strlen(v);
+    if (n == 0) return 0;
+    if (v[0] == '"' || v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t') return 1;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p == '#' || *p < 0x20 || *p == 0x7f) return 1;
+    return 0;
+}
+
+int config_write_value(const char *v, FILE *f) {
+    if (!config_value_needs_quotes(v)) return fprintf(f, "%s", v);
+    int w = fprintf(f, "\"");
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        switch (*p) {
+        case '"': w += fprintf(f, "\\\""); break;
+        case '\\': w += fprintf(f, "\\\\"); break;
+        case '\n': w += fprintf(f, "\\n"); break;
+        case '\r': w += fprintf(f, "\\r"); break;
+        case '\t': w += fprintf(f, "\\t"); break;
+        default: w += *p < 0x20 || *p == 0x7f ? fprintf(f, "\\x%02x", *p) : fprintf(f, "%c", *p);
+        }
     }
-    return NULL;
+    return w + fprintf(f, "\"");
+}
+
+static int hex_digit(int ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+char *config_unquote(char *s, char *out, const char **why) {
+    for (s++;; s++) {
+        if (*s == 0) return *why = "a value that starts with '\"' must end with its closing '\"'", NULL;
+        if (*s == '"') break;
+        if (*s != '\\') {
+            *out++ = *s;
+            continue;
+        }
+        switch (*++s) {
+        case '"': *out++ = '"'; break;
+        case '\\': *out++ = '\\'; break;
+        case 'n': *out++ = '\n'; break;
+        case 'r': *out++ = '\r'; break;
+        case 't': *out++ = '\t'; break;
+        case 'x': {
+            int hi = hex_digit(s[1]), lo = hi < 0 ? -1 : hex_digit(s[2]);
+            if (lo < 0 || hi * 16 + lo == 0) return *why = "\\x in a quoted value needs two hex digits (not 00)", NULL;
+            *out++ = (char)(hi * 16 + lo);
+            s += 2;
+            break;
+        }
+        default:
+            return *why = "a quoted value's escapes are \\\" \\\\ \\n \\r \\t \\xHH (a backslash is \\\\)", NULL;
+        }
+    }
+    *out = 0;
+    return s + 1;
 }
 
 static void parse_text(Config *c, const char *text, const char *name, const char *path) {
@@ -244,21 +309,27 @@ static void parse_text(Config *c, const char *text, const char *name, const char
         lineno++;
         char origin[1024];
         snprintf(origin, sizeof origin, "%s:%d", name, lineno);
-        char *hash = comment_start(line);
-        if (hash) *hash = 0;
+        // `key = value`: the key ends at the first '='; a '#' before it starts a comment line
+        char *eq = strchr(line, '='), *hash = strchr(line, '#');
+        if (hash && (!eq || hash < eq)) *hash = 0, eq = NULL;
         char *s = trim(line);
         if (*s) {
-            char *eq = strchr(s, '=');
             if (!eq) fail("%s: expected 'key = value', got '%s'", origin, s);
             *eq = 0;
-            char *key = trim(s), *value = trim(eq + 1);
-            if (!*key) fail("%s: expected 'key = value', got '= %s'", origin, value);
-            size_t vlen = strlen(value);
-            if (*value == '"') {  // "a # b": the quotes let a value hold '#'; they are not part of it
-                if (vlen < 2 || value[vlen - 1] != '"' || memchr(value + 1, '"', vlen - 2))
-                    fail("%s: %s: a value that starts with '\"' must end with its closing '\"'", origin, key);
-                value[vlen - 1] = 0;
-                value++;
+            char *key = trim(s), *value = eq + 1;
+            while (*value == ' ' || *value == '\t') value++;
+            if (!*key) fail("%s: expected 'key = value', got '= %s'", origin, trim(value));
+            if (*value == '"') {  // "a # b": a quoted value, read with its escapes, in place
+                const char *why = NULL;
+                char *rest = config_unquote(value, value, &why);
+                if (!rest) fail("%s: %s: %s", origin, key, why);
+                while (*rest == ' ' || *rest == '\t' || *rest == '\r') rest++;
+                if (*rest && *rest != '#')
+                    fail("%s: %s: text after the closing '\"' (only a '#' comment may follow)", origin, key);
+            } else {
+                char *h = strchr(value, '#');
+                if (h) *h = 0;
+                value = trim(value);
             }
             if (strcmp(key, "include") == 0) {
                 if (!path) fail("%s: include is not allowed here", origin);
@@ -365,9 +436,8 @@ void config_write(const Config *c, FILE *f) {
         for (int j = i; j < c->n_keys; j++) {
             if (strcmp(c->keys[j]->section, sec)) continue;
             // no fixed buffer: a long value (a path, a prompt) must come back whole
-            // a '#' would start a comment: such a value is quoted (a value never holds both)
-            const char *q = strchr(c->value[j], '#') ? "\"" : "";
-            int w = fprintf(f, "%s = %s%s%s", c->keys[j]->name, q, c->value[j], q);
+            int w = fprintf(f, "%s = ", c->keys[j]->name);
+            w += config_write_value(c->value[j], f);
             fprintf(f, "%*s # %s\n", w < 40 ? 40 - w : 0, "", c->keys[j]->help);
         }
     }

@@ -65,6 +65,14 @@ const char *cfg_origin(const Config *c, const char *key);
 const KeyDef *config_find(const Config *c, const char *key);
 int config_index(const Config *c, const char *key);
 
+// Quoting (docs/config.md#quoting), the one definition for every config text the programs write:
+// whether a value must be written quoted, writing it (quoted and escaped where needed; returns the
+// bytes written), and reading a quoted value that starts at s[0] == '"' into out (which may be s:
+// the value is never longer than its quoted form); returns the text after the closing quote, or
+// NULL with *why set to a one-line reason.
+int config_value_needs_quotes(const char *value);
+int config_write_value(const char *value, FILE *f);
+char *config_unquote(char *s, char *out, const char **why);
 // Writes every key (defaults included), grouped by section, as a config file that runs as is.
 void config_write(const Config *c, FILE *f);
 // Allocated text of config_write.

@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/io.h"
 #include "core/keys.h"
+#include "core/rng.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
@@ -114,4 +115,86 @@ TEST(config_try_load_text_returns_the_error) {
     config_free(&c);
     const char *p = test_write_file("y.conf", "d_model = -1\n");
     expect_error(p, "y.conf:1: d_model: expected");
+}
+
+// Writes a's effective config and reads it back: every key must come back byte for byte.
+static void check_round_trip(const Config *a, const char *what) {
+    char *text = config_to_text(a);
+    Config b;
+    config_init_all(&b);
+    char err[512] = "";
+    CHECK(config_try_load_text(&b, text, "effective config", err, sizeof err) == 0, "%s: %s", what, err);
+    for (int i = 0; i < a->n_keys; i++)
+        CHECK(!strcmp(a->value[i], b.value[i]), "%s: key %s is '%s' but '%s' after writing and reading", what,
+              a->keys[i]->name, a->value[i], b.value[i]);
+    config_free(&b);
+    free(text);
+}
+
+// The fuzz target's round-trip property in short (tests/fuzz/fuzz_config.c runs it for long): a
+// value with an unmatched '"', a '#', a backslash, a line break or edge spaces made a run whose
+// config.conf and checkpoints could not be read back (resume, ./evaluate, ./sample refused them).
+TEST(config_any_accepted_value_reads_back_from_the_written_config) {
+    static const char *cases[] = {"1 2\"3", "a\"b", "\"hi\" there", "say \"#1\"", "x\ny", "\"", "\\",
+                                  "\\\"", "a # b", " lead", "trail\t", "\r", "\"a\" # \"b\"", "\\x41",
+                                  "\x01\x1f\x7f", "#", "=", "a = b", "\xEF\xBB\xBF", "\xff\xfe"};
+    Config a;
+    config_init_all(&a);
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        config_set(&a, "sample_prompt", cases[k], "test");
+        config_set(&a, "out_dir", cases[(k + 1) % (sizeof cases / sizeof *cases)], "test");
+        check_round_trip(&a, cases[k]);
+    }
+    // random strings over an alphabet heavy in what quoting must handle, and every byte 1-255
+    const char alphabet[] = "\"\\#= \t\n\rxn\x01\x7f\xc3\xa9";
+    Rng rng;
+    rng_seed(&rng, 12345);
+    char v[48];
+    for (int n = 0; n < 3000; n++) {
+        int len = (int)rng_below(&rng, 40);
+        for (int i = 0; i < len; i++) {
+            uint64_t r = rng_u64(&rng);
+            v[i] = r % 4 ? alphabet[(r >> 8) % (sizeof alphabet - 1)] : (char)(1 + (r >> 8) % 255);
+        }
+        v[len] = 0;
+        config_set(&a, "sample_prompt", v, "test");
+        check_round_trip(&a, "random value");
+    }
+    config_free(&a);
+}
+
+// A quoted value reads its escapes; a bad escape, a missing closing quote or text after it is one
+// line naming the file, line and key.
+TEST(config_quoted_values_read_escapes_and_refuse_bad_ones) {
+    Config c;
+    config_init_all(&c);
+    config_load_text(&c, "sample_prompt = \"a\\\"b\\\\c\\nd\\te\\x01 # f\"   # comment\nout_dir = x\"y  # z\n", "q.conf");
+    CHECK(!strcmp(cfg_str(&c, "sample_prompt"), "a\"b\\c\nd\te\x01 # f"), "'%s'", cfg_str(&c, "sample_prompt"));
+    CHECK(!strcmp(cfg_str(&c, "out_dir"), "x\"y"), "'%s'", cfg_str(&c, "out_dir"));  // bare: literal
+    config_free(&c);
+    expect_error(test_write_file("e1.conf", "sample_prompt = \"a\\qb\"\n"), "e1.conf:1: sample_prompt: a quoted value's escapes are");
+    expect_error(test_write_file("e2.conf", "\nsample_prompt = \"a\\x0\"\n"), "e2.conf:2: sample_prompt: \\x in a quoted value needs two hex digits");
+    expect_error(test_write_file("e3.conf", "sample_prompt = \"a\\x00\"\n"), "e3.conf:1: sample_prompt: \\x in a quoted value needs two hex digits (not 00)");
+    expect_error(test_write_file("e4.conf", "sample_prompt = \"a\" b\n"), "e4.conf:1: sample_prompt: text after the closing '\"'");
+    expect_error(test_write_file("e5.conf", "sample_prompt = \"ab\\\"\n"), "e5.conf:1: sample_prompt: a value that starts with '\"' must end");
+    // a value with a line break in a message stays one line
+    char err[512];
+    CHECK(test_fork(apply_bad_arg, "lr=1\n2", err, sizeof err) == 2);
+    CHECK(strstr(err, "command line: lr: expected a positive number, got '1 2'\n") && strchr(err, '\n') == err + strlen(err) - 1, "%s", err);
+}
+
+// The issue's repro end to end: the run trains, and its config.conf and checkpoints read back.
+TEST(config_quoted_prompt_run_evaluates_samples_and_resumes) {
+    char out[8192];
+    const char *run = test_path("q\"p\nx");
+    int st = test_run(out, sizeof out, "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=64 "
+                      "mqar_test_examples=16 batch_size=8 d_model=16 steps=2 sample_every=0 threads=1 "
+                      "'out_dir=%s' 'sample_prompt=1 2\"3' 2>&1", run);
+    CHECK(st == 0, "train exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./evaluate '%s' 2>&1", run);
+    CHECK(st == 0, "evaluate exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./sample '%s' n=2 2>&1", run);
+    CHECK(st == 0, "sample exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./train '%s/config.conf' steps=3 2>&1", run);
+    CHECK(st == 0 && strstr(out, "resum"), "resume exit %d: %s", st, out);
 }

@@ -718,8 +718,6 @@ TEST(faults_config_bom_include_folder_and_quoted_hash) {
     st = test_run(out, sizeof out, "./train %s 2>&1 >/dev/null", conf);
     CHECK(st == 2 && strstr(out, "q.conf:1: sample_prompt: a value that starts with '\"' must end with its closing '\"'\n"),
           "exit %d: %s", st, out);
-    st = test_run(out, sizeof out, "./train /dev/null 'sample_prompt=say \"#1\"' 2>&1 >/dev/null");
-    CHECK(st == 2 && !strcmp(out, "command line: sample_prompt: a value may not contain both '#' and '\"'\n"), "exit %d: %s", st, out);
     // a sweep file with a BOM
     const char *sweep = test_write_file("bom.sweep", "\xEF\xBB\xBFsteps = 1\nseed = 1, 2\n");
     st = test_run(out, sizeof out, "./sweep %s --print", sweep);
