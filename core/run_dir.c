@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/io.h"
@@ -135,6 +136,29 @@ int run_dir_has_run(const char *dir) {
     int n = run_dir_checkpoints(dir, &paths, &steps);
     run_dir_free_list(paths, steps, n);
     return n > 0;
+}
+
+void run_dir_check_output(const char *key, const char *out, const RunDirInput *inputs, int n_inputs) {
+    struct stat so, si;
+    int exists = stat(out, &so) == 0;
+    if (exists && S_ISDIR(so.st_mode)) die_input("command line: %s: '%s' is a folder, expected a file name", key, out);
+    for (int i = 0; exists && i < n_inputs; i++) {
+        const char *in = inputs[i].path;
+        if (!in || !strcmp(in, "-") || stat(in, &si) != 0) continue;
+        if (si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            die_input("command line: %s: '%s' is the %s '%s': writing it would replace it", key, out, inputs[i].what, in);
+    }
+    char *dir = strdupCheck(out), *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    const char *d = slash ? (slash == dir ? "/" : dir) : ".";
+    if (is_directory(d) && run_dir_has_run(d)) {
+        char msg[2048];  // dir is freed before die_input leaves
+        snprintf(msg, sizeof msg, "command line: %s: '%s' is in the run folder '%s': writing there could replace its "
+                 "checkpoints, config or logs (write it elsewhere)", key, out, d);
+        free(dir);
+        die_input("%s", msg);
+    }
+    free(dir);
 }
 
 void run_dir_clear(const char *dir) {

@@ -16,6 +16,15 @@ void run_dir_prune(const char *dir, int keep_last);
 int run_dir_truncate_jsonl(const char *path, long step);
 // 1 when dir holds any file a run writes (config.conf, metrics.jsonl, checkpoints, ...).
 int run_dir_has_run(const char *dir);
+// Refuses (one line naming `key`, exit 2) an output path that would destroy what the program
+// reads or a run: a folder, the same file as any of inputs[i].path (links and other spellings
+// included; inputs[i].what names it: "input", "tokenizer", "checkpoint"), or a file in a folder
+// that holds a run (its checkpoints, `latest`, config.conf, logs). A new file elsewhere passes.
+typedef struct {
+    const char *what;
+    const char *path;
+} RunDirInput;
+void run_dir_check_output(const char *key, const char *out, const RunDirInput *inputs, int n_inputs);
 // Removes the files a run writes (only those: never other files in the folder).
 void run_dir_clear(const char *dir);
 

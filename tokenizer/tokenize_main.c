@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
+#include "core/run_dir.h"
 #include "core/progress.h"
 #include "data/shards.h"
 #include "tokenizer/bpe.h"
@@ -85,17 +86,13 @@ static const char *need_str(const Config *c, const char *key, const char *what) 
 
 // The file out= names must not be one of the inputs (the same file under any name: same device
 // and inode), which the write would replace, nor a folder. Checked before any work.
+// out over an input, the tokenizer or into a run folder: refused (core/run_dir.h, as ./export).
 static void check_output(const char *out, char *const *inputs, int n_inputs, const char *tokenizer) {
-    struct stat so, si;
-    if (stat(out, &so) != 0) return;  // a new file
-    if (S_ISDIR(so.st_mode)) die_input("command line: out: '%s' is a folder, expected a file name", out);
-    for (int i = 0; i <= n_inputs; i++) {
-        const char *in = i < n_inputs ? inputs[i] : tokenizer;
-        if (!in || !strcmp(in, "-") || stat(in, &si) != 0) continue;
-        if (si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            die_input("command line: out: '%s' is the %s '%s': writing it would replace it", out,
-                      i < n_inputs ? "input" : "tokenizer", in);
-    }
+    RunDirInput *in = callocCheck((size_t)n_inputs + 1, sizeof *in);
+    for (int i = 0; i < n_inputs; i++) in[i] = (RunDirInput){"input", inputs[i]};
+    in[n_inputs] = (RunDirInput){"tokenizer", tokenizer};
+    run_dir_check_output("out", out, in, n_inputs + 1);
+    free(in);
 }
 
 static void make_parent_dir(const char *path, const char *key) {
@@ -184,6 +181,7 @@ static int cmd_prepare(int argc, char **argv) {
     for (int i = 0; i < a.n_inputs; i++)
         if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
     Bpe *b = bpe_load_encoder(tok, "tokenizer");
+    check_output(out, a.inputs, a.n_inputs, tok);
     make_parent_dir(out, "out");
     PrepareOptions o = {
         .out = out,

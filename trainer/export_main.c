@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
+#include "core/run_dir.h"
 #include "trainer/ckpt_open.h"
 #include "trainer/llmc.h"
 
@@ -32,7 +33,10 @@ int main(int argc, char **argv) {
     config_apply_args(&opt, argc - 2, argv + 2);
     const char *out = cfg_str(&opt, "out");
     if (!*out) die_input("out: expected the file to write, e.g. out=model.bin");
-    if (is_directory(out)) die_input("out: '%s' is a folder, expected a file name", out);
+    char *ckpt = ckpt_resolve(argv[1]);
+    // never over the checkpoint it reads, nor into any run folder (config.conf, logs, `latest`)
+    RunDirInput inputs[] = {{"checkpoint", ckpt}};
+    run_dir_check_output("out", out, inputs, 1);
     char *parent = strdupCheck(out), *slash = strrchr(parent, '/');
     if (slash) {
         *slash = 0;
@@ -40,7 +44,6 @@ int main(int argc, char **argv) {
     }
     free(parent);
 
-    char *ckpt = ckpt_resolve(argv[1]);
     Config cfg;
     Model *m = ckpt_open_model(ckpt, &cfg, 1, 1, NULL);
     char err[1024];
