@@ -22,6 +22,7 @@
 #include "eval/val_eval.h"
 #include "trainer/checkpoint.h"
 #include "trainer/llmc.h"
+#include "trainer/memory.h"
 #include "model/model.h"
 #include "trainer/optim.h"
 #include "model/sample.h"
@@ -608,10 +609,24 @@ static void setup_run_folder(Trainer *tr) {
 }
 
 
+// A run that cannot fit in memory is refused at the start, naming the key (trainer/memory.h).
+static void check_memory(Trainer *tr, const TaskPlan *plan) {
+    MemoryPlan mp = memory_plan(&tr->cfg, plan);
+    memory_check(&mp, &tr->cfg);
+}
+
 // The task's data, the tokenizer samples decode with, and the run length.
 static void setup_data(Trainer *tr) {
     Config *c = &tr->cfg;
+    // sized before anything big is allocated or generated (MQAR: before the data; shards that take
+    // the vocabulary from the data: once they are mapped, which costs no memory)
+    TaskPlan plan = task_plan(c);
+    if (plan.vocab_size) check_memory(tr, &plan);
     task_open(&tr->task, c, 1);
+    if (!plan.vocab_size) {
+        plan.vocab_size = tr->task.vocab_size;
+        check_memory(tr, &plan);
+    }
     if (tr->sch.sample_every > 0) sample_check_tokenizer(c, tr->task.train.tok_vocab, tr->task.train.tok_id);
     long steps = cfg_int(c, "steps");
     if (steps == 0) {

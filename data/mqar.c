@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/progress.h"
 #include "core/rng.h"
 #include "data/mt19937.h"
 
@@ -117,6 +118,32 @@ void mqar_layout(int K, int L, const int *keys, const int *values, const int *ga
     }
 }
 
+// A long generation reports itself: numpy's draw without replacement permutes the whole half of the
+// vocabulary for every example, so a large vocabulary takes minutes. After 3 s one line on stdout
+// (logs included) with the estimate, then a live line on a terminal.
+typedef struct {
+    const MqarSpec *s;
+    double t0;
+    int noted;
+} GenProgress;
+
+static void gen_progress(GenProgress *g, long done, long total) {
+    if (done % 64) return;
+    double el = now_seconds() - g->t0;
+    if (el < 3 || done == 0) return;
+    char left[32];
+    format_duration(left, sizeof left, el * (double)(total - done) / (double)done);
+    if (!g->noted) {
+        g->noted = 1;
+        progress_break();
+        printf("generating MQAR data: %ld examples of %d pairs in %d tokens over a vocabulary of %d (about %s more; "
+               "each example permutes half the vocabulary, as numpy's draw does)\n", g->s->n_examples,
+               g->s->kv_pairs, g->s->seq_len, g->s->vocab_size, left);
+        fflush(stdout);
+    }
+    progress_line("generating MQAR data: %.0f%%, %s left", 100.0 * (double)done / (double)total, left);
+}
+
 void mqar_generate(const MqarSpec *s, int32_t *inputs, int32_t *labels) {
     const char *err = mqar_spec_error(s);
     if (err) die_input("mqar: %s", err);
@@ -131,8 +158,16 @@ void mqar_generate(const MqarSpec *s, int32_t *inputs, int32_t *labels) {
     Mt19937 *mt = mallocCheck(sizeof *mt);
     mt_init_genrand(mt, s->seed);
 
-    for (long n = 0; n < N; n++) choice_no_replace(mt, arr, half - 1, K, 1, keys + n * K);
-    for (long n = 0; n < N; n++) choice_no_replace(mt, arr, V - half, K, half, vals + n * K);
+    GenProgress prog = {s, now_seconds(), 0};
+    for (long n = 0; n < N; n++) {
+        choice_no_replace(mt, arr, half - 1, K, 1, keys + n * K);
+        gen_progress(&prog, n, 2 * N);
+    }
+    for (long n = 0; n < N; n++) {
+        choice_no_replace(mt, arr, V - half, K, half, vals + n * K);
+        gen_progress(&prog, N + n, 2 * N);
+    }
+    progress_break();
 
     // p = a * arange(1, space+1) ** (a-1); p = p / p.sum()
     double *p = mallocCheck((size_t)space * 3 * sizeof(double));

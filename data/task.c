@@ -50,16 +50,57 @@ int task_mqar_cells(const Config *c, const char *key, MqarCell *cells) {
     return n;
 }
 
+// The config's vocab_size (0: from the task), within the bound of shards and the tokenizer; MQAR
+// shuffles the whole vocabulary for every example (2147483647 spun for minutes at 4 GB before
+// printing anything).
+static int checked_vocab(const Config *c) {
+    int vocab = (int)cfg_int(c, "vocab_size");
+    if (vocab > DATASET_MAX_VOCAB)
+        die_input("%s: vocab_size: expected at most %d (the largest vocabulary of shards and tokenizers), got %d",
+                  cfg_origin(c, "vocab_size"), DATASET_MAX_VOCAB, vocab);
+    return vocab;
+}
+
+// mqar_generate's working set for one cell of N examples (keys, values, gaps [N, K]; the vocabulary
+// half it draws from; the gap distribution) and, for a cell shorter than the rows, its unpadded copy.
+static double mqar_generator_bytes(MqarCell cell, long N, int vocab, int T) {
+    double space = (cell.seq_len - 2.0 * cell.kv_pairs) / 2;
+    double b = 3.0 * N * cell.kv_pairs * sizeof(int) + (vocab - vocab / 2) * (double)sizeof(int) + space * 24;
+    if (cell.seq_len < T) b += 2.0 * N * cell.seq_len * sizeof(int32_t);
+    return b;
+}
+
+TaskPlan task_plan(const Config *c) {
+    TaskPlan p = {0};
+    int T = (int)cfg_int(c, "seq_len");
+    p.vocab_size = checked_vocab(c);
+    if (strcmp(cfg_str(c, "task"), "mqar")) {  // shards: memory-mapped, the vocabulary may come from them
+        p.targets_per_seq = T;
+        return p;
+    }
+    if (p.vocab_size == 0) p.vocab_size = 8192;
+    MqarCell cells[2][MQAR_MAX_CELLS];
+    int n[2] = {task_mqar_cells(c, "mqar_cells", cells[0]), task_mqar_cells(c, "mqar_test_cells", cells[1])};
+    static const char *keys[2] = {"mqar_train_examples", "mqar_test_examples"};
+    double held[2], gen = 0;
+    for (int split = 0; split < 2; split++) {
+        long N = cfg_int(c, keys[split]);
+        held[split] = 2.0 * N * n[split] * T * sizeof(int32_t);  // inputs and labels [n_cells * N, T]
+        for (int i = 0; i < n[split]; i++) {
+            double g = mqar_generator_bytes(cells[split][i], N, p.vocab_size, T);
+            if (g > gen) gen = g;
+            if (cells[split][i].kv_pairs > p.targets_per_seq) p.targets_per_seq = cells[split][i].kv_pairs;
+        }
+    }
+    p.data_bytes = held[0] + held[1] + gen;  // both splits held, the largest cell's generator on top
+    p.data_key = held[1] > held[0] ? keys[1] : keys[0];
+    return p;
+}
+
 void task_open(Task *t, Config *c, int need_train) {
     memset(t, 0, sizeof *t);
     int T = (int)cfg_int(c, "seq_len");
-    int vocab = (int)cfg_int(c, "vocab_size");
-    // the bound of shards and the tokenizer; MQAR shuffles the whole vocabulary for every example
-    // (2147483647 spun for minutes at 4 GB before printing anything)
-    if (vocab > DATASET_MAX_VOCAB)
-        die_input("%s: vocab_size: expected at most %d (the largest vocabulary of shards and tokenizers), got %d",
-                  cfg_origin(c, "vocab_size"),
-                  DATASET_MAX_VOCAB, vocab);
+    int vocab = checked_vocab(c);
     char buf[32];
     if (!strcmp(cfg_str(c, "task"), "mqar")) {
         if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary

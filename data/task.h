@@ -16,6 +16,19 @@ typedef struct {
 // with a line naming the key and the cell. Returns the count.
 int task_mqar_cells(const Config *c, const char *key, MqarCell *cells);
 
+// What task_open will resolve and hold, known before it builds anything (the memory check runs
+// first: generating a large MQAR set takes minutes). MQAR: the vocabulary (8192 when vocab_size is
+// 0), the most targets per sequence, and the bytes of both splits plus the generator's largest
+// working set, with data_key the split's key that holds the most. Shards are memory-mapped (0
+// bytes); vocab_size stays 0 when the data sets it.
+typedef struct {
+    int vocab_size;
+    int targets_per_seq;
+    double data_bytes;
+    const char *data_key;
+} TaskPlan;
+TaskPlan task_plan(const Config *c);
+
 // Opens the task. When the config's vocab_size is 0 it is set to the resolved value, so the
 // effective config records it. need_train = 0 skips building the training set.
 void task_open(Task *t, Config *c, int need_train);

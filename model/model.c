@@ -124,7 +124,8 @@ static void carve(CarveList *cl, real **dst, size_t count) {
     cl->items[cl->n++] = (Carve){dst, count};
 }
 
-static void build_activations(Model *m) {
+// Carves the activation arena; with allocate = 0 only counts it (m->n_acts), for model_plan_bytes.
+static void build_activations(Model *m, int allocate) {
     const ModelShape *s = &m->s;
     size_t BT = (size_t)m->B_max * s->T, C = (size_t)s->C;
     CarveList cl = {0};
@@ -177,8 +178,12 @@ static void build_activations(Model *m) {
     }
     size_t total = 0;
     for (int i = 0; i < cl.n; i++) total += align_up(cl.items[i].count);
-    m->acts = callocCheck(total, sizeof(real));
     m->n_acts = total;
+    if (!allocate) {
+        free(cl.items);
+        return;
+    }
+    m->acts = callocCheck(total, sizeof(real));
     size_t off = 0;
     for (int i = 0; i < cl.n; i++) {
         *cl.items[i].dst = m->acts + off;
@@ -224,7 +229,8 @@ int model_is_hybrid(const Model *m) {
     return 0;
 }
 
-Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
+// The model without its arenas: shape checks, mixers, the parameter table and the head's chunk.
+static Model *model_layout(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
     if (s->L < 1 || s->L > MAX_LAYERS) die_input("n_layer: expected 1..%d, got %d", MAX_LAYERS, s->L);
     if (s->C % s->H) die_input("n_head: d_model %d is not divisible by n_head %d", s->C, s->H);
     Model *m = callocCheck(1, sizeof *m);
@@ -252,15 +258,29 @@ Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *c
         m->mixer_state[l] = m->mixer[l]->create(&d);
     }
     build_param_table(m);
+    return m;
+}
+
+Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
+    Model *m = model_layout(s, mixer, cfg, B, rows_max);
     m->params = callocCheck(m->n_params, sizeof(real));
     m->grads = callocCheck(m->n_params, sizeof(real));
     point_params(m, m->params, &m->wte, &m->wpe, &m->lnf_w, &m->lnf_b, m->lp);
     point_params(m, m->grads, &m->g_wte, &m->g_wpe, &m->g_lnf_w, &m->g_lnf_b, m->lg);
-    build_activations(m);
+    build_activations(m, 1);
     m->inputs = callocCheck((size_t)B * s->T, sizeof(int));
     m->targets = callocCheck((size_t)B * s->T, sizeof(int));
     m->rows = callocCheck((size_t)rows_max, sizeof(int));
     return m;
+}
+
+size_t model_plan_bytes(const ModelShape *s, const Config *cfg, int B, int rows_max, size_t *n_params) {
+    Model *m = model_layout(s, NULL, cfg, B, rows_max);
+    build_activations(m, 0);
+    size_t bytes = (2 * m->n_params + m->n_acts) * sizeof(real) + ((size_t)2 * B * s->T + (size_t)rows_max) * sizeof(int);
+    if (n_params) *n_params = m->n_params;
+    model_free(m);
+    return bytes;
 }
 
 void model_free(Model *m) {

@@ -101,6 +101,10 @@ typedef struct {
 // naming the key when the shape or the list is invalid.
 Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B,
                     int rows_max);
+// What model_create(s, NULL, cfg, B, rows_max) would allocate, in bytes (parameters, gradients,
+// activations, batch copies), counted without allocating the arenas; *n_params (if not NULL) gets
+// the parameter count. Exits 2 on the shapes model_create refuses.
+size_t model_plan_bytes(const ModelShape *s, const Config *cfg, int B, int rows_max, size_t *n_params);
 // Fills out[L] from a `mixer` value: one name (every layer) or a comma list of L names (spaces
 // around the names are ignored); returns how many names the value holds. Dies with exit 2 naming
 // the key on an unknown name or a list whose length is neither 1 nor L.

@@ -183,3 +183,27 @@ TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
     CHECK(st == 0 && strstr(again, "resuming from") && strstr(again, "stop_at_step"), "%s", again);
     free(text), free(text2), free(sp);
 }
+
+// vocab_size 16777216, d_model 100000, batch_size 1e9, mqar_train_examples 1e9 allocated or
+// generated for minutes, then exited 1 "out of memory". Refused at the start, naming the key.
+TEST(train_refuses_a_run_that_cannot_fit_in_memory_naming_the_key) {
+    static const struct { const char *args, *want; } cases[] = {
+        {"mqar_train_examples=1000000000", "command line: mqar_train_examples = 1000000000: the run needs"},
+        {"batch_size=1000000000", "command line: batch_size = 1000000000: the run needs at least"},
+        {"d_model=100000", "command line: d_model = 100000: the run needs"},
+        {"vocab_size=16777216 max_memory=4", "command line: vocab_size = 16777216: the run needs"},
+        {"n_layer=64 d_model=1024 max_memory=2", "command line: n_layer = 64: the run needs"},
+        {"mqar_test_examples=200000 max_memory=0.01", "mqar_test_examples = 200000: the run needs"},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int st = test_run(out, sizeof out, "./train /dev/null seq_len=64 %s out_dir=%s/big%zu 2>&1 >/dev/null",
+                          cases[i].args, test_tmpdir(), i);
+        CHECK(st == 2 && strstr(out, cases[i].want) && strchr(out, '\n') == out + strlen(out) - 1, "%s: exit %d: %s",
+              cases[i].args, st, out);
+        CHECK(strstr(out, "; lower "), "%s", out);
+    }
+    // what fits passes: the default run under a bound of 1 GB
+    int st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=1 max_memory=1 out_dir=%s/fits 2>&1", test_tmpdir());
+    CHECK(st == 0, "exit %d: %s", st, out);
+}
