@@ -522,6 +522,7 @@ static void trainer_free(Trainer *tr) {
 
 // Values valid one by one but not together: refused (exit 2); keys that do nothing as set: a note.
 static void check_key_combinations(const Config *c) {
+    model_check_mixer_options(c);
     if (cfg_float(c, "min_lr") > cfg_float(c, "lr"))
         die_input("%s: min_lr: %s is above lr = %s (expected min_lr <= lr: the schedule decays to it)",
                   cfg_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));

@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
+#include "model/model.h"
 #include "core/keys.h"
 #include "core/progress.h"
 #include "ablation/runner.h"
@@ -204,7 +205,10 @@ static void plan_sweep(const Args *a, Plan *p) {
     check_setting_keys(sw);
     // every point's config is checked before anything runs (exit 2 naming file:line)
     p->configs = callocCheck((size_t)sw->n_points, sizeof(Config));
-    for (int i = 0; i < sw->n_points; i++) sweep_point_config(sw, i, &p->configs[i]);
+    for (int i = 0; i < sw->n_points; i++) {
+        sweep_point_config(sw, i, &p->configs[i]);
+        model_check_mixer_options(&p->configs[i]);
+    }
     check_distinct_points(sw, p->configs);
     if (a->mode == MODE_SLURM) {
         p->threads = a->threads ? (int)a->threads : 1;  // each task's own CPUs

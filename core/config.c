@@ -166,7 +166,10 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
-        int bad = *value == 0 || *end != 0 || errno != 0 || v > 2147483647L || v < -2147483647L;
+        if (*value && !*end && (errno == ERANGE || v > 2147483647L || v < -2147483647L))
+            fail("%s: %s: %s is too %s (at most %s2147483647)", o, d->name, value, v < 0 ? "small" : "large",
+                 v < 0 ? "-" : "");
+        int bad = *value == 0 || *end != 0 || errno != 0;
         if (!bad && d->range == RANGE_POS && v <= 0) bad = 1;
         if (!bad && d->range == RANGE_NONNEG && v < 0) bad = 1;
         if (!bad && d->range == RANGE_THREADS && (v < 0 || v > CONFIG_MAX_THREADS)) bad = 1;

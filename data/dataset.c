@@ -179,15 +179,17 @@ void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t see
     ld->perm_epoch = -1;
     ld->plan_epoch = -1;
     ld->n_stream = ds->n;
+    // MQAR, one cell or a mixture: a batch holds examples of one cell, each at most once
+    for (int c = 0; c < ds->n_cells; c++) {
+        long n = ds->cell_first[c + 1] - ds->cell_first[c];
+        if (n < B)
+            die_input("batch_size: %d is above the %ld training examples of MQAR cell %dx%d (a batch holds one "
+                      "cell; expected mqar_train_examples >= batch_size)", B, n, ds->cells[c].kv_pairs,
+                      ds->cells[c].seq_len);
+    }
     if (ds->n_cells > 1) {  // a mixture: whole batches of one cell
-        for (int c = 0; c < ds->n_cells; c++) {
-            long n = ds->cell_first[c + 1] - ds->cell_first[c];
-            if (n < B)
-                die_input("batch_size: %d is above the %ld training examples of MQAR cell %dx%d (a batch holds one "
-                          "cell; expected mqar_train_examples >= batch_size)", B, n, ds->cells[c].kv_pairs,
-                          ds->cells[c].seq_len);
-            ld->cell_batches[c + 1] = ld->cell_batches[c] + n / B;
-        }
+        for (int c = 0; c < ds->n_cells; c++)
+            ld->cell_batches[c + 1] = ld->cell_batches[c] + (ds->cell_first[c + 1] - ds->cell_first[c]) / B;
         ld->n_stream = ld->cell_batches[ds->n_cells] * B;
         return;
     }

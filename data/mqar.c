@@ -193,7 +193,33 @@ void mqar_generate(const MqarSpec *s, int32_t *inputs, int32_t *labels) {
     free(keys), free(vals), free(gaps), free(arr), free(mt), free(p), free(u);
 }
 
+// 1 when text holds an empty entry: nothing but spaces between two commas, before the first or
+// after the last ("4x16,,8x32", "4x16,").
+static int has_empty_entry(const char *text) {
+    if (!strchr(text, ',')) return 0;
+    for (const char *p = text;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (strspn(p, " \t") >= len) return 1;
+        if (!comma) return 0;
+        p = comma + 1;
+    }
+}
+
+// A run of digits as a number, capped at cap + 1 (so that no length of digits overflows).
+static long capped_number(const char *d, int n, long cap) {
+    long v = 0;
+    for (int i = 0; i < n; i++)
+        if ((v = v * 10 + (d[i] - '0')) > cap) return cap + 1;
+    return v;
+}
+
 int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size_t errlen) {
+    if (has_empty_entry(text)) {
+        snprintf(err, errlen, "an empty entry in '%.60s' (two commas in a row, or a comma first or last): expected "
+                 "PAIRSxLENGTH entries such as 4x64, 8x128", text);
+        return -1;
+    }
     int n = 0;
     const char *p = text;
     for (;;) {
@@ -210,13 +236,17 @@ int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size
             if (entry[i] == 'x' || entry[i] == 'X') xs++, x_at = i;
             else if (!isdigit((unsigned char)entry[i])) others++;
         }
-        long k = 0, l = 0;
-        if (len > 60 || xs != 1 || others || x_at == 0 || x_at == len - 1 ||
-            sscanf(entry, "%ld%*[xX]%ld", &k, &l) != 2) {
+        if (len > 60 || xs != 1 || others || x_at == 0 || x_at == len - 1) {
             snprintf(err, errlen, "entry '%s': expected PAIRSxLENGTH such as 8x128", entry);
             return -1;
         }
-        if (k < 1 || l < 2 || k > 1000000 || l > 1000000) {
+        long k = capped_number(entry, x_at, MQAR_MAX_CELL), l = capped_number(entry + x_at + 1, len - x_at - 1, MQAR_MAX_CELL);
+        if (k > MQAR_MAX_CELL || l > MQAR_MAX_CELL) {
+            snprintf(err, errlen, "entry '%s': %s is too large (at most %d)", entry, k > MQAR_MAX_CELL ? "the pair count" : "the length",
+                     MQAR_MAX_CELL);
+            return -1;
+        }
+        if (k < 1 || l < 2) {
             snprintf(err, errlen, "entry '%s': expected at least 1 pair and a length of at least 2", entry);
             return -1;
         }

@@ -21,10 +21,12 @@ const char *mqar_spec_error(const MqarSpec *s);
 // A cell of Zoology's capacity grids: examples of seq_len tokens holding kv_pairs key-value pairs.
 // A run trains on a mixture of cells (mqar_cells) and reports accuracy per test cell.
 #define MQAR_MAX_CELLS 32
+#define MQAR_MAX_CELL 1000000  // the most pairs, and the longest length, of a cell
 typedef struct {
     int kv_pairs, seq_len;
 } MqarCell;
-// Parses "4x64, 8x128" (PAIRSxLENGTH, separated by commas and/or spaces) into cells[max]. Returns
+// Parses "4x64, 8x128" (PAIRSxLENGTH, separated by commas and/or spaces; no empty entry between
+// commas) into cells[max]. Returns
 // the count, or -1 with a message in err ("entry '8y128': expected PAIRSxLENGTH such as 8x128").
 // Checks the form only; task.c checks each cell against the model and the vocabulary.
 int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size_t errlen);

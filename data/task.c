@@ -105,7 +105,9 @@ void task_open(Task *t, Config *c, int need_train) {
     if (!strcmp(cfg_str(c, "task"), "mqar")) {
         if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary
         MqarCell train_cells[MQAR_MAX_CELLS], test_cells[MQAR_MAX_CELLS];
-        int n_train = task_mqar_cells(c, "mqar_cells", train_cells);
+        // (./evaluate, need_train = 0, may have raised seq_len to its longest test cell: the training
+        // cells are not built, nor checked against it)
+        int n_train = need_train ? task_mqar_cells(c, "mqar_cells", train_cells) : 0;
         int n_test = task_mqar_cells(c, "mqar_test_cells", test_cells);
         if (need_train) {
             MqarSpec train = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_seed"), cfg_int(c, "mqar_train_examples"));

@@ -7,11 +7,13 @@
 // sparsity.jsonl when there is one) and report.html; with --maps also the attention maps of one
 // validation sequence at the last checkpoint (map_L<l>_H<h>.svg, maps.safetensors); with several
 // runs also compare.svg. A checkpoint that cannot be read is reported and skipped.
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/fpu.h"
@@ -200,7 +202,7 @@ static const char *base_name(const char *path) {
 }
 
 static void report_write(int rc, const char *path) {
-    if (rc != 0) fprintf(stderr, "evaluate: cannot write %s\n", path);
+    if (rc != 0) fprintf(stderr, "evaluate: cannot write %s (%s)\n", path, strerror(errno));
     else printf("  wrote %s\n", path);
 }
 
@@ -452,19 +454,18 @@ static void split_lines(char *text, Line **lines, int *n, int *cap, int keep_if_
 
 // Writes dir/eval.jsonl: the new records, plus (single) the old records of other steps; step order.
 static void write_eval_jsonl(const Target *t, char *fresh, const long *steps, int n_steps) {
-    char path[1200], tmp[1300];
+    char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     Line *lines = NULL;
     int n = 0, cap = 0;
     char *old = t->single ? read_file_text(path, NULL) : NULL;
     if (old) split_lines(old, &lines, &n, &cap, 1, steps, n_steps);
     split_lines(fresh, &lines, &n, &cap, 0, NULL, 0);
     if (n) qsort(lines, (size_t)n, sizeof(Line), cmp_line);  // lines is NULL when n = 0
-    FILE *f = fopen(tmp, "w");
-    if (!f) die_input("%s: cannot write %s", t->path, tmp);
-    for (int i = 0; i < n; i++) fprintf(f, "%s\n", lines[i].line);
-    if (ferror(f) | fclose(f) || rename(tmp, path) != 0) die("%s: cannot write", path);
+    AtomicFile af;  // a read-only folder: one line with the reason, exit 2
+    atomic_open(&af, path);
+    for (int i = 0; i < n; i++) fprintf(af.f, "%s\n", lines[i].line);
+    atomic_close(&af);
     free(lines);
     free(old);
     printf("  wrote %s\n", path);
@@ -515,7 +516,15 @@ static void print_cells(const ValStats *v, const SparsityResult *r) {
 // beyond seq_len), and not for relu2 and cosformer (n and M are the configured seq_len, so another
 // length is another function): refused, exit 2.
 static void fit_test_cells(Config *c, const char *ck) {
-    if (strcmp(cfg_str(c, "task"), "mqar") || !*cfg_str(c, "mqar_test_cells")) return;
+    if (strcmp(cfg_str(c, "task"), "mqar")) {  // a text run has no MQAR test set to change
+        static const char *mqar_only[] = {"mqar_test_cells", "mqar_test_examples", "mqar_test_seed"};
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(cfg_origin(c, mqar_only[i]), "command line"))
+                die_input("%s: %s is a run of task = %s: it has no MQAR test set (the key applies to MQAR runs only)",
+                          i == 0 ? "mqar_cells" : mqar_only[i], ck, cfg_str(c, "task"));
+        return;
+    }
+    if (!*cfg_str(c, "mqar_test_cells")) return;
     MqarCell cells[MQAR_MAX_CELLS];
     char err[256];
     int n = mqar_cells_parse(cfg_str(c, "mqar_test_cells"), cells, MQAR_MAX_CELLS, err, sizeof err);
@@ -852,6 +861,21 @@ static void check_overrides(const Args *a) {
     config_free(&probe);
 }
 
+// An output folder made here (FILE.eval/ of an llm.c file) is removed at exit if nothing was
+// written in it: a file that fails to load leaves no empty folder behind.
+static char *g_made_dirs[64];
+static int g_n_made;
+
+static void remove_made_dirs(void) {
+    for (int i = 0; i < g_n_made; i++) rmdir(g_made_dirs[i]);  // fails, harmlessly, unless empty
+}
+
+static void remove_if_left_empty(const char *dir) {
+    if (g_n_made == 64) return;
+    if (g_n_made == 0) atexit(remove_made_dirs);
+    g_made_dirs[g_n_made++] = strdupCheck(dir);
+}
+
 // Each PATH: a run folder and its checkpoints, or one checkpoint.
 static void resolve_targets(Args *a) {
     for (int i = 0; i < a->n_tg; i++) {
@@ -867,7 +891,10 @@ static void resolve_targets(Args *a) {
             t->dir = mallocCheck(n + 8);
             snprintf(t->dir, n + 8, "%.*s.eval", (int)(n > 4 && !strcmp(t->path + n - 4, ".bin") ? n - 4 : n),
                      t->path);
-            if (mkdir_p(t->dir) != 0) die_input("%s: cannot create the output folder '%s'", t->path, t->dir);
+            int existed = path_exists(t->dir);
+            if (mkdir_p(t->dir) != 0)
+                die_input("%s: cannot create the output folder '%s' (%s)", t->path, t->dir, strerror(errno));
+            if (!existed) remove_if_left_empty(t->dir);
             t->single = 1;
             t->n = 1;
             t->ckpts = mallocCheck(sizeof(char *));

@@ -223,6 +223,29 @@ int model_parse_mixers(const char *value, int L, const MixerKind **out) {
     return n;
 }
 
+// A key's value equals its declared default (numbers compared as numbers: "64" and "64.0").
+static int is_default_value(const KeyDef *d, const char *v) {
+    if (d->type == KEY_INT || d->type == KEY_FLOAT) return strtod(v, NULL) == strtod(d->def, NULL);
+    return strcmp(v, d->def) == 0;
+}
+
+void model_check_mixer_options(const Config *c) {
+    int L = (int)cfg_int(c, "n_layer");
+    if (L < 1 || L > MAX_LAYERS) return;  // model_create names it
+    const MixerKind *used[MAX_LAYERS];
+    model_parse_mixers(cfg_str(c, "mixer"), L, used);
+    for (int i = 0; i < mixer_count(); i++) {
+        const MixerKind *k = mixer_at(i);
+        int present = 0;
+        for (int l = 0; l < L; l++) present |= used[l] == k;
+        if (present || !k->options) continue;
+        for (const KeyDef *d = k->options; d->name; d++)
+            if (!is_default_value(d, cfg_str(c, d->name)))
+                die_input("%s: %s is an option of mixer '%s', and no layer of this run is one (mixer = %s); "
+                          "remove it or choose that mixer", cfg_origin(c, d->name), d->name, k->name, cfg_str(c, "mixer"));
+    }
+}
+
 int model_is_hybrid(const Model *m) {
     for (int l = 1; l < m->s.L; l++)
         if (m->mixer[l] != m->mixer[0]) return 1;

@@ -109,6 +109,10 @@ size_t model_plan_bytes(const ModelShape *s, const Config *cfg, int B, int rows_
 // around the names are ignored); returns how many names the value holds. Dies with exit 2 naming
 // the key on an unknown name or a list whose length is neither 1 nor L.
 int model_parse_mixers(const char *value, int L, const MixerKind **out);
+// Refuses (one line naming the key, exit 2) a mixer's option set to other than its default when no
+// layer of cfg's stack is that mixer (h3_d_state on a softmax run did nothing). The default is
+// accepted, so a sweep can zip an option across mixers that lack it.
+void model_check_mixer_options(const Config *cfg);
 // 1 when the layers do not all have the same mixer.
 int model_is_hybrid(const Model *m);
 void model_free(Model *m);

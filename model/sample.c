@@ -200,12 +200,21 @@ void sample_check_tokenizer(const Config *cfg, int vocab, uint32_t id) {
     sample_require_tokenizer(training_tokenizer(cfg), cfg_str(cfg, "tokenizer"), vocab, id, "the training shards");
 }
 
+int sample_token_limit(const Bpe *b, const char *path, int vocab) {
+    if (!b || b->vocab_size >= vocab) return vocab;
+    static int warned;
+    if (!warned++)
+        fprintf(stderr, "note: tokenizer %s has %d tokens, the model's vocabulary %d: samples draw from the first %d "
+                "(the others have no text)\n", path, b->vocab_size, vocab, b->vocab_size);
+    return b->vocab_size;
+}
+
 void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
     Bpe *b = training_tokenizer(cfg);
     const char *prompt = cfg_str(cfg, "sample_prompt");
     TokBuf pt = {0}, gen = {0};
     prompt_tokens(b, prompt, m->s.V, "sample_prompt", &pt);
-    int limit = b && b->vocab_size < m->s.V ? b->vocab_size : m->s.V;
+    int limit = sample_token_limit(b, cfg_str(cfg, "tokenizer"), m->s.V);
     Rng rng;
     rng_seed(&rng, seed_mix((uint64_t)cfg_int(cfg, "seed"), (uint64_t)step));
     Generator *g = generator_create(m, -1);

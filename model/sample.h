@@ -36,6 +36,9 @@ void json_write_bytes(FILE *f, const uint8_t *p, size_t n);
 // is unaffected), prints them and appends {"type":"sample","step":..,"prompt":..,"text":..} to
 // log. Text through the `tokenizer` file (loaded once; a bad one exits 2); token ids without
 // one. Call it between optimizer steps: the prefix fallback overwrites the model's activations.
+// The tokens sampling draws from: the model's vocabulary, or a smaller tokenizer's (llm.c's GPT-2
+// pads 50257 tokens to 50304 rows), said once on stderr.
+int sample_token_limit(const Bpe *b, const char *path, int vocab);
 void sample_during_training(Model *m, const Config *cfg, long step, FILE *log);
 // Loads the `tokenizer` file now, so a bad one stops the trainer before any work (exit 2); with
 // the identity of the tokenizer the training shards were prepared with (vocab > 0), refuses

@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
     }
     TokBuf pt = {0};
     prompt_tokens(bpe, prompt, s.V, "prompt", &pt);
-    int limit = bpe && bpe->vocab_size < s.V ? bpe->vocab_size : s.V;
+    int limit = sample_token_limit(bpe, tok_path, s.V);
     Generator *g = generator_create(m, cfg_bool(&opt, "cache") ? -1 : 0);
     Rng rng;
     rng_seed(&rng, (uint64_t)cfg_int(&opt, "seed"));

@@ -30,7 +30,14 @@ TEST(cells_parse_lists_and_refuse_malformed_entries) {
         {"-4x64", "entry '-4x64': expected PAIRSxLENGTH"},
         {"0x64", "entry '0x64': expected at least 1 pair"},
         {"4x64, 4x64", "entry '4x64' is listed twice"},
-        {" , ", "expected one or more PAIRSxLENGTH entries"},
+        {" , ", "an empty entry in ' , '"},
+        {"  ", "expected one or more PAIRSxLENGTH entries"},
+        {"4x16,,8x32", "an empty entry in '4x16,,8x32' (two commas in a row, or a comma first or last)"},
+        {"4x16, ", "an empty entry in '4x16, '"},
+        {",4x16", "an empty entry in ',4x16'"},
+        {"99999999999x64", "entry '99999999999x64': the pair count is too large (at most 1000000)"},
+        {"2x99999999999999999999999", "the length is too large (at most 1000000)"},
+        {"1000001x2000004", "the pair count is too large"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(mqar_cells_parse(bad[i][0], c, MQAR_MAX_CELLS, err, sizeof err) == -1, "'%s' accepted", bad[i][0]);
@@ -287,6 +294,10 @@ TEST(cells_bad_lists_exit_2_naming_the_key) {
         {"mqar_cells=2x15", "command line: mqar_cells: cell 2x15: expected an even length"},
         {"mqar_cells=2x16 mqar_test_cells=2x16,2x16", "command line: mqar_test_cells: entry '2x16' is listed twice"},
         {"mqar_cells=2x16,4x32 mqar_train_examples=8", "batch_size: 16 is above the 8 training examples of MQAR cell 2x16"},
+        // one cell is held to the same rule as a mixture
+        {"mqar_cells=2x16 mqar_train_examples=8", "batch_size: 16 is above the 8 training examples of MQAR cell 2x16"},
+        {"mqar_cells=2x16,,4x32", "command line: mqar_cells: an empty entry in '2x16,,4x32'"},
+        {"seq_len=99999999999", "command line: seq_len: 99999999999 is too large (at most 2147483647)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int st = test_run(out, sizeof out, "./train %s " TINY " steps=1 out_dir=%s/x %s", conf, test_tmpdir(), cases[i].args);

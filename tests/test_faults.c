@@ -739,3 +739,69 @@ TEST(faults_sweep_values_equal_as_numbers_are_one_point) {
         CHECK(st == 2 && !strcmp(out, cases[i][1]), "exit %d: %s", st, out);
     }
 }
+
+// Reliability III, item 7: the gaps a careless user still found, each now one line and exit 2
+// (or, for the tokenizer, one note).
+TEST(faults_evaluate_text_run_cells_read_only_and_failed_llmc_file) {
+    const char *d = text_fixture();
+    char out[8192], cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    // a text run: MQAR keys on ./evaluate's command line were silently ignored
+    int st = test_run(out, sizeof out,
+                      "cd %s && %s/tokenize encode text.txt tokenizer=a.bpe out=t.bin 2>/dev/null && "
+                      "%s/train /dev/null task=shards train_data=t.bin val_data=t.bin vocab_size=0 seq_len=16 d_model=16 "
+                      "n_head=2 batch_size=2 steps=2 save_every=2 eval_every=0 sparsity_every=0 threads=1 out_dir=tr > /dev/null",
+                      d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "cd %s && %s/evaluate tr mqar_cells=4x16 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "mqar_cells: tr/ckpt_00000000.safetensors is a run of task = shards: it has no MQAR test set"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "cd %s && %s/evaluate tr mqar_test_examples=10 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "mqar_test_examples: tr/"), "exit %d: %s", st, out);
+    // eval.jsonl cannot be written: the reason, not a bare "cannot write"
+    st = test_run(out, sizeof out, "cd %s && mkdir -p tr/eval.jsonl.tmp && %s/evaluate tr 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "tr/eval.jsonl.tmp: cannot write (Is a directory)\n"), "exit %d: %s", st, out);
+    // an llm.c file that fails to load leaves no empty FILE.eval/ behind
+    int32_t hd[256] = {20240326, 3, 16, 64, 1, 2, 16, 64};
+    FILE *f = fopen(test_path("cut.bin"), "wb");
+    CHECK(f && fwrite(hd, sizeof hd, 1, f) == 1 && fclose(f) == 0);
+    st = test_run(out, sizeof out, "cd %s && %s/evaluate cut.bin 2>&1 >/dev/null; test ! -e cut.eval", d, cwd);
+    CHECK(st == 0, "cut.eval/ was left behind: %s", out);
+}
+
+// h3_d_state on a softmax run did nothing, silently: a mixer's option (other than its default) on a
+// run with no layer of that mixer is refused, by ./train and by ./sweep before any point runs.
+TEST(faults_mixer_option_without_its_mixer_is_refused) {
+    char out[4096];
+    int st = test_run(out, sizeof out, RUN " mixer=softmax h3_d_state=4 out_dir=%s/x 2>&1 >/dev/null", test_tmpdir());
+    CHECK(st == 2 && !strcmp(out, "command line: h3_d_state is an option of mixer 'h3', and no layer of this run is one "
+                                  "(mixer = softmax); remove it or choose that mixer\n"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " mixer=h3,softmax n_layer=2 h3_d_state=4 steps=1 out_dir=%s/y 2>&1", test_tmpdir());
+    CHECK(st == 0, "a hybrid with an h3 layer: exit %d: %s", st, out);
+    // a sweep that zips an option across mixers at its default is fine; another value is refused
+    const char *sw = test_write_file("m.sweep", "steps = 1\nmixer = softmax, cog\ncog_softmax_ends = true, false\n"
+                                                "zip = mixer, cog_softmax_ends\n");
+    st = test_run(out, sizeof out, "./sweep %s --print", sw);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    sw = test_write_file("n.sweep", "steps = 1\nmixer = softmax, cog\ncog_softmax_ends = false\n");
+    st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", sw);
+    CHECK(st == 2 && strstr(out, "n.sweep:3: cog_softmax_ends is an option of mixer 'cog'"), "exit %d: %s", st, out);
+}
+
+// A tokenizer smaller than the model's vocabulary limited sampling silently: said once.
+TEST(faults_sampling_with_a_smaller_tokenizer_says_so_once) {
+    const char *d = text_fixture();
+    char out[8192], cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    int st = test_run(out, sizeof out,
+                      "cd %s && %s/tokenize encode text.txt tokenizer=a.bpe out=t.bin 2>/dev/null && "
+                      "%s/train /dev/null task=shards train_data=t.bin val_data=t.bin vocab_size=400 tokenizer=a.bpe "
+                      "seq_len=16 d_model=16 n_head=2 batch_size=2 steps=4 sample_every=1 sample_tokens=4 save_every=4 "
+                      "eval_every=0 sparsity_every=0 threads=1 out_dir=big 2>&1 >/dev/null",
+                      d, cwd, cwd);
+    CHECK(st == 0, "%s", out);
+    const char *note = "note: tokenizer a.bpe has 291 tokens, the model's vocabulary 400: samples draw from the first 291";
+    CHECK(strstr(out, note) && !strstr(strstr(out, note) + 1, "note: tokenizer"), "not said exactly once: %s", out);
+    st = test_run(out, sizeof out, "cd %s && %s/sample big n=4 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 0 && strstr(out, note), "exit %d: %s", st, out);
+}
