@@ -471,6 +471,8 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
         {write_tokenizer("tok1.bin", 1, 300, 0, 0), "eot_token 50256"},
         {write_tokenizer("tok3.bin", 3, V, 0, 0), "version 3"},
         {write_tokenizer("tokcut.bin", 2, V, 0, 1), "token 99"},
+        // the largest vocabulary in a file of 2 tokens: refused before 128 MiB of tables are made
+        {write_tokenizer("tokbig.bin", 2, 1 << 24, 0, (1 << 24) - 2), "vocab_size 16777216 needs at least 33554432 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         b = bpe_read(bad[i].path, err, sizeof err);
