@@ -183,6 +183,10 @@ static char *choose_resume(Trainer *tr) {
 
 // Refuses a checkpoint whose model shape or data differ from the config.
 static void check_resume_config(Trainer *tr, const char *path) {
+    // Before the configs are compared (an llm.c file's config is its shape and defaults, so the
+    // comparison would name some key): such a file has weights but no optimizer state or step.
+    if (llmc_is_model_file(path))
+        die_input("resume: %s is an llm.c model file (weights only, no optimizer state): use it as init_from", path);
     Config saved;
     char err[512];
     if (ckpt_read_config(path, &saved, NULL, err, sizeof err) != 0) die_input("resume: %s: %s", path, err);

@@ -3,7 +3,7 @@
 # build/f32 and build/f64:
 #   make asan          the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind      a short training of every mixer under valgrind memcheck (tests/valgrind.sh)
-#   make fuzz          each libFuzzer target for FUZZ_SECONDS (tests/fuzz/)
+#   make fuzz          each libFuzzer target for FUZZ_SECONDS, or FUZZ_RUNS executions (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
 #                      folder, kill -9 before the done record (tests/faults/)
 #   make clang-check   every file with clang and -Werror
@@ -121,6 +121,8 @@ arm64-ci:
 
 # --- libFuzzer targets (clang) ---------------------------------------------------------------------
 FUZZ_SECONDS ?= 60
+# FUZZ_RUNS=N bounds each target by executions (libFuzzer -runs=N) instead of FUZZ_SECONDS
+FUZZ_RUNS    ?=
 FUZZ_TARGETS  = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_FLAGS    = -std=c11 -O1 -g -fno-omit-frame-pointer -fopenmp $(WARN) $(CLANG_WARN) -D_GNU_SOURCE -I. \
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -DATTNSCOPE_FUZZ $(CFLAGS)
@@ -133,7 +135,7 @@ build/fuzz/fuzz_%: build/fuzz/f32/tests/fuzz/fuzz_%.o build/fuzz/f32/tests/fuzz/
 
 fuzz-build: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 fuzz: fuzz-build
-	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # --- faults ----------------------------------------------------------------------------------------
 faults: train

@@ -343,6 +343,37 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     CHECK(st == 0, "exit %d: %s", st, out);
 }
 
+// A .bin whose first int32 is not llm.c's magic is named as a damaged llm.c file (docs/gpt2.md: "magic
+// X, expected 20240326"), not read as a safetensors header (its magic and version would be a
+// "header length" of 12905142215); a good llm.c file as resume= is told to be init_from (it holds no
+// optimizer state), before any config comparison.
+TEST(llmc_bad_magic_and_resume_from_a_model_file_are_named) {
+    const char *bad = write_gpt2("magic.bin", 3, L, 0);
+    FILE *f = fopenCheck(bad, "r+b");
+    int32_t wrong = 20240327;
+    fwrite(&wrong, sizeof wrong, 1, f);
+    fclose(f);
+    char out[4096];
+    const char *shard = token_shard("mtok.bin", 400, 7, 0, V);
+    const char *conf = test_write_file("m.conf", "task = shards\nbatch_size = 2\nsteps = 1\neval_every = 0\n"
+                                       "sparsity_every = 0\nthreads = 1\nseq_len = 8\n");
+    const char *cmds[] = {"./sample %s n=2", "./export %s out=%s/magic_out.bin"};
+    for (int i = 0; i < 2; i++) {
+        int st = test_run(out, sizeof out, cmds[i], bad, test_tmpdir());
+        CHECK(st == 2 && one_line(out) && strstr(out, "magic.bin") && strstr(out, "magic 20240327, expected 20240326"),
+              "%s: exit %d: %s", cmds[i], st, out);
+    }
+    int st = test_run(out, sizeof out, "./train %s train_data=%s val_data=%s init_from=%s out_dir=%s", conf, shard,
+                      shard, bad, test_path("magic_init"));
+    CHECK(st == 2 && one_line(out) && strstr(out, "init_from") && strstr(out, "magic 20240327, expected 20240326"),
+          "exit %d: %s", st, out);
+    const char *gpt = write_gpt2("resume.bin", 3, L, 0);
+    st = test_run(out, sizeof out, "./train %s train_data=%s val_data=%s resume=%s out_dir=%s", conf, shard, shard,
+                  gpt, test_path("res_bin"));
+    CHECK(st == 2 && one_line(out) && strstr(out, "resume.bin") && strstr(out, "use it as init_from"), "exit %d: %s",
+          st, out);
+}
+
 // ./evaluate on an llm.c file and a token shard: S(a) of every head, outputs in FILE.eval/ beside
 // it, seq_len up to max_seq_len accepted, beyond it refused.
 TEST(llmc_evaluate_real_text_per_head) {
@@ -440,6 +471,8 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
         {write_tokenizer("tok1.bin", 1, 300, 0, 0), "eot_token 50256"},
         {write_tokenizer("tok3.bin", 3, V, 0, 0), "version 3"},
         {write_tokenizer("tokcut.bin", 2, V, 0, 1), "token 99"},
+        // the largest vocabulary in a file of 2 tokens: refused before 128 MiB of tables are made
+        {write_tokenizer("tokbig.bin", 2, 1 << 24, 0, (1 << 24) - 2), "vocab_size 16777216 needs at least 33554432 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         b = bpe_read(bad[i].path, err, sizeof err);

@@ -31,6 +31,14 @@ Bpe *llmc_tokenizer_parse(const char *path, const uint8_t *p, size_t len, char *
         snprintf(err, errlen, "%s: vocab_size %u (expected 1 to %u)", path, vocab, 1u << 24);
         return NULL;
     }
+    // Every record is at least 2 bytes (a length > 0, then the bytes): a vocabulary the file cannot
+    // hold is refused before the tables for it are allocated (8 bytes a token: 128 MiB at 2^24,
+    // for a 1 KiB file).
+    if (vocab > (len - HEADER_BYTES) / 2) {
+        snprintf(err, errlen, "%s: vocab_size %u needs at least %zu bytes of token records, the file has %zu", path,
+                 vocab, 2 * (size_t)vocab, len - HEADER_BYTES);
+        return NULL;
+    }
     uint32_t eot = version == 2 ? u32_at(p + 12) : 50256;
     if (eot >= vocab) {
         snprintf(err, errlen, "%s: eot_token %u is outside the vocabulary of %u", path, eot, vocab);

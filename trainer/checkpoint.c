@@ -79,7 +79,13 @@ static void warn_header_unchecked(const char *path) {
 
 // Checks container, format and CRC; 0 or -1 with err.
 static int open_checked(const char *path, SafeTensors *st, char *err, size_t errlen) {
-    if (st_read(path, st, err, errlen) != 0) return -1;
+    if (st_read(path, st, err, errlen) != 0) {
+        // A *.bin that is no safetensors file is most likely llm.c's with a damaged header: name
+        // its magic (and what was expected) rather than a "header length" made of magic and version.
+        LlmcHeader h;
+        if (llmc_is_damaged_model_file(path)) llmc_read_header(path, &h, err, errlen);
+        return -1;
+    }
     const char *format = st_meta(st, "format");
     int v1 = format && !strcmp(format, CKPT_FORMAT_V1);
     if (!format || (strcmp(format, CKPT_FORMAT) && !v1)) {

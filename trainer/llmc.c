@@ -52,6 +52,22 @@ int llmc_is_model_file(const char *path) {
     return ok;
 }
 
+int llmc_is_damaged_model_file(const char *path) {
+    size_t n = strlen(path);
+    if (n < 4 || strcmp(path + n - 4, ".bin")) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 1;  // llmc_read_header says why it cannot be opened
+    unsigned char head[9];
+    size_t got = fread(head, 1, sizeof head, f);
+    int seek_ok = fseek(f, 0, SEEK_END) == 0;
+    long size = seek_ok ? ftell(f) : -1;
+    fclose(f);
+    if (got < sizeof head || size < 0) return 1;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | head[i];
+    return !(hlen <= (uint64_t)size - 8 && head[8] == '{');
+}
+
 int llmc_read_header(const char *path, LlmcHeader *h, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {

@@ -27,6 +27,10 @@ typedef struct {
 
 // 1 when the file begins with llm.c's model magic (so callers can dispatch on the file, not its name).
 int llmc_is_model_file(const char *path);
+// 1 when a file that safetensors cannot read is better reported as a damaged llm.c model file
+// (llmc_read_header's message naming its magic): it is named *.bin, as llm.c's files are, and does
+// not begin like a safetensors file (an 8-byte header length that fits the file, then '{').
+int llmc_is_damaged_model_file(const char *path);
 // Reads and checks the header and the file's size against it; 0 or -1 with a one-line message.
 int llmc_read_header(const char *path, LlmcHeader *h, char *err, size_t errlen);
 // The effective config of the file's model (config_init_all defaults with mixer softmax, mlp,
