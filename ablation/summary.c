@@ -376,9 +376,11 @@ static void write_groups_csv(const Summary *s, FILE *f) {
 
 // --- the summary -----------------------------------------------------------------------------------
 
-static FILE *open_out(const SweepFile *sw, const char *name, char *path, size_t n) {
+// Each summary file goes through the atomic writer (core/io.h): a kill -9 while the summary is
+// written leaves the earlier file or the whole new one, never an empty or a cut one.
+static int open_out(const SweepFile *sw, const char *name, char *path, size_t n, AtomicFile *a) {
     snprintf(path, n, "%s/%s", sw->out, name);
-    return fopen(path, "w");
+    return atomic_try_open(a, path);
 }
 
 int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
@@ -392,19 +394,19 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     snprintf(acc_svg, sizeof acc_svg, "acc_vs_%s.svg", sw->plot_x);
     int rc = 0;
 
-    FILE *f = open_out(sw, "summary.csv", path, sizeof path);
-    if (!f) return summary_free(&s), -1;
-    write_points_csv(&s, f);
-    rc |= fclose(f);
+    AtomicFile a;
+    if (open_out(sw, "summary.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+    write_points_csv(&s, a.f);
+    if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
     if (log) fprintf(log, "summary: %s\n", path);
-    snprintf(path, sizeof path, "%s/summary_groups.csv", sw->out);
-    remove(path);
-    if (grouping_matters(&s)) {
-        f = open_out(sw, "summary_groups.csv", path, sizeof path);
-        if (!f) return summary_free(&s), -1;
-        write_groups_csv(&s, f);
-        rc |= fclose(f);
+    if (grouping_matters(&s)) {  // replaced, not removed first (a kill in between would lose it)
+        if (open_out(sw, "summary_groups.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+        write_groups_csv(&s, a.f);
+        if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
         if (log) fprintf(log, "summary: %s\n", path);
+    } else {  // none is left from an earlier summary
+        snprintf(path, sizeof path, "%s/summary_groups.csv", sw->out);
+        remove(path);
     }
     // a figure with nothing to draw is removed, so none is left from an earlier summary
     snprintf(path, sizeof path, "%s/%s", sw->out, acc_svg);
@@ -429,8 +431,8 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     has_acc = has_acc > 0, has_S = has_S > 0, has_recall = has_recall > 0, has_state = has_state > 0;
     has_cells = has_cells > 0, has_cell_S = has_cell_S > 0;
 
-    f = open_out(sw, "summary.md", path, sizeof path);
-    if (!f) return summary_free(&s), -1;
+    if (open_out(sw, "summary.md", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+    FILE *f = a.f;
     fprintf(f, "# Sweep `%s`\n\n", sw->name);
     char unselected[64] = "";
     if (count[RUN_NOT_SELECTED]) snprintf(unselected, sizeof unselected, ", %d not selected", count[RUN_NOT_SELECTED]);
@@ -459,7 +461,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (has_cell_S) fputs("![S_recall per test cell](S_recall_by_cell.svg)\n\n", f);
     if (has_recall) fputs("![S_recall of the recall layer over steps](S_recall_steps.svg)\n\n", f);
     if (has_S) fputs("![S over steps](S_steps.svg)\n", f);
-    rc |= fclose(f);
+    if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
     if (log) fprintf(log, "summary: %s\n", path);
     summary_free(&s);
     return rc ? -1 : 0;

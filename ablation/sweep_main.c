@@ -322,13 +322,12 @@ static void write_slurm(const Plan *p, const Args *a) {
         char *written_by = command_line(a->argv, a->argc);
         int throttle = a->jobs ? (int)a->jobs : 0;  // only a --jobs flag: the file's jobs is for one machine
         SlurmArray arr = {sw, points, n, argvs, cpus, throttle, workdir, log_dir, collect, written_by};
-        char path[1200], tmp[1210];
+        char path[1200];
         snprintf(path, sizeof path, "%s/slurm.sbatch", sw->out);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopenCheck(tmp, "w");
-        slurm_write_script(&arr, f);
-        fcloseCheck(f, tmp);
-        if (rename(tmp, path) != 0) die("sweep: cannot rename %s to %s (%s)", tmp, path, strerror(errno));
+        AtomicFile f;
+        atomic_open(&f, path);
+        slurm_write_script(&arr, f.f);
+        atomic_close(&f);
         printf("sweep %s: %d points, %d not finished: a Slurm array of %d task%s, %d CPU%s each -> %s\n", sw->name,
                sw->n_points, n, n, n == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", path);
         if (throttle) printf("at most %d tasks at once\n", throttle);

@@ -79,13 +79,11 @@ char *run_dir_latest(const char *dir) {
 }
 
 int run_dir_set_latest(const char *dir, const char *name) {
-    char *tmp = join(dir, "latest.tmp"), *lp = join(dir, "latest");
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fprintf(f, "%s\n", name) > 0;
-    ok = f && (fclose(f) == 0) && ok;
-    ok = ok && rename(tmp, lp) == 0;
-    if (!ok) unlink(tmp);
-    free(tmp);
+    char *lp = join(dir, "latest");
+    AtomicFile a;
+    int ok = atomic_try_open(&a, lp) == 0;
+    if (ok && fprintf(a.f, "%s\n", name) < 0) ok = 0, atomic_abort(&a);
+    else if (ok) ok = atomic_try_close(&a) == 0;
     free(lp);
     return ok ? 0 : -1;
 }
@@ -101,11 +99,9 @@ void run_dir_prune(const char *dir, int keep_last) {
 int run_dir_truncate_jsonl(const char *path, long step) {
     char *text = read_file_text(path, NULL);
     if (!text) return 0;
-    char *tmp = mallocCheck(strlen(path) + 8);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(text), free(tmp);
+    AtomicFile a;
+    if (atomic_try_open(&a, path) != 0) {
+        free(text);
         return -1;
     }
     for (char *line = text; *line;) {
@@ -113,12 +109,11 @@ int run_dir_truncate_jsonl(const char *path, long step) {
         size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
         char *s = strstr(line, "\"step\":");
         int keep = nl && (!s || s > nl || atol(s + 7) <= step);  // a torn last line is dropped
-        if (keep) fwrite(line, 1, len, f);
+        if (keep) fwrite(line, 1, len, a.f);
         line += len;
     }
-    int ok = fclose(f) == 0 && rename(tmp, path) == 0;
-    free(text), free(tmp);
-    return ok ? 0 : -1;
+    free(text);
+    return atomic_try_close(&a);
 }
 
 static const char *g_run_files[] = {"config.conf", "metrics.jsonl", "sparsity.jsonl", "eval.jsonl", "latest", NULL};

@@ -452,19 +452,18 @@ static void split_lines(char *text, Line **lines, int *n, int *cap, int keep_if_
 
 // Writes dir/eval.jsonl: the new records, plus (single) the old records of other steps; step order.
 static void write_eval_jsonl(const Target *t, char *fresh, const long *steps, int n_steps) {
-    char path[1200], tmp[1300];
+    char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     Line *lines = NULL;
     int n = 0, cap = 0;
     char *old = t->single ? read_file_text(path, NULL) : NULL;
     if (old) split_lines(old, &lines, &n, &cap, 1, steps, n_steps);
     split_lines(fresh, &lines, &n, &cap, 0, NULL, 0);
     if (n) qsort(lines, (size_t)n, sizeof(Line), cmp_line);  // lines is NULL when n = 0
-    FILE *f = fopen(tmp, "w");
-    if (!f) die_input("%s: cannot write %s", t->path, tmp);
-    for (int i = 0; i < n; i++) fprintf(f, "%s\n", lines[i].line);
-    if (ferror(f) | fclose(f) || rename(tmp, path) != 0) die("%s: cannot write", path);
+    AtomicFile a;  // the earlier records or all the new ones (core/io.h)
+    if (atomic_try_open(&a, path) != 0) die_input("%s: cannot write %s.tmp", t->path, path);
+    for (int i = 0; i < n; i++) fprintf(a.f, "%s\n", lines[i].line);
+    if (atomic_try_close(&a) != 0) die("%s: cannot write", path);
     free(lines);
     free(old);
     printf("  wrote %s\n", path);

@@ -5,7 +5,8 @@
 #   make valgrind      a short training of every mixer under valgrind memcheck (tests/valgrind.sh)
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
-#                      folder, kill -9 before the done record (tests/faults/)
+#                      folder, kill -9 before the done record, kill -9 while a sweep writes its
+#                      summary (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64: the float GEMM check and `make test` under qemu-user
 # Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
@@ -136,10 +137,11 @@ fuzz: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # --- faults ----------------------------------------------------------------------------------------
-faults: train
+faults: train sweep
 	tests/faults/kill9.sh
 	tests/faults/disk_full.sh
 	tests/faults/shared_folder.sh
 	tests/faults/kill_before_done.sh
+	tests/faults/summary_kill9.sh
 
 .PHONY: asan valgrind clang-check arm64 arm64-test arm64-ci fuzz fuzz-build faults
