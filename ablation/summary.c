@@ -66,8 +66,9 @@ static void csv_num(FILE *f, double v) {
 }
 
 static const char *status_text(const RunSummary *r, char *b, size_t n) {
-    static const char *names[] = {"missing", "partial", "done", "failed", "not selected"};
+    static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not selected", "running"};
     if (r->status == RUN_FAILED) snprintf(b, n, "failed (exit %d)", r->exit_code);
+    else if (r->status == RUN_RUNNING && r->running_pid > 0) snprintf(b, n, "running (process %ld)", r->running_pid);
     else snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
                   r->selected == SEL_CHOSEN ? ", chosen" : r->selected == SEL_NOT_CHOSEN ? ", not chosen" : "");
     return b;
@@ -298,7 +299,7 @@ static void write_points_csv(const Summary *s, FILE *f) {
     for (int l = 0; l < s->max_layers; l++) fprintf(f, ",S_mean_L%d,S_min_L%d,S_recall_L%d", l, l, l);
     for (int c = 0; c < s->n_cells; c++) fprintf(f, ",acc_%s,S_recall_%s", s->cells[c], s->cells[c]);
     fputc('\n', f);
-    static const char *names[] = {"missing", "partial", "done", "failed", "not_selected"};
+    static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not_selected", "running"};
     static const char *sel[] = {"", "chosen", "not_chosen"};
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -388,7 +389,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (mkdir_p(sw->out) != 0) return -1;
     Summary s;
     summary_init(&s, sw, configs, runs);
-    int count[5] = {0};
+    int count[RUN_N_STATUS] = {0};
     for (int i = 0; i < sw->n_points; i++) count[runs[i].status]++;
     char path[1200], acc_svg[300];
     snprintf(acc_svg, sizeof acc_svg, "acc_vs_%s.svg", sw->plot_x);
@@ -436,8 +437,11 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     fprintf(f, "# Sweep `%s`\n\n", sw->name);
     char unselected[64] = "";
     if (count[RUN_NOT_SELECTED]) snprintf(unselected, sizeof unselected, ", %d not selected", count[RUN_NOT_SELECTED]);
-    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing%s); run folders in `%s/`.\n\n", sw->file,
-            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, sw->out);
+    char running[64] = "";
+    if (count[RUN_RUNNING]) snprintf(running, sizeof running, ", %d running elsewhere", count[RUN_RUNNING]);
+    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing%s%s); run folders in `%s/`.\n\n", sw->file,
+            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, running,
+            sw->out);
     fprintf(f, "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
                "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
                "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",

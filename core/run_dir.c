@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,16 +146,33 @@ void run_dir_clear(const char *dir) {
     run_dir_free_list(paths, steps, n);
 }
 
-int run_dir_lock(const char *dir, long *holder) {
+// The pid written in a lock file (0: none).
+static long pid_in(int fd) {
+    char buf[32] = {0};
+    return pread(fd, buf, sizeof buf - 1, 0) > 0 ? atol(buf) : 0;
+}
+
+// kill(pid, 0): EPERM is a live process of another user.
+static int pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
+
+int run_dir_lock(const char *dir, long *holder) { return run_dir_lock_named(dir, RUN_DIR_LOCK, holder); }
+
+int run_dir_lock_named(const char *dir, const char *name, long *holder) {
     *holder = 0;
-    char *path = join(dir, RUN_DIR_LOCK);
+    char *path = join(dir, name);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     free(path);
     if (fd < 0) return -2;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
-        char buf[32] = {0};
-        if (pread(fd, buf, sizeof buf - 1, 0) > 0) *holder = atol(buf);
+        // The holder writes its pid just after it takes the lock: until then the file is empty or
+        // holds the pid of an earlier, ended holder. Read it again for a moment (at most 0.2 s).
+        for (int tries = 0; e == EWOULDBLOCK && tries < 200; tries++) {
+            *holder = pid_in(fd);
+            if (*holder > 0 && pid_alive(*holder)) break;
+            *holder = 0;
+            usleep(1000);
+        }
         close(fd);
         if (e != EWOULDBLOCK) return errno = e, -2;
         return -1;
@@ -166,4 +184,22 @@ int run_dir_lock(const char *dir, long *holder) {
     int written = ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) == n;
     (void)written;
     return 0;
+}
+
+int run_dir_lock_held(const char *dir, const char *name, long *holder) {
+    *holder = 0;
+    char *path = join(dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (fd < 0) return 0;
+    *holder = pid_in(fd);
+    int alive = *holder <= 0 || pid_alive(*holder);
+    int held = 0;
+    if (alive) {
+        if (flock(fd, LOCK_SH | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
+        else flock(fd, LOCK_UN);
+    }
+    close(fd);
+    if (!held) *holder = 0;
+    return held;
 }

@@ -6,7 +6,7 @@
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
 #                      folder, kill -9 before the done record, kill -9 while a sweep writes its
-#                      summary (tests/faults/)
+#                      summary, two sweeps on one folder (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64: the float GEMM check and `make test` under qemu-user
 # Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
@@ -143,5 +143,6 @@ faults: train sweep
 	tests/faults/shared_folder.sh
 	tests/faults/kill_before_done.sh
 	tests/faults/summary_kill9.sh
+	tests/faults/two_sweeps.sh
 
 .PHONY: asan valgrind clang-check arm64 arm64-test arm64-ci fuzz fuzz-build faults

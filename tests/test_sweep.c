@@ -583,3 +583,46 @@ TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
     st = test_run(out, sizeof out, "./sweep %s --slurm --unfinished", f);
     CHECK(st == 2 && strstr(out, "--unfinished goes with --print"), "%d %s", st, out);
 }
+
+// Two ./sweep on one folder: the points' locks kept each run single, but both sweeps exited 1
+// and the summary marked the other's points failed (exit 2). Now the second is refused at its
+// start naming the first's pid, and a point whose folder a live ./train holds (here one started
+// by hand, stopped with SIGSTOP so that it holds it as long as the test needs) is reported
+// running, not failed. tests/faults/two_sweeps.sh does it with sweeps started together.
+TEST(sweep_second_sweep_on_a_folder_is_refused_and_a_locked_point_is_running) {
+    const char *f = sweep_file("two", "seed = 1, 2\n");
+    const char *d = test_tmpdir();
+    char out[16384];
+    int st = test_run(out, sizeof out,
+                      "./sweep %s --threads 1 > %s/a.log 2>&1 & a=$!; "
+                      "for i in $(seq 3000); do [ -s %s/out_two/sweep.lock ] && break; sleep 0.005; done; kill -STOP $a; "
+                      "echo pid $a; ./sweep %s --threads 1 2>&1; echo exit $?; kill -CONT $a; wait $a; echo first $?",
+                      f, d, d, f);
+    long pid = 0;
+    CHECK(st == 0 && sscanf(out, "pid %ld", &pid) == 1, "%s", out);
+    char want[1024];
+    snprintf(want, sizeof want, "sweep: '%s/out_two' is in use by process %ld (another ./sweep running this sweep); wait "
+             "for it to end or choose another --out\nexit 2\nfirst 0\n", d, pid);
+    CHECK(strstr(out, want), "not refused with the first sweep's pid:\n%s", out);
+    // a point's folder held by a live ./train: reported running, the sweep does not fail
+    char text[1024];
+    snprintf(text, sizeof text, "base = tiny.conf\nout = %s/out_held\nseed = 1, 2\n", d);
+    f = test_write_file("held.sweep", text);
+    st = test_run(out, sizeof out,
+                  "{ printf 'exec '; ./sweep %s --print --threads 1 | grep seed=2; } > %s/cmd; sh %s/cmd > /dev/null 2>&1 & t=$!; "
+                  "for i in $(seq 3000); do [ -s %s/out_held/seed=2/train.lock ] && break; sleep 0.005; done; kill -STOP $t; "
+                  "echo pid $t; ./sweep %s --threads 1; echo exit $?; "
+                  "grep -o 'running (process [0-9]*)' %s/out_held/summary.md; grep -o '^seed=2,2,softmax,[a-z]*,' %s/out_held/summary.csv; "
+                  "kill -CONT $t; wait $t; echo train $?; ./sweep %s --threads 1; echo again $?",
+                  f, d, d, d, f, d, d, f);
+    CHECK(st == 0 && sscanf(out, "pid %ld", &pid) == 1, "%s", out);
+    snprintf(want, sizeof want, "[2/2] seed=2: running in process %ld (another ./train holds %s/out_held/seed=2), not here; "
+             "run the sweep again when it ends\n", pid, d);
+    CHECK(strstr(out, want), "%s", out);
+    CHECK(strstr(out, "sweep held: 1 run, 0 skipped (finished before), 1 running elsewhere, 0 failed, in ") &&
+              !strstr(out, "FAILED"), "%s", out);
+    snprintf(want, sizeof want, "exit 0\nrunning (process %ld)\nseed=2,2,softmax,running,\ntrain 0\n", pid);
+    CHECK(strstr(out, want), "the summary does not say running:\n%s", out);
+    // once it has ended, the next sweep finds both finished
+    CHECK(strstr(out, "sweep held: 0 run, 2 skipped (finished before), 0 failed") && strstr(out, "again 0\n"), "%s", out);
+}
