@@ -61,6 +61,9 @@ void run_summary_free(RunSummary *r);
 // 1 when the folder's metrics.jsonl ends with the {"type":"done"} record ./train writes when a
 // run is complete (all its steps, or stop_at_acc reached).
 int run_finished(const char *dir);
+// 1 when a run folder has checkpoints but no metrics.jsonl: the run's records are lost, and a
+// resume would log only what follows its checkpoint (a finished run: only its done record).
+int run_records_lost(const char *dir);
 
 // Writes summary.md, summary.csv, summary_groups.csv and the figures into sw->out. configs are
 // the points' effective configs (for mixer, plot_x, ...), runs what their folders hold. Prints

@@ -261,6 +261,37 @@ static void plan_free(Plan *p) {
     sweep_free(&p->sw);
 }
 
+// A point whose result cannot be read is an error named here, before anything runs, never a NaN
+// in a comparison: a first-stage point whose metrics.jsonl was deleted was resumed into a log
+// holding only its done record, and the selection compared against its NaN accuracy, chose
+// another value, trained a new second stage and marked finished points not selected.
+//   - a folder with checkpoints but no metrics.jsonl would be resumed into such a log (not for
+//     --collect, which runs nothing: the point is missing there);
+//   - a finished first-stage point whose log has no accuracy leaves its group's choice unmade;
+//   - a two-stage sweep without evaluations (eval_every = 0) would have no accuracy to choose by.
+static void check_point_records(const Plan *p, int collect) {
+    const SweepFile *sw = &p->sw;
+    for (int i = 0; i < sw->n_points && !collect; i++)
+        if (run_records_lost(p->dirs[i]))
+            die_input("sweep: %s: checkpoints but no metrics.jsonl: the records of point '%s' are lost (a resume "
+                      "would log only what follows its checkpoint); restore metrics.jsonl, or remove the folder "
+                      "to run the point again", p->dirs[i], sw->point_names[i]);
+    if (!sw->select) return;
+    for (int i = 0; i < sw->n_points; i++)
+        if (cfg_int(&p->configs[i], "eval_every") <= 0)
+            die_input("%s:%d: select: the choice of %s is by validation accuracy, but point '%s' has eval_every = 0 "
+                      "(expected eval_every > 0)", sw->file, sw->directive_line[SWEEP_DIR_SELECT], sw->select,
+                      sw->point_names[i]);
+    Selection sel;
+    selection_make(sw, p->dirs, &sel);
+    int bad = selection_unread(&sel);
+    selection_free(&sel);
+    if (bad >= 0)
+        die_input("sweep: %s/metrics.jsonl: point '%s' is finished but its log has no validation accuracy (no eval "
+                  "record), which the choice of %s needs; remove the folder to run the point again", p->dirs[bad],
+                  sw->point_names[bad], sw->select);
+}
+
 // The threads a point's run uses.
 static int point_threads(const Plan *p, int point) {
     if (sweep_entry_index(&p->sw, "threads") < 0) return p->threads;
@@ -642,6 +673,7 @@ int main(int argc, char **argv) {
     Args a = parse_args(argc, argv);
     Plan p = {0};
     plan_sweep(&a, &p);
+    check_point_records(&p, a.mode == MODE_COLLECT);
     int rc = 0;
     if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished);
     else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
