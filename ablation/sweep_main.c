@@ -20,6 +20,7 @@
 #include "core/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
+#include "data/task.h"
 #include "ablation/runner.h"
 #include "ablation/select.h"
 #include "ablation/slurm.h"
@@ -141,6 +142,32 @@ enum {
     POINT_RUNNING = -3,  // another process holds its run folder's lock (docs/sweeps.md#one-sweep-per-folder)
 };
 
+// The MQAR cells of every point (mqar_cells, mqar_test_cells) are checked as ./train checks them
+// (task_mqar_cells: the syntax, a cell listed twice, each cell against seq_len and vocab_size),
+// so a bad value stops the sweep before anything runs, naming the sweep file's line and key,
+// rather than failing each of its points at run time. Each value is then written the one way
+// ("4x16, 8x32"), so two points whose lists differ only in spelling ("4x16,8x32", "04x16 8x32")
+// are found by check_distinct_points as one run.
+static void check_cells(const SweepFile *sw, Config *configs) {
+    static const char *keys[] = {"mqar_cells", "mqar_test_cells"};
+    for (int i = 0; i < sw->n_points; i++) {
+        Config *c = &configs[i];
+        if (strcmp(cfg_str(c, "task"), "mqar")) continue;  // shards: no cells
+        for (int k = 0; k < 2; k++) {
+            if (!*cfg_str(c, keys[k])) continue;
+            MqarCell cells[MQAR_MAX_CELLS];
+            int n = task_mqar_cells(c, keys[k], cells);  // exits 2 naming origin and key
+            char canon[MQAR_MAX_CELLS * 24] = "";
+            for (int j = 0; j < n; j++)
+                snprintf(canon + strlen(canon), sizeof canon - strlen(canon), "%s%dx%d", j ? ", " : "",
+                         cells[j].kv_pairs, cells[j].seq_len);
+            char *origin = strdupCheck(cfg_origin(c, keys[k]));
+            config_set(c, keys[k], canon, origin);
+            free(origin);
+        }
+    }
+}
+
 static int is_failure(int status) {
     return status != 0 && status != POINT_NOT_RUN && status != POINT_RUNNING && status != 128 + 2 && status != 128 + 15;
 }
@@ -233,6 +260,7 @@ static void plan_sweep(const Args *a, Plan *p) {
     // every point's config is checked before anything runs (exit 2 naming file:line)
     p->configs = callocCheck((size_t)sw->n_points, sizeof(Config));
     for (int i = 0; i < sw->n_points; i++) sweep_point_config(sw, i, &p->configs[i]);
+    check_cells(sw, p->configs);
     check_distinct_points(sw, p->configs);
     if (a->mode == MODE_SLURM) {
         p->threads = a->threads ? (int)a->threads : 1;  // each task's own CPUs

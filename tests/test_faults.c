@@ -791,3 +791,27 @@ TEST(faults_summary_cut_while_writing_keeps_the_earlier_one) {
         free(after), free(before[i]);
     }
 }
+
+// A cell repeated in an mqar_cells value, or two points whose cell lists differ only in spelling,
+// passed the sweep's up-front check: every such point failed at run time (or one run was trained
+// twice). Refused before anything runs, naming the sweep file's line and key.
+TEST(faults_sweep_duplicate_cells_are_refused_up_front) {
+    char out[4096];
+    test_write_file("b.conf", "d_model = 16\nseq_len = 64\n");
+    const char *cases[][2] = {
+        {"base = b.conf\nmqar_cells = \"4x16, 4x16\", 4x32\n", "c.sweep:2: mqar_cells: entry '4x16' is listed twice\n"},
+        {"base = b.conf\nseed = 1, 2\nmqar_test_cells = \"4x16 8x32 4x16\"\n", "c.sweep:3: mqar_test_cells: entry '4x16' is listed twice\n"},
+        {"base = b.conf\nmqar_cells = \"4x16, 8x32\", \"04x16,8x32\"\n",
+         "c.sweep:2: mqar_cells: '4x16, 8x32' and '04x16,8x32' are the same value: points 'mqar_cells=4x16__8x32' and "
+         "'mqar_cells=04x16_8x32' would be one run\n"},
+        {"base = b.conf\nmqar_cells = 4x16, 4x128\n", "c.sweep:2: mqar_cells: cell 4x128 is 128 tokens long, above seq_len = 64"},
+    };
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    for (int i = 0; i < 4; i++) {
+        test_write_file("c.sweep", cases[i][0]);
+        int st = test_run(out, sizeof out, "cd %s && %s/sweep c.sweep --print 2>&1 >/dev/null", test_tmpdir(), cwd);
+        CHECK(st == 2 && !strncmp(out, cases[i][1], strlen(cases[i][1])) && strchr(out, '\n')[1] == 0, "case %d: exit %d: %s",
+              i, st, out);
+    }
+}
