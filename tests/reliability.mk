@@ -116,7 +116,9 @@ ARM64_CI_SKIP = model_gradients_every_mixer_every_tensor faults_kill9_then_resum
     evaluate_compares_several_runs evaluate_run_folder_gives_one_record_per_checkpoint_per_head \
     keep_last_and_init_from hybrid_trains_resumes_evaluates_and_samples \
     mqar_matches_numpy_v8192_seed0_full_train_set sweep_print_then_collect_builds_the_summary \
-    faults_sweep_killed_ends_its_trainers faults_second_trainer_on_a_run_folder_is_refused
+    faults_sweep_killed_ends_its_trainers faults_second_trainer_on_a_run_folder_is_refused \
+    sweep_second_sweep_on_a_folder_is_refused_and_a_locked_point_is_running \
+    faults_summary_cut_while_writing_keeps_the_earlier_one
 arm64-ci:
 	$(MAKE) arm64-test T_SKIP="$(ARM64_CI_SKIP)"
 
