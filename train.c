@@ -504,10 +504,10 @@ static void train_loop(Trainer *tr) {
 static void write_config(Trainer *tr) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.conf", tr->out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f) die_input("out_dir: cannot write '%s'", path);
-    config_write(&tr->cfg, f);
-    fcloseCheck(f, path);
+    AtomicFile a;  // a kill while writing leaves the earlier config.conf or the whole new one
+    if (atomic_try_open(&a, path) != 0) die_input("out_dir: cannot write '%s'", path);
+    config_write(&tr->cfg, a.f);
+    atomic_close(&a);
 }
 
 static void trainer_free(Trainer *tr) {

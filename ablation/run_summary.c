@@ -6,6 +6,7 @@
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/run_dir.h"
 
 // What a run folder says (metrics.jsonl, sparsity.jsonl), for the summary and for ./sweep's
 // "finished before" check.
@@ -343,3 +344,14 @@ int run_finished(const char *dir) {
     return done;
 }
 
+
+int run_records_lost(const char *dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    if (path_exists(path)) return 0;
+    char **paths;
+    long *steps;
+    int n = run_dir_checkpoints(dir, &paths, &steps);
+    run_dir_free_list(paths, steps, n);
+    return n > 0;
+}

@@ -40,6 +40,7 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
     s->rep = mallocCheck(sizeof(int) * (size_t)n);
     s->choice = mallocCheck(sizeof(int) * (size_t)n);
     s->acc = mallocCheck(sizeof(double) * (size_t)n);
+    s->unread = callocCheck((size_t)n, 1);
     for (int i = 0; i < n; i++) {
         int rep = i, first = 1;
         for (int d = 0; d < sw->n_dims; d++) {
@@ -55,6 +56,7 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
             RunSummary r;
             run_summary_read(dirs[i], &r);
             s->acc[i] = r.best_acc;
+            s->unread[i] = !isfinite(r.best_acc);
             run_summary_free(&r);
         }
     }
@@ -63,7 +65,7 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
         int rep = s->rep[i], best = -1, ready = 1;
         for (int v = 0; v < sw->dims[ds].n_values; v++) {
             int c = rep + v * (int)sw->dims[ds].stride;
-            if (!run_finished(dirs[c])) ready = 0;
+            if (!run_finished(dirs[c]) || s->unread[c]) ready = 0;
             else if (best < 0 || better(sw, e, c, best, s->acc[c], s->acc[best])) best = c;
         }
         s->choice[i] = ready && best >= 0 ? s->value[best] : -1;
@@ -71,8 +73,14 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
 }
 
 void selection_free(Selection *s) {
-    free(s->stage), free(s->value), free(s->rep), free(s->choice), free(s->acc);
+    free(s->stage), free(s->value), free(s->rep), free(s->choice), free(s->acc), free(s->unread);
     memset(s, 0, sizeof *s);
+}
+
+int selection_unread(const Selection *s) {
+    for (int i = 0; s->on && i < s->n; i++)
+        if (s->unread[i]) return i;
+    return -1;
 }
 
 int selection_runs(const Selection *s, int point) {

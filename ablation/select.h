@@ -19,11 +19,17 @@ typedef struct {
     int *choice;    // [n] the value index chosen for the point's group; -1 while a first-stage run
                     // of the group is unfinished
     double *acc;    // [n] best accuracy of a finished first-stage point (NAN otherwise)
+    char *unread;   // [n] 1: a finished first-stage point whose log has no accuracy (its eval
+                    // records lost): its group's choice is not made (-1), never a guess
 } Selection;
 
-// Reads the first-stage run folders dirs[] and makes the choices.
+// Reads the first-stage run folders dirs[] and makes the choices. A finished first-stage run
+// without an accuracy is not compared as a NaN (which lost to every number and chose another
+// value): its group waits, and selection_unread names it for the caller to report.
 void selection_make(const SweepFile *sw, char *const *dirs, Selection *s);
 void selection_free(Selection *s);
+// The first finished first-stage point whose accuracy cannot be read, -1 when none.
+int selection_unread(const Selection *s);
 // 1 when the point is to run: a first-stage point, or a second-stage one at its group's choice.
 int selection_runs(const Selection *s, int point);
 // Second-stage points whose group's choice waits for first-stage runs.

@@ -66,8 +66,9 @@ static void csv_num(FILE *f, double v) {
 }
 
 static const char *status_text(const RunSummary *r, char *b, size_t n) {
-    static const char *names[] = {"missing", "partial", "done", "failed", "not selected"};
+    static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not selected", "running"};
     if (r->status == RUN_FAILED) snprintf(b, n, "failed (exit %d)", r->exit_code);
+    else if (r->status == RUN_RUNNING && r->running_pid > 0) snprintf(b, n, "running (process %ld)", r->running_pid);
     else snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
                   r->selected == SEL_CHOSEN ? ", chosen" : r->selected == SEL_NOT_CHOSEN ? ", not chosen" : "");
     return b;
@@ -298,7 +299,7 @@ static void write_points_csv(const Summary *s, FILE *f) {
     for (int l = 0; l < s->max_layers; l++) fprintf(f, ",S_mean_L%d,S_min_L%d,S_recall_L%d", l, l, l);
     for (int c = 0; c < s->n_cells; c++) fprintf(f, ",acc_%s,S_recall_%s", s->cells[c], s->cells[c]);
     fputc('\n', f);
-    static const char *names[] = {"missing", "partial", "done", "failed", "not_selected"};
+    static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not_selected", "running"};
     static const char *sel[] = {"", "chosen", "not_chosen"};
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -376,9 +377,11 @@ static void write_groups_csv(const Summary *s, FILE *f) {
 
 // --- the summary -----------------------------------------------------------------------------------
 
-static FILE *open_out(const SweepFile *sw, const char *name, char *path, size_t n) {
+// Each summary file goes through the atomic writer (core/io.h): a kill -9 while the summary is
+// written leaves the earlier file or the whole new one, never an empty or a cut one.
+static int open_out(const SweepFile *sw, const char *name, char *path, size_t n, AtomicFile *a) {
     snprintf(path, n, "%s/%s", sw->out, name);
-    return fopen(path, "w");
+    return atomic_try_open(a, path);
 }
 
 int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
@@ -386,25 +389,25 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (mkdir_p(sw->out) != 0) return -1;
     Summary s;
     summary_init(&s, sw, configs, runs);
-    int count[5] = {0};
+    int count[RUN_N_STATUS] = {0};
     for (int i = 0; i < sw->n_points; i++) count[runs[i].status]++;
     char path[1200], acc_svg[300];
     snprintf(acc_svg, sizeof acc_svg, "acc_vs_%s.svg", sw->plot_x);
     int rc = 0;
 
-    FILE *f = open_out(sw, "summary.csv", path, sizeof path);
-    if (!f) return summary_free(&s), -1;
-    write_points_csv(&s, f);
-    rc |= fclose(f);
+    AtomicFile a;
+    if (open_out(sw, "summary.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+    write_points_csv(&s, a.f);
+    if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
     if (log) fprintf(log, "summary: %s\n", path);
-    snprintf(path, sizeof path, "%s/summary_groups.csv", sw->out);
-    remove(path);
-    if (grouping_matters(&s)) {
-        f = open_out(sw, "summary_groups.csv", path, sizeof path);
-        if (!f) return summary_free(&s), -1;
-        write_groups_csv(&s, f);
-        rc |= fclose(f);
+    if (grouping_matters(&s)) {  // replaced, not removed first (a kill in between would lose it)
+        if (open_out(sw, "summary_groups.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+        write_groups_csv(&s, a.f);
+        if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
         if (log) fprintf(log, "summary: %s\n", path);
+    } else {  // none is left from an earlier summary
+        snprintf(path, sizeof path, "%s/summary_groups.csv", sw->out);
+        remove(path);
     }
     // a figure with nothing to draw is removed, so none is left from an earlier summary
     snprintf(path, sizeof path, "%s/%s", sw->out, acc_svg);
@@ -429,13 +432,16 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     has_acc = has_acc > 0, has_S = has_S > 0, has_recall = has_recall > 0, has_state = has_state > 0;
     has_cells = has_cells > 0, has_cell_S = has_cell_S > 0;
 
-    f = open_out(sw, "summary.md", path, sizeof path);
-    if (!f) return summary_free(&s), -1;
+    if (open_out(sw, "summary.md", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+    FILE *f = a.f;
     fprintf(f, "# Sweep `%s`\n\n", sw->name);
     char unselected[64] = "";
     if (count[RUN_NOT_SELECTED]) snprintf(unselected, sizeof unselected, ", %d not selected", count[RUN_NOT_SELECTED]);
-    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing%s); run folders in `%s/`.\n\n", sw->file,
-            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, sw->out);
+    char running[64] = "";
+    if (count[RUN_RUNNING]) snprintf(running, sizeof running, ", %d running elsewhere", count[RUN_RUNNING]);
+    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing%s%s); run folders in `%s/`.\n\n", sw->file,
+            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, running,
+            sw->out);
     fprintf(f, "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
                "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
                "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
@@ -459,7 +465,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (has_cell_S) fputs("![S_recall per test cell](S_recall_by_cell.svg)\n\n", f);
     if (has_recall) fputs("![S_recall of the recall layer over steps](S_recall_steps.svg)\n\n", f);
     if (has_S) fputs("![S over steps](S_steps.svg)\n", f);
-    rc |= fclose(f);
+    if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
     if (log) fprintf(log, "summary: %s\n", path);
     summary_free(&s);
     return rc ? -1 : 0;

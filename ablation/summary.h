@@ -12,7 +12,9 @@
 
 // RUN_NOT_SELECTED: a second-stage point of a two-stage sweep at a value the selection did not
 // choose (docs/sweeps.md#two-stage-sweeps): never run, left out of the grouped figures.
-typedef enum { RUN_MISSING, RUN_PARTIAL, RUN_DONE, RUN_FAILED, RUN_NOT_SELECTED } RunStatus;
+// RUN_RUNNING: another process (a ./train of another engine, or started by hand) holds the run
+// folder's lock: the point is neither failed nor finished (set by ./sweep, like RUN_FAILED).
+typedef enum { RUN_MISSING, RUN_PARTIAL, RUN_DONE, RUN_FAILED, RUN_NOT_SELECTED, RUN_RUNNING, RUN_N_STATUS } RunStatus;
 
 // A point's part in a two-stage sweep.
 typedef enum { SEL_NONE, SEL_CHOSEN, SEL_NOT_CHOSEN } Selected;
@@ -23,6 +25,7 @@ typedef struct {
     RunStatus status;          // from the folder; RUN_FAILED is set by the caller that ran it
     int has_metrics;           // the folder has a metrics.jsonl
     int exit_code;             // RUN_FAILED: the exit status of ./train
+    long running_pid;          // RUN_RUNNING: the process that holds the folder (0: unknown)
     long step;                 // last step logged
     double final_loss;         // last eval record's loss (NAN: none)
     double best_acc;           // highest eval accuracy (NAN: none)
@@ -58,6 +61,9 @@ void run_summary_free(RunSummary *r);
 // 1 when the folder's metrics.jsonl ends with the {"type":"done"} record ./train writes when a
 // run is complete (all its steps, or stop_at_acc reached).
 int run_finished(const char *dir);
+// 1 when a run folder has checkpoints but no metrics.jsonl: the run's records are lost, and a
+// resume would log only what follows its checkpoint (a finished run: only its done record).
+int run_records_lost(const char *dir);
 
 // Writes summary.md, summary.csv, summary_groups.csv and the figures into sw->out. configs are
 // the points' effective configs (for mixer, plot_x, ...), runs what their folders hold. Prints

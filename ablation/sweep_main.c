@@ -20,6 +20,8 @@
 #include "model/model.h"
 #include "core/keys.h"
 #include "core/progress.h"
+#include "core/run_dir.h"
+#include "data/task.h"
 #include "ablation/runner.h"
 #include "ablation/select.h"
 #include "ablation/slurm.h"
@@ -135,7 +137,60 @@ static void check_distinct_points(const SweepFile *sw, const Config *configs) {
     free(order);
 }
 
-static int is_failure(int status) { return status != 0 && status != -2 && status != 128 + 2 && status != 128 + 15; }
+// A point's status in this ./sweep: ./train's exit status, or one of these.
+enum {
+    POINT_NOT_RUN = -2,  // not given to the runner (finished before, waiting, or not reached)
+    POINT_RUNNING = -3,  // another process holds its run folder's lock (docs/sweeps.md#one-sweep-per-folder)
+};
+
+// The MQAR cells of every point (mqar_cells, mqar_test_cells) are checked as ./train checks them
+// (task_mqar_cells: the syntax, a cell listed twice, each cell against seq_len and vocab_size),
+// so a bad value stops the sweep before anything runs, naming the sweep file's line and key,
+// rather than failing each of its points at run time. Each value is then written the one way
+// ("4x16, 8x32"), so two points whose lists differ only in spelling ("4x16,8x32", "04x16 8x32")
+// are found by check_distinct_points as one run.
+static void check_cells(const SweepFile *sw, Config *configs) {
+    static const char *keys[] = {"mqar_cells", "mqar_test_cells"};
+    for (int i = 0; i < sw->n_points; i++) {
+        Config *c = &configs[i];
+        if (strcmp(cfg_str(c, "task"), "mqar")) continue;  // shards: no cells
+        for (int k = 0; k < 2; k++) {
+            if (!*cfg_str(c, keys[k])) continue;
+            MqarCell cells[MQAR_MAX_CELLS];
+            int n = task_mqar_cells(c, keys[k], cells);  // exits 2 naming origin and key
+            char canon[MQAR_MAX_CELLS * 24] = "";
+            for (int j = 0; j < n; j++)
+                snprintf(canon + strlen(canon), sizeof canon - strlen(canon), "%s%dx%d", j ? ", " : "",
+                         cells[j].kv_pairs, cells[j].seq_len);
+            char *origin = strdupCheck(cfg_origin(c, keys[k]));
+            config_set(c, keys[k], canon, origin);
+            free(origin);
+        }
+    }
+}
+
+static int is_failure(int status) {
+    return status != 0 && status != POINT_NOT_RUN && status != POINT_RUNNING && status != 128 + 2 && status != 128 + 15;
+}
+
+// The lock of a sweep's folder, held by the ./sweep running its points (core/run_dir.h: flock,
+// gone with its process however it ends). A second ./sweep on the folder is refused at its start:
+// the points' own locks would keep each run single, but both sweeps would report the points the
+// other runs as failed.
+#define SWEEP_LOCK "sweep.lock"
+
+static void lock_sweep_folder(const SweepFile *sw) {
+    if (mkdir_p(sw->out) != 0) die_input("sweep: cannot create '%s' (%s)", sw->out, strerror(errno));
+    long holder;
+    int rc = run_dir_lock_named(sw->out, SWEEP_LOCK, &holder);
+    if (rc == -2) die_input("sweep: cannot write in '%s' (%s)", sw->out, strerror(errno));
+    if (rc == -1 && holder > 0)
+        die_input("sweep: '%s' is in use by process %ld (another ./sweep running this sweep); wait for it to end or "
+                  "choose another --out", sw->out, holder);
+    if (rc == -1)
+        die_input("sweep: '%s' is in use by another process (another ./sweep running this sweep); wait for it to end "
+                  "or choose another --out", sw->out);
+}
 
 // --- the command line -------------------------------------------------------------------------
 
@@ -209,6 +264,7 @@ static void plan_sweep(const Args *a, Plan *p) {
         sweep_point_config(sw, i, &p->configs[i]);
         model_check_mixer_options(&p->configs[i]);
     }
+    check_cells(sw, p->configs);
     check_distinct_points(sw, p->configs);
     if (a->mode == MODE_SLURM) {
         p->threads = a->threads ? (int)a->threads : 1;  // each task's own CPUs
@@ -235,6 +291,37 @@ static void plan_free(Plan *p) {
     free(p->configs);
     free(p->train);
     sweep_free(&p->sw);
+}
+
+// A point whose result cannot be read is an error named here, before anything runs, never a NaN
+// in a comparison: a first-stage point whose metrics.jsonl was deleted was resumed into a log
+// holding only its done record, and the selection compared against its NaN accuracy, chose
+// another value, trained a new second stage and marked finished points not selected.
+//   - a folder with checkpoints but no metrics.jsonl would be resumed into such a log (not for
+//     --collect, which runs nothing: the point is missing there);
+//   - a finished first-stage point whose log has no accuracy leaves its group's choice unmade;
+//   - a two-stage sweep without evaluations (eval_every = 0) would have no accuracy to choose by.
+static void check_point_records(const Plan *p, int collect) {
+    const SweepFile *sw = &p->sw;
+    for (int i = 0; i < sw->n_points && !collect; i++)
+        if (run_records_lost(p->dirs[i]))
+            die_input("sweep: %s: checkpoints but no metrics.jsonl: the records of point '%s' are lost (a resume "
+                      "would log only what follows its checkpoint); restore metrics.jsonl, or remove the folder "
+                      "to run the point again", p->dirs[i], sw->point_names[i]);
+    if (!sw->select) return;
+    for (int i = 0; i < sw->n_points; i++)
+        if (cfg_int(&p->configs[i], "eval_every") <= 0)
+            die_input("%s:%d: select: the choice of %s is by validation accuracy, but point '%s' has eval_every = 0 "
+                      "(expected eval_every > 0)", sw->file, sw->directive_line[SWEEP_DIR_SELECT], sw->select,
+                      sw->point_names[i]);
+    Selection sel;
+    selection_make(sw, p->dirs, &sel);
+    int bad = selection_unread(&sel);
+    selection_free(&sel);
+    if (bad >= 0)
+        die_input("sweep: %s/metrics.jsonl: point '%s' is finished but its log has no validation accuracy (no eval "
+                  "record), which the choice of %s needs; remove the folder to run the point again", p->dirs[bad],
+                  sw->point_names[bad], sw->select);
 }
 
 // The threads a point's run uses.
@@ -326,13 +413,12 @@ static void write_slurm(const Plan *p, const Args *a) {
         char *written_by = command_line(a->argv, a->argc);
         int throttle = a->jobs ? (int)a->jobs : 0;  // only a --jobs flag: the file's jobs is for one machine
         SlurmArray arr = {sw, points, n, argvs, cpus, throttle, workdir, log_dir, collect, written_by};
-        char path[1200], tmp[1210];
+        char path[1200];
         snprintf(path, sizeof path, "%s/slurm.sbatch", sw->out);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopenCheck(tmp, "w");
-        slurm_write_script(&arr, f);
-        fcloseCheck(f, tmp);
-        if (rename(tmp, path) != 0) die("sweep: cannot rename %s to %s (%s)", tmp, path, strerror(errno));
+        AtomicFile f;
+        atomic_open(&f, path);
+        slurm_write_script(&arr, f.f);
+        atomic_close(&f);
         printf("sweep %s: %d points, %d not finished: a Slurm array of %d task%s, %d CPU%s each -> %s\n", sw->name,
                sw->n_points, n, n, n == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", path);
         if (throttle) printf("at most %d tasks at once\n", throttle);
@@ -382,12 +468,13 @@ typedef struct {
     Selection sel;     // refreshed each time a first-stage run ends
     char *announced;   // [n_points] a group's choice (indexed by its rep) has been printed
     char *considered;  // [n_points] given to the runner, or skipped as finished before
-    int *status;       // [n_points] exit status of its run (-2: not run)
+    int *status;       // [n_points] exit status of its run, or POINT_NOT_RUN, POINT_RUNNING
+    long *holder;      // [n_points] POINT_RUNNING: the process that holds its folder (0: unknown)
     char **logs;       // [n_points] train.log paths
     char ***argv;      // [n_points] the command of a point given to the runner (NULL otherwise)
     char **header;     // [n_points] its log header
     int *point_of;     // [n_points] job -> point
-    int n_jobs, done, skipped;
+    int n_jobs, done, skipped, running;
     int planned;       // runs this sweep will start when none fails (for "[done/planned run]")
     int width;         // digits of n_points
 } RunState;
@@ -405,7 +492,7 @@ static int planned_runs(const RunState *st) {
         if (sel->on && sel->stage[i] == 2 && sel->choice[i] < 0) {
             int blocked = 0;
             for (int j = 0; j < p->sw.n_points && !blocked; j++)
-                blocked = sel->rep[j] == sel->rep[i] && sel->stage[j] == 1 && st->status[j] != -2 && st->status[j] != 0;
+                blocked = sel->rep[j] == sel->rep[i] && sel->stage[j] == 1 && st->status[j] != POINT_NOT_RUN && st->status[j] != 0;
             n += sel->value[i] == 0 && !blocked;
         } else {
             n += selection_runs(sel, i) && !run_finished(p->dirs[i]);
@@ -427,6 +514,17 @@ static void announce_choices(RunState *st) {
     fflush(stdout);
 }
 
+// "running in process N": the point's folder is locked by a live ./train that is not ours.
+static void report_running(RunState *st, int point) {
+    const SweepFile *sw = &st->plan->sw;
+    printf("%s [%*d/%d] %s: running in ", clock_now(), st->width, point + 1, sw->n_points, sw->point_names[point]);
+    if (st->holder[point] > 0) printf("process %ld", st->holder[point]);
+    else printf("another process");
+    printf(" (another ./train holds %s), not here; run the sweep again when it ends\n", st->plan->dirs[point]);
+    fflush(stdout);
+    st->running++;
+}
+
 // The runner's next job: the first-stage points in order, then the second-stage points of the
 // groups whose choice is made (so a second core does not idle while the last first-stage run
 // ends). Points finished before are reported and skipped.
@@ -442,6 +540,13 @@ static int next_point(RunnerJob *job, void *ctx) {
             if (run_finished(p->dirs[i])) {
                 printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points, sw->point_names[i]);
                 st->skipped++;
+                continue;
+            }
+            // a ./train of another engine (or one started by hand) is running it: not ours to fail
+            if (run_dir_lock_held(p->dirs[i], RUN_DIR_LOCK, &st->holder[i])) {
+                report_running(st, i);
+                st->status[i] = POINT_RUNNING;
+                st->planned = planned_runs(st);
                 continue;
             }
             // A folder that cannot be made fails this point alone (the runner cannot open its
@@ -473,6 +578,15 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
     st->done++;
     char took[32];
     format_duration(took, sizeof took, seconds);
+    // ./train refused the folder (exit 2) because another process started it after next_point looked
+    if (status == 2 && run_dir_lock_held(st->plan->dirs[p], RUN_DIR_LOCK, &st->holder[p])) {
+        st->status[p] = POINT_RUNNING;
+        st->done--;
+        report_running(st, p);
+        st->planned = planned_runs(st);
+        announce_choices(st);
+        return;
+    }
     printf("%s [%*d/%d] %s: ", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p]);
     if (status == 0) {
         RunSummary r;
@@ -507,6 +621,7 @@ static int run_points(RunState *st) {
     const Plan *p = st->plan;
     const SweepFile *sw = &p->sw;
     if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
+    lock_sweep_folder(sw);
     int n = sw->n_points;
     st->width = 1;
     for (int k = n; k >= 10; k /= 10) st->width++;
@@ -533,8 +648,9 @@ static int run_points(RunState *st) {
     int failed = 0;
     for (int i = 0; i < n; i++) failed += is_failure(st->status[i]);
     int waiting = selection_pending(&st->sel);
-    printf("sweep %s: %d run, %d skipped (finished before), %d failed%s", sw->name, st->done, st->skipped, failed,
-           sig ? ", interrupted" : "");
+    printf("sweep %s: %d run, %d skipped (finished before), ", sw->name, st->done, st->skipped);
+    if (st->running) printf("%d running elsewhere, ", st->running);
+    printf("%d failed%s", failed, sig ? ", interrupted" : "");
     if (waiting) printf(", %d waiting for the choice of %s", waiting, sw->select);
     char took[32];
     format_duration(took, sizeof took, now_seconds() - t0);
@@ -544,15 +660,20 @@ static int run_points(RunState *st) {
 
 // --- the summary --------------------------------------------------------------------------------
 
-// Writes the summary from the run folders (a point that failed in this run says so); prints
-// summary.md too when asked. Returns the number of points that failed in this run.
-static int collect_summary(const Plan *p, const int *status, int print_md) {
+// Writes the summary from the run folders (a point that failed in this run says so, and one whose
+// folder another live process holds is running); prints summary.md too when asked. Returns the
+// number of points that failed in this run.
+static int collect_summary(const Plan *p, const int *status, const long *holder, int print_md) {
     const SweepFile *sw = &p->sw;
     RunSummary *runs = callocCheck((size_t)sw->n_points, sizeof(RunSummary));
     int failed = 0;
     for (int i = 0; i < sw->n_points; i++) {
         run_summary_read(p->dirs[i], &runs[i]);
         if (is_failure(status[i])) runs[i].status = RUN_FAILED, runs[i].exit_code = status[i], failed++;
+        else if (status[i] == POINT_RUNNING) runs[i].status = RUN_RUNNING, runs[i].running_pid = holder[i];
+        else if (status[i] == POINT_NOT_RUN && runs[i].status != RUN_DONE &&
+                 run_dir_lock_held(p->dirs[i], RUN_DIR_LOCK, &runs[i].running_pid))
+            runs[i].status = RUN_RUNNING;  // --collect, or a point this sweep did not reach
     }
     Selection sel;
     selection_make(sw, p->dirs, &sel);
@@ -584,6 +705,7 @@ int main(int argc, char **argv) {
     Args a = parse_args(argc, argv);
     Plan p = {0};
     plan_sweep(&a, &p);
+    check_point_records(&p, a.mode == MODE_COLLECT);
     int rc = 0;
     if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished);
     else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
@@ -591,6 +713,7 @@ int main(int argc, char **argv) {
         int n = p.sw.n_points;
         RunState st = {.plan = &p};
         st.status = mallocCheck(sizeof(int) * (size_t)n);
+        st.holder = callocCheck((size_t)n, sizeof(long));
         st.logs = mallocCheck(sizeof(char *) * (size_t)n);
         st.announced = callocCheck((size_t)n, 1);
         st.considered = callocCheck((size_t)n, 1);
@@ -598,12 +721,12 @@ int main(int argc, char **argv) {
         st.header = callocCheck((size_t)n, sizeof(char *));
         st.point_of = mallocCheck(sizeof(int) * (size_t)n);
         for (int i = 0; i < n; i++) {
-            st.status[i] = -2;
+            st.status[i] = POINT_NOT_RUN;
             st.logs[i] = mallocCheck(strlen(p.dirs[i]) + 12);
             sprintf(st.logs[i], "%s/train.log", p.dirs[i]);
         }
         int sig = a.mode == MODE_RUN ? run_points(&st) : 0;
-        int failed = collect_summary(&p, st.status, a.mode == MODE_COLLECT);
+        int failed = collect_summary(&p, st.status, st.holder, a.mode == MODE_COLLECT);
         rc = sig ? 128 + sig : failed ? 1 : 0;
         for (int i = 0; i < n; i++) {
             free(st.logs[i]);
@@ -611,7 +734,7 @@ int main(int argc, char **argv) {
             if (st.argv[i]) sweep_free_argv(st.argv[i]);
         }
         free(st.logs), free(st.header), free(st.argv);
-        free(st.announced), free(st.considered), free(st.point_of), free(st.status);
+        free(st.announced), free(st.considered), free(st.point_of), free(st.status), free(st.holder);
         selection_free(&st.sel);
     }
     plan_free(&p);

@@ -91,33 +91,67 @@ char *strdupCheck(const char *s) {
     return d;
 }
 
-void atomic_open(AtomicFile *a, const char *path) {
-    if (is_directory(path)) die_input("%s: is a folder, expected a file name", path);
-    size_t n = strlen(path);
+int atomic_try_open(AtomicFile *a, const char *path) {
     a->path = path;
+    a->f = NULL;
+    a->tmp = NULL;
+    if (is_directory(path)) return errno = EISDIR, -1;
+    size_t n = strlen(path);
     a->tmp = mallocCheck(n + 5);
     memcpy(a->tmp, path, n);
     memcpy(a->tmp + n, ".tmp", 5);
     a->f = fopen(a->tmp, "wb");
-    if (!a->f) die_input("%s: cannot write (%s)", a->tmp, strerror(errno));
+    if (a->f) return 0;
+    int e = errno;
+    free(a->tmp);
+    a->tmp = NULL;
+    return errno = e, -1;
+}
+
+// Flush, fsync (the data is on the disk before the name points at it: a power cut after the
+// rename cannot leave an empty file under the new name), close, rename. *renaming: 1 when the
+// writing went well and the rename failed. The temporary file is gone either way.
+static int atomic_finish(AtomicFile *a, int *renaming) {
+    int bad = fflush(a->f) != 0 || ferror(a->f) || fsync(fileno(a->f)) != 0;
+    int e = bad ? (errno ? errno : EIO) : 0;
+    if (fclose(a->f) != 0 && !bad) bad = 1, e = errno;
+    a->f = NULL;
+    *renaming = !bad;
+    if (!bad && rename(a->tmp, a->path) != 0) bad = 1, e = errno;
+    if (bad) unlink(a->tmp);
+    *renaming = *renaming && bad;
+    return bad ? (errno = e, -1) : 0;
+}
+
+int atomic_try_close(AtomicFile *a) {
+    int renaming;
+    int rc = atomic_finish(a, &renaming), e = errno;
+    free(a->tmp);
+    a->tmp = NULL;
+    return rc ? (errno = e, -1) : 0;
+}
+
+void atomic_abort(AtomicFile *a) {
+    if (a->f) fclose(a->f);
+    if (a->tmp) unlink(a->tmp);
+    free(a->tmp);
+    a->f = NULL;
+    a->tmp = NULL;
+}
+
+void atomic_open(AtomicFile *a, const char *path) {
+    if (is_directory(path)) die_input("%s: is a folder, expected a file name", path);
+    if (atomic_try_open(a, path) != 0) die_input("%s.tmp: cannot write (%s)", path, strerror(errno));
 }
 
 void atomic_close(AtomicFile *a) {
-    int bad = fflush(a->f) != 0 || ferror(a->f);
-    int e = errno;
-    bad = (fclose(a->f) != 0) || bad;
-    if (bad) {
-        unlink(a->tmp);
-        die("%s: write error (%s)", a->tmp, strerror(e ? e : errno));
-    }
-    if (rename(a->tmp, a->path) != 0) {
-        e = errno;
-        unlink(a->tmp);
-        die("%s: cannot rename %s (%s)", a->path, a->tmp, strerror(e));
+    int renaming;
+    if (atomic_finish(a, &renaming) != 0) {
+        if (renaming) die("%s: cannot rename %s (%s)", a->path, a->tmp, strerror(errno));
+        die("%s: write error (%s)", a->tmp, strerror(errno));
     }
     free(a->tmp);
     a->tmp = NULL;
-    a->f = NULL;
 }
 
 char *read_file_text(const char *path, size_t *len) { return read_file_text_max(path, (size_t)-1, len); }

@@ -18,10 +18,13 @@ void *callocCheck(size_t n, size_t size);
 void *reallocCheck(void *p, size_t size);
 char *strdupCheck(const char *s);
 
-// Replacing a file atomically: atomic_open writes to PATH.tmp, atomic_close renames it over PATH,
-// so a reader or a crash sees the old file or the whole new one, never a part. PATH a folder, or
-// a temporary file that cannot be created, is bad input (exit 2); a write error at close, or the
-// rename, exits 1 after removing the temporary file. Write with fwriteCheck(..., a.f, a.tmp).
+// Replacing a file atomically: atomic_open writes to PATH.tmp, atomic_close flushes it to the disk
+// (fsync) and renames it over PATH, so a reader, a kill -9 or a crash sees the old file or the
+// whole new one, never a part (at most a stray PATH.tmp, which the next writer replaces). Every
+// file the programs write whole goes through here (docs/reliability.md#faults); logs that grow
+// (metrics.jsonl, train.log) are appended to instead. PATH a folder, or a temporary file that
+// cannot be created, is bad input (exit 2); a write error at close, or the rename, exits 1 after
+// removing the temporary file. Write with fwriteCheck(..., a.f, a.tmp), or fprintf to a.f.
 typedef struct {
     FILE *f;
     char *tmp;         // PATH.tmp (allocated)
@@ -29,6 +32,12 @@ typedef struct {
 } AtomicFile;
 void atomic_open(AtomicFile *a, const char *path);
 void atomic_close(AtomicFile *a);
+// The same for callers that report a failure themselves: 0, or -1 with errno set (EISDIR for a
+// folder) and nothing left behind: no PATH.tmp, PATH as it was.
+int atomic_try_open(AtomicFile *a, const char *path);
+int atomic_try_close(AtomicFile *a);
+// Gives up a file being written: closes and removes PATH.tmp; PATH stays as it was.
+void atomic_abort(AtomicFile *a);
 
 // Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.
 char *read_file_text(const char *path, size_t *len);

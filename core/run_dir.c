@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,13 +81,11 @@ char *run_dir_latest(const char *dir) {
 }
 
 int run_dir_set_latest(const char *dir, const char *name) {
-    char *tmp = join(dir, "latest.tmp"), *lp = join(dir, "latest");
-    FILE *f = fopen(tmp, "w");
-    int ok = f && fprintf(f, "%s\n", name) > 0;
-    ok = f && (fclose(f) == 0) && ok;
-    ok = ok && rename(tmp, lp) == 0;
-    if (!ok) unlink(tmp);
-    free(tmp);
+    char *lp = join(dir, "latest");
+    AtomicFile a;
+    int ok = atomic_try_open(&a, lp) == 0;
+    if (ok && fprintf(a.f, "%s\n", name) < 0) ok = 0, atomic_abort(&a);
+    else if (ok) ok = atomic_try_close(&a) == 0;
     free(lp);
     return ok ? 0 : -1;
 }
@@ -102,11 +101,9 @@ void run_dir_prune(const char *dir, int keep_last) {
 int run_dir_truncate_jsonl(const char *path, long step) {
     char *text = read_file_text(path, NULL);
     if (!text) return 0;
-    char *tmp = mallocCheck(strlen(path) + 8);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(text), free(tmp);
+    AtomicFile a;
+    if (atomic_try_open(&a, path) != 0) {
+        free(text);
         return -1;
     }
     for (char *line = text; *line;) {
@@ -114,12 +111,11 @@ int run_dir_truncate_jsonl(const char *path, long step) {
         size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
         char *s = strstr(line, "\"step\":");
         int keep = nl && (!s || s > nl || atol(s + 7) <= step);  // a torn last line is dropped
-        if (keep) fwrite(line, 1, len, f);
+        if (keep) fwrite(line, 1, len, a.f);
         line += len;
     }
-    int ok = fclose(f) == 0 && rename(tmp, path) == 0;
-    free(text), free(tmp);
-    return ok ? 0 : -1;
+    free(text);
+    return atomic_try_close(&a);
 }
 
 static const char *g_run_files[] = {"config.conf", "metrics.jsonl", "sparsity.jsonl", "eval.jsonl", "latest", NULL};
@@ -174,16 +170,33 @@ void run_dir_clear(const char *dir) {
     run_dir_free_list(paths, steps, n);
 }
 
-int run_dir_lock(const char *dir, long *holder) {
+// The pid written in a lock file (0: none).
+static long pid_in(int fd) {
+    char buf[32] = {0};
+    return pread(fd, buf, sizeof buf - 1, 0) > 0 ? atol(buf) : 0;
+}
+
+// kill(pid, 0): EPERM is a live process of another user.
+static int pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
+
+int run_dir_lock(const char *dir, long *holder) { return run_dir_lock_named(dir, RUN_DIR_LOCK, holder); }
+
+int run_dir_lock_named(const char *dir, const char *name, long *holder) {
     *holder = 0;
-    char *path = join(dir, RUN_DIR_LOCK);
+    char *path = join(dir, name);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     free(path);
     if (fd < 0) return -2;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
-        char buf[32] = {0};
-        if (pread(fd, buf, sizeof buf - 1, 0) > 0) *holder = atol(buf);
+        // The holder writes its pid just after it takes the lock: until then the file is empty or
+        // holds the pid of an earlier, ended holder. Read it again for a moment (at most 0.2 s).
+        for (int tries = 0; e == EWOULDBLOCK && tries < 200; tries++) {
+            *holder = pid_in(fd);
+            if (*holder > 0 && pid_alive(*holder)) break;
+            *holder = 0;
+            usleep(1000);
+        }
         close(fd);
         if (e != EWOULDBLOCK) return errno = e, -2;
         return -1;
@@ -195,4 +208,22 @@ int run_dir_lock(const char *dir, long *holder) {
     int written = ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) == n;
     (void)written;
     return 0;
+}
+
+int run_dir_lock_held(const char *dir, const char *name, long *holder) {
+    *holder = 0;
+    char *path = join(dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (fd < 0) return 0;
+    *holder = pid_in(fd);
+    int alive = *holder <= 0 || pid_alive(*holder);
+    int held = 0;
+    if (alive) {
+        if (flock(fd, LOCK_SH | LOCK_NB) != 0) held = errno == EWOULDBLOCK;
+        else flock(fd, LOCK_UN);
+    }
+    close(fd);
+    if (!held) *holder = 0;
+    return held;
 }

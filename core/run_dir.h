@@ -35,3 +35,10 @@ void run_dir_clear(const char *dir);
 // 0; or -1 when another process holds it, with its pid in *holder (0 when unknown) ; or -2 with
 // errno set when the lock file cannot be opened.
 int run_dir_lock(const char *dir, long *holder);
+// The same for the lock file `name` in dir (./sweep's SWEEP_LOCK in the sweep's folder).
+int run_dir_lock_named(const char *dir, const char *name, long *holder);
+// 1 when a live process holds the lock file `name` in dir, with its pid in *holder (0 when
+// unknown); 0 when none does (no lock file, or its process has ended). Takes nothing: a probe
+// that took the lock, even for a moment, could refuse a ./train starting just then, so it asks
+// flock only when the pid written in the file is alive (or unknown), and then for a shared lock.
+int run_dir_lock_held(const char *dir, const char *name, long *holder);

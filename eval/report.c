@@ -226,11 +226,11 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 int report_write_html(const char *dir, const char *mixer, long step, double loss, double acc, const char *config_text,
                       const StepRecords *r) {
-    char path[1200], tmp[1300];
+    char path[1200];
     snprintf(path, sizeof path, "%s/report.html", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return -1;
+    AtomicFile a;  // the earlier report or the whole new one (core/io.h)
+    if (atomic_try_open(&a, path) != 0) return -1;
+    FILE *f = a.f;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>attnscope report: ", f);
     html_text(f, dir);
     fputs("</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;max-width:1400px;color:#222}"
@@ -315,10 +315,5 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
     fputs("<h2>Config</h2>\n<pre>", f);
     html_text(f, config_text);
     fputs("</pre>\n</body></html>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return atomic_try_close(&a);
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/io.h"
+
 // Categorical colours that stay apart on white (matplotlib's tab10).
 static const char *g_palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -44,19 +46,9 @@ static void fmt_tick(char *buf, size_t n, double v, double step) {
     }
 }
 
-static FILE *open_tmp(const char *path, char *tmp, size_t n) {
-    snprintf(tmp, n, "%s.tmp", path);
-    return fopen(tmp, "w");
-}
-
-static int close_tmp(FILE *f, const char *tmp, const char *path) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return -1;
-    }
-    return 0;
-}
+// Each figure goes through the atomic writer (core/io.h): PATH.tmp, then renamed over PATH, so a
+// kill while drawing leaves the earlier figure or the whole new one.
+static FILE *open_figure(AtomicFile *a, const char *path) { return atomic_try_open(a, path) == 0 ? a->f : NULL; }
 
 static void svg_begin(FILE *f, double w, double h, const char *title) {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -212,13 +204,13 @@ int svg_line_figure(const char *path, const char *title, const PlotPanel *panels
                 longest = strlen(panels[i].series[k].label);
     double legend_w = longest ? 44 + 6.3 * (double)longest : 16;
     double cw = PW + legend_w, w = cols * cw + 10, h = rows * PH + 40;
-    char tmp[1200];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    AtomicFile out;
+    FILE *f = open_figure(&out, path);
     if (!f) return -1;
     svg_begin(f, w, h, title);
     for (int i = 0; i < n_panels; i++) draw_panel(f, &panels[i], (i % cols) * cw, 36 + (i / cols) * PH);
     fputs("</svg>\n", f);
-    return close_tmp(f, tmp, path);
+    return atomic_try_close(&out);
 }
 
 // --- heatmap ---------------------------------------------------------------------------------------
@@ -246,8 +238,9 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
     double bh = gh < 120 ? 120 : gh, bw = 14;  // colour bar
     double w = gx + gw + 130, h = gy + (gh + 44 > bh ? gh + 44 : bh) + 16;
     if (w < 400) w = 400;
-    char tmp[1200], buf[64];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    char buf[64];
+    AtomicFile out;
+    FILE *f = open_figure(&out, path);
     if (!f) return -1;
     svg_begin(f, w, h, title);
     for (int r = 0; r < rows; r++)
@@ -304,7 +297,7 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
     }
     if (value_label) text(f, bx + bw / 2, gy - 10, "middle", 12, NULL, value_label);
     fputs("</svg>\n", f);
-    return close_tmp(f, tmp, path);
+    return atomic_try_close(&out);
 }
 
 // --- attention maps ------------------------------------------------------------------------------
@@ -338,8 +331,9 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
             double v = fabs((double)a[(size_t)i * T + j]);
             if (v > vmax) vmax = v;
         }
-    char tmp[1200], buf[64];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    char buf[64];
+    AtomicFile out;
+    FILE *f = open_figure(&out, path);
     if (!f) return -1;
     svg_begin(f, w, h, title);
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n", gx, gy, gw, gw);
@@ -386,7 +380,7 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
     text(f, bx + 20, gy + bh, "start", 11, NULL, buf);
     text(f, bx + 7, gy - 8, "middle", 12, NULL, "a_ij");
     fputs("</svg>\n", f);
-    return close_tmp(f, tmp, path);
+    return atomic_try_close(&out);
 }
 
 // --- scatter ---------------------------------------------------------------------------------------
@@ -404,8 +398,9 @@ int svg_scatter(const char *path, const char *title, const char *xlabel, const c
     double pad = (hi - lo) * 0.05;
     lo -= pad, hi += pad;
     double ax = 70, ay = 44, aw = 360, ah = 360, w = ax + aw + 190, h = ay + ah + 56;
-    char tmp[1200], buf[64];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
+    char buf[64];
+    AtomicFile out;
+    FILE *f = open_figure(&out, path);
     if (!f) return -1;
     svg_begin(f, w, h, title);
 #define SX(v) (ax + ((v) - lo) / (hi - lo) * aw)
@@ -437,5 +432,5 @@ int svg_scatter(const char *path, const char *title, const char *xlabel, const c
 #undef SX
 #undef SY
     fputs("</svg>\n", f);
-    return close_tmp(f, tmp, path);
+    return atomic_try_close(&out);
 }

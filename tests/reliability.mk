@@ -5,7 +5,8 @@
 #   make valgrind      a short training of every mixer under valgrind memcheck (tests/valgrind.sh)
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS, or FUZZ_RUNS executions (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
-#                      folder, kill -9 before the done record (tests/faults/)
+#                      folder, kill -9 before the done record, kill -9 while a sweep writes its
+#                      summary, two sweeps on one folder (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64: the float GEMM check and `make test` under qemu-user
 # Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
@@ -115,7 +116,9 @@ ARM64_CI_SKIP = model_gradients_every_mixer_every_tensor faults_kill9_then_resum
     evaluate_compares_several_runs evaluate_run_folder_gives_one_record_per_checkpoint_per_head \
     keep_last_and_init_from hybrid_trains_resumes_evaluates_and_samples \
     mqar_matches_numpy_v8192_seed0_full_train_set sweep_print_then_collect_builds_the_summary \
-    faults_sweep_killed_ends_its_trainers faults_second_trainer_on_a_run_folder_is_refused
+    faults_sweep_killed_ends_its_trainers faults_second_trainer_on_a_run_folder_is_refused \
+    sweep_second_sweep_on_a_folder_is_refused_and_a_locked_point_is_running \
+    faults_summary_cut_while_writing_keeps_the_earlier_one
 arm64-ci:
 	$(MAKE) arm64-test T_SKIP="$(ARM64_CI_SKIP)"
 
@@ -138,10 +141,12 @@ fuzz: fuzz-build
 	FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # --- faults ----------------------------------------------------------------------------------------
-faults: train
+faults: train sweep
 	tests/faults/kill9.sh
 	tests/faults/disk_full.sh
 	tests/faults/shared_folder.sh
 	tests/faults/kill_before_done.sh
+	tests/faults/summary_kill9.sh
+	tests/faults/two_sweeps.sh
 
 .PHONY: asan valgrind clang-check arm64 arm64-test arm64-ci fuzz fuzz-build faults

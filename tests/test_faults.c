@@ -805,3 +805,77 @@ TEST(faults_sampling_with_a_smaller_tokenizer_says_so_once) {
     st = test_run(out, sizeof out, "cd %s && %s/sample big n=4 2>&1 >/dev/null", d, cwd);
     CHECK(st == 0 && strstr(out, note), "exit %d: %s", st, out);
 }
+
+// The summary was written in place: a kill -9 while ./sweep wrote it left summary.md or a CSV
+// empty (tests/faults/summary_kill9.sh kills it 40 times). Here the file-size limit stops the
+// writing half way, every time: the earlier summary must stay whole, with no temporary file left.
+TEST(faults_summary_cut_while_writing_keeps_the_earlier_one) {
+    char out[4096];
+    const char *d = test_tmpdir();
+    test_write_file("b.conf", "d_model = 16\n");
+    char text[512];
+    snprintf(text, sizeof text, "base = b.conf\nout = %s/out\nmixer = softmax, linear\nseed = 0, 1, 2, 3, 4, 5, 6, 7\n", d);
+    const char *sweep = test_write_file("s.sweep", text);
+    const char *mixers[] = {"softmax", "linear"};
+    for (int m = 0; m < 2; m++)
+        for (int s = 0; s < 8; s++) {
+            char dir[600], p[700];
+            snprintf(dir, sizeof dir, "%s/out/mixer=%s,seed=%d", d, mixers[m], s);
+            CHECK(mkdir_p(dir) == 0);
+            snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+            FILE *f = fopenCheck(p, "w");
+            fprintf(f, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":0.%d5}\n"
+                       "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n", s);
+            fcloseCheck(f, p);
+        }
+    int st = test_run(out, sizeof out, "./sweep %s --collect > /dev/null", sweep);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    static const char *files[] = {"summary.md", "summary.csv", "summary_groups.csv"};
+    char *before[3];
+    for (int i = 0; i < 3; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/out/%s", d, files[i]);
+        before[i] = read_file_text(p, NULL);
+        CHECK(before[i] && strlen(before[i]) > 0, "%s", p);
+    }
+    CHECK(strlen(before[0]) > 2048 && strlen(before[1]) > 1024, "the summary is too small to be cut: %zu, %zu bytes",
+          strlen(before[0]), strlen(before[1]));
+    // files may not grow past 1 KiB: write() fails with EFBIG
+    st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 1; ./sweep %s --collect 2>&1 > /dev/null", sweep);
+    CHECK(st == 1 && strstr(out, "sweep: cannot write the summary into ") && strstr(out, "(File too large)\n") &&
+              strchr(out, '\n')[1] == 0, "exit %d: %s", st, out);
+    for (int i = 0; i < 3; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/out/%s", d, files[i]);
+        char *after = read_file_text(p, NULL);
+        CHECK(after && !strcmp(after, before[i]), "%s: cut to %zu of %zu bytes", p, after ? strlen(after) : 0,
+              strlen(before[i]));
+        snprintf(p, sizeof p, "%s/out/%s.tmp", d, files[i]);
+        CHECK(!path_exists(p), "%s was left behind", p);
+        free(after), free(before[i]);
+    }
+}
+
+// A cell repeated in an mqar_cells value, or two points whose cell lists differ only in spelling,
+// passed the sweep's up-front check: every such point failed at run time (or one run was trained
+// twice). Refused before anything runs, naming the sweep file's line and key.
+TEST(faults_sweep_duplicate_cells_are_refused_up_front) {
+    char out[4096];
+    test_write_file("b.conf", "d_model = 16\nseq_len = 64\n");
+    const char *cases[][2] = {
+        {"base = b.conf\nmqar_cells = \"4x16, 4x16\", 4x32\n", "c.sweep:2: mqar_cells: entry '4x16' is listed twice\n"},
+        {"base = b.conf\nseed = 1, 2\nmqar_test_cells = \"4x16 8x32 4x16\"\n", "c.sweep:3: mqar_test_cells: entry '4x16' is listed twice\n"},
+        {"base = b.conf\nmqar_cells = \"4x16, 8x32\", \"04x16,8x32\"\n",
+         "c.sweep:2: mqar_cells: '4x16, 8x32' and '04x16,8x32' are the same value: points 'mqar_cells=4x16__8x32' and "
+         "'mqar_cells=04x16_8x32' would be one run\n"},
+        {"base = b.conf\nmqar_cells = 4x16, 4x128\n", "c.sweep:2: mqar_cells: cell 4x128 is 128 tokens long, above seq_len = 64"},
+    };
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    for (int i = 0; i < 4; i++) {
+        test_write_file("c.sweep", cases[i][0]);
+        int st = test_run(out, sizeof out, "cd %s && %s/sweep c.sweep --print 2>&1 >/dev/null", test_tmpdir(), cwd);
+        CHECK(st == 2 && !strncmp(out, cases[i][1], strlen(cases[i][1])) && strchr(out, '\n')[1] == 0, "case %d: exit %d: %s",
+              i, st, out);
+    }
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ablation/select.h"
 #include "ablation/summary.h"
@@ -582,4 +583,110 @@ TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
     CHECK(st == 2 && strstr(out, "--print, --collect and --slurm exclude each other"), "%d %s", st, out);
     st = test_run(out, sizeof out, "./sweep %s --slurm --unfinished", f);
     CHECK(st == 2 && strstr(out, "--unfinished goes with --print"), "%d %s", st, out);
+}
+
+// Two ./sweep on one folder: the points' locks kept each run single, but both sweeps exited 1
+// and the summary marked the other's points failed (exit 2). Now the second is refused at its
+// start naming the first's pid, and a point whose folder a live ./train holds (here one started
+// by hand, stopped with SIGSTOP so that it holds it as long as the test needs) is reported
+// running, not failed. tests/faults/two_sweeps.sh does it with sweeps started together.
+TEST(sweep_second_sweep_on_a_folder_is_refused_and_a_locked_point_is_running) {
+    const char *f = sweep_file("two", "seed = 1, 2\n");
+    const char *d = test_tmpdir();
+    char out[16384];
+    int st = test_run(out, sizeof out,
+                      "./sweep %s --threads 1 > %s/a.log 2>&1 & a=$!; "
+                      "for i in $(seq 3000); do [ -s %s/out_two/sweep.lock ] && break; sleep 0.005; done; kill -STOP $a; "
+                      "echo pid $a; ./sweep %s --threads 1 2>&1; echo exit $?; kill -CONT $a; wait $a; echo first $?",
+                      f, d, d, f);
+    long pid = 0;
+    CHECK(st == 0 && sscanf(out, "pid %ld", &pid) == 1, "%s", out);
+    char want[1024];
+    snprintf(want, sizeof want, "sweep: '%s/out_two' is in use by process %ld (another ./sweep running this sweep); wait "
+             "for it to end or choose another --out\nexit 2\nfirst 0\n", d, pid);
+    CHECK(strstr(out, want), "not refused with the first sweep's pid:\n%s", out);
+    // a point's folder held by a live ./train: reported running, the sweep does not fail
+    char text[1024];
+    snprintf(text, sizeof text, "base = tiny.conf\nout = %s/out_held\nseed = 1, 2\n", d);
+    f = test_write_file("held.sweep", text);
+    st = test_run(out, sizeof out,
+                  "{ printf 'exec '; ./sweep %s --print --threads 1 | grep seed=2; } > %s/cmd; sh %s/cmd > /dev/null 2>&1 & t=$!; "
+                  "for i in $(seq 3000); do [ -s %s/out_held/seed=2/train.lock ] && break; sleep 0.005; done; kill -STOP $t; "
+                  "echo pid $t; ./sweep %s --threads 1; echo exit $?; "
+                  "grep -o 'running (process [0-9]*)' %s/out_held/summary.md; grep -o '^seed=2,2,softmax,[a-z]*,' %s/out_held/summary.csv; "
+                  "kill -CONT $t; wait $t; echo train $?; ./sweep %s --threads 1; echo again $?",
+                  f, d, d, d, f, d, d, f);
+    CHECK(st == 0 && sscanf(out, "pid %ld", &pid) == 1, "%s", out);
+    snprintf(want, sizeof want, "[2/2] seed=2: running in process %ld (another ./train holds %s/out_held/seed=2), not here; "
+             "run the sweep again when it ends\n", pid, d);
+    CHECK(strstr(out, want), "%s", out);
+    CHECK(strstr(out, "sweep held: 1 run, 0 skipped (finished before), 1 running elsewhere, 0 failed, in ") &&
+              !strstr(out, "FAILED"), "%s", out);
+    snprintf(want, sizeof want, "exit 0\nrunning (process %ld)\nseed=2,2,softmax,running,\ntrain 0\n", pid);
+    CHECK(strstr(out, want), "the summary does not say running:\n%s", out);
+    // once it has ended, the next sweep finds both finished
+    CHECK(strstr(out, "sweep held: 0 run, 2 skipped (finished before), 0 failed") && strstr(out, "again 0\n"), "%s", out);
+}
+
+// A first-stage point whose metrics.jsonl was deleted was resumed into a log holding only its
+// done record; the selection then compared against its NaN accuracy, chose the other learning
+// rate, trained a new second stage and marked the finished points not selected. Now the sweep
+// names the point (exit 2) before anything runs, and the selection never compares a NaN.
+TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
+    const char *f = sweep_file("lost", "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    char out[8192], p[1024];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "chosen: all: lr = 1e-3, a tie with 1e-2: the smaller"), "%s", out);
+    char *csv = read_out("lost", "summary.csv");
+    snprintf(p, sizeof p, "%s/out_lost/lr=1e-3,seed=0/metrics.jsonl", test_tmpdir());
+    CHECK(unlink(p) == 0);
+    // every mode that would run it refuses, naming the folder; nothing runs, the summary stays
+    for (int mode = 0; mode < 3; mode++) {
+        static const char *flags[] = {"--threads 1", "--print", "--slurm"};
+        st = test_run(out, sizeof out, "./sweep %s %s 2>&1 >/dev/null", f, flags[mode]);
+        char want[1024];
+        snprintf(want, sizeof want, "sweep: %s/out_lost/lr=1e-3,seed=0: checkpoints but no metrics.jsonl: the records of "
+                 "point 'lr=1e-3,seed=0' are lost (a resume would log only what follows its checkpoint); restore "
+                 "metrics.jsonl, or remove the folder to run the point again\n", test_tmpdir());
+        CHECK(st == 2 && !strcmp(out, want), "%s: exit %d: %s", flags[mode], st, out);
+    }
+    char *again = read_out("lost", "summary.csv");
+    CHECK(csv && again && !strcmp(csv, again), "the summary changed:\n%s", again);
+    snprintf(p, sizeof p, "%s/out_lost/lr=1e-2,seed=1", test_tmpdir());
+    CHECK(!path_exists(p), "a second stage at the other lr was started");
+    // the log an old sweep left: only the done record. A finished run without an accuracy.
+    snprintf(p, sizeof p, "%s/out_lost/lr=1e-3,seed=0/metrics.jsonl", test_tmpdir());
+    FILE *m = fopenCheck(p, "w");
+    fputs("{\"type\":\"done\",\"step\":4,\"reason\":\"steps\"}\n", m);
+    fcloseCheck(m, p);
+    for (int mode = 0; mode < 2; mode++) {
+        st = test_run(out, sizeof out, "./sweep %s %s 2>&1 >/dev/null", f, mode ? "--collect" : "--threads 1");
+        char want[2048];
+        snprintf(want, sizeof want, "sweep: %s: point 'lr=1e-3,seed=0' is finished but its log has no validation "
+                 "accuracy (no eval record), which the choice of lr needs; remove the folder to run the point again\n", p);
+        CHECK(st == 2 && !strcmp(out, want), "exit %d: %s", st, out);
+    }
+    free(again);
+    again = read_out("lost", "summary.csv");
+    CHECK(!strcmp(csv, again), "the summary changed:\n%s", again);
+    free(csv), free(again);
+    // the selection itself: the group waits, it does not choose the other value
+    SweepFile sw;
+    char err[512], text[512];
+    snprintf(text, sizeof text, "out = %s/out_lost\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n", test_tmpdir());
+    CHECK(parse(text, &sw, err, sizeof err) == 0, "%s", err);
+    char *dirs[4];
+    for (int i = 0; i < 4; i++) dirs[i] = sweep_point_dir(&sw, i);
+    Selection s;
+    selection_make(&sw, dirs, &s);
+    CHECK(s.unread[0] && selection_unread(&s) == 0 && s.choice[0] == -1 && s.choice[1] == -1 && !selection_runs(&s, 3),
+          "choice %d", s.choice[1]);
+    selection_free(&s);
+    for (int i = 0; i < 4; i++) free(dirs[i]);
+    sweep_free(&sw);
+    // a two-stage sweep without evaluations has nothing to choose by
+    f = sweep_file("noeval", "eval_every = 0\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", f);
+    CHECK(st == 2 && strstr(out, "noeval.sweep:6: select: the choice of lr is by validation accuracy, but point "
+                                 "'lr=1e-3,seed=0' has eval_every = 0 (expected eval_every > 0)\n"), "exit %d: %s", st, out);
 }

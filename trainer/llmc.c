@@ -281,13 +281,12 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
     const ModelShape *s = &m->s;
     LlmcHeader h = {3, s->T, s->V, s->L, s->H, s->C, (s->V + 127) / 128 * 128};
     int32_t hd[LLMC_HEADER_INTS] = {LLMC_MODEL_MAGIC, h.version, h.max_T, h.V, h.L, h.H, h.C, h.Vp};
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    AtomicFile a;  // PATH.tmp renamed over PATH (core/io.h): a kill leaves no half-written file
+    if (atomic_try_open(&a, path) != 0) {
+        snprintf(err, errlen, "cannot write %s.tmp: %s", path, strerror(errno));
         return -1;
     }
+    FILE *f = a.f;
     int ok = fwrite(hd, sizeof hd, 1, f) == 1;
     size_t biggest = 0;
     for (int i = 0; i < LLMC_N_TENSORS; i++)
@@ -303,11 +302,9 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
         }
     free(buf);
     int saved_errno = errno;
-    if (fflush(f) != 0 || ferror(f)) ok = 0, saved_errno = errno;
-    if (fclose(f) != 0) ok = 0, saved_errno = errno;
-    if (ok && rename(tmp, path) != 0) ok = 0, saved_errno = errno;
+    if (!ok) atomic_abort(&a);
+    else if (atomic_try_close(&a) != 0) ok = 0, saved_errno = errno;
     if (!ok) {
-        remove(tmp);
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved_errno));
         return -1;
     }
