@@ -13,10 +13,10 @@
 #include "core/config.h"
 #include "core/fpu.h"
 #include "core/io.h"
-#include "core/json.h"
 #include "core/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
+#include "core/runlog.h"
 #include "data/task.h"
 #include "eval/sparsity.h"
 #include "eval/val_eval.h"
@@ -212,25 +212,19 @@ static void resume_from(Trainer *tr, const char *path) {
     printf("resuming from %s (step %ld)\n", path, ts.step);
 }
 
-// The value of "key": in the last record of metrics.jsonl whose type is `type` and whose step is
-// `step`, or -1 when there is none. last_line: only the log's last line counts.
-static double record_at(const char *text, const char *type, long step, const char *key, int last_line) {
-    char head[96];
-    snprintf(head, sizeof head, "{\"type\":\"%s\",\"step\":%ld,", type, step);
-    double v = -1;
-    for (const char *line = text; *line;) {
-        const char *nl = strchr(line, '\n');
-        if (!nl) break;  // a torn last line does not count
-        int is_last = !nl[1];
-        if ((!last_line || is_last) && !strncmp(line, head, strlen(head))) {
-            char want[64];
-            snprintf(want, sizeof want, "\"%s\":", key);
-            const char *at = strstr(line, want);
-            v = at && at < nl ? strtod(at + strlen(want), NULL) : 0;
-        }
-        line = nl + 1;
-    }
-    return v;
+// What a resumed run's log says at its checkpoint's step: the accuracy of its eval record there
+// (-1: none), and whether the log's last record is its done record.
+typedef struct {
+    long step;
+    double acc;
+    int done_last;
+} LogAtStep;
+
+static int log_at_step(const RunlogRecord *r, void *ctx) {
+    LogAtStep *a = ctx;
+    if (r->type == RUNLOG_EVAL && r->step == a->step && !*r->options) a->acc = runlog_num(r, "acc");
+    a->done_last = r->type == RUNLOG_DONE && r->step == a->step;
+    return 0;
 }
 
 // A resumed run may already be complete: its checkpoint is its last step, or (resume = auto)
@@ -241,19 +235,17 @@ static int run_complete(Trainer *tr, const char *resume) {
     const char *reason = NULL;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    char *text = read_file_text(path, NULL);
-    const char *log = text ? text : "";
+    LogAtStep at = {tr->step, -1, 0};
+    runlog_each(path, log_at_step, &at);
     if (tr->step >= tr->steps) reason = "steps";
-    else if (!strcmp(cfg_str(&tr->cfg, "resume"), "auto") && tr->sch.stop_at_acc > 0 &&
-             record_at(log, "eval", tr->step, "acc", 0) >= tr->sch.stop_at_acc)
+    else if (!strcmp(cfg_str(&tr->cfg, "resume"), "auto") && tr->sch.stop_at_acc > 0 && at.acc >= tr->sch.stop_at_acc)
         reason = "stop_at_acc";
-    int has_done = record_at(log, "done", tr->step, "step", 1) >= 0;
-    free(text);
+    int has_done = at.done_last;
     if (!reason) return 0;
     if (!has_done) {
         FILE *f = fopen(path, "a");
         if (!f) die_input("out_dir: cannot write '%s'", path);
-        fprintf(f, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, reason);
+        runlog_write_done(f, tr->step, reason);
         if (fclose(f) != 0) die("%s: write error (%s)", path, strerror(errno));
         printf("%s: the run was complete at step %ld (%s) but its log had no done record: written\n", tr->out_dir,
                tr->step, !strcmp(reason, "steps") ? "its last step" : "validation accuracy reached stop_at_acc");
@@ -288,10 +280,8 @@ static const char *first_non_finite(const Model *m, double loss) {
 
 static void print_eval(Trainer *tr, const ValStats *s) {
     double loss = val_loss(s), acc = val_acc(s);
-    fprintf(tr->metrics, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g", tr->step,
-            loss, acc);
-    val_write_cell_fields(tr->metrics, s);
-    fputs("}\n", tr->metrics);
+    RunlogEval rec = {.sequences = -1};  // the trainer's record: no checkpoint, mixer or options
+    val_write_record(tr->metrics, tr->step, s, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
     progress_break();
     char cells[1024];
@@ -316,7 +306,7 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         SparsityResult r;
         memset(&r, 0, sizeof r);
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
-        sparsity_write_jsonl(tr->sparsity, tr->step, cfg_str(c, "mixer"), &r);
+        sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
         progress_break();
         sparsity_print_layers(stdout, tr->step, &r);  // S_recall and answer share per head, a line per layer
@@ -365,7 +355,7 @@ static void non_finite_step(Trainer *tr, double loss, double norm) {
     const char *where = first_non_finite(tr->model, loss);
     progress_break();
     if (tr->sch.nan_stop) {
-        fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"stop\"}\n", tr->step + 1, where);
+        runlog_write_nan(tr->metrics, tr->step + 1, where, "stop", -1);
         fclose(tr->metrics);
         char *latest = run_dir_latest(tr->out_dir);
         die("step %ld: non-finite value, first in %s (loss %g, gradient norm %g); stopped without saving "
@@ -374,8 +364,7 @@ static void non_finite_step(Trainer *tr, double loss, double norm) {
     }
     tr->skipped++;
     tr->step++;
-    fprintf(tr->metrics, "{\"type\":\"nan\",\"step\":%ld,\"where\":\"%s\",\"action\":\"skip\",\"skipped\":%ld}\n",
-            tr->step, where, tr->skipped);
+    runlog_write_nan(tr->metrics, tr->step, where, "skip", tr->skipped);
     flush_log(tr, tr->metrics, "metrics.jsonl");
     printf("step %ld: non-finite value, first in %s: update skipped (%ld so far)\n", tr->step, where, tr->skipped);
 }
@@ -410,10 +399,8 @@ static int train_step(Trainer *tr, StepResult *r) {
 static void log_step(Trainer *tr, const StepResult *r, int last) {
     long every = tr->sch.log_every;
     if (every && (tr->step % every == 0 || last)) {
-        fprintf(tr->metrics,
-                "{\"type\":\"train\",\"step\":%ld,\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,"
-                "\"grad_norm\":%.9g,\"tok_per_s\":%.0f,\"ms_per_step\":%.3f}\n",
-                tr->step, r->loss, r->acc, r->lr, r->norm, r->tok_s, r->dt * 1e3);
+        RunlogTrain rec = {tr->step, r->loss, r->acc, r->lr, r->norm, r->tok_s, r->dt * 1e3};
+        runlog_write_train(tr->metrics, &rec);
         flush_log(tr, tr->metrics, "metrics.jsonl");
         if (!progress_enabled()) {
             printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
@@ -471,7 +458,7 @@ static void finish_run(Trainer *tr) {
     progress_break();
     if (!tr->finished && tr->step == tr->steps) tr->finished = "steps";
     if (tr->finished && tr->step > tr->start_step) {
-        fprintf(tr->metrics, "{\"type\":\"done\",\"step\":%ld,\"reason\":\"%s\"}\n", tr->step, tr->finished);
+        runlog_write_done(tr->metrics, tr->step, tr->finished);
         flush_log(tr, tr->metrics, "metrics.jsonl");
     }
     char took[32];
@@ -679,24 +666,20 @@ static double mean_state_floats(const Model *m) {
 // The run record: what the run is, first in a fresh metrics.jsonl (step 0).
 static void write_run_record(Trainer *tr) {
     const Model *m = tr->model;
-    FILE *f = tr->metrics;
-    fprintf(f, "{\"type\":\"run\",\"step\":0,\"mixer\":");
-    json_write_string(f, cfg_str(&tr->cfg, "mixer"));
-    fprintf(f, ",\"params\":%zu,\"state_floats\":%.0f,\"state_floats_by_layer\":[", m->n_params, mean_state_floats(m));
-    for (int l = 0; l < m->s.L; l++) fprintf(f, "%s%zu", l ? "," : "", model_layer_state_floats(m, l));
-    fputs("]", f);
+    size_t by_layer[MAX_LAYERS];
+    for (int l = 0; l < m->s.L; l++) by_layer[l] = model_layer_state_floats(m, l);
     const Dataset *val = &tr->task.val;
-    if (tr->task.has_val && val->n_cells > 1) {
-        fputs(",\"test_cells\":[", f);
-        for (int c = 0; c < val->n_cells; c++) {
-            char name[32];
-            mqar_cell_name(val->cells[c], name, sizeof name);
-            fprintf(f, "%s\"%s\"", c ? "," : "", name);
-        }
-        fputs("]", f);
+    char names[MQAR_MAX_CELLS][32];
+    const char *cells[MQAR_MAX_CELLS];
+    int n_cells = tr->task.has_val && val->n_cells > 1 ? val->n_cells : 0;
+    for (int c = 0; c < n_cells; c++) {
+        mqar_cell_name(val->cells[c], names[c], sizeof names[c]);
+        cells[c] = names[c];
     }
-    fputs("}\n", f);
-    flush_log(tr, f, "metrics.jsonl");
+    RunlogRun rec = {cfg_str(&tr->cfg, "mixer"), m->n_params, mean_state_floats(m), by_layer, m->s.L,
+                     n_cells ? cells : NULL, n_cells};
+    runlog_write_run(tr->metrics, &rec);
+    flush_log(tr, tr->metrics, "metrics.jsonl");
 }
 
 static void print_banner(const Trainer *tr, const char *config_path) {

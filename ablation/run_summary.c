@@ -7,49 +7,21 @@
 #include "core/io.h"
 #include "core/json.h"
 #include "core/run_dir.h"
+#include "core/runlog.h"
+#include "eval/derived.h"
 
 // What a run folder says (metrics.jsonl, sparsity.jsonl), for the summary and for ./sweep's
 // "finished before" check.
-
-// Calls fn for every line of a jsonl file that parses as an object; -1 when there is no file.
-static int for_each_record(const char *path, void (*fn)(const JsonValue *, void *), void *ctx) {
-    size_t len;
-    char *text = read_file_text(path, &len);
-    if (!text) return -1;
-    char err[160];
-    for (size_t pos = 0; pos < len;) {
-        size_t end = pos;
-        while (end < len && text[end] != '\n') end++;
-        if (end > pos) {
-            JsonValue *v = json_parse(text + pos, end - pos, err, sizeof err);
-            if (v && v->type == JSON_OBJECT) fn(v, ctx);
-            json_free(v);
-        }
-        pos = end + 1;
-    }
-    free(text);
-    return 0;
-}
-
-static double num(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
-
-static const char *str(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_STRING ? v->string : NULL;
-}
 
 typedef struct {
     RunSummary *r;
     double prev_train_step, last_ms, ms_total, tok_sum;
     long n_train, n_tok;
-    int done_last;  // the last record is {"type":"done"}
-    const char *done_reason;  // of the last done record ("steps", "stop_at_acc")
-    char reason[16];
+    int done_last;  // the last record is the done record
+    char reason[16];  // of the last done record ("steps", "stop_at_acc")
     long n_eval, eval_cap;
-    double *eval_step, *eval_acc;  // every eval record, in order
+    double *eval_step, *eval_acc, *eval_minutes;  // every eval record of the run's own, in order
+    int cells_at_best;  // the eval record whose cells were kept (the best so far)
 } MetricsScan;
 
 // The fields prefix<cell> of a record (acc_kv4_L64, S_recall_kv4_L64): cell names into name[],
@@ -64,31 +36,16 @@ static void cell_fields(const JsonValue *v, const char *prefix, char name[][24],
         }
 }
 
-// A run that ended at its step cap below the target was still improving when the best accuracy
-// of its last quarter of steps is above the best before it by more than 0.01.
-static int still_improving(const MetricsScan *m) {
-    if (m->n_eval < 2 || !(m->r->best_acc < SUMMARY_TARGET_ACC)) return 0;
-    double last = m->eval_step[m->n_eval - 1], cut = last * 0.75, before = -1, after = -1;
-    for (long i = 0; i < m->n_eval; i++) {
-        double a = m->eval_acc[i];
-        if (!isfinite(a)) continue;
-        if (m->eval_step[i] <= cut) before = a > before ? a : before;
-        else after = a > after ? a : after;
-    }
-    return before >= 0 && after > before + 0.01;
-}
-
-static void metrics_record(const JsonValue *v, void *ctx) {
+static int metrics_record(const RunlogRecord *rec, void *ctx) {
     MetricsScan *m = ctx;
     RunSummary *r = m->r;
-    const char *type = str(v, "type");
-    double step = num(v, "step");
-    m->done_last = type && !strcmp(type, "done");
-    if (m->done_last && str(v, "reason")) snprintf(m->reason, sizeof m->reason, "%s", str(v, "reason"));
-    if (!type || !isfinite(step) || step < 0) return;
-    if ((long)step > r->step) r->step = (long)step;
-    if (!strcmp(type, "train")) {
-        double ms = num(v, "ms_per_step"), tok = num(v, "tok_per_s");
+    double step = (double)rec->step;
+    m->done_last = rec->type == RUNLOG_DONE;
+    if (m->done_last && runlog_str(rec, "reason")) snprintf(m->reason, sizeof m->reason, "%s", runlog_str(rec, "reason"));
+    if (rec->type == RUNLOG_UNKNOWN || step < 0 || *rec->options) return 0;
+    if (rec->step > r->step) r->step = rec->step;
+    if (rec->type == RUNLOG_TRAIN) {
+        double ms = runlog_num(rec, "ms_per_step"), tok = runlog_num(rec, "tok_per_s");
         if (isfinite(ms) && step >= m->prev_train_step) {
             // a record every log_every steps: its step time stands for the steps since the last one
             m->ms_total += ms * (step - m->prev_train_step);
@@ -97,48 +54,66 @@ static void metrics_record(const JsonValue *v, void *ctx) {
             m->n_train++;
         }
         if (isfinite(tok)) m->tok_sum += tok, m->n_tok++;
-    } else if (!strcmp(type, "run")) {
-        r->state_floats = num(v, "state_floats");
-    } else if (!strcmp(type, "eval")) {
-        double loss = num(v, "loss"), acc = num(v, "acc");
+    } else if (rec->type == RUNLOG_RUN) {
+        r->state_floats = runlog_num(rec, "state_floats");
+    } else if (rec->type == RUNLOG_EVAL) {
+        double loss = runlog_num(rec, "loss"), acc = runlog_num(rec, "acc");
         if (m->n_eval == m->eval_cap) {
             m->eval_cap = m->eval_cap ? 2 * m->eval_cap : 64;
             m->eval_step = reallocCheck(m->eval_step, sizeof(double) * (size_t)m->eval_cap);
             m->eval_acc = reallocCheck(m->eval_acc, sizeof(double) * (size_t)m->eval_cap);
+            m->eval_minutes = reallocCheck(m->eval_minutes, sizeof(double) * (size_t)m->eval_cap);
         }
+        // the training time up to this step (the steps since the last train record at its pace)
+        m->eval_minutes[m->n_eval] = step == 0 ? 0 : m->n_train ? (m->ms_total + (step - m->prev_train_step) * m->last_ms) / 60000.0 : NAN;
         m->eval_step[m->n_eval] = step, m->eval_acc[m->n_eval++] = acc;
         if (isfinite(loss)) r->final_loss = loss;
-        if (isfinite(acc) && !(acc <= r->best_acc)) {
-            r->best_acc = acc;
-            cell_fields(v, "acc_", r->cell, r->cell_acc, &r->n_cells);
-        }
-        if (isfinite(acc) && acc >= SUMMARY_TARGET_ACC && r->steps_to_target < 0) {
-            r->steps_to_target = (long)step;
-            if (step == 0) r->minutes_to_target = 0;
-            else if (m->n_train) r->minutes_to_target = (m->ms_total + (step - m->prev_train_step) * m->last_ms) / 60000.0;
+        // the cells of the best record so far (the curve's best, eval/derived.h: the first on ties)
+        DerivedCurve c;
+        derived_curve(m->eval_step, m->eval_acc, m->n_eval, DERIVED_TARGET_ACC, &c);
+        if (c.best_step == rec->step && isfinite(acc) && c.best_acc == acc && m->cells_at_best != (int)m->n_eval) {
+            cell_fields(rec->obj, "acc_", r->cell, r->cell_acc, &r->n_cells);
+            m->cells_at_best = (int)m->n_eval;
         }
     }
+    return 0;
+}
+
+// The curve's figures (eval/derived.h) into the summary.
+static void metrics_curve(MetricsScan *m) {
+    DerivedCurve c;
+    derived_curve(m->eval_step, m->eval_acc, m->n_eval, DERIVED_TARGET_ACC, &c);
+    m->r->best_acc = c.best_acc;
+    m->r->steps_to_target = c.steps_to_target;
+    for (long i = 0; i < m->n_eval && c.steps_to_target >= 0; i++)
+        if ((long)m->eval_step[i] == c.steps_to_target) {
+            m->r->minutes_to_target = m->eval_minutes[i];
+            break;
+        }
+    m->r->capped_improving = m->done_last && !strcmp(m->reason, "steps") && c.still_improving;
 }
 
 typedef struct {
     long n, cap;
     double *step, *S, *S_recall, *ans_share, *ans_hit;
-    int *layer;
+    int *layer, *head;
     double *cell_S;  // [cap * SUMMARY_MAX_CELLS] S_recall per cell (NAN: none)
     int n_cells;
     char cell[SUMMARY_MAX_CELLS][24];
 } SparsityScan;
 
-static void sparsity_record(const JsonValue *v, void *ctx) {
+static int sparsity_record(const RunlogRecord *rec, void *ctx) {
     SparsityScan *s = ctx;
-    double step = num(v, "step"), layer = num(v, "layer");
-    if (!isfinite(step) || !(layer >= 0 && layer < 4096)) return;
+    const JsonValue *v = rec->obj;
+    double step = (double)rec->step, layer = rec->layer;
+    if (rec->type != RUNLOG_SPARSITY || *rec->options || !(layer >= 0 && layer < 4096)) return 0;
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 256;
         s->step = reallocCheck(s->step, sizeof(double) * (size_t)s->cap);
         s->S = reallocCheck(s->S, sizeof(double) * (size_t)s->cap);
         s->S_recall = reallocCheck(s->S_recall, sizeof(double) * (size_t)s->cap);
         s->layer = reallocCheck(s->layer, sizeof(int) * (size_t)s->cap);
+        s->head = reallocCheck(s->head, sizeof(int) * (size_t)s->cap);
         s->ans_share = reallocCheck(s->ans_share, sizeof(double) * (size_t)s->cap);
         s->ans_hit = reallocCheck(s->ans_hit, sizeof(double) * (size_t)s->cap);
         s->cell_S = reallocCheck(s->cell_S, sizeof(double) * (size_t)s->cap * SUMMARY_MAX_CELLS);
@@ -149,15 +124,17 @@ static void sparsity_record(const JsonValue *v, void *ctx) {
     cell_fields(v, "S_recall_", names, cs, &nc);
     if (nc) memcpy(s->cell, names, sizeof names), s->n_cells = nc;
     for (int c = 0; c < SUMMARY_MAX_CELLS; c++) s->cell_S[s->n * SUMMARY_MAX_CELLS + c] = c < nc ? cs[c] : NAN;
-    // behind a short convolution the answer window's share and hit (docs/sparsity.md#where-the-weight-lands)
-    double ws = num(v, "ans_window_share"), wh = num(v, "ans_window_hit");
-    s->ans_share[s->n] = isfinite(ws) ? ws : num(v, "ans_share");
-    s->ans_hit[s->n] = isfinite(wh) ? wh : num(v, "ans_hit");
+    // behind a short convolution the answer window's share and hit (eval/derived.h)
+    double wh = runlog_num(rec, "ans_window_hit");
+    s->ans_share[s->n] = derived_window_share(rec);
+    s->ans_hit[s->n] = isfinite(wh) ? wh : runlog_num(rec, "ans_hit");
     s->step[s->n] = step;
-    s->S[s->n] = num(v, "S");  // null (no rows) reads as NAN
-    s->S_recall[s->n] = num(v, "S_recall");
+    s->S[s->n] = runlog_num(rec, "S");  // null (no rows) reads as NAN
+    s->S_recall[s->n] = runlog_num(rec, "S_recall");
     s->layer[s->n] = (int)layer;
+    s->head[s->n] = rec->head;
     s->n++;
+    return 0;
 }
 
 // Per layer at one step: mean and min over heads of S, mean of S_recall.
@@ -192,12 +169,19 @@ static int layer_stats(const SparsityScan *s, double step, double **mean, double
 // At one step: the recall layer (the largest mean answer share over heads, as the trainer stars
 // it) and its per-cell S_recall, mean over heads.
 static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r) {
-    double share[64] = {0}, cell_sum[SUMMARY_MAX_CELLS] = {0};
-    int n[64] = {0}, cell_n[SUMMARY_MAX_CELLS] = {0}, best = -1;
+    double cell_sum[SUMMARY_MAX_CELLS] = {0};
+    int cell_n[SUMMARY_MAX_CELLS] = {0}, L = 0, H = 0;
     for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->layer[i] < 64 && isfinite(s->ans_share[i])) share[s->layer[i]] += s->ans_share[i], n[s->layer[i]]++;
-    for (int l = 0; l < 64; l++)
-        if (n[l] && (best < 0 || share[l] / n[l] > share[best] / n[best])) best = l;
+        if (s->step[i] == step) {
+            if (s->layer[i] + 1 > L) L = s->layer[i] + 1;
+            if (s->head[i] >= 0 && s->head[i] < 4096 && s->head[i] + 1 > H) H = s->head[i] + 1;
+        }
+    double *share = mallocCheck(sizeof(double) * (size_t)(L * H + 1));
+    for (int i = 0; i < L * H; i++) share[i] = NAN;
+    for (long i = 0; i < s->n; i++)
+        if (s->step[i] == step && s->head[i] >= 0 && s->head[i] < H) share[s->layer[i] * H + s->head[i]] = s->ans_share[i];
+    int best = derived_recall_layer(share, L, H);  // as the trainer stars it
+    free(share);
     r->recall_layer = best;
     if (best < 0) return;
     double sr = 0, sh = 0, hit = 0;
@@ -241,7 +225,7 @@ static void read_sparsity(const char *dir, RunSummary *r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/sparsity.jsonl", dir);
     SparsityScan s = {0};
-    if (for_each_record(path, sparsity_record, &s) != 0 || s.n == 0) goto done;
+    if (runlog_each(path, sparsity_record, &s) != 0 || s.n == 0) goto done;
     // the curve: records come in step order, a step's (layer, head) lines together
     for (long i = 0; i < s.n; i++) {
         if (r->n_curve && r->curve_step[r->n_curve - 1] == s.step[i]) continue;
@@ -284,6 +268,7 @@ done:
     free(s.S);
     free(s.S_recall);
     free(s.layer);
+    free(s.head);
     free(s.ans_share);
     free(s.ans_hit);
     free(s.cell_S);
@@ -301,16 +286,17 @@ void run_summary_read(const char *dir, RunSummary *r) {
     r->S_step = -1;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    MetricsScan m = {.r = r};
-    if (for_each_record(path, metrics_record, &m) != 0) {
+    MetricsScan m = {.r = r, .cells_at_best = -1};
+    if (runlog_each(path, metrics_record, &m) != 0) {
         r->status = RUN_MISSING;
         return;
     }
     r->has_metrics = 1;
     r->status = m.done_last ? RUN_DONE : RUN_PARTIAL;
-    r->capped_improving = m.done_last && !strcmp(m.reason, "steps") && still_improving(&m);
+    metrics_curve(&m);
     free(m.eval_step);
     free(m.eval_acc);
+    free(m.eval_minutes);
     if (m.n_train) r->minutes = m.ms_total / 60000.0;
     if (m.n_tok) r->tok_per_s = m.tok_sum / (double)m.n_tok;
     read_sparsity(dir, r);
@@ -326,21 +312,16 @@ void run_summary_free(RunSummary *r) {
     memset(r, 0, sizeof *r);
 }
 
+static int done_last(const RunlogRecord *r, void *ctx) {
+    *(int *)ctx = r->type == RUNLOG_DONE;
+    return 0;
+}
+
 int run_finished(const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    size_t len;
-    char *text = read_file_text(path, &len);
-    if (!text) return 0;
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ')) len--;
-    size_t start = len;
-    while (start > 0 && text[start - 1] != '\n') start--;
-    char err[160];
-    JsonValue *v = len > start ? json_parse(text + start, len - start, err, sizeof err) : NULL;
-    const char *type = v && v->type == JSON_OBJECT ? str(v, "type") : NULL;
-    int done = type && !strcmp(type, "done");
-    json_free(v);
-    free(text);
+    int done = 0;
+    runlog_each(path, done_last, &done);  // a finished run's last record is its done record
     return done;
 }
 

@@ -4,13 +4,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/runlog.h"
+
 // The part of the script that is the same for every sweep: it runs the task's point the way
 // ./sweep runs one (log header, output appended to train.log, stdin from /dev/null) and reports
 // in the task's Slurm output with ./sweep's words. A finished point is one whose metrics.jsonl
 // ends with the {"type":"done"} record (run_finished).
 static const char *task_body =
     "log=$dir/train.log\n"
-    "finished() { tail -n 1 \"$dir/metrics.jsonl\" 2>/dev/null | grep -q '\"type\": *\"done\"'; }\n"
     "took() {\n"
     "    local t=$(( $(date +%s) - start ))\n"
     "    if [ $t -ge 3600 ]; then printf '%dh%02dm' $((t / 3600)) $((t / 60 % 60))\n"
@@ -91,5 +92,7 @@ void slurm_write_script(const SlurmArray *a, FILE *f) {
     fprintf(f, "*) echo \"task '${SLURM_ARRAY_TASK_ID:-}': expected 1 to %d (submit this script with sbatch)\" >&2\n"
                "   exit 2 ;;\nesac\n",
             a->n);
+    // the done record's pattern is the run log's (core/runlog.h)
+    fprintf(f, "finished() { tail -n 1 \"$dir/metrics.jsonl\" 2>/dev/null | grep -Eq '%s'; }\n", runlog_done_regex());
     fputs(task_body, f);
 }

@@ -2,6 +2,7 @@
 // and a string writer with escapes.
 #pragma once
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } JsonType;
@@ -23,3 +24,6 @@ void json_free(JsonValue *v);
 const JsonValue *json_get(const JsonValue *obj, const char *key);
 // Writes s as a JSON string literal with escapes.
 void json_write_string(FILE *f, const char *s);
+// Writes bytes as a JSON string literal: valid UTF-8 as is, any other byte as U+FFFD (generated
+// text is not always valid UTF-8).
+void json_write_bytes(FILE *f, const uint8_t *p, size_t n);

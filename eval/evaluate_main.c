@@ -21,6 +21,7 @@
 #include "core/json.h"
 #include "core/keys.h"
 #include "core/progress.h"
+#include "core/runlog.h"
 #include "data/task.h"
 #include "eval/maps.h"
 #include "eval/report.h"
@@ -39,7 +40,9 @@ static const char *g_extra_keys[] = {"batch_size", "val_data", "mqar_test_exampl
 typedef struct {
     char *path;      // as given
     char *dir;       // run folder (eval.jsonl and the figures go here)
-    int single;      // 1: PATH is one checkpoint (its records replace those of its step)
+    int single;      // 1: PATH is one checkpoint (its records replace those with their key)
+    char options[1024];  // what this evaluation changed from the run's own ("": nothing)
+    const char *series;  // the records the figures draw: "" (the run's own) or options
     char **ckpts;    // checkpoints in step order
     long *steps;
     int n;
@@ -83,11 +86,6 @@ static void run_data_free(RunData *d) {
     memset(d, 0, sizeof *d);
 }
 
-static double num_or_nan(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
-
 static int cmp_long(const void *a, const void *b) {
     long x = *(const long *)a, y = *(const long *)b;
     return (x > y) - (x < y);
@@ -98,39 +96,61 @@ static int step_index(const RunData *d, long step) {
     return p ? (int)(p - d->step) : -1;
 }
 
-// Reads eval.jsonl or sparsity.jsonl (lines that do not parse are ignored). 0 when the file has no
-// per-head records and no eval records.
-static int run_data_read(const char *path, RunData *d) {
-    memset(d, 0, sizeof *d);
-    size_t len;
-    char *text = read_file_text(path, &len);
-    if (!text) return 0;
-    int cap = 0, nv = 0;
-    JsonValue **vals = NULL;
-    for (char *line = text; *line;) {
-        char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line) : strlen(line);
-        char err[128];
-        JsonValue *v = n ? json_parse(line, n, err, sizeof err) : NULL;
-        if (v && v->type == JSON_OBJECT && json_get(v, "step")) {
-            if (nv == cap) vals = reallocCheck(vals, sizeof *vals * (size_t)(cap = cap ? 2 * cap : 256));
-            vals[nv++] = v;
-        } else if (v) json_free(v);
-        line += n + (end ? 1 : 0);
-    }
-    free(text);
-    long *steps = mallocCheck(sizeof(long) * (size_t)(nv + 1));
-    int ns = 0;
-    for (int i = 0; i < nv; i++) {
-        double l = num_or_nan(vals[i], "layer"), h = num_or_nan(vals[i], "head");
-        if (isfinite(l) && isfinite(h) && l >= 0 && h >= 0 && l < MAX_LAYERS && h < 4096) {
-            if ((int)l + 1 > d->L) d->L = (int)l + 1;
-            if ((int)h + 1 > d->H) d->H = (int)h + 1;
+// Two passes over the records of one series: the steps and the shape, then the values.
+typedef struct {
+    RunData *d;
+    const char *options;
+    int pass, have;
+    long *steps;
+    int n_steps, cap;
+} RunDataScan;
+
+static int run_data_record(const RunlogRecord *r, void *ctx) {
+    RunDataScan *s = ctx;
+    RunData *d = s->d;
+    if ((r->type != RUNLOG_EVAL && r->type != RUNLOG_SPARSITY) || strcmp(r->options, s->options)) return 0;
+    int l = r->layer, h = r->head, per_head = r->type == RUNLOG_SPARSITY && l >= 0 && h >= 0;
+    if (s->pass == 0) {
+        if (per_head && l < MAX_LAYERS && h < 4096) {
+            if (l + 1 > d->L) d->L = l + 1;
+            if (h + 1 > d->H) d->H = h + 1;
         }
-        steps[ns++] = (long)num_or_nan(vals[i], "step");
+        if (s->n_steps == s->cap) s->steps = reallocCheck(s->steps, sizeof(long) * (size_t)(s->cap = s->cap ? 2 * s->cap : 256));
+        s->steps[s->n_steps++] = r->step;
+        return 0;
     }
-    qsort(steps, (size_t)ns, sizeof(long), cmp_long);
-    for (int i = 0; i < ns; i++)
+    int si = step_index(d, r->step);
+    if (si < 0) return 0;
+    if (r->type == RUNLOG_EVAL) {
+        d->loss[si] = runlog_num(r, "loss");
+        d->acc[si] = runlog_num(r, "acc");
+        s->have = 1;
+        return 0;
+    }
+    if (!(per_head && l < d->L && h < d->H)) return 0;
+    size_t c = ((size_t)si * d->L + (size_t)l) * d->H + (size_t)h;
+    d->S[c] = runlog_num(r, "S");
+    d->S_recall[c] = runlog_num(r, "S_recall");
+    d->S_pred[c] = runlog_num(r, "S_pred");
+    d->S_recall_pred[c] = runlog_num(r, "S_recall_pred");
+    d->S_onehot[c] = runlog_num(r, "S_onehot");
+    d->S_recall_onehot[c] = runlog_num(r, "S_recall_onehot");
+    const char *mx = runlog_str(r, "mixer"), *th = runlog_str(r, "theory");
+    if (mx) snprintf(d->mixer, sizeof d->mixer, "%s", mx);
+    if (th) snprintf(d->theory, sizeof d->theory, "%s", th);
+    s->have = 1;
+    return 0;
+}
+
+// Reads the series of `options` ("": the run's own) of eval.jsonl or sparsity.jsonl. 0 when the
+// file has no per-head records and no eval records in it.
+static int run_data_read(const char *path, const char *options, RunData *d) {
+    memset(d, 0, sizeof *d);
+    RunDataScan s = {d, options, 0, 0, NULL, 0, 0};
+    if (runlog_each(path, run_data_record, &s) != 0) return 0;
+    long *steps = s.steps ? s.steps : mallocCheck(sizeof(long));
+    qsort(steps, (size_t)s.n_steps, sizeof(long), cmp_long);
+    for (int i = 0; i < s.n_steps; i++)
         if (d->n == 0 || steps[i] != steps[d->n - 1]) steps[d->n++] = steps[i];
     d->step = steps;
     size_t cells = (size_t)d->n * d->L * d->H;
@@ -142,34 +162,9 @@ static int run_data_read(const char *path, RunData *d) {
         *arrs[a] = mallocCheck(sizeof(double) * (cells + 1));
         for (size_t i = 0; i < cells; i++) (*arrs[a])[i] = NAN;
     }
-    int have = 0;
-    for (int i = 0; i < nv; i++) {
-        const JsonValue *v = vals[i];
-        int si = step_index(d, (long)num_or_nan(v, "step"));
-        const JsonValue *type = json_get(v, "type");
-        if (type && type->type == JSON_STRING && !strcmp(type->string, "eval")) {
-            d->loss[si] = num_or_nan(v, "loss");
-            d->acc[si] = num_or_nan(v, "acc");
-            have = 1;
-            continue;
-        }
-        double l = num_or_nan(v, "layer"), h = num_or_nan(v, "head");
-        if (!(isfinite(l) && isfinite(h) && l >= 0 && h >= 0 && l < d->L && h < d->H)) continue;
-        size_t c = ((size_t)si * d->L + (size_t)l) * d->H + (size_t)h;
-        d->S[c] = num_or_nan(v, "S");
-        d->S_recall[c] = num_or_nan(v, "S_recall");
-        d->S_pred[c] = num_or_nan(v, "S_pred");
-        d->S_recall_pred[c] = num_or_nan(v, "S_recall_pred");
-        d->S_onehot[c] = num_or_nan(v, "S_onehot");
-        d->S_recall_onehot[c] = num_or_nan(v, "S_recall_onehot");
-        const JsonValue *mx = json_get(v, "mixer"), *th = json_get(v, "theory");
-        if (mx && mx->type == JSON_STRING) snprintf(d->mixer, sizeof d->mixer, "%s", mx->string);
-        if (th && th->type == JSON_STRING) snprintf(d->theory, sizeof d->theory, "%s", th->string);
-        have = 1;
-    }
-    for (int i = 0; i < nv; i++) json_free(vals[i]);
-    free(vals);
-    return have;
+    s.pass = 1;
+    runlog_each(path, run_data_record, &s);
+    return s.have;
 }
 
 // Mean over heads of one field at step index si, layer l (NAN when no head has it).
@@ -364,7 +359,7 @@ static void draw_run_figures(Target *t, RunData *d) {
     // the trainer's denser log, when the run has one
     RunData tr;
     snprintf(path, sizeof path, "%s/sparsity.jsonl", t->dir);
-    if (run_data_read(path, &tr) && tr.L > 0) {
+    if (run_data_read(path, "", &tr) && tr.L > 0) {
         snprintf(title, sizeof title, "attention sparsity S during training (sparsity.jsonl): %s (%s)", base_name(t->dir),
                  tr.mixer);
         snprintf(path, sizeof path, "%s/sparsity_train.svg", t->dir);
@@ -415,59 +410,15 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
 }
 
 // Lines of text with their "step", for merging eval.jsonl.
-typedef struct {
-    long step;
-    int order;
-    char *line;
-} Line;
-
-static int cmp_line(const void *a, const void *b) {
-    const Line *x = a, *y = b;
-    if (x->step != y->step) return (x->step > y->step) - (x->step < y->step);
-    return x->order - y->order;
-}
-
-static long line_step(const char *line) {
-    const char *p = strstr(line, "\"step\":");
-    return p ? strtol(p + 7, NULL, 10) : -1;
-}
-
-static void split_lines(char *text, Line **lines, int *n, int *cap, int keep_if_not_step_in, const long *steps,
-                        int n_steps) {
-    for (char *s = text; s && *s;) {
-        char *e = strchr(s, '\n');
-        if (e) *e = 0;
-        if (*s) {
-            long st = line_step(s);
-            int drop = 0;
-            if (keep_if_not_step_in)
-                for (int i = 0; i < n_steps; i++) drop |= steps[i] == st;
-            if (!drop) {
-                if (*n == *cap) *lines = reallocCheck(*lines, sizeof(Line) * (size_t)(*cap = *cap ? 2 * *cap : 256));
-                (*lines)[*n] = (Line){st, *n, s};
-                (*n)++;
-            }
-        }
-        s = e ? e + 1 : NULL;
-    }
-}
-
-// Writes dir/eval.jsonl: the new records, plus (single) the old records of other steps; step order.
-static void write_eval_jsonl(const Target *t, char *fresh, const long *steps, int n_steps) {
+// Merges the new records into dir/eval.jsonl (core/runlog.h): a single checkpoint's replace only
+// the records with their key (step, layer, head, options); a run folder's replace its series (the
+// records of its options at every step). Records of other options (other cells, other data) stay.
+static void write_eval_jsonl(const Target *t, const char *fresh, size_t len) {
     char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
-    Line *lines = NULL;
-    int n = 0, cap = 0;
-    char *old = t->single ? read_file_text(path, NULL) : NULL;
-    if (old) split_lines(old, &lines, &n, &cap, 1, steps, n_steps);
-    split_lines(fresh, &lines, &n, &cap, 0, NULL, 0);
-    if (n) qsort(lines, (size_t)n, sizeof(Line), cmp_line);  // lines is NULL when n = 0
-    AtomicFile af;  // a read-only folder: one line with the reason, exit 2
-    atomic_open(&af, path);
-    for (int i = 0; i < n; i++) fprintf(af.f, "%s\n", lines[i].line);
-    atomic_close(&af);
-    free(lines);
-    free(old);
+    if (is_directory(path)) die_input("%s: is a folder, expected a file name", path);
+    if (runlog_merge(path, fresh, len, t->single ? RUNLOG_SAME_KEY : RUNLOG_SAME_SERIES) != 0)
+        die_input("%s.tmp: cannot write (%s)", path, strerror(errno));
     printf("  wrote %s\n", path);
 }
 
@@ -567,6 +518,27 @@ static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *c
         die_input("map_answers: %s is not an MQAR run: its sequences have no answer positions to mark", ckpt);
 }
 
+// The keys whose change makes an evaluation another measurement than the run's own: other test
+// cells, other data. Part of every record's key (docs/outputs.md#the-run-log). (eval_batches and
+// sparsity_rows measure less of the same set: the same measurement, less precisely.)
+static const char *g_option_keys[] = {"mqar_test_cells", "mqar_test_examples", "mqar_test_seed", "val_data", NULL};
+
+// Applies the overrides to a checkpoint's config and writes into options what they changed of
+// g_option_keys, as "key=value key=value" in the list's order ("" when nothing).
+static void config_apply_args_noting_options(Config *c, int n_over, char **over, char *options, size_t n) {
+    char *before[16];
+    for (int k = 0; g_option_keys[k]; k++) before[k] = strdupCheck(cfg_str(c, g_option_keys[k]));
+    config_apply_args(c, n_over, over);
+    size_t len = 0;
+    options[0] = 0;
+    for (int k = 0; g_option_keys[k]; k++) {
+        const char *now = cfg_str(c, g_option_keys[k]);
+        if (strcmp(before[k], now) && len + 1 < n)
+            len += (size_t)snprintf(options + len, n - len, "%s%s=%s", len ? " " : "", g_option_keys[k], now);
+        free(before[k]);
+    }
+}
+
 static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, const MapArgs *ma, int ti, int n_targets) {
     char *fresh = NULL;
     size_t fresh_len = 0;
@@ -591,6 +563,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         free(text);
     }
     int noted_val_data = 0;
+    char options[1024] = "";
     for (int i = 0; i < t->n; i++) {
         const char *ck = t->ckpts[i];
         char eta[32] = "?";
@@ -622,7 +595,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
                     noted_val_data = 1;
                     break;
                 }
-        config_apply_args(&c, n_over, over);
+        config_apply_args_noting_options(&c, n_over, over, options, sizeof options);
         fit_test_cells(&c, ck);
         if (!ev->built || config_first_difference(&ev->cfg, &c)) {
             evaluator_build(ev, &c, ck);
@@ -641,14 +614,9 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         ValStats vs = rows > 0 ? val_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches) : res.stats;
         double loss = val_loss(&vs), acc = val_acc(&vs);
         const char *mixer = cfg_str(ec, "mixer");
-        fprintf(out, "{\"type\":\"eval\",\"step\":%ld,\"split\":\"val\",\"loss\":%.9g,\"acc\":%.9g", step, loss, acc);
-        val_write_cell_fields(out, &vs);
-        fprintf(out, ",\"checkpoint\":");
-        json_write_string(out, base_name(ck));
-        fprintf(out, ",\"mixer\":");
-        json_write_string(out, mixer);
-        fprintf(out, ",\"sequences\":%ld}\n", res.sequences);
-        sparsity_write_records(out, "sparsity", step, mixer, &res);
+        RunlogEval rec = {.checkpoint = base_name(ck), .mixer = mixer, .sequences = res.sequences, .options = options};
+        val_write_record(out, step, &vs, &rec);
+        sparsity_write_records(out, step, mixer, options, &res);
         print_summary(step, loss, acc, &res);
         print_cells(&vs, &res);
         sparsity_result_free(&res);
@@ -661,7 +629,8 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
     if (have_run_cfg) config_free(&run_cfg);
     t->evaluated = n_done;
     fclose(out);
-    if (n_done > 0) write_eval_jsonl(t, fresh, done, n_done);
+    snprintf(t->options, sizeof t->options, "%s", options);
+    if (n_done > 0) write_eval_jsonl(t, fresh, fresh_len);
     free(fresh);
     free(done);
 }
@@ -697,7 +666,7 @@ static void draw_maps(Target *t, Evaluator *ev, const MapArgs *ma) {
 static void write_report(Target *t, const RunData *d, const Evaluator *ev) {
     char title[512], path[1200];
     StepRecords last;
-    int have = report_read_last_step(t->dir, &last);
+    int have = report_read_last_step(t->dir, t->series, &last);
     if (have) {
         snprintf(title, sizeof title, "S by query position at step %ld: %s (%s)", last.step, base_name(t->dir), d->mixer);
         snprintf(path, sizeof path, "%s/sparsity_by_pos.svg", t->dir);
@@ -705,12 +674,18 @@ static void write_report(Target *t, const RunData *d, const Evaluator *ev) {
     }
     snprintf(title, sizeof title, "theory against measurement: %s (%s, theory %s)", base_name(t->dir), d->mixer, d->theory);
     snprintf(path, sizeof path, "%s/sparsity_scatter.svg", t->dir);
-    if (report_plot_scatter(t->dir, title) == 0) printf("  wrote %s\n", path);
+    if (report_plot_scatter(t->dir, t->series, title) == 0) printf("  wrote %s\n", path);
     char *cfg_text = config_to_text(&ev->cfg);
     snprintf(path, sizeof path, "%s/report.html", t->dir);
-    report_write(report_write_html(t->dir, d->mixer, t->steps[t->last_ok], t->last_loss, t->last_acc, cfg_text,
-                                   have ? &last : NULL),
-                 path);
+    // the headline is the series' last measurement (the run's own, unless it has none)
+    long step = t->steps[t->last_ok];
+    double loss = t->last_loss, acc = t->last_acc;
+    for (int i = d->n - 1; i >= 0; i--)
+        if (isfinite(d->acc[i])) {
+            step = d->step[i], loss = d->loss[i], acc = d->acc[i];
+            break;
+        }
+    report_write(report_write_html(t->dir, d->mixer, step, loss, acc, cfg_text, have ? &last : NULL), path);
     free(cfg_text);
     report_records_free(&last);
 }
@@ -978,7 +953,14 @@ int main(int argc, char **argv) {
         }
         char path[1200];
         snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
-        run_data_read(path, &runs[i]);
+        // the figures and the report draw the run's own measurements; those of an evaluation under
+        // other options (other cells, other data) only when the folder has no own ones
+        t->series = "";
+        if (!run_data_read(path, "", &runs[i])) {
+            run_data_free(&runs[i]);
+            t->series = t->options;
+            run_data_read(path, t->series, &runs[i]);
+        }
         draw_run_figures(t, &runs[i]);
         if (a.maps.on) draw_maps(t, &ev, &a.maps);
         write_report(t, &runs[i], &ev);

@@ -8,6 +8,8 @@
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/runlog.h"
+#include "eval/derived.h"
 #include "eval/svg_plot.h"
 
 // --- records ------------------------------------------------------------------------------------
@@ -17,39 +19,35 @@ static double num(const JsonValue *o, const char *key) {
     return v && v->type == JSON_NUMBER ? v->number : NAN;
 }
 
-static int is_sparsity(const JsonValue *v) {
-    const JsonValue *t = json_get(v, "type");
-    return v->type == JSON_OBJECT && t && t->type == JSON_STRING && !strcmp(t->string, "sparsity") && json_get(v, "layer");
+typedef struct {
+    const char *options;
+    int pass;  // 0: find the last step; 1: keep its records
+    StepRecords *out;
+} LastStep;
+
+static int last_step_record(const RunlogRecord *r, void *ctx) {
+    LastStep *ls = ctx;
+    if (r->type != RUNLOG_SPARSITY || r->layer < 0 || strcmp(r->options, ls->options)) return 0;
+    if (ls->pass == 0 && r->step > ls->out->step) ls->out->step = r->step;
+    if (ls->pass == 1 && r->step == ls->out->step) {
+        char err[64];
+        JsonValue *v = json_parse(r->line, r->len, err, sizeof err);  // kept past the callback
+        if (!v) return 0;
+        ls->out->rec = reallocCheck(ls->out->rec, sizeof(JsonValue *) * (size_t)(ls->out->n + 1));
+        ls->out->rec[ls->out->n++] = v;
+    }
+    return 0;
 }
 
-int report_read_last_step(const char *dir, StepRecords *out) {
+int report_read_last_step(const char *dir, const char *options, StepRecords *out) {
     memset(out, 0, sizeof *out);
+    out->step = -1;
     char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", dir);
-    char *text = read_file_text(path, NULL);
-    if (!text) return 0;
-    long last = -1;
-    int pass;
-    for (pass = 0; pass < 2; pass++)  // 1: the last step; 2: its records
-        for (char *line = text; *line;) {
-            char *end = strchr(line, '\n');
-            size_t n = end ? (size_t)(end - line) : strlen(line);
-            char err[64];
-            JsonValue *v = n ? json_parse(line, n, err, sizeof err) : NULL;
-            if (v && is_sparsity(v)) {
-                long step = (long)num(v, "step");
-                if (pass == 0 && step > last) last = step;
-                if (pass == 1 && step == last) {
-                    out->rec = reallocCheck(out->rec, sizeof(JsonValue *) * (size_t)(out->n + 1));
-                    out->rec[out->n++] = v;
-                    v = NULL;
-                }
-            }
-            if (v) json_free(v);
-            line += n + (end ? 1 : 0);
-        }
-    free(text);
-    out->step = last;
+    LastStep ls = {options, 0, out};
+    if (runlog_each(path, last_step_record, &ls) != 0) return 0;
+    ls.pass = 1;
+    runlog_each(path, last_step_record, &ls);
     return out->n > 0;
 }
 
@@ -127,39 +125,40 @@ int report_plot_by_position(const char *dir, const StepRecords *r, const char *t
     return rc;
 }
 
-int report_plot_scatter(const char *dir, const char *title) {
+typedef struct {
+    const char *options;
+    int n, cap, L;
+    double *x, *y;
+    int *c;
+} Scatter;
+
+static int scatter_record(const RunlogRecord *r, void *ctx) {
+    Scatter *sc = ctx;
+    // the palette's first 10 colours: all rows and query rows of 5 layers
+    if (r->type != RUNLOG_SPARSITY || strcmp(r->options, sc->options) || r->layer < 0 || r->layer >= 5) return 0;
+    int l = r->layer;
+    if (l + 1 > sc->L) sc->L = l + 1;
+    for (int k = 0; k < 2; k++) {
+        double px = runlog_num(r, k ? "S_recall_pred" : "S_pred"), py = runlog_num(r, k ? "S_recall_pred_measured" : "S_pred_measured");
+        if (!isfinite(px) || !isfinite(py)) continue;
+        if (sc->n == sc->cap) {
+            sc->cap = sc->cap ? 2 * sc->cap : 256;
+            sc->x = reallocCheck(sc->x, sizeof(double) * sc->cap), sc->y = reallocCheck(sc->y, sizeof(double) * sc->cap);
+            sc->c = reallocCheck(sc->c, sizeof(int) * sc->cap);
+        }
+        sc->x[sc->n] = px, sc->y[sc->n] = py, sc->c[sc->n] = 2 * l + k, sc->n++;
+    }
+    return 0;
+}
+
+int report_plot_scatter(const char *dir, const char *options, const char *title) {
     char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", dir);
-    char *text = read_file_text(path, NULL);
-    if (!text) return -1;
-    int cap = 256, n = 0, L = 0;
-    double *x = mallocCheck(sizeof(double) * cap), *y = mallocCheck(sizeof(double) * cap);
-    int *c = mallocCheck(sizeof(int) * cap);
-    for (char *line = text; *line;) {
-        char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        char err[64];
-        JsonValue *v = len ? json_parse(line, len, err, sizeof err) : NULL;
-        if (v && is_sparsity(v)) {
-            int l = (int)num(v, "layer");
-            if (l >= 0 && l < 5) {  // the palette's first 10 colours: all rows and query rows of 5 layers
-                if (l + 1 > L) L = l + 1;
-                for (int k = 0; k < 2; k++) {
-                    double px = num(v, k ? "S_recall_pred" : "S_pred"), py = num(v, k ? "S_recall_pred_measured" : "S_pred_measured");
-                    if (!isfinite(px) || !isfinite(py)) continue;
-                    if (n == cap) {
-                        cap *= 2;
-                        x = reallocCheck(x, sizeof(double) * cap), y = reallocCheck(y, sizeof(double) * cap);
-                        c = reallocCheck(c, sizeof(int) * cap);
-                    }
-                    x[n] = px, y[n] = py, c[n] = 2 * l + k, n++;
-                }
-            }
-        }
-        if (v) json_free(v);
-        line += len + (end ? 1 : 0);
-    }
-    free(text);
+    Scatter sc = {options, 0, 0, 0, NULL, NULL, NULL};
+    if (runlog_each(path, scatter_record, &sc) != 0) return -1;
+    int n = sc.n, L = sc.L;
+    double *x = sc.x, *y = sc.y;
+    int *c = sc.c;
     int rc = -1;
     if (n > 0) {
         char lab[10][48];
@@ -253,20 +252,25 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
 
     fprintf(f, "<h2>Per head at step %ld</h2>\n", r ? r->step : step);
     if (r && r->n > 0) {
-        // the recall layer: the largest mean answer share over its heads
-        int L = 0, recall = -1;
-        for (int i = 0; i < r->n; i++) L = (int)num(r->rec[i], "layer") + 1 > L ? (int)num(r->rec[i], "layer") + 1 : L;
-        double best = -1;
-        for (int l = 0; l < L && l < 1024; l++) {
-            double s = 0;
-            int k = 0;
-            for (int i = 0; i < r->n; i++)
-                if ((int)num(r->rec[i], "layer") == l && isfinite(num(r->rec[i], "ans_share"))) s += num(r->rec[i], "ans_share"), k++;
-            if (k && s / k > best) best = s / k, recall = l;
+        // the recall layer (eval/derived.h): the largest mean window share over its heads
+        int L = 0, H = 0;
+        for (int i = 0; i < r->n; i++) {
+            int l = (int)num(r->rec[i], "layer"), h = (int)num(r->rec[i], "head");
+            if (l >= 0 && l < 1024 && l + 1 > L) L = l + 1;
+            if (h >= 0 && h < 4096 && h + 1 > H) H = h + 1;
         }
+        double *share = mallocCheck(sizeof(double) * (size_t)(L * H + 1));
+        for (int i = 0; i < L * H; i++) share[i] = NAN;
+        for (int i = 0; i < r->n; i++) {
+            int l = (int)num(r->rec[i], "layer"), h = (int)num(r->rec[i], "head");
+            RunlogRecord rec = {.obj = r->rec[i]};
+            if (l >= 0 && l < L && h >= 0 && h < H) share[l * H + h] = derived_window_share(&rec);
+        }
+        int recall = derived_recall_layer(share, L, H);
+        free(share);
         const JsonValue *th = json_get(r->rec[0], "theory");
         fprintf(f, "<p>Theory: <b>%s</b>.", th && th->type == JSON_STRING ? th->string : "none");
-        if (recall >= 0) fprintf(f, " The recall layer (largest answer share at the query rows) is layer %d, shaded.", recall);
+        if (recall >= 0) fprintf(f, " The recall layer (largest answer window share at the query rows) is layer %d, shaded.", recall);
         fputs("</p>\n<table><tr><th>layer</th><th>head</th><th>S</th><th>S_recall</th><th>one-hot floor</th><th>S_kv</th>"
               "<th>S_other</th><th>S_norm</th><th>S_pred</th><th>S_inf</th><th>median measured/pred</th>"
               "<th>rank corr.</th><th>answer share</th><th>key share</th><th>argmax = answer</th><th>answer rank</th>"

@@ -7,7 +7,9 @@
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/runlog.h"
 #include "eval/answer.h"
+#include "eval/derived.h"
 #include "model/kernels/vmath.h"
 
 // --- one row -------------------------------------------------------------------------------------
@@ -587,78 +589,65 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
 
 // --- records ---------------------------------------------------------------------------------------
 
-static void put_num(FILE *f, const char *key, double v) {
-    if (isfinite(v)) fprintf(f, ",\"%s\":%.9g", key, v);
-}
-
-static void put_num_or_null(FILE *f, const char *key, double v) {
-    if (isfinite(v)) fprintf(f, ",\"%s\":%.9g", key, v);
-    else fprintf(f, ",\"%s\":null", key);
-}
-
-static void put_bins(FILE *f, const char *key, const SparsityResult *r, const double *v) {
-    fprintf(f, ",\"%s\":[", key);
-    for (int b = 0; b < r->n_bins; b++) {
-        if (b) fputc(',', f);
-        if (isfinite(v[b])) fprintf(f, "%.6g", v[b]);
-        else fputs("null", f);
-    }
-    fputc(']', f);
-}
-
-void sparsity_write_records(FILE *f, const char *type, long step, const char *mixer, const SparsityResult *r) {
+void sparsity_write_records(FILE *f, long step, const char *mixer, const char *options, const SparsityResult *r) {
     for (int l = 0; l < r->L; l++)
         for (int hd = 0; hd < r->H; hd++) {
             const HeadSparsity *h = &r->heads[l * r->H + hd];
-            fputc('{', f);
-            if (type) fprintf(f, "\"type\":\"%s\",", type);
-            fprintf(f, "\"step\":%ld,\"layer\":%d,\"head\":%d,\"mixer\":", step, l, hd);
-            json_write_string(f, r->hybrid ? r->mixer[l] : mixer);  // a hybrid's layer: its own
-            put_num_or_null(f, "S", h->S);
-            put_num_or_null(f, "S_recall", h->S_recall);
-            fprintf(f, ",\"rows\":%ld,\"rows_recall\":%ld", h->rows, h->rows_recall);
-            if (h->rows_zero) fprintf(f, ",\"rows_zero\":%ld,\"rows_recall_zero\":%ld", h->rows_zero, h->rows_recall_zero);
-            if (r->kv_pairs > 0) {
-                fprintf(f, ",\"rows_kv\":%ld,\"rows_other\":%ld", h->rows_kv, h->rows_other);
-                put_num(f, "S_kv", h->S_kv);
-                put_num(f, "S_other", h->S_other);
+            RunlogLine w;
+            runlog_begin(&w, f, RUNLOG_SPARSITY, step);
+            runlog_put_int(&w, "layer", l);
+            runlog_put_int(&w, "head", hd);
+            runlog_put_str(&w, "mixer", r->hybrid ? r->mixer[l] : mixer);  // a hybrid's layer: its own
+            runlog_put_num_or_null(&w, "S", h->S);
+            runlog_put_num_or_null(&w, "S_recall", h->S_recall);
+            runlog_put_int(&w, "rows", h->rows);
+            runlog_put_int(&w, "rows_recall", h->rows_recall);
+            if (h->rows_zero) {
+                runlog_put_int(&w, "rows_zero", h->rows_zero);
+                runlog_put_int(&w, "rows_recall_zero", h->rows_recall_zero);
             }
-            put_num(f, "S_norm", h->S_norm);
-            put_num(f, "S_recall_norm", h->S_recall_norm);
-            put_num(f, "entropy", h->entropy);
-            put_num(f, "max_weight", h->max_weight);
-            put_num(f, "neg_mass", h->neg_mass);
-            put_num(f, "S_onehot", h->S_onehot);
-            put_num(f, "S_recall_onehot", h->S_recall_onehot);
-            fprintf(f, ",\"theory\":\"%s\"", theory_name(r->theory[l]));
+            if (r->kv_pairs > 0) {
+                runlog_put_int(&w, "rows_kv", h->rows_kv);
+                runlog_put_int(&w, "rows_other", h->rows_other);
+                runlog_put_num(&w, "S_kv", h->S_kv);
+                runlog_put_num(&w, "S_other", h->S_other);
+            }
+            runlog_put_num(&w, "S_norm", h->S_norm);
+            runlog_put_num(&w, "S_recall_norm", h->S_recall_norm);
+            runlog_put_num(&w, "entropy", h->entropy);
+            runlog_put_num(&w, "max_weight", h->max_weight);
+            runlog_put_num(&w, "neg_mass", h->neg_mass);
+            runlog_put_num(&w, "S_onehot", h->S_onehot);
+            runlog_put_num(&w, "S_recall_onehot", h->S_recall_onehot);
+            runlog_put_str(&w, "theory", theory_name(r->theory[l]));
             if (h->rows_pred > 0) {
-                fprintf(f, ",\"rows_pred\":%ld", h->rows_pred);
-                put_num(f, "S_pred", h->S_pred);
-                put_num(f, "S_pred_measured", h->S_meas_pred);
-                put_num(f, "S_pred_ratio", h->S_meas_pred / h->S_pred);
-                put_num(f, "S_pred_ratio_median", h->S_pred_ratio_median);
-                put_num(f, "S_pred_spearman", h->S_pred_spearman);
-                if (r->theory[l] == THEORY_EXP) put_num(f, "S_inf", h->S_inf);
-                put_num(f, "S_recall_pred", h->S_recall_pred);
-                put_num(f, "S_recall_pred_measured", h->S_recall_meas_pred);
-                put_num(f, "S_recall_pred_ratio", h->S_recall_meas_pred / h->S_recall_pred);
-                put_num(f, "S_recall_pred_ratio_median", h->S_recall_pred_ratio_median);
-                put_num(f, "S_recall_pred_spearman", h->S_recall_pred_spearman);
-                if (r->theory[l] == THEORY_EXP) put_num(f, "S_recall_inf", h->S_recall_inf);
+                runlog_put_int(&w, "rows_pred", h->rows_pred);
+                runlog_put_num(&w, "S_pred", h->S_pred);
+                runlog_put_num(&w, "S_pred_measured", h->S_meas_pred);
+                runlog_put_num(&w, "S_pred_ratio", h->S_meas_pred / h->S_pred);
+                runlog_put_num(&w, "S_pred_ratio_median", h->S_pred_ratio_median);
+                runlog_put_num(&w, "S_pred_spearman", h->S_pred_spearman);
+                if (r->theory[l] == THEORY_EXP) runlog_put_num(&w, "S_inf", h->S_inf);
+                runlog_put_num(&w, "S_recall_pred", h->S_recall_pred);
+                runlog_put_num(&w, "S_recall_pred_measured", h->S_recall_meas_pred);
+                runlog_put_num(&w, "S_recall_pred_ratio", h->S_recall_meas_pred / h->S_recall_pred);
+                runlog_put_num(&w, "S_recall_pred_ratio_median", h->S_recall_pred_ratio_median);
+                runlog_put_num(&w, "S_recall_pred_spearman", h->S_recall_pred_spearman);
+                if (r->theory[l] == THEORY_EXP) runlog_put_num(&w, "S_recall_inf", h->S_recall_inf);
             }
             if (h->rows_answer > 0) {
-                fprintf(f, ",\"rows_answer\":%ld", h->rows_answer);
-                put_num(f, "ans_share", h->ans_share);
-                put_num(f, "key_share", h->key_share);
-                put_num(f, "ans_hit", h->ans_hit);
-                put_num(f, "ans_rank", h->ans_rank);
-                put_num(f, "top1", h->top1);
-                put_num(f, "top4", h->top4);
-                put_num(f, "n90", h->n90);
+                runlog_put_int(&w, "rows_answer", h->rows_answer);
+                runlog_put_num(&w, "ans_share", h->ans_share);
+                runlog_put_num(&w, "key_share", h->key_share);
+                runlog_put_num(&w, "ans_hit", h->ans_hit);
+                runlog_put_num(&w, "ans_rank", h->ans_rank);
+                runlog_put_num(&w, "top1", h->top1);
+                runlog_put_num(&w, "top4", h->top4);
+                runlog_put_num(&w, "n90", h->n90);
                 if (r->answer_window[l] > 1) {
-                    fprintf(f, ",\"answer_window\":%d", r->answer_window[l]);
-                    put_num(f, "ans_window_share", h->ans_window_share);
-                    put_num(f, "ans_window_hit", h->ans_window_hit);
+                    runlog_put_int(&w, "answer_window", r->answer_window[l]);
+                    runlog_put_num(&w, "ans_window_share", h->ans_window_share);
+                    runlog_put_num(&w, "ans_window_hit", h->ans_window_hit);
                 }
             }
             for (int c = 0; c < r->n_cells; c++) {  // a mixture: where recall and focus fail, per cell
@@ -666,27 +655,24 @@ void sparsity_write_records(FILE *f, const char *type, long step, const char *mi
                 char name[32], key[64];
                 mqar_cell_name(r->cells[c], name, sizeof name);
                 snprintf(key, sizeof key, "S_recall_%s", name);
-                put_num_or_null(f, key, ch->S_recall);
+                runlog_put_num_or_null(&w, key, ch->S_recall);
                 snprintf(key, sizeof key, "ans_share_%s", name);
-                put_num(f, key, ch->ans_share);
+                runlog_put_num(&w, key, ch->ans_share);
                 snprintf(key, sizeof key, "ans_hit_%s", name);
-                put_num(f, key, ch->ans_hit);
+                runlog_put_num(&w, key, ch->ans_hit);
                 if (r->answer_window[l] > 1) {
                     snprintf(key, sizeof key, "ans_window_share_%s", name);
-                    put_num(f, key, ch->ans_window_share);
+                    runlog_put_num(&w, key, ch->ans_window_share);
                 }
             }
             if (r->n_bins > 0) {
-                fprintf(f, ",\"pos_bin_width\":%d", r->bin_width);
-                put_bins(f, "S_by_pos", r, h->bin_S);
-                if (h->rows_pred > 0) put_bins(f, "S_pred_by_pos", r, h->bin_pred);
+                runlog_put_int(&w, "pos_bin_width", r->bin_width);
+                runlog_put_nums(&w, "S_by_pos", h->bin_S, r->n_bins);
+                if (h->rows_pred > 0) runlog_put_nums(&w, "S_pred_by_pos", h->bin_pred, r->n_bins);
             }
-            fputs("}\n", f);
+            if (options && *options) runlog_put_str(&w, "options", options);
+            runlog_end(&w);
         }
-}
-
-void sparsity_write_jsonl(FILE *f, long step, const char *mixer, const SparsityResult *r) {
-    sparsity_write_records(f, NULL, step, mixer, r);
 }
 
 int sparsity_answer_window(const Model *m, int l) {
@@ -697,16 +683,13 @@ int sparsity_answer_window(const Model *m, int l) {
 }
 
 int sparsity_recall_layer(const SparsityResult *r) {
-    int best = -1;
-    double best_share = -1;
-    for (int l = 0; l < r->L; l++) {
-        double s = 0;
-        int n = 0;
-        for (int h = 0; h < r->H; h++)  // the window share: the answer share without a short convolution
-            if (isfinite(r->heads[l * r->H + h].ans_window_share)) s += r->heads[l * r->H + h].ans_window_share, n++;
-        if (n && s / n > best_share) best_share = s / n, best = l;
-    }
-    return best;
+    // ans_window_share holds the value position's share where the window is 1 wide: the records'
+    // derived_window_share, from the struct
+    double *share = mallocCheck(sizeof(double) * (size_t)(r->L * r->H + 1));
+    for (int i = 0; i < r->L * r->H; i++) share[i] = r->heads[i].ans_window_share;
+    int l = derived_recall_layer(share, r->L, r->H);
+    free(share);
+    return l;
 }
 
 void sparsity_print_layers(FILE *f, long step, const SparsityResult *r) {

@@ -94,13 +94,11 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
                    SparsityResult *out);
 void sparsity_result_free(SparsityResult *r);
 
-// Writes one sparsity.jsonl record per (layer, head) (fields: docs/sparsity.md):
-// {"step":..,"layer":..,"head":..,"mixer":"softmax","S":..,"S_recall":..,"rows":..,"rows_recall":..,
-//  ...,"theory":"softmax","S_pred":.., ...}
+// Writes one sparsity record per (layer, head) (core/runlog.h; fields: docs/sparsity.md):
+// {"type":"sparsity","step":..,"layer":..,"head":..,"mixer":"softmax","S":..,"S_recall":..,...}
 // S and S_recall are null without rows; other fields are left out when they have no value.
-void sparsity_write_jsonl(FILE *f, long step, const char *mixer, const SparsityResult *r);
-// The same records with "type":"<type>" first (eval.jsonl).
-void sparsity_write_records(FILE *f, const char *type, long step, const char *mixer, const SparsityResult *r);
+// options: what an evaluation changed from the run's own (NULL or "": the run's own).
+void sparsity_write_records(FILE *f, long step, const char *mixer, const char *options, const SparsityResult *r);
 // One compact line per layer for the training log: S_recall per head and, on MQAR, the query
 // rows' mean answer share (answer window share behind a short convolution) per head; the recall
 // layer is starred, e.g.

@@ -54,12 +54,24 @@ double val_acc(const ValStats *v) {
     return sum / v->n_cells;
 }
 
-void val_write_cell_fields(FILE *f, const ValStats *v) {
-    for (int c = 0; v->n_cells > 1 && c < v->n_cells; c++) {
-        char name[32];
-        mqar_cell_name(v->cells[c], name, sizeof name);
-        fprintf(f, ",\"acc_%s\":%.9g", name, head_acc(&v->cell[c]));
+void val_write_record(FILE *f, long step, const ValStats *v, RunlogEval *rec) {
+    char names[MQAR_MAX_CELLS][32];
+    const char *name_ptr[MQAR_MAX_CELLS];
+    double acc[MQAR_MAX_CELLS];
+    int n = v->n_cells > 1 ? v->n_cells : 0;  // one cell: its accuracy is the record's own
+    for (int c = 0; c < n; c++) {
+        mqar_cell_name(v->cells[c], names[c], sizeof names[c]);
+        name_ptr[c] = names[c];
+        acc[c] = head_acc(&v->cell[c]);
     }
+    rec->step = step;
+    rec->loss = val_loss(v);
+    rec->acc = val_acc(v);
+    rec->n_cells = n;
+    rec->cell_names = name_ptr;
+    rec->cell_acc = acc;
+    runlog_write_eval(f, rec);
+    rec->cell_names = NULL, rec->cell_acc = NULL;  // they lived on this stack
 }
 
 void val_format_cells(char *buf, size_t n, const ValStats *v) {

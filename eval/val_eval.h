@@ -6,6 +6,7 @@
 #pragma once
 #include <stdio.h>
 
+#include "core/runlog.h"
 #include "data/dataset.h"
 #include "model/model.h"
 
@@ -28,7 +29,9 @@ double head_acc(const HeadStats *s);
 // The sequences a pass over cell c of val measures: the first eval_batches x B of the cell (all of
 // them when eval_batches = 0), as indices into val. Returns the count.
 long val_cell_range(const Dataset *val, int c, int B, long eval_batches, long *first);
-// On a mixture (2 or more cells), the per-cell accuracies as record fields: ,"acc_kv4_L64":0.99,...
-void val_write_cell_fields(FILE *f, const ValStats *v);
+// The eval record of v at step (core/runlog.h): loss, accuracy and, on a mixture (2 or more cells),
+// each cell's accuracy (acc_kv4_L64, ...). rec holds ./evaluate's own fields (checkpoint, mixer,
+// sequences, options; NULL / -1 for the trainer's record); the rest is filled here.
+void val_write_record(FILE *f, long step, const ValStats *v, RunlogEval *rec);
 // The same as text for the log: "kv4_L64 0.990 | kv8_L128 0.871" (empty without a mixture).
 void val_format_cells(char *buf, size_t n, const ValStats *v);

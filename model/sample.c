@@ -6,6 +6,7 @@
 
 #include "core/io.h"
 #include "core/progress.h"
+#include "core/runlog.h"
 
 int sample_next(const real *logits, int limit, double temperature, int top_k, Rng *rng) {
     if (temperature <= 0 || top_k == 1) {
@@ -122,45 +123,6 @@ void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int 
     }
 }
 
-// Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one.
-static int utf8_len(const uint8_t *p, size_t n) {
-    uint8_t c = p[0];
-    int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    if (!len || (size_t)len > n) return 0;
-    for (int i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
-    for (int i = 1; i < len; i++) cp = cp << 6 | (p[i] & 0x3fu);
-    static const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;  // overlong, surrogate
-    return len;
-}
-
-void json_write_bytes(FILE *f, const uint8_t *p, size_t n) {
-    fputc('"', f);
-    for (size_t i = 0; i < n;) {
-        uint8_t c = p[i];
-        int len = utf8_len(p + i, n - i);
-        if (!len) {
-            fputs("\\ufffd", f);
-            i++;
-        } else if (len > 1) {
-            fwrite(p + i, 1, (size_t)len, f);
-            i += (size_t)len;
-        } else {
-            if (c == '"') fputs("\\\"", f);
-            else if (c == '\\') fputs("\\\\", f);
-            else if (c == '\n') fputs("\\n", f);
-            else if (c == '\r') fputs("\\r", f);
-            else if (c == '\t') fputs("\\t", f);
-            else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
-            else fputc(c, f);
-            i++;
-        }
-    }
-    fputc('"', f);
-}
-
 static void collect(void *ctx, uint32_t tok) { tokbuf_push(ctx, tok); }
 
 // Token ids as text: "12 7 0".
@@ -241,11 +203,7 @@ void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
     }
     fflush(stdout);
     if (log) {
-        fprintf(log, "{\"type\":\"sample\",\"step\":%ld,\"prompt\":", step);
-        json_write_bytes(log, ptext.v, ptext.n);
-        fputs(",\"text\":", log);
-        json_write_bytes(log, text.v, text.n);
-        fputs("}\n", log);
+        runlog_write_sample(log, step, ptext.v, ptext.n, text.v, text.n);
         fflush(log);
     }
     free(pt.v);

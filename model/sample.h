@@ -28,9 +28,6 @@ typedef void (*token_fn)(void *ctx, uint32_t token);
 void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature,
                      int top_k, int limit, Rng *rng, token_fn fn, void *ctx);
 
-// Writes bytes as a JSON string: escapes, and U+FFFD for bytes that are not valid UTF-8.
-void json_write_bytes(FILE *f, const uint8_t *p, size_t n);
-
 // The trainer's hook for `sample_every`: draws `sample_tokens` tokens after `sample_prompt`
 // (temperature `sample_temperature`, `sample_top_k`, seeded by seed and step, so training itself
 // is unaffected), prints them and appends {"type":"sample","step":..,"prompt":..,"text":..} to

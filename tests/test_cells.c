@@ -156,9 +156,11 @@ TEST(cells_accuracy_is_the_mean_over_cells) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    val_write_cell_fields(f, &v);
+    RunlogEval rec = {.sequences = -1};
+    val_write_record(f, 7, &v, &rec);
     fclose(f);
-    CHECK(!strcmp(text, ",\"acc_kv4_L64\":0.75,\"acc_kv16_L256\":0.125"), "%s", text);
+    CHECK(!strcmp(text, "{\"type\":\"eval\",\"step\":7,\"split\":\"val\",\"loss\":0.45,\"acc\":0.4375,"
+                        "\"acc_kv4_L64\":0.75,\"acc_kv16_L256\":0.125}\n"), "%s", text);
     free(text);
     char buf[128];
     val_format_cells(buf, sizeof buf, &v);
@@ -230,7 +232,7 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
     CHECK(field(run, "state_floats") == 2 * 32 * 16, "%s", run);  // K and V caches at seq_len 32
     free(run);
     snprintf(p, sizeof p, "%s/sparsity.jsonl", dir);
-    char *sp = last_line(p, "{\"step\":4,\"layer\":1,\"head\":1,");
+    char *sp = last_line(p, "{\"type\":\"sparsity\",\"step\":4,\"layer\":1,\"head\":1,");
     CHECK(sp && isfinite(field(sp, "S_recall_kv2_L16")) && isfinite(field(sp, "S_recall_kv3_L24")), "%s", sp ? sp : "none");
     // rows measured: each cell's own length only (24 sequences of 16 + 32 + 24 rows)
     CHECK(field(sp, "rows") == 24 * (16 + 32 + 24), "%s", sp);

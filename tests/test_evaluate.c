@@ -293,6 +293,56 @@ TEST(evaluate_single_checkpoint_merges_into_eval_jsonl) {
     (void)steps;
 }
 
+// An evaluation on other cells or data is another measurement: it is recorded under its own key
+// (options), and the run's own records stay byte for byte, as does what report.html and
+// loss_acc.svg show (the README's `./evaluate CKPT mqar_cells=...` made the report show accuracy
+// falling at that step).
+TEST(evaluate_on_other_cells_leaves_the_runs_records_byte_identical) {
+    const char *dir = tiny_run("run", "softmax");
+    char out[16384], p[512];
+    int st = test_run(out, sizeof out, "./evaluate %s threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    snprintf(p, sizeof p, "%s/eval.jsonl", dir);
+    char *before = read_file_text(p, NULL);
+    snprintf(p, sizeof p, "%s/report.html", dir);
+    char *report_before = read_file_text(p, NULL);
+    CHECK(before && report_before);
+    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000004.safetensors mqar_cells=2x16,6x32 threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000006.safetensors mqar_test_seed=77 threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    snprintf(p, sizeof p, "%s/eval.jsonl", dir);
+    char *after = read_file_text(p, NULL);
+    // the run's own lines, in order, are exactly the lines before
+    char own[1 << 16];
+    size_t k = 0;
+    int other = 0;
+    for (char *line = after; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
+        int has_options = memmem(line, n, "\"options\":", 10) != NULL;
+        if (!has_options && k + n < sizeof own) memcpy(own + k, line, n), k += n;
+        other += has_options;
+        line += n;
+    }
+    own[k] = 0;
+    CHECK(!strcmp(own, before), "the run's own records changed:\nbefore:\n%.400s\nafter:\n%.400s", before, own);
+    CHECK(strstr(after, "\"options\":\"mqar_test_cells=2x16,6x32\"") && strstr(after, "\"options\":\"mqar_test_seed=77\""),
+          "%s", after);
+    CHECK(other == 2 * (1 + 2 * 2), "%d records with options", other);  // per checkpoint: eval + 2 layers x 2 heads
+    // the report still shows the run's own last step and accuracy
+    snprintf(p, sizeof p, "%s/report.html", dir);
+    char *report_after = read_file_text(p, NULL);
+    const char *a = strstr(report_before, "Last checkpoint:"), *b = report_after ? strstr(report_after, "Last checkpoint:") : NULL;
+    CHECK(a && b && !strncmp(a, b, 80), "report.html changed its run: %.80s / %.80s", a, b ? b : "");
+    // the same evaluation again replaces only its own records
+    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000004.safetensors mqar_cells=2x16,6x32 threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    char *again = read_file_text(p[0] ? (snprintf(p, sizeof p, "%s/eval.jsonl", dir), p) : p, NULL);
+    CHECK(again && strlen(again) == strlen(after), "the repeated evaluation added records instead of replacing them");
+    free(before), free(after), free(again), free(report_before), free(report_after);
+}
+
 TEST(evaluate_compares_several_runs) {
     const char *a = tiny_run("a", "softmax");
     const char *b = tiny_run("b", "softmax");

@@ -488,9 +488,9 @@ TEST(sparsity_records_follow_design) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    sparsity_write_jsonl(f, 100, "softmax", &r);
+    sparsity_write_records(f, 100, "softmax", NULL, &r);
     fclose(f);
-    const char *want = "{\"step\":100,\"layer\":0,\"head\":0,\"mixer\":\"softmax\",\"S\":0.5,\"S_recall\":0.25,\"rows\":64,";
+    const char *want = "{\"type\":\"sparsity\",\"step\":100,\"layer\":0,\"head\":0,\"mixer\":\"softmax\",\"S\":0.5,\"S_recall\":0.25,\"rows\":64,";
     CHECK(!strncmp(buf, want, strlen(want)), "%s", buf);
     char *second = strchr(buf, '\n') + 1;
     CHECK(strchr(second, '\n') && !strchr(second, '\n')[1], "two lines expected: %s", buf);
@@ -531,7 +531,7 @@ TEST(sparsity_records_follow_design) {
     r.answer_window[0] = r.answer_window[1] = 4;
     buf = NULL;
     f = open_memstream(&buf, &len);
-    sparsity_write_jsonl(f, 100, "softmax", &r);
+    sparsity_write_records(f, 100, "softmax", NULL, &r);
     fclose(f);
     CHECK(strstr(buf, "\"n90\":3,\"answer_window\":4,\"ans_window_share\":0.8,\"ans_window_hit\":0.875"), "%s", buf);
     free(buf);

@@ -164,8 +164,8 @@ TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
     CHECK(text && strstr(text, want), "%s", text);
     snprintf(p, sizeof p, "%s/s/sparsity.jsonl", test_tmpdir());
     char *sp = read_file_text(p, NULL);
-    snprintf(want, sizeof want, "{\"step\":%ld,\"layer\":1,\"head\":1,", step);
-    CHECK(sp && strstr(sp, "{\"step\":0,") && strstr(sp, want), "no final sparsity record for step %ld:\n%s", step, sp);
+    snprintf(want, sizeof want, "{\"type\":\"sparsity\",\"step\":%ld,\"layer\":1,\"head\":1,", step);
+    CHECK(sp && strstr(sp, "{\"type\":\"sparsity\",\"step\":0,") && strstr(sp, want), "no final sparsity record for step %ld:\n%s", step, sp);
     snprintf(p, sizeof p, "%s/s/ckpt_%08ld.safetensors", test_tmpdir(), step);
     CHECK(path_exists(p), "%s missing", p);
     // the same command again finds the run complete and leaves it as it is

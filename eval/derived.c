@@ -1,0 +1,41 @@
+#include "eval/derived.h"
+
+#include <math.h>
+
+double derived_window_share(const RunlogRecord *r) {
+    double w = runlog_num(r, "ans_window_share");
+    return isfinite(w) ? w : runlog_num(r, "ans_share");
+}
+
+int derived_recall_layer(const double *share, int L, int H) {
+    int best = -1;
+    double best_mean = -1;
+    for (int l = 0; l < L; l++) {
+        double s = 0;
+        int n = 0;
+        for (int h = 0; h < H; h++)
+            if (isfinite(share[l * H + h])) s += share[l * H + h], n++;
+        if (n && s / n > best_mean) best_mean = s / n, best = l;
+    }
+    return best;
+}
+
+void derived_curve(const double *step, const double *acc, long n, double target, DerivedCurve *out) {
+    out->best_step = -1;
+    out->best_acc = NAN;
+    out->steps_to_target = -1;
+    out->still_improving = 0;
+    for (long i = 0; i < n; i++) {
+        if (!isfinite(acc[i])) continue;
+        if (!(acc[i] <= out->best_acc)) out->best_acc = acc[i], out->best_step = (long)step[i];
+        if (acc[i] >= target && out->steps_to_target < 0) out->steps_to_target = (long)step[i];
+    }
+    if (n < 2 || !(out->best_acc < target)) return;
+    double cut = step[n - 1] * 0.75, before = -1, after = -1;
+    for (long i = 0; i < n; i++) {
+        if (!isfinite(acc[i])) continue;
+        if (step[i] <= cut) before = acc[i] > before ? acc[i] : before;
+        else after = acc[i] > after ? acc[i] : after;
+    }
+    out->still_improving = before >= 0 && after > before + 0.01;
+}

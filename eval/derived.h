@@ -1,0 +1,27 @@
+// Figures derived from the run log's records (core/runlog.h), one definition each, used by the
+// trainer, ./evaluate, report.html and ./sweep's summary alike (docs/sparsity.md#where-the-weight-lands,
+// docs/sweeps.md#the-summary). A consumer reads the records and asks here; none computes its own.
+#pragma once
+#include "core/runlog.h"
+
+// The accuracy a run must reach to count as solving its task (Zoology's 0.99).
+#define DERIVED_TARGET_ACC 0.99
+
+// The share of a head's query-row weight that recall can use: the answer window's when the
+// layer's window is wider than the value position (a short convolution, Mamba's d_conv: the
+// record then has ans_window_share), else the value position's (ans_share). NAN when neither.
+double derived_window_share(const RunlogRecord *sparsity_record);
+
+// The recall layer: the layer whose heads put the largest mean window share on the answer.
+// share[l * H + h] (NAN: not measured). -1 when no layer has a share.
+int derived_recall_layer(const double *share, int L, int H);
+
+// A validation curve, eval records in log order: step[i], acc[i] (NAN: not measured).
+typedef struct {
+    long best_step;       // the step of the best accuracy (the first, on ties); -1: none
+    double best_acc;      // NAN: none
+    long steps_to_target; // the first step with acc >= target; -1: never
+    int still_improving;  // the best of the last quarter of steps beats the best before by > 0.01
+                          // (a run capped below the target that had not levelled off)
+} DerivedCurve;
+void derived_curve(const double *step, const double *acc, long n, double target, DerivedCurve *out);
