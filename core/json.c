@@ -1,6 +1,7 @@
 #include "core/json.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,4 +318,9 @@ void json_write_bytes(FILE *f, const uint8_t *p, size_t n) {
         }
     }
     fputc('"', f);
+}
+
+double json_number(const JsonValue *obj, const char *key) {
+    const JsonValue *v = json_get(obj, key);
+    return v && v->type == JSON_NUMBER ? v->number : NAN;
 }

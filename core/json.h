@@ -22,6 +22,9 @@ typedef struct JsonValue {
 JsonValue *json_parse(const char *text, size_t len, char *err, size_t errlen);
 void json_free(JsonValue *v);
 const JsonValue *json_get(const JsonValue *obj, const char *key);
+// obj's number `key`: NAN when it is absent, null or not a number (the one getter of the run log's
+// readers).
+double json_number(const JsonValue *obj, const char *key);
 // Writes s as a JSON string literal with escapes.
 void json_write_string(FILE *f, const char *s);
 // Writes bytes as a JSON string literal: valid UTF-8 as is, any other byte as U+FFFD (generated

@@ -249,10 +249,7 @@ int runlog_each(const char *path, RunlogFn fn, void *ctx) {
 
 const JsonValue *runlog_get(const RunlogRecord *r, const char *name) { return json_get(r->obj, name); }
 
-double runlog_num(const RunlogRecord *r, const char *name) {
-    const JsonValue *v = json_get(r->obj, name);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
+double runlog_num(const RunlogRecord *r, const char *name) { return json_number(r->obj, name); }
 
 const char *runlog_str(const RunlogRecord *r, const char *name) {
     const JsonValue *v = json_get(r->obj, name);

@@ -14,11 +14,6 @@
 
 // --- records ------------------------------------------------------------------------------------
 
-static double num(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
-
 typedef struct {
     const char *options;
     int pass;  // 0: find the last step; 1: keep its records
@@ -62,7 +57,7 @@ void report_records_free(StepRecords *r) {
 int report_plot_by_position(const char *dir, const StepRecords *r, const char *title) {
     int L = 0;
     for (int i = 0; i < r->n; i++) {
-        int l = (int)num(r->rec[i], "layer");
+        int l = (int)json_number(r->rec[i], "layer");
         if (l + 1 > L) L = l + 1;
     }
     if (L == 0 || L > 64) return -1;
@@ -84,12 +79,12 @@ int report_plot_by_position(const char *dir, const StepRecords *r, const char *t
         int width = 0, nbins = 0;
         for (int i = 0; i < r->n; i++) {
             const JsonValue *v = r->rec[i];
-            if ((int)num(v, "layer") != l) continue;
+            if ((int)json_number(v, "layer") != l) continue;
             const JsonValue *meas = json_get(v, "S_by_pos"), *pred = json_get(v, "S_pred_by_pos");
-            width = (int)num(v, "pos_bin_width");
+            width = (int)json_number(v, "pos_bin_width");
             if (!meas || meas->type != JSON_ARRAY || width < 1) continue;
             nbins = meas->n;
-            int h = (int)num(v, "head");
+            int h = (int)json_number(v, "head");
             for (int k = 0; k < 2; k++) {
                 const JsonValue *arr = k == 0 ? meas : pred;
                 if (!arr || arr->type != JSON_ARRAY || arr->n != nbins) continue;
@@ -216,7 +211,7 @@ static int figure(FILE *f, const char *dir, const char *name, const char *captio
 }
 
 static void cell(FILE *f, const JsonValue *v, const char *key, int digits) {
-    double x = num(v, key);
+    double x = json_number(v, key);
     if (isfinite(x)) fprintf(f, "<td>%.*f</td>", digits, x);
     else fputs("<td>-</td>", f);
 }
@@ -255,14 +250,14 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
         // the recall layer (eval/derived.h): the largest mean window share over its heads
         int L = 0, H = 0;
         for (int i = 0; i < r->n; i++) {
-            int l = (int)num(r->rec[i], "layer"), h = (int)num(r->rec[i], "head");
+            int l = (int)json_number(r->rec[i], "layer"), h = (int)json_number(r->rec[i], "head");
             if (l >= 0 && l < 1024 && l + 1 > L) L = l + 1;
             if (h >= 0 && h < 4096 && h + 1 > H) H = h + 1;
         }
         double *share = mallocCheck(sizeof(double) * (size_t)(L * H + 1));
         for (int i = 0; i < L * H; i++) share[i] = NAN;
         for (int i = 0; i < r->n; i++) {
-            int l = (int)num(r->rec[i], "layer"), h = (int)num(r->rec[i], "head");
+            int l = (int)json_number(r->rec[i], "layer"), h = (int)json_number(r->rec[i], "head");
             RunlogRecord rec = {.obj = r->rec[i]};
             if (l >= 0 && l < L && h >= 0 && h < H) share[l * H + h] = derived_window_share(&rec);
         }
@@ -277,8 +272,8 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
               "<th>top1</th><th>top4</th><th>n90</th><th>neg. mass</th></tr>\n", f);
         for (int i = 0; i < r->n; i++) {
             const JsonValue *v = r->rec[i];
-            int l = (int)num(v, "layer");
-            fprintf(f, "<tr%s><td>%d</td><td>%d</td>", l == recall ? " class=\"recall\"" : "", l, (int)num(v, "head"));
+            int l = (int)json_number(v, "layer");
+            fprintf(f, "<tr%s><td>%d</td><td>%d</td>", l == recall ? " class=\"recall\"" : "", l, (int)json_number(v, "head"));
             cell(f, v, "S", 3), cell(f, v, "S_recall", 3), cell(f, v, "S_recall_onehot", 3), cell(f, v, "S_kv", 3);
             cell(f, v, "S_other", 3), cell(f, v, "S_norm", 3), cell(f, v, "S_pred", 3), cell(f, v, "S_inf", 3);
             cell(f, v, "S_pred_ratio_median", 2), cell(f, v, "S_pred_spearman", 2), cell(f, v, "ans_share", 3);
