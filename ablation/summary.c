@@ -439,8 +439,8 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (count[RUN_NOT_SELECTED]) snprintf(unselected, sizeof unselected, ", %d not selected", count[RUN_NOT_SELECTED]);
     char running[64] = "";
     if (count[RUN_RUNNING]) snprintf(running, sizeof running, ", %d running elsewhere", count[RUN_RUNNING]);
-    fprintf(f, "`%s`: %d points (%d done, %d partial, %d failed, %d missing%s%s); run folders in `%s/`.\n\n", sw->file,
-            sw->n_points, count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, running,
+    fprintf(f, "`%s`: %d point%s (%d done, %d partial, %d failed, %d missing%s%s); run folders in `%s/`.\n\n", sw->file,
+            sw->n_points, sw->n_points == 1 ? "" : "s", count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, running,
             sw->out);
     fprintf(f, "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
                "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
