@@ -78,13 +78,14 @@ static pid_t g_parent_pid;
 
 static int parent_gone(void) { return g_parent_pid > 0 && getppid() != g_parent_pid; }
 
-static void usage(void) {
+// The usage: on stdout for --help, on stderr (exit 2) when there are no arguments.
+static void usage(FILE *f) {
     Config c;
     config_init_all(&c);
-    printf("usage: ./train CONFIG [key=value ...]\n"
-           "       ./train --help\n"
-           "Trains the model a config describes; everything goes to out_dir. Keys (default):\n");
-    config_print_help(&c, stdout);
+    fprintf(f, "usage: ./train CONFIG [key=value ...]\n"
+               "       ./train --help\n"
+               "Trains the model a config describes; everything goes to out_dir. Keys (default):\n");
+    config_print_help(&c, f);
     config_free(&c);
 }
 
@@ -684,9 +685,11 @@ static void write_run_record(Trainer *tr) {
 
 static void print_banner(const Trainer *tr, const char *config_path) {
     const Config *c = &tr->cfg;
-    printf("%s: %s, %d layers, d_model %d, %d heads, %zu parameters, %.1f MiB activations, %d threads\n",
-           config_path, cfg_str(c, "mixer"), tr->model->s.L, tr->model->s.C, tr->model->s.H,
-           tr->model->n_params, model_activation_bytes(tr->model) / 1048576.0, omp_get_max_threads());
+    printf("%s: %s, %d layer%s, d_model %d, %d head%s, %zu parameters, %.1f MiB activations, %d thread%s\n",
+           config_path, cfg_str(c, "mixer"), tr->model->s.L, tr->model->s.L == 1 ? "" : "s", tr->model->s.C,
+           tr->model->s.H, tr->model->s.H == 1 ? "" : "s",
+           tr->model->n_params, model_activation_bytes(tr->model) / 1048576.0, omp_get_max_threads(),
+           omp_get_max_threads() == 1 ? "" : "s");
     printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
            cfg_str(c, "task"), tr->task.train.n, tr->task.has_val ? tr->task.val.n : 0L, tr->T,
            tr->task.vocab_size, tr->steps, tr->B, tr->out_dir);
@@ -708,7 +711,7 @@ static void print_banner(const Trainer *tr, const char *config_path) {
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage();
+        usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     Trainer tr;

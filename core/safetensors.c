@@ -52,7 +52,10 @@ int st_read(const char *path, SafeTensors *st, char *err, size_t errlen) {
     if (size < 8) return ERR("file is %zu bytes, shorter than the 8-byte header length", size);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
-    if (hlen > ST_MAX_HEADER || hlen > size - 8)
+    // a length no header has (a text file, another format): not a safetensors file at all
+    if (hlen > ST_MAX_HEADER || (size > 8 && buf[8] != '{'))
+        return ERR("not a safetensors file (its first 8 bytes are no header length and no JSON header follows them)");
+    if (hlen > size - 8)
         return ERR("header length %llu does not fit in the file (%zu bytes; truncated?)", (unsigned long long)hlen, size);
     char jerr[256];
     root = json_parse((const char *)buf + 8, (size_t)hlen, jerr, sizeof jerr);

@@ -43,6 +43,7 @@ typedef struct {
     int single;      // 1: PATH is one checkpoint (its records replace those with their key)
     char options[1024];  // what this evaluation changed from the run's own ("": nothing)
     const char *series;  // the records the figures draw: "" (the run's own) or options
+    char err[600];       // a single checkpoint that could not be read: why
     char **ckpts;    // checkpoints in step order
     long *steps;
     int n;
@@ -539,6 +540,14 @@ static void config_apply_args_noting_options(Config *c, int n_over, char **over,
     }
 }
 
+// A checkpoint that cannot be read: a run folder's is skipped with a line and the others go on; a
+// single file's reason is kept for the one line ./evaluate ends with.
+static void skip_checkpoint(Target *t, const char *ck, const char *err) {
+    progress_break();
+    if (t->single) snprintf(t->err, sizeof t->err, "%s", err);
+    else fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
+}
+
 static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, const MapArgs *ma, int ti, int n_targets) {
     char *fresh = NULL;
     size_t fresh_len = 0;
@@ -574,8 +583,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         long step;
         char err[512];
         if (ckpt_read_config(ck, &c, &step, err, sizeof err) != 0) {
-            progress_break();
-            fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
+            skip_checkpoint(t, ck, err);
             continue;
         }
         const char *differs = have_run_cfg ? config_first_difference(&run_cfg, &c) : NULL;
@@ -602,8 +610,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
             check_map_args(ma, ev, ck);
         } else config_free(&c);
         if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) {
-            progress_break();
-            fprintf(stderr, "evaluate: %s: skipped: %s\n", ck, err);
+            skip_checkpoint(t, ck, err);
             continue;
         }
         const Config *ec = &ev->cfg;
@@ -942,13 +949,13 @@ int main(int argc, char **argv) {
 
     Evaluator ev;
     memset(&ev, 0, sizeof ev);
-    const char *failed = NULL;
+    const Target *failed = NULL;  // the first target nothing could be read of
     RunData *runs = callocCheck((size_t)a.n_tg, sizeof(RunData));
     for (int i = 0; i < a.n_tg; i++) {
         Target *t = &a.tg[i];
         evaluate_target(t, a.n_over, a.over, &ev, &a.maps, i, a.n_tg);
         if (t->evaluated == 0) {
-            if (!failed) failed = t->path;
+            if (!failed) failed = t;
             continue;
         }
         char path[1200];
@@ -969,7 +976,8 @@ int main(int argc, char **argv) {
     compare_runs(&a, runs);
     for (int i = 0; i < a.n_tg; i++) run_data_free(&runs[i]);
     free(runs);
-    if (failed) die_input("%s: no checkpoint could be read", failed);
+    if (failed && failed->err[0]) die_input("%s: %s", failed->path, failed->err);
+    if (failed) die_input("%s: no checkpoint could be read", failed->path);
     args_free(&a);
     return 0;
 }
