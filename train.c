@@ -505,9 +505,10 @@ static void write_config(Trainer *tr) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.conf", tr->out_dir);
     AtomicFile a;  // a kill while writing leaves the earlier config.conf or the whole new one
-    if (atomic_try_open(&a, path) != 0) die_input("out_dir: cannot write '%s'", path);
+    char err[2600];
+    if (atomic_open(&a, path, NULL, 0) != 0) die_input("out_dir: cannot write '%s'", path);
     config_write(&tr->cfg, a.f);
-    atomic_close(&a);
+    if (atomic_commit(&a, err, sizeof err) != 0) die("%s", err);
 }
 
 static void trainer_free(Trainer *tr) {

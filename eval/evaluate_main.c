@@ -463,9 +463,10 @@ static void write_eval_jsonl(const Target *t, char *fresh, const long *steps, in
     split_lines(fresh, &lines, &n, &cap, 0, NULL, 0);
     if (n) qsort(lines, (size_t)n, sizeof(Line), cmp_line);  // lines is NULL when n = 0
     AtomicFile af;  // a read-only folder: one line with the reason, exit 2
-    atomic_open(&af, path);
+    char err[2600];
+    if (atomic_open(&af, path, err, sizeof err) != 0) die_input("%s", err);
     for (int i = 0; i < n; i++) fprintf(af.f, "%s\n", lines[i].line);
-    atomic_close(&af);
+    if (atomic_commit(&af, err, sizeof err) != 0) die("%s", err);
     free(lines);
     free(old);
     printf("  wrote %s\n", path);
