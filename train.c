@@ -118,15 +118,7 @@ static void export_data(Trainer *tr, const char *dir) {
 
 static Model *build_model(Trainer *tr) {
     const Config *c = &tr->cfg;
-    ModelShape s = {
-        .V = tr->task.vocab_size,
-        .C = (int)cfg_int(c, "d_model"),
-        .L = (int)cfg_int(c, "n_layer"),
-        .H = (int)cfg_int(c, "n_head"),
-        .T = tr->T,
-        .mlp = cfg_bool(c, "mlp"),
-        .pos_emb = !strcmp(cfg_str(c, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(c, tr->task.vocab_size);
     return model_create(&s, NULL, c, tr->B, tr->B * tr->task.targets_per_seq);  // mixers from c
 }
 

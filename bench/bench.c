@@ -242,11 +242,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
     } else if (V <= 0) {
         die_input("vocab_size: bench_data = lm needs vocab_size > 0");
     }
-    ModelShape s = {
-        .V = V, .C = (int)cfg_int(&cfg, "d_model"), .L = (int)cfg_int(&cfg, "n_layer"),
-        .H = (int)cfg_int(&cfg, "n_head"), .T = T, .mlp = cfg_bool(&cfg, "mlp"),
-        .pos_emb = !strcmp(cfg_str(&cfg, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(&cfg, V);  // seq_len = T, set above
     r->B = B, r->T = T, r->V = V, r->C = s.C, r->L = s.L, r->H = s.H, r->mlp = s.mlp;
     Model *m = model_create(&s, NULL, &cfg, B, B * per_seq);  // the mixers from cfg (a hybrid lists them)
     model_init_weights(m, (uint64_t)cfg_int(&cfg, "seed"));

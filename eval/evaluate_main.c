@@ -398,15 +398,7 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
     if (!e->task.has_val) die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
     e->B = (int)cfg_int(&e->cfg, "batch_size");
     e->T = (int)cfg_int(&e->cfg, "seq_len");
-    ModelShape s = {
-        .V = e->task.vocab_size,
-        .C = (int)cfg_int(&e->cfg, "d_model"),
-        .L = (int)cfg_int(&e->cfg, "n_layer"),
-        .H = (int)cfg_int(&e->cfg, "n_head"),
-        .T = e->T,
-        .mlp = cfg_bool(&e->cfg, "mlp"),
-        .pos_emb = !strcmp(cfg_str(&e->cfg, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(&e->cfg, e->task.vocab_size);
     e->model = model_create(&s, NULL, &e->cfg, e->B, e->B * e->task.targets_per_seq);
     for (int l = 0; l < s.L; l++)
         if (!e->model->mixer[l]->attention)
