@@ -640,8 +640,7 @@ static void setup_model(Trainer *tr) {
     Config *c = &tr->cfg;
     tr->model = build_model(tr);
     model_init_weights(tr->model, (uint64_t)cfg_int(c, "seed"));
-    optim_init(&tr->opt, !strcmp(cfg_str(c, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, tr->model->n_params,
-               cfg_float(c, "beta1"), cfg_float(c, "beta2"), cfg_float(c, "eps"), cfg_float(c, "weight_decay"));
+    optim_from_config(&tr->opt, c, tr->model->n_params);
     loader_init(&tr->loader, &tr->task.train, tr->B, cfg_bool(c, "shuffle"), (uint64_t)cfg_int(c, "seed"));
     tr->inputs = mallocCheck(sizeof(int32_t) * tr->B * tr->T);
     tr->targets = mallocCheck(sizeof(int32_t) * tr->B * tr->T);

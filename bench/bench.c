@@ -248,9 +248,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
     model_init_weights(m, (uint64_t)cfg_int(&cfg, "seed"));
     r->act_mb = (double)model_activation_bytes(m) / 1048576.0;
     Optimizer opt;
-    optim_init(&opt, !strcmp(cfg_str(&cfg, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, m->n_params,
-               cfg_float(&cfg, "beta1"), cfg_float(&cfg, "beta2"), cfg_float(&cfg, "eps"),
-               cfg_float(&cfg, "weight_decay"));
+    optim_from_config(&opt, &cfg, m->n_params);
     Loader ld;
     if (!lm) loader_init(&ld, &task.train, B, 1, 0);
     int32_t *in = mallocCheck(sizeof(int32_t) * B * T), *tg = mallocCheck(sizeof(int32_t) * B * T);
