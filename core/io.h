@@ -4,14 +4,16 @@
 //
 // The error rule: who returns an error and who dies.
 // - Return an error (0, or -1 with one line naming the file in the caller's `char *err, size_t
-//   errlen`, or errno where that is the whole story), leaving nothing half-written, when a caller
-//   can go on: the parsers of files a program is handed (safetensors, checkpoints, llm.c files,
-//   run folders), every writer (the atomic writer below), and whatever ./evaluate does for one
-//   checkpoint among several (it reports that one and evaluates the rest).
+//   errlen`, or errno where that is the whole story), leaving nothing half-written, wherever a
+//   caller may go on or must say more: the parsers of files a program is handed (safetensors,
+//   checkpoints, llm.c files, run folders), the atomic writer below and the writers built on it
+//   whose failure a driver words itself (checkpoints, `latest`, figures, summaries, report.html),
+//   and whatever ./evaluate does for one checkpoint among several (it reports that one, goes on).
 // - Die (die_input for bad input, die for the rest) in the drivers: train.c, the *_main.c files
-//   and bench/bench.c turn those errors into the exit status. Code that no caller could survive
-//   failing (a config key out of range, a task's data set, out of memory: the xxxCheck wrappers)
-//   may die where it finds the problem, and says so in its header.
+//   and bench/bench.c turn those errors into the exit status. Code whose failure no caller could
+//   survive may die where it finds the problem and says so in its header: the config and its
+//   keys, a task's data set, the files that are a program's whole output (token shards, a
+//   tokenizer, exported data), out of memory (the xxxCheck wrappers).
 #pragma once
 #include <stddef.h>
 #include <stdio.h>
