@@ -25,6 +25,7 @@
 #include "trainer/memory.h"
 #include "model/model.h"
 #include "trainer/optim.h"
+#include "trainer/step.h"
 #include "model/sample.h"
 
 // The run-length and logging keys, read once.
@@ -119,15 +120,7 @@ static void export_data(Trainer *tr, const char *dir) {
 
 static Model *build_model(Trainer *tr) {
     const Config *c = &tr->cfg;
-    ModelShape s = {
-        .V = tr->task.vocab_size,
-        .C = (int)cfg_int(c, "d_model"),
-        .L = (int)cfg_int(c, "n_layer"),
-        .H = (int)cfg_int(c, "n_head"),
-        .T = tr->T,
-        .mlp = cfg_bool(c, "mlp"),
-        .pos_emb = !strcmp(cfg_str(c, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(c, tr->task.vocab_size);
     return model_create(&s, NULL, c, tr->B, tr->B * tr->task.targets_per_seq);  // mixers from c
 }
 
@@ -370,28 +363,22 @@ static void non_finite_step(Trainer *tr, double loss, double norm) {
     printf("step %ld: non-finite value, first in %s: update skipped (%ld so far)\n", tr->step, where, tr->skipped);
 }
 
-// One optimizer step: a batch, forward, backward, clip, update. Returns 0 when the update was
-// skipped (non-finite values, nan_policy = skip), 1 with the step's figures in r otherwise.
-static int train_step(Trainer *tr, StepResult *r) {
+// One optimizer step: the next batch at the schedule's learning rate, then train_step
+// (trainer/step.h). Returns 0 when the update was skipped (non-finite values, nan_policy = skip),
+// 1 with the step's figures in r otherwise.
+static int next_step(Trainer *tr, StepResult *r) {
     const Schedule *sc = &tr->sch;
-    Model *m = tr->model;
     double t0 = now_seconds();
-    r->lr = lr_at(sc->lr_schedule, tr->step, tr->steps, sc->warmup, sc->lr_max, sc->min_lr);
+    double lr = lr_at(sc->lr_schedule, tr->step, tr->steps, sc->warmup, sc->lr_max, sc->min_lr);
     int T = loader_next(&tr->loader, tr->inputs, tr->targets);  // a mixture's batch: its cell's length
-    model_zero_grad(m);
-    HeadStats s = model_forward(m, tr->inputs, tr->targets, tr->B, T, 1);
-    model_backward(m);
-    r->norm = grad_global_norm(m->grads, m->n_params);
-    r->loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
-    if (!isfinite(r->loss) || !isfinite(r->norm)) {
-        non_finite_step(tr, r->loss, r->norm);
+    StepStats s;
+    if (!train_step(tr->model, &tr->opt, tr->inputs, tr->targets, tr->B, T, lr, sc->clip, &s)) {
+        non_finite_step(tr, s.loss, s.norm);
         return 0;
     }
-    if (sc->clip > 0) grad_clip(m->grads, m->n_params, r->norm, sc->clip);
-    optim_step(&tr->opt, m, r->lr);
     tr->step++;
+    r->loss = s.loss, r->acc = s.acc, r->lr = s.lr, r->norm = s.norm;
     r->dt = now_seconds() - t0;
-    r->acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
     r->tok_s = (double)tr->B * T / r->dt;
     return 1;
 }
@@ -478,7 +465,7 @@ static void train_loop(Trainer *tr) {
     }
     while (tr->step < tr->steps) {
         StepResult r;
-        if (!train_step(tr, &r)) continue;
+        if (!next_step(tr, &r)) continue;
         int last = tr->step == tr->steps;
         log_step(tr, &r, last);
         int reached = evaluate_due(tr, last);
@@ -493,9 +480,10 @@ static void write_config(Trainer *tr) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.conf", tr->out_dir);
     AtomicFile a;  // a kill while writing leaves the earlier config.conf or the whole new one
-    if (atomic_try_open(&a, path) != 0) die_input("out_dir: cannot write '%s'", path);
+    char err[2600];
+    if (atomic_open(&a, path, NULL, 0) != 0) die_input("out_dir: cannot write '%s'", path);
     config_write(&tr->cfg, a.f);
-    atomic_close(&a);
+    if (atomic_commit(&a, err, sizeof err) != 0) die("%s", err);
 }
 
 static void trainer_free(Trainer *tr) {
@@ -635,8 +623,7 @@ static void setup_model(Trainer *tr) {
     Config *c = &tr->cfg;
     tr->model = build_model(tr);
     model_init_weights(tr->model, (uint64_t)cfg_int(c, "seed"));
-    optim_init(&tr->opt, !strcmp(cfg_str(c, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, tr->model->n_params,
-               cfg_float(c, "beta1"), cfg_float(c, "beta2"), cfg_float(c, "eps"), cfg_float(c, "weight_decay"));
+    optim_from_config(&tr->opt, c, tr->model->n_params);
     loader_init(&tr->loader, &tr->task.train, tr->B, cfg_bool(c, "shuffle"), (uint64_t)cfg_int(c, "seed"));
     tr->inputs = mallocCheck(sizeof(int32_t) * tr->B * tr->T);
     tr->targets = mallocCheck(sizeof(int32_t) * tr->B * tr->T);

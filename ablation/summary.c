@@ -381,7 +381,7 @@ static void write_groups_csv(const Summary *s, FILE *f) {
 // written leaves the earlier file or the whole new one, never an empty or a cut one.
 static int open_out(const SweepFile *sw, const char *name, char *path, size_t n, AtomicFile *a) {
     snprintf(path, n, "%s/%s", sw->out, name);
-    return atomic_try_open(a, path);
+    return atomic_open(a, path, NULL, 0);
 }
 
 int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
@@ -398,12 +398,12 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     AtomicFile a;
     if (open_out(sw, "summary.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
     write_points_csv(&s, a.f);
-    if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
+    if (atomic_commit(&a, NULL, 0) != 0) return summary_free(&s), -1;
     if (log) fprintf(log, "summary: %s\n", path);
     if (grouping_matters(&s)) {  // replaced, not removed first (a kill in between would lose it)
         if (open_out(sw, "summary_groups.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
         write_groups_csv(&s, a.f);
-        if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
+        if (atomic_commit(&a, NULL, 0) != 0) return summary_free(&s), -1;
         if (log) fprintf(log, "summary: %s\n", path);
     } else {  // none is left from an earlier summary
         snprintf(path, sizeof path, "%s/summary_groups.csv", sw->out);
@@ -465,7 +465,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     if (has_cell_S) fputs("![S_recall per test cell](S_recall_by_cell.svg)\n\n", f);
     if (has_recall) fputs("![S_recall of the recall layer over steps](S_recall_steps.svg)\n\n", f);
     if (has_S) fputs("![S over steps](S_steps.svg)\n", f);
-    if (atomic_try_close(&a) != 0) return summary_free(&s), -1;
+    if (atomic_commit(&a, NULL, 0) != 0) return summary_free(&s), -1;
     if (log) fprintf(log, "summary: %s\n", path);
     summary_free(&s);
     return rc ? -1 : 0;

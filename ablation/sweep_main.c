@@ -416,9 +416,10 @@ static void write_slurm(const Plan *p, const Args *a) {
         char path[1200];
         snprintf(path, sizeof path, "%s/slurm.sbatch", sw->out);
         AtomicFile f;
-        atomic_open(&f, path);
+        char err[2600];
+        if (atomic_open(&f, path, err, sizeof err) != 0) die_input("%s", err);
         slurm_write_script(&arr, f.f);
-        atomic_close(&f);
+        if (atomic_commit(&f, err, sizeof err) != 0) die("%s", err);
         printf("sweep %s: %d points, %d not finished: a Slurm array of %d task%s, %d CPU%s each -> %s\n", sw->name,
                sw->n_points, n, n, n == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", path);
         if (throttle) printf("at most %d tasks at once\n", throttle);

@@ -49,6 +49,7 @@
 #include "eval/sparsity.h"
 #include "model/model.h"
 #include "trainer/optim.h"
+#include "trainer/step.h"
 
 #ifdef REAL_DOUBLE
 #error "the bench measures the float build"
@@ -242,19 +243,13 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
     } else if (V <= 0) {
         die_input("vocab_size: bench_data = lm needs vocab_size > 0");
     }
-    ModelShape s = {
-        .V = V, .C = (int)cfg_int(&cfg, "d_model"), .L = (int)cfg_int(&cfg, "n_layer"),
-        .H = (int)cfg_int(&cfg, "n_head"), .T = T, .mlp = cfg_bool(&cfg, "mlp"),
-        .pos_emb = !strcmp(cfg_str(&cfg, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(&cfg, V);  // seq_len = T, set above
     r->B = B, r->T = T, r->V = V, r->C = s.C, r->L = s.L, r->H = s.H, r->mlp = s.mlp;
     Model *m = model_create(&s, NULL, &cfg, B, B * per_seq);  // the mixers from cfg (a hybrid lists them)
     model_init_weights(m, (uint64_t)cfg_int(&cfg, "seed"));
     r->act_mb = (double)model_activation_bytes(m) / 1048576.0;
     Optimizer opt;
-    optim_init(&opt, !strcmp(cfg_str(&cfg, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW, m->n_params,
-               cfg_float(&cfg, "beta1"), cfg_float(&cfg, "beta2"), cfg_float(&cfg, "eps"),
-               cfg_float(&cfg, "weight_decay"));
+    optim_from_config(&opt, &cfg, m->n_params);
     Loader ld;
     if (!lm) loader_init(&ld, &task.train, B, 1, 0);
     int32_t *in = mallocCheck(sizeof(int32_t) * B * T), *tg = mallocCheck(sizeof(int32_t) * B * T);
@@ -278,19 +273,13 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
             else
                 loader_next(&ld, in, tg);
             double c0 = cpu_seconds(), t0 = peak_now();
-            model_zero_grad(m);
-            HeadStats hs = model_forward(m, in, tg, B, T, 1);
-            double t1 = peak_now();
-            model_backward(m);
-            double t2 = peak_now();
-            double norm = grad_global_norm(m->grads, m->n_params);
-            if (clip > 0) grad_clip(m->grads, m->n_params, norm, clip);
-            optim_step(&opt, m, lr);
+            StepStats st;  // the trainer's step (trainer/step.h), at a constant learning rate
+            train_step(m, &opt, in, tg, B, T, lr, clip, &st);
             double t3 = peak_now(), c3 = cpu_seconds();
-            r->loss = hs.n_counted ? hs.loss_sum / (double)hs.n_counted : 0;
+            r->loss = st.loss;
             if (it < warm) continue;
             ms[it - warm] = (t3 - t0) * 1e3;
-            if (t3 - t0 < best) best = t3 - t0, fwd = t1 - t0, bwd = t2 - t1, upd = t3 - t2;
+            if (t3 - t0 < best) best = t3 - t0, fwd = st.fwd_s, bwd = st.bwd_s, upd = st.upd_s;
             if (c3 - c0 < cpu_best) cpu_best = c3 - c0;
         }
         double others = others_share(m0, cpu_mark());

@@ -1,6 +1,7 @@
 #include "core/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,67 +92,90 @@ char *strdupCheck(const char *s) {
     return d;
 }
 
-int atomic_try_open(AtomicFile *a, const char *path) {
+// The reason a call failed, in err when the caller gave room for it; errno kept for it.
+static void say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *err, size_t errlen, const char *fmt, ...) {
+    int e = errno;
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    errno = e;
+}
+
+int atomic_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
     a->path = path;
     a->f = NULL;
     a->tmp = NULL;
-    if (is_directory(path)) return errno = EISDIR, -1;
+    if (is_directory(path)) {
+        errno = EISDIR;
+        say(err, errlen, "%s: is a folder, expected a file name", path);
+        return -1;
+    }
     size_t n = strlen(path);
     a->tmp = mallocCheck(n + 5);
     memcpy(a->tmp, path, n);
     memcpy(a->tmp + n, ".tmp", 5);
     a->f = fopen(a->tmp, "wb");
     if (a->f) return 0;
-    int e = errno;
+    say(err, errlen, "%s: cannot write (%s)", a->tmp, strerror(errno));
     free(a->tmp);
     a->tmp = NULL;
-    return errno = e, -1;
+    return -1;
+}
+
+// The rename is on the disk once the folder's entry is: without this fsync a power cut soon
+// after could bring back the old file (or none). Some file systems refuse to sync a folder;
+// the file itself is safe by then, so a failure here is not an error.
+static void fsync_folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strdupCheck(path) : strdupCheck(".");
+    if (slash) dir[slash - path + (slash == path)] = 0;  // "/x" -> "/"
+    int fd = open(dir, O_RDONLY);
+    free(dir);
+    if (fd < 0) return;
+    fsync(fd);
+    close(fd);
 }
 
 // Flush, fsync (the data is on the disk before the name points at it: a power cut after the
-// rename cannot leave an empty file under the new name), close, rename. *renaming: 1 when the
-// writing went well and the rename failed. The temporary file is gone either way.
-static int atomic_finish(AtomicFile *a, int *renaming) {
+// rename cannot leave an empty file under the new name), close, rename, fsync of the folder.
+// The temporary file is gone either way.
+int atomic_commit(AtomicFile *a, char *err, size_t errlen) {
+    // errno as the failed write left it: ferror() here may stand for an fwrite long ago
     int bad = fflush(a->f) != 0 || ferror(a->f) || fsync(fileno(a->f)) != 0;
     int e = bad ? (errno ? errno : EIO) : 0;
     if (fclose(a->f) != 0 && !bad) bad = 1, e = errno;
     a->f = NULL;
-    *renaming = !bad;
-    if (!bad && rename(a->tmp, a->path) != 0) bad = 1, e = errno;
-    if (bad) unlink(a->tmp);
-    *renaming = *renaming && bad;
-    return bad ? (errno = e, -1) : 0;
-}
-
-int atomic_try_close(AtomicFile *a) {
-    int renaming;
-    int rc = atomic_finish(a, &renaming), e = errno;
+    if (bad) {
+        errno = e;
+        say(err, errlen, "%s: write error (%s)", a->tmp, strerror(e));
+    } else if (rename(a->tmp, a->path) != 0) {
+        bad = 1;
+        say(err, errlen, "%s: cannot rename %s (%s)", a->path, a->tmp, strerror(errno));
+    }
+    if (bad) {
+        e = errno;
+        unlink(a->tmp);
+        errno = e;
+    } else {
+        fsync_folder_of(a->path);
+    }
     free(a->tmp);
     a->tmp = NULL;
-    return rc ? (errno = e, -1) : 0;
+    return bad ? -1 : 0;
 }
 
 void atomic_abort(AtomicFile *a) {
+    int e = errno;
     if (a->f) fclose(a->f);
     if (a->tmp) unlink(a->tmp);
     free(a->tmp);
     a->f = NULL;
     a->tmp = NULL;
-}
-
-void atomic_open(AtomicFile *a, const char *path) {
-    if (is_directory(path)) die_input("%s: is a folder, expected a file name", path);
-    if (atomic_try_open(a, path) != 0) die_input("%s.tmp: cannot write (%s)", path, strerror(errno));
-}
-
-void atomic_close(AtomicFile *a) {
-    int renaming;
-    if (atomic_finish(a, &renaming) != 0) {
-        if (renaming) die("%s: cannot rename %s (%s)", a->path, a->tmp, strerror(errno));
-        die("%s: write error (%s)", a->tmp, strerror(errno));
-    }
-    free(a->tmp);
-    a->tmp = NULL;
+    errno = e;
 }
 
 char *read_file_text(const char *path, size_t *len) { return read_file_text_max(path, (size_t)-1, len); }

@@ -1,6 +1,19 @@
 // Error exits and checked I/O wrappers (llm.c's xxxCheck style).
 // Exit status contract (docs/design.md#exit-status): 2 = bad input (config, file, arguments), with
 // one line on stderr naming the file, line or key; 1 = anything else.
+//
+// The error rule: who returns an error and who dies.
+// - Return an error (0, or -1 with one line naming the file in the caller's `char *err, size_t
+//   errlen`, or errno where that is the whole story), leaving nothing half-written, wherever a
+//   caller may go on or must say more: the parsers of files a program is handed (safetensors,
+//   checkpoints, llm.c files, run folders), the atomic writer below and the writers built on it
+//   whose failure a driver words itself (checkpoints, `latest`, figures, summaries, report.html),
+//   and whatever ./evaluate does for one checkpoint among several (it reports that one, goes on).
+// - Die (die_input for bad input, die for the rest) in the drivers: train.c, the *_main.c files
+//   and bench/bench.c turn those errors into the exit status. Code whose failure no caller could
+//   survive may die where it finds the problem and says so in its header: the config and its
+//   keys, a task's data set, the files that are a program's whole output (token shards, a
+//   tokenizer, exported data), out of memory (the xxxCheck wrappers).
 #pragma once
 #include <stddef.h>
 #include <stdio.h>
@@ -18,25 +31,30 @@ void *callocCheck(size_t n, size_t size);
 void *reallocCheck(void *p, size_t size);
 char *strdupCheck(const char *s);
 
-// Replacing a file atomically: atomic_open writes to PATH.tmp, atomic_close flushes it to the disk
-// (fsync) and renames it over PATH, so a reader, a kill -9 or a crash sees the old file or the
-// whole new one, never a part (at most a stray PATH.tmp, which the next writer replaces). Every
-// file the programs write whole goes through here (docs/reliability.md#faults); logs that grow
-// (metrics.jsonl, train.log) are appended to instead. PATH a folder, or a temporary file that
-// cannot be created, is bad input (exit 2); a write error at close, or the rename, exits 1 after
-// removing the temporary file. Write with fwriteCheck(..., a.f, a.tmp), or fprintf to a.f.
+// Replacing a file atomically. atomic_open creates PATH.tmp; the caller writes to a.f; then
+// atomic_commit flushes it to the disk (fsync), renames it over PATH and fsyncs the folder, so a
+// reader, a kill -9, a crash or a power cut sees the old file or the whole new one, never a part
+// (at most a stray PATH.tmp, which the next writer replaces). atomic_abort gives the new file up
+// instead. Every file the programs write whole goes through here (docs/reliability.md#faults);
+// logs that grow (metrics.jsonl, train.log) are appended to instead.
+//
+// Both return 0, or -1 with errno set and the reason in err (one line naming the file, for a
+// driver to print as it is; err may be NULL when errno is enough), having left nothing behind:
+// no PATH.tmp, PATH as it was. The reasons: PATH a folder (errno EISDIR) or PATH.tmp that cannot
+// be created, from atomic_open, are bad input (a driver exits 2); a write error or a failed rename,
+// from atomic_commit, are not (exit 1). A driver's use:
+//     if (atomic_open(&a, path, err, sizeof err) != 0) die_input("%s", err);
+//     fprintf(a.f, ...);  // or fwriteCheck(..., a.f, a.tmp)
+//     if (atomic_commit(&a, err, sizeof err) != 0) die("%s", err);
 typedef struct {
     FILE *f;
     char *tmp;         // PATH.tmp (allocated)
     const char *path;  // the caller's
 } AtomicFile;
-void atomic_open(AtomicFile *a, const char *path);
-void atomic_close(AtomicFile *a);
-// The same for callers that report a failure themselves: 0, or -1 with errno set (EISDIR for a
-// folder) and nothing left behind: no PATH.tmp, PATH as it was.
-int atomic_try_open(AtomicFile *a, const char *path);
-int atomic_try_close(AtomicFile *a);
-// Gives up a file being written: closes and removes PATH.tmp; PATH stays as it was.
+int atomic_open(AtomicFile *a, const char *path, char *err, size_t errlen);
+int atomic_commit(AtomicFile *a, char *err, size_t errlen);
+// Gives up a file being written: closes and removes PATH.tmp; PATH stays as it was, and errno
+// too (it still says why the caller gave up).
 void atomic_abort(AtomicFile *a);
 
 // Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.

@@ -83,9 +83,9 @@ char *run_dir_latest(const char *dir) {
 int run_dir_set_latest(const char *dir, const char *name) {
     char *lp = join(dir, "latest");
     AtomicFile a;
-    int ok = atomic_try_open(&a, lp) == 0;
+    int ok = atomic_open(&a, lp, NULL, 0) == 0;
     if (ok && fprintf(a.f, "%s\n", name) < 0) ok = 0, atomic_abort(&a);
-    else if (ok) ok = atomic_try_close(&a) == 0;
+    else if (ok) ok = atomic_commit(&a, NULL, 0) == 0;
     free(lp);
     return ok ? 0 : -1;
 }
@@ -102,7 +102,7 @@ int run_dir_truncate_jsonl(const char *path, long step) {
     char *text = read_file_text(path, NULL);
     if (!text) return 0;
     AtomicFile a;
-    if (atomic_try_open(&a, path) != 0) {
+    if (atomic_open(&a, path, NULL, 0) != 0) {
         free(text);
         return -1;
     }
@@ -115,7 +115,7 @@ int run_dir_truncate_jsonl(const char *path, long step) {
         line += len;
     }
     free(text);
-    return atomic_try_close(&a);
+    return atomic_commit(&a, NULL, 0);
 }
 
 static const char *g_run_files[] = {"config.conf", "metrics.jsonl", "sparsity.jsonl", "eval.jsonl", "latest", NULL};

@@ -298,7 +298,7 @@ static int cmp_merge(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
-int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace) {
+int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace, char *err, size_t errlen) {
     size_t old_len = 0;
     char *old = read_file_text(path, &old_len);
     MergeList m = {0};
@@ -315,11 +315,11 @@ int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace 
         }
     if (m.n) qsort(m.v, (size_t)m.n, sizeof *m.v, cmp_merge);
     AtomicFile af;
-    int rc = atomic_try_open(&af, path);
+    int rc = atomic_open(&af, path, err, errlen) != 0 ? -1 : 0;
     if (rc == 0) {
         for (int i = 0; i < m.n; i++)
             if (!m.v[i].drop) fprintf(af.f, "%.*s\n", (int)m.v[i].len, m.v[i].line);
-        rc = atomic_try_close(&af);
+        rc = atomic_commit(&af, err, errlen) != 0 ? -2 : 0;
     }
     int e = errno;
     for (int i = 0; i < m.n; i++) free(m.v[i].options);

@@ -229,6 +229,8 @@ int runlog_same_key(const RunlogRecord *a, const RunlogRecord *b);
 // Merges fresh records (text of complete lines) into the file at path, atomically: an old record
 // is dropped when a fresh one has its key (replace = RUNLOG_SAME_KEY) or its options
 // (RUNLOG_SAME_SERIES: a whole run re-evaluated under the same options); the rest is kept byte
-// for byte. Records are ordered by step, old before fresh within a step. 0, or -1 with errno.
+// for byte. Records are ordered by step, old before fresh within a step. 0; or, with the reason in
+// err (core/io.h's atomic writer), -1 when the file cannot be opened for writing (bad input) and
+// -2 when it cannot be written or renamed.
 typedef enum { RUNLOG_SAME_KEY, RUNLOG_SAME_SERIES } RunlogReplace;
-int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace);
+int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace, char *err, size_t errlen);

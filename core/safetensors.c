@@ -1,12 +1,10 @@
 #include "core/safetensors.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "core/io.h"
@@ -238,19 +236,6 @@ __attribute__((noinline)) static char *header_json(const StWriter *w, size_t *le
     return buf;
 }
 
-static int fsync_dir_of(const char *path) {
-    char *dir = strdupCheck(path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else strcpy(dir, ".");
-    int fd = open(dir, O_RDONLY);
-    free(dir);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 static const char k_crc_key[] = "\"crc32\":\"";  // the pair's text up to its value
 
 size_t st_crc_slot(const unsigned char *file, size_t size) {
@@ -289,29 +274,14 @@ int st_writer_save(StWriter *w, const char *path, char *err, size_t errlen) {
     char hex[16];
     snprintf(hex, sizeof hex, "%08lx", c);
     for (int i = 0; i < 8; i++) hdr[slot + (size_t)i] = hex[i];
-    char *tmp = mallocCheck(strlen(path) + 16);
-    sprintf(tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int ok = fd >= 0;
-    FILE *f = ok ? fdopen(fd, "wb") : NULL;
-    ok = ok && f;
-    ok = ok && fwrite(len8, 1, 8, f) == 8;
-    ok = ok && fwrite(hdr, 1, hlen, f) == hlen;
-    ok = ok && fwrite(w->data, 1, w->data_len, f) == w->data_len;
-    ok = ok && fflush(f) == 0;
-    ok = ok && fsync(fileno(f)) == 0;
-    int saved_errno = errno;
-    if (f) ok = (fclose(f) == 0) && ok;
-    else if (fd >= 0) close(fd);
-    if (ok && rename(tmp, path) != 0) ok = 0, saved_errno = errno;
+    AtomicFile a;  // PATH.tmp, fsync, renamed over PATH (core/io.h): the old checkpoint or the new one
+    int ok = atomic_open(&a, path, NULL, 0) == 0;
+    ok = ok && fwrite(len8, 1, 8, a.f) == 8;
+    ok = ok && fwrite(hdr, 1, hlen, a.f) == hlen;
+    ok = ok && fwrite(w->data, 1, w->data_len, a.f) == w->data_len;
+    if (ok) ok = atomic_commit(&a, NULL, 0) == 0;
+    else if (a.f) atomic_abort(&a);  // errno stays the failed fwrite's
+    if (!ok) snprintf(err, errlen, "cannot write %s.tmp (%s)", path, strerror(errno));
     free(hdr);
-    if (!ok) {
-        snprintf(err, errlen, "cannot write %s (%s)", tmp, strerror(saved_errno ? saved_errno : errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    fsync_dir_of(path);
-    return 0;
+    return ok ? 0 : -1;
 }

@@ -34,8 +34,9 @@ void st_free(SafeTensors *st);
 const char *st_meta(const SafeTensors *st, const char *key);
 const StTensor *st_find(const SafeTensors *st, const char *name);
 
-// Writer: collects tensors (F32 data copied at add time) and metadata, then writes atomically:
-// a temporary file in the same folder, fsync, rename over `path`, fsync of the folder.
+// Writer: collects tensors (F32 data copied at add time) and metadata, then writes through the
+// atomic writer (core/io.h): a temporary file in the same folder, fsync, rename over `path`, fsync
+// of the folder.
 typedef struct StWriter StWriter;
 StWriter *st_writer_new(void);
 void st_writer_add_f32(StWriter *w, const char *name, int ndim, const int64_t *shape, const float *data);

@@ -315,7 +315,8 @@ void dataset_export(const Dataset *ds, const char *path) {
     header[2] = (int32_t)ds->n;
     header[3] = T;
     AtomicFile out;
-    atomic_open(&out, path);
+    char err[2600];
+    if (atomic_open(&out, path, err, sizeof err) != 0) die_input("%s", err);
     fwriteCheck(header, sizeof header, 1, out.f, out.tmp);
     if (ds->inputs) {  // int32 inputs [N, T], then labels [N, T] (little-endian host)
         fwriteCheck(ds->inputs, sizeof(int32_t), (size_t)ds->n * T, out.f, out.tmp);
@@ -329,5 +330,5 @@ void dataset_export(const Dataset *ds, const char *path) {
             }
         free(x), free(y);
     }
-    atomic_close(&out);
+    if (atomic_commit(&out, err, sizeof err) != 0) die("%s", err);
 }

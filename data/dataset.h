@@ -87,4 +87,5 @@ long loader_epoch_size(const Loader *ld);
 
 // Writes the export format of docs/mqar.md#exporting-the-data: 256 int32 header (magic 20241122,
 // version 1, N, L), int32 inputs [N, L], then int32 labels [N, L] (-100 where there is no label).
+// Through the atomic writer (core/io.h); a path that cannot be written exits 2, a write error 1.
 void dataset_export(const Dataset *ds, const char *path);

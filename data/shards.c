@@ -134,7 +134,8 @@ void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wi
     header[3] = tok_vocab;
     memcpy(&header[4], &tok_id, 4);
     AtomicFile out;
-    atomic_open(&out, path);
+    char err[2600];
+    if (atomic_open(&out, path, err, sizeof err) != 0) die_input("%s", err);
     fwriteCheck(header, sizeof header, 1, out.f, out.tmp);
     if (wide) {
         fwriteCheck(tokens, sizeof *tokens, (size_t)n, out.f, out.tmp);
@@ -152,5 +153,5 @@ void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wi
             i += m;
         }
     }
-    atomic_close(&out);
+    if (atomic_commit(&out, err, sizeof err) != 0) die("%s", err);
 }

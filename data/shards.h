@@ -44,7 +44,8 @@ char **glob_sorted(const char *pattern, const char *key, int *n);
 void free_paths(char **paths, int n);
 
 // Writes tokens[n] as a shard: uint16 tokens (version 1) when wide == 0, uint32 (version 7) when
-// wide == 1. Goes through path.tmp and a rename. For the tokenizer's text -> shards step and tests.
+// wide == 1. Goes through the atomic writer (core/io.h): path.tmp and a rename; a path that cannot
+// be written exits 2, a write error exits 1. For the tokenizer's text -> shards step and tests.
 void shard_write(const char *path, const uint32_t *tokens, long n, int wide);
 // The same, recording the tokenizer's vocab_size and bpe_identity in header ints 3 and 4.
 void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wide, int tok_vocab, uint32_t tok_id);

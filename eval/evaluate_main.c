@@ -394,15 +394,7 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
     if (!e->task.has_val) die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
     e->B = (int)cfg_int(&e->cfg, "batch_size");
     e->T = (int)cfg_int(&e->cfg, "seq_len");
-    ModelShape s = {
-        .V = e->task.vocab_size,
-        .C = (int)cfg_int(&e->cfg, "d_model"),
-        .L = (int)cfg_int(&e->cfg, "n_layer"),
-        .H = (int)cfg_int(&e->cfg, "n_head"),
-        .T = e->T,
-        .mlp = cfg_bool(&e->cfg, "mlp"),
-        .pos_emb = !strcmp(cfg_str(&e->cfg, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(&e->cfg, e->task.vocab_size);
     e->model = model_create(&s, NULL, &e->cfg, e->B, e->B * e->task.targets_per_seq);
     for (int l = 0; l < s.L; l++)
         if (!e->model->mixer[l]->attention)
@@ -417,9 +409,10 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
 static void write_eval_jsonl(const Target *t, const char *fresh, size_t len) {
     char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
-    if (is_directory(path)) die_input("%s: is a folder, expected a file name", path);
-    if (runlog_merge(path, fresh, len, t->single ? RUNLOG_SAME_KEY : RUNLOG_SAME_SERIES) != 0)
-        die_input("%s.tmp: cannot write (%s)", path, strerror(errno));
+    char err[2600];
+    int rc = runlog_merge(path, fresh, len, t->single ? RUNLOG_SAME_KEY : RUNLOG_SAME_SERIES, err, sizeof err);
+    if (rc == -1) die_input("%s", err);  // the folder cannot be written: bad input
+    if (rc == -2) die("%s", err);
     printf("  wrote %s\n", path);
 }
 

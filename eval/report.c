@@ -223,7 +223,7 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
     char path[1200];
     snprintf(path, sizeof path, "%s/report.html", dir);
     AtomicFile a;  // the earlier report or the whole new one (core/io.h)
-    if (atomic_try_open(&a, path) != 0) return -1;
+    if (atomic_open(&a, path, NULL, 0) != 0) return -1;
     FILE *f = a.f;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>attnscope report: ", f);
     html_text(f, dir);
@@ -314,5 +314,5 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
     fputs("<h2>Config</h2>\n<pre>", f);
     html_text(f, config_text);
     fputs("</pre>\n</body></html>\n", f);
-    return atomic_try_close(&a);
+    return atomic_commit(&a, NULL, 0);
 }

@@ -48,7 +48,7 @@ static void fmt_tick(char *buf, size_t n, double v, double step) {
 
 // Each figure goes through the atomic writer (core/io.h): PATH.tmp, then renamed over PATH, so a
 // kill while drawing leaves the earlier figure or the whole new one.
-static FILE *open_figure(AtomicFile *a, const char *path) { return atomic_try_open(a, path) == 0 ? a->f : NULL; }
+static FILE *open_figure(AtomicFile *a, const char *path) { return atomic_open(a, path, NULL, 0) == 0 ? a->f : NULL; }
 
 static void svg_begin(FILE *f, double w, double h, const char *title) {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -210,7 +210,7 @@ int svg_line_figure(const char *path, const char *title, const PlotPanel *panels
     svg_begin(f, w, h, title);
     for (int i = 0; i < n_panels; i++) draw_panel(f, &panels[i], (i % cols) * cw, 36 + (i / cols) * PH);
     fputs("</svg>\n", f);
-    return atomic_try_close(&out);
+    return atomic_commit(&out, NULL, 0);
 }
 
 // --- heatmap ---------------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
     }
     if (value_label) text(f, bx + bw / 2, gy - 10, "middle", 12, NULL, value_label);
     fputs("</svg>\n", f);
-    return atomic_try_close(&out);
+    return atomic_commit(&out, NULL, 0);
 }
 
 // --- attention maps ------------------------------------------------------------------------------
@@ -380,7 +380,7 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
     text(f, bx + 20, gy + bh, "start", 11, NULL, buf);
     text(f, bx + 7, gy - 8, "middle", 12, NULL, "a_ij");
     fputs("</svg>\n", f);
-    return atomic_try_close(&out);
+    return atomic_commit(&out, NULL, 0);
 }
 
 // --- scatter ---------------------------------------------------------------------------------------
@@ -432,5 +432,5 @@ int svg_scatter(const char *path, const char *title, const char *xlabel, const c
 #undef SX
 #undef SY
     fputs("</svg>\n", f);
-    return atomic_try_close(&out);
+    return atomic_commit(&out, NULL, 0);
 }

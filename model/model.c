@@ -284,6 +284,18 @@ static Model *model_layout(const ModelShape *s, const MixerKind *mixer, const Co
     return m;
 }
 
+ModelShape model_shape_from_config(const Config *cfg, int V) {
+    return (ModelShape){
+        .V = V,
+        .C = (int)cfg_int(cfg, "d_model"),
+        .L = (int)cfg_int(cfg, "n_layer"),
+        .H = (int)cfg_int(cfg, "n_head"),
+        .T = (int)cfg_int(cfg, "seq_len"),
+        .mlp = cfg_bool(cfg, "mlp"),
+        .pos_emb = !strcmp(cfg_str(cfg, "pos_emb"), "learned"),
+    };
+}
+
 Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max) {
     Model *m = model_layout(s, mixer, cfg, B, rows_max);
     m->params = callocCheck(m->n_params, sizeof(real));

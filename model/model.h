@@ -95,6 +95,10 @@ typedef struct {
     int have_grad;              // the last forward computed the head gradient
 } Model;
 
+// The shape the config's model keys give (d_model, n_layer, n_head, seq_len, mlp, pos_emb) with
+// vocab_size V, which the caller knows best: the task's (a run), the checkpoint's config (a
+// trained model), a bench's own. short_conv is left 0: model_create reads it from the config.
+ModelShape model_shape_from_config(const Config *cfg, int V);
 // Builds the model and its arenas for batches of up to B sequences with up to rows_max target
 // positions. `mixer` is every layer's mixer, or NULL to take them from cfg's `mixer` key (one
 // name for every layer, or a comma list of n_layer names: a hybrid stack). Dies with exit 2

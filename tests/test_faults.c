@@ -1,10 +1,12 @@
 // Faults, the quick versions (tests/faults/*.sh do more, with `make faults`): a training killed
 // with SIGKILL resumes to the same result as an uninterrupted one; a full disk while saving stops
 // with one line and keeps the previous checkpoint; an out_dir that cannot be written is refused
-// before any training. Then what a careless user broke: threads beyond 1024, two trainers on one
+// before any training; the atomic writer returns each failure with its reason and leaves no
+// PATH.tmp. Then what a careless user broke: threads beyond 1024, two trainers on one
 // folder, an edited checkpoint header, a run cut before its done record, a huge MQAR vocabulary,
 // ./tokenize writing over its input, the wrong tokenizer, and the small ones (config syntax, key
 // combinations, failed saves, sweep duplicates).
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +149,52 @@ TEST(faults_disk_full_while_logging_stops_with_one_line) {
                       test_tmpdir());
     CHECK(st == 1 && strstr(out, "/log/metrics.jsonl: write error (File too large)\n") && strchr(out, '\n')[1] == 0,
           "exit %d: %s", st, out);
+}
+
+// The atomic writer (core/io.h) returns each failure with its reason, leaving nothing behind:
+// PATH as it was, no PATH.tmp.
+TEST(faults_atomic_writer_returns_the_reason_and_leaves_nothing_behind) {
+    char path[600], tmp[610], err[1400];
+    snprintf(path, sizeof path, "%s/a.txt", test_tmpdir());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    AtomicFile a;
+    CHECK(atomic_open(&a, path, err, sizeof err) == 0, "%s", err);
+    fputs("one\n", a.f);
+    CHECK(atomic_commit(&a, err, sizeof err) == 0, "%s", err);
+    char *text = read_file_text(path, NULL);
+    CHECK(text && !strcmp(text, "one\n") && !path_exists(tmp) && !a.tmp && !a.f);
+    free(text);
+    // given up: the earlier file stays
+    CHECK(atomic_open(&a, path, NULL, 0) == 0);
+    fputs("two\n", a.f);
+    atomic_abort(&a);
+    text = read_file_text(path, NULL);
+    CHECK(text && !strcmp(text, "one\n") && !path_exists(tmp));
+    free(text);
+    // PATH a folder: refused at the open, naming it
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/d", test_tmpdir());
+    CHECK(mkdir_p(dir) == 0);
+    CHECK(atomic_open(&a, dir, err, sizeof err) == -1 && errno == EISDIR);
+    CHECK(strstr(err, "/d: is a folder, expected a file name") && !a.tmp, "%s", err);
+    // PATH.tmp cannot be created (its folder is gone)
+    char lost[600];
+    snprintf(lost, sizeof lost, "%s/gone/x", test_tmpdir());
+    CHECK(atomic_open(&a, lost, err, sizeof err) == -1 && errno == ENOENT);
+    CHECK(strstr(err, "/gone/x.tmp: cannot write (No such file or directory)"), "%s", err);
+    // the rename fails (a folder with a file in it took PATH's place meanwhile): the reason, no PATH.tmp
+    snprintf(path, sizeof path, "%s/b", test_tmpdir());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(atomic_open(&a, path, NULL, 0) == 0);
+    fputs("three\n", a.f);
+    char inside[620];
+    snprintf(inside, sizeof inside, "%s/f", path);
+    CHECK(mkdir_p(path) == 0);
+    FILE *f = fopenCheck(inside, "w");
+    fclose(f);
+    CHECK(atomic_commit(&a, err, sizeof err) == -1 && strstr(err, "/b: cannot rename ") && strstr(err, "/b.tmp ("), "%s",
+          err);
+    CHECK(!path_exists(tmp) && is_directory(path) && path_exists(inside) && !a.tmp);
 }
 
 // Found by the fuzz targets (tests/fuzz/regress/ keeps their inputs for `make fuzz`).

@@ -1,6 +1,6 @@
 // The whole model: loss gradients for every parameter tensor against finite differences (every
 // registered mixer, with and without MLP and position embedding), the cross-entropy value with
-// ignored positions, and the optimizers against hand-computed updates.
+// ignored positions, the optimizers against hand-computed updates, and the shared training step.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 #include "core/io.h"
 #include "model/model.h"
 #include "trainer/optim.h"
+#include "trainer/step.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
@@ -217,4 +218,41 @@ TEST(lr_schedules) {
     CHECK_CLOSE(lr_at(LR_LINEAR, 55, 100, 10, 1.0, 0.1), 0.55, 1e-12);
     CHECK_CLOSE(lr_at(LR_LINEAR, 10, 100, 10, 1.0, 0.0), 1.0, 1e-12);
     CHECK_CLOSE(lr_at(LR_CONSTANT, 99, 100, 0, 0.3, 0.0), 0.3, 1e-15);
+}
+
+// --- the training step ----------------------------------------------------------------------------
+
+// train_step (trainer/step.h), which ./train and the bench share, is forward, backward, norm, clip
+// and update in that order: the same bits as those calls by hand. On a non-finite loss it updates
+// nothing, not even the optimizer's step count.
+TEST(train_step_is_the_calls_by_hand_and_skips_a_non_finite_loss) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    ModelCtx a = tiny_model("softmax", 1, 1, &cfg), b = tiny_model("softmax", 1, 1, &cfg);
+    Optimizer oa, ob;
+    optim_init(&oa, OPT_ADAMW, a.m->n_params, 0.9, 0.99, 1e-8, 0.1);
+    optim_init(&ob, OPT_ADAMW, b.m->n_params, 0.9, 0.99, 1e-8, 0.1);
+    size_t bytes = sizeof(real) * a.m->n_params;
+    StepStats r;
+    for (int step = 0; step < 2; step++) {
+        CHECK(train_step(a.m, &oa, a.inputs, a.targets, a.B, a.T, 0.01, 0.5, &r) == 1);
+        model_zero_grad(b.m);
+        HeadStats s = model_forward(b.m, b.inputs, b.targets, b.B, b.T, 1);
+        model_backward(b.m);
+        double norm = grad_global_norm(b.m->grads, b.m->n_params);
+        CHECK(norm > 0.5, "the clip is not exercised: norm %g", norm);
+        grad_clip(b.m->grads, b.m->n_params, norm, 0.5);
+        optim_step(&ob, b.m, 0.01);
+        CHECK(r.loss == s.loss_sum / (double)s.n_counted && r.norm == norm && r.lr == 0.01, "%g %g", r.loss, r.norm);
+        CHECK(r.acc == (double)s.n_correct / (double)s.n_counted);
+        CHECK(!memcmp(a.m->params, b.m->params, bytes) && !memcmp(oa.v, ob.v, bytes));
+    }
+    a.m->params[model_find_tensor(a.m, "ln_f.weight")->offset] = NAN;
+    real *before = mallocCheck(bytes);
+    memcpy(before, a.m->params, bytes);
+    CHECK(train_step(a.m, &oa, a.inputs, a.targets, a.B, a.T, 0.01, 0.5, &r) == 0 && isnan(r.loss));
+    CHECK(!memcmp(before, a.m->params, bytes) && oa.t == 2);
+    free(before);
+    optim_free(&oa), optim_free(&ob);
+    model_free(a.m), model_free(b.m);
 }

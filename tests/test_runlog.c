@@ -118,7 +118,7 @@ TEST(runlog_merge_replaces_only_the_same_key) {
                       "{\"type\":\"sparsity\",\"step\":4,\"layer\":0,\"head\":0,\"S\":0.3}\n";
     const char *path = test_write_file("eval.jsonl", own);
     const char *other = "{\"type\":\"eval\",\"step\":4,\"split\":\"val\",\"loss\":2,\"acc\":0.34,\"options\":\"mqar_test_cells=8x64\"}\n";
-    CHECK(runlog_merge(path, other, strlen(other), RUNLOG_SAME_KEY) == 0);
+    CHECK(runlog_merge(path, other, strlen(other), RUNLOG_SAME_KEY, NULL, 0) == 0);
     char *got = read_file_text(path, NULL);
     char want[2048];
     snprintf(want, sizeof want, "%s%s", own, other);
@@ -126,14 +126,14 @@ TEST(runlog_merge_replaces_only_the_same_key) {
     free(got);
     // the same measurement again: replaced in place of the old, at its step
     const char *again = "{\"type\":\"eval\",\"step\":4,\"split\":\"val\",\"loss\":1,\"acc\":0.99}\n";
-    CHECK(runlog_merge(path, again, strlen(again), RUNLOG_SAME_KEY) == 0);
+    CHECK(runlog_merge(path, again, strlen(again), RUNLOG_SAME_KEY, NULL, 0) == 0);
     got = read_file_text(path, NULL);
     CHECK(got && !strstr(got, "\"acc\":0.98}") && strstr(got, again) && strstr(got, other) && strstr(got, "\"S\":0.3}"),
           "%s", got);
     free(got);
     // the run's own series again (a run folder evaluated anew): its old steps go, other options stay
     const char *series = "{\"type\":\"eval\",\"step\":8,\"split\":\"val\",\"loss\":0.5,\"acc\":1}\n";
-    CHECK(runlog_merge(path, series, strlen(series), RUNLOG_SAME_SERIES) == 0);
+    CHECK(runlog_merge(path, series, strlen(series), RUNLOG_SAME_SERIES, NULL, 0) == 0);
     got = read_file_text(path, NULL);
     snprintf(want, sizeof want, "%s%s", other, series);
     CHECK(got && !strcmp(got, want), "%s", got);

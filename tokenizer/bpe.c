@@ -154,9 +154,10 @@ void bpe_save(const Bpe *b, const char *path) {
     uint32_t crc = (uint32_t)crc32(0L, t.v, (uInt)t.n);
     bprintf(&t, "crc32 %08x\n", crc);
     AtomicFile out;
-    atomic_open(&out, path);
+    char err[2600];
+    if (atomic_open(&out, path, err, sizeof err) != 0) die_input("%s", err);
     fwriteCheck(t.v, 1, t.n, out.f, out.tmp);
-    atomic_close(&out);
+    if (atomic_commit(&out, err, sizeof err) != 0) die("%s", err);
     free(t.v);
 }
 

@@ -72,7 +72,8 @@ Bpe *bpe_read(const char *path, char *err, size_t errlen);
 Bpe *bpe_load(const char *path);
 // bpe_load for encoding: also exits 2 when the file is a decode-only one (llm.c's), naming `key`.
 Bpe *bpe_load_encoder(const char *path, const char *key);
-// Writes the file atomically (path.tmp, then rename); exits 1 on an I/O error.
+// Writes the file atomically (core/io.h: path.tmp, then rename); a path that cannot be written
+// exits 2, an I/O error exits 1.
 void bpe_save(const Bpe *b, const char *path);
 
 // Appends the tokens of one chunk (len <= CHUNK_MAX) / of a whole text.

@@ -1,8 +1,6 @@
 // Opening a trained model (ckpt_open.h).
 #include "trainer/ckpt_open.h"
 
-#include <string.h>
-
 #include "core/io.h"
 #include "core/run_dir.h"
 #include "trainer/checkpoint.h"
@@ -28,15 +26,7 @@ Model *ckpt_open_model(const char *path, Config *cfg, int B, int rows_max, Train
     char err[1024];
     long step;
     if (ckpt_read_config(path, cfg, &step, err, sizeof err) != 0) die_input("%s: %s", path, err);
-    ModelShape s = {
-        .V = (int)cfg_int(cfg, "vocab_size"),
-        .C = (int)cfg_int(cfg, "d_model"),
-        .L = (int)cfg_int(cfg, "n_layer"),
-        .H = (int)cfg_int(cfg, "n_head"),
-        .T = (int)cfg_int(cfg, "seq_len"),
-        .mlp = cfg_bool(cfg, "mlp"),
-        .pos_emb = !strcmp(cfg_str(cfg, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(cfg, (int)cfg_int(cfg, "vocab_size"));
     if (s.V <= 0) die_input("%s: the checkpoint's config has no vocab_size", path);
     Model *m = model_create(&s, NULL, cfg, B, rows_max);  // the mixers from the config (a hybrid lists them)
     if (ckpt_load(path, m, NULL, ts, err, sizeof err) != 0) die_input("%s: %s", path, err);

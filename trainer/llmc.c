@@ -282,7 +282,7 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
     LlmcHeader h = {3, s->T, s->V, s->L, s->H, s->C, (s->V + 127) / 128 * 128};
     int32_t hd[LLMC_HEADER_INTS] = {LLMC_MODEL_MAGIC, h.version, h.max_T, h.V, h.L, h.H, h.C, h.Vp};
     AtomicFile a;  // PATH.tmp renamed over PATH (core/io.h): a kill leaves no half-written file
-    if (atomic_try_open(&a, path) != 0) {
+    if (atomic_open(&a, path, NULL, 0) != 0) {
         snprintf(err, errlen, "cannot write %s.tmp: %s", path, strerror(errno));
         return -1;
     }
@@ -303,7 +303,7 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
     free(buf);
     int saved_errno = errno;
     if (!ok) atomic_abort(&a);
-    else if (atomic_try_close(&a) != 0) ok = 0, saved_errno = errno;
+    else if (atomic_commit(&a, NULL, 0) != 0) ok = 0, saved_errno = errno;
     if (!ok) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved_errno));
         return -1;

@@ -7,6 +7,7 @@
 
 #include "core/io.h"
 #include "model/model.h"
+#include "trainer/optim.h"
 
 double memory_available(void) {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -41,17 +42,9 @@ MemoryPlan memory_plan(const Config *c, const TaskPlan *task) {
     MemoryPlan p = {0};
     double gb = cfg_float(c, "max_memory");
     p.limit = gb > 0 ? gb * 1e9 : memory_available();
-    ModelShape s = {
-        .V = task->vocab_size,
-        .C = (int)cfg_int(c, "d_model"),
-        .L = (int)cfg_int(c, "n_layer"),
-        .H = (int)cfg_int(c, "n_head"),
-        .T = (int)cfg_int(c, "seq_len"),
-        .mlp = cfg_bool(c, "mlp"),
-        .pos_emb = !strcmp(cfg_str(c, "pos_emb"), "learned"),
-    };
+    ModelShape s = model_shape_from_config(c, task->vocab_size);
     double B = (double)cfg_int(c, "batch_size"), T = s.T, C = s.C;
-    int adamw = strcmp(cfg_str(c, "optimizer"), "sgd") != 0;
+    int adamw = optim_kind_from_config(c) == OPT_ADAMW;
     p.data = task->data_bytes;
     // A lower bound first, in floating point: the embedding table (parameter, gradient, moments)
     // and one [B, T, C] buffer per layer. Above the limit, the exact count is not needed (and the

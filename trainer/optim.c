@@ -21,6 +21,15 @@ void optim_init(Optimizer *o, OptimizerKind kind, size_t n_params, double beta1,
     }
 }
 
+OptimizerKind optim_kind_from_config(const Config *cfg) {
+    return !strcmp(cfg_str(cfg, "optimizer"), "sgd") ? OPT_SGD : OPT_ADAMW;
+}
+
+void optim_from_config(Optimizer *o, const Config *cfg, size_t n_params) {
+    optim_init(o, optim_kind_from_config(cfg), n_params, cfg_float(cfg, "beta1"), cfg_float(cfg, "beta2"),
+               cfg_float(cfg, "eps"), cfg_float(cfg, "weight_decay"));
+}
+
 void optim_free(Optimizer *o) {
     free(o->m);
     free(o->v);

@@ -19,6 +19,11 @@ typedef struct {
 
 void optim_init(Optimizer *o, OptimizerKind kind, size_t n_params, double beta1, double beta2,
                 double eps, double weight_decay);
+// The optimizer the config's keys describe (optimizer, beta1, beta2, eps, weight_decay), for the
+// n_params parameters of a model; its moments start at zero.
+void optim_from_config(Optimizer *o, const Config *cfg, size_t n_params);
+// The config's `optimizer` key (what memory_plan counts: AdamW keeps two moments per parameter).
+OptimizerKind optim_kind_from_config(const Config *cfg);
 void optim_free(Optimizer *o);
 // One step on every tensor of the model's table. AdamW: p *= 1 - lr*wd (tensors with decay),
 // then the bias-corrected Adam update. SGD: p -= lr * (g + wd*p on decay tensors).
