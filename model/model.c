@@ -58,6 +58,8 @@ static void build_param_table(Model *m) {
         int n = m->mixer[l]->params(m->mixer_state[l], decl);
         for (int i = 0; i < n; i++) {
             const ParamDecl *d = &decl[i];
+            if (d->init == INIT_CUSTOM && !m->mixer[l]->init_custom)  // the one slot mixer_validate cannot see
+                die("internal error: mixer '%s' declares %s INIT_CUSTOM and has no init_custom", m->mixer[l]->name, d->name);
             int decay = d->ndim == 2 && !d->no_decay;
             add_tensor(m, cap, LNAME(d->name), d->ndim, d->shape, d->init, d->arg, decay, l, i);
         }

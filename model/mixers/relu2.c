@@ -174,6 +174,7 @@ const MixerKind mixer_relu2 = {
     .name = "relu2",
     .summary = "relu^2 attention a_ij = relu(q_i.k_j / seq_len + b)^2, unnormalised (GAU/FLASH, Hua et al. 2022)",
     .options = relu2_keys,
+    .length_bound = "n",  // n = seq_len
     .create = relu2_create,
     .destroy = relu2_destroy,
     .params = relu2_params,
