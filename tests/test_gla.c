@@ -334,7 +334,7 @@ TEST(gla_tensor_names_shapes_and_init) {
               "tensor %d is %s", i, d->name);
         for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j], "%s dim %d", d->name, j);
     }
-    CHECK(r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
+    CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
     rig_free(&r);
 }
 
