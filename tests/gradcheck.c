@@ -82,7 +82,7 @@ void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, i
     memset(r, 0, sizeof *r);
     r->kind = mixer_find(mixer);
     if (!r->kind) test_fail(__FILE__, __LINE__, "no mixer '%s'", mixer);
-    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg, PRECISION_FP32, 0};
+    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg, PRECISION_FP32};
     r->B = B;
     r->T = T;
     r->st = r->kind->create(&r->dims);
@@ -187,7 +187,7 @@ static void create_mixer(void *arg) {
     const CreateArgs *a = arg;
     Config cfg;
     test_config(&cfg, a->opts);
-    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg, PRECISION_FP32, 0};
+    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg, PRECISION_FP32};
     mixer_find(a->mixer)->create(&d);
 }
 

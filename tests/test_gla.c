@@ -341,7 +341,7 @@ TEST(gla_tensor_names_shapes_and_init) {
 static void bad_gla(void *arg) {
     Config cfg;
     test_config(&cfg, arg);
-    MixerDims d = {12, 4, 4, 1, 0, 1, &cfg, PRECISION_FP32, 0};  // Kd = 6 does not divide over 4 heads
+    MixerDims d = {12, 4, 4, 1, 0, 1, &cfg, PRECISION_FP32};  // Kd = 6 does not divide over 4 heads
     mixer_find("gla")->create(&d);
 }
 

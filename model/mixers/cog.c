@@ -30,11 +30,21 @@ static const KeyDef cog_keys[] = {
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
+// Cogformer's rule, softmax in the first and the last layer, is for a stack named by one word
+// (`mixer = cog`). A `mixer` key that lists every layer (`mixer = softmax, cog, cog, softmax`)
+// already says what each layer is, so cog_softmax_ends steps aside there and every Cog layer of
+// the list is signed: the choice per layer is Cog's, read from its own option and the list.
+static int is_softmax_end(const MixerDims *d) {
+    int end = d->layer == 0 || d->layer == d->n_layer - 1;
+    const char *mixer = config_find(d->cfg, "mixer") ? cfg_str(d->cfg, "mixer") : "";
+    int listed = strchr(mixer, ',') != NULL;  // model_parse_mixers: a list is names and commas
+    return end && !listed && cfg_bool(d->cfg, "cog_softmax_ends");
+}
+
 static void *cog_create(const MixerDims *d) {
     Cog *m = mallocCheck(sizeof *m);
     qkv_shape(&m->s, d, 0);
-    int end = d->layer == 0 || d->layer == d->n_layer - 1;
-    m->is_signed = !(end && !d->listed && cfg_bool(d->cfg, "cog_softmax_ends"));
+    m->is_signed = !is_softmax_end(d);
     return m;
 }
 

@@ -47,8 +47,6 @@ typedef struct {
     int layer, n_layer;
     const Config *cfg;  // the mixer reads its own option keys here
     Precision prec;   // of the mixer's matmuls (the model's, from the `precision` key)
-    int listed;       // 1: the `mixer` key lists every layer's mixer (a hybrid stack), so options
-                      // that choose per layer (cog_softmax_ends) step aside
 } MixerDims;
 
 // One call's tensors. Pointers to parameters, gradients and buffers follow declaration order.
