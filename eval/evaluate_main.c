@@ -458,8 +458,8 @@ static void print_cells(const ValStats *v, const SparsityResult *r) {
 
 // Test cells longer than the checkpoint's seq_len: the model runs at the longest one, where it
 // computes the same function as at its trained length. Not with learned positions (none exist
-// beyond seq_len), and not for relu2 and cosformer (n and M are the configured seq_len, so another
-// length is another function): refused, exit 2.
+// beyond seq_len), and not for a mixer with a MixerKind.length_bound (relu2's n and cosformer's M
+// are the configured seq_len, so another length is another function): refused, exit 2.
 static void fit_test_cells(Config *c, const char *ck) {
     if (strcmp(cfg_str(c, "task"), "mqar")) {  // a text run has no MQAR test set to change
         static const char *mqar_only[] = {"mqar_test_cells", "mqar_test_examples", "mqar_test_seed"};
@@ -485,11 +485,13 @@ static void fit_test_cells(Config *c, const char *ck) {
                   at.kv_pairs, at.seq_len, ck, T, T - 1, T);
     char mixers[256];
     snprintf(mixers, sizeof mixers, "%s", cfg_str(c, "mixer"));
-    for (char *tok = strtok(mixers, ", "); tok; tok = strtok(NULL, ", "))
-        if (!strcmp(tok, "relu2") || !strcmp(tok, "cosformer"))
+    for (char *tok = strtok(mixers, ", "); tok; tok = strtok(NULL, ", ")) {
+        const MixerKind *mk = mixer_find(tok);
+        if (mk && mk->length_bound)
             die_input("mqar_test_cells: cell %dx%d is longer than %s's seq_len %d, and %s normalises by the "
                       "configured length (%s = seq_len): at another length it is another function (test lengths <= %d)",
-                      at.kv_pairs, at.seq_len, ck, T, tok, !strcmp(tok, "relu2") ? "n" : "M", T);
+                      at.kv_pairs, at.seq_len, ck, T, tok, mk->length_bound, T);
+    }
     char buf[32];
     snprintf(buf, sizeof buf, "%d", longest);
     config_set(c, "seq_len", buf, "mqar_test_cells");

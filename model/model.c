@@ -58,6 +58,8 @@ static void build_param_table(Model *m) {
         int n = m->mixer[l]->params(m->mixer_state[l], decl);
         for (int i = 0; i < n; i++) {
             const ParamDecl *d = &decl[i];
+            if (d->init == INIT_CUSTOM && !m->mixer[l]->init_custom)  // the one slot mixer_validate cannot see
+                die("internal error: mixer '%s' declares %s INIT_CUSTOM and has no init_custom", m->mixer[l]->name, d->name);
             int decay = d->ndim == 2 && !d->no_decay;
             add_tensor(m, cap, LNAME(d->name), d->ndim, d->shape, d->init, d->arg, decay, l, i);
         }
@@ -262,12 +264,11 @@ static Model *model_layout(const ModelShape *s, const MixerKind *mixer, const Co
     if (m->s.short_conv < 0 || m->s.short_conv > s->T)
         die_input("short_conv: expected 0 (off) to seq_len = %d, got %d", s->T, m->s.short_conv);
     m->precision = cfg && config_find(cfg, "precision") ? precision_parse(cfg_str(cfg, "precision")) : PRECISION_FP32;
-    int listed = 0;  // the config lists each layer's mixer
     if (mixer) {
         for (int l = 0; l < s->L; l++) m->mixer[l] = mixer;
     } else {
         if (!cfg) die("internal error: model_create without a mixer or a config");
-        listed = model_parse_mixers(cfg_str(cfg, "mixer"), s->L, m->mixer) > 1;
+        model_parse_mixers(cfg_str(cfg, "mixer"), s->L, m->mixer);
     }
     m->B_max = B;
     m->threads_max = omp_get_max_threads();
@@ -277,7 +278,7 @@ static Model *model_layout(const ModelShape *s, const MixerKind *mixer, const Co
     if (m->head_chunk < 16) m->head_chunk = 16;
     if (m->head_chunk > rows_max) m->head_chunk = rows_max;
     for (int l = 0; l < s->L; l++) {
-        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg, m->precision, listed};
+        MixerDims d = {s->C, s->H, s->T, B, l, s->L, cfg, m->precision};
         m->mixer_state[l] = m->mixer[l]->create(&d);
     }
     build_param_table(m);

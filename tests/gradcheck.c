@@ -82,7 +82,7 @@ void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, i
     memset(r, 0, sizeof *r);
     r->kind = mixer_find(mixer);
     if (!r->kind) test_fail(__FILE__, __LINE__, "no mixer '%s'", mixer);
-    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg, PRECISION_FP32, 0};
+    r->dims = (MixerDims){C, H, T, B, layer, n_layer, cfg, PRECISION_FP32};
     r->B = B;
     r->T = T;
     r->st = r->kind->create(&r->dims);
@@ -187,7 +187,7 @@ static void create_mixer(void *arg) {
     const CreateArgs *a = arg;
     Config cfg;
     test_config(&cfg, a->opts);
-    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg, PRECISION_FP32, 0};
+    MixerDims d = {a->C, a->H, a->T, 1, 0, 1, &cfg, PRECISION_FP32};
     mixer_find(a->mixer)->create(&d);
 }
 
@@ -255,6 +255,7 @@ void rig_check_grads_h(MixerRig *r, double h, double rtol, double atol) {
 }
 
 void rig_check_attention(MixerRig *r, double tol) {
+    if (!r->kind->attention) return;  // the maps group is optional (mixer.h): nothing to check
     rig_loss(r);
     MixerIO io = rig_io(r);
     int T = r->T, C = r->dims.C, n_maps = r->kind->n_maps(r->st);
@@ -285,7 +286,7 @@ void rig_check_attention(MixerRig *r, double tol) {
 }
 
 void rig_check_step(MixerRig *r, double tol) {
-    if (!r->kind->step) return;
+    if (!r->kind->step || !r->kind->state_size) return;  // the generation group is optional (mixer.h)
     rig_loss(r);
     int C = r->dims.C, T = r->T;
     size_t size = r->kind->state_size(r->st), carried = r->kind->state_floats ? r->kind->state_floats(r->st) : size;
@@ -310,7 +311,7 @@ void rig_check_step(MixerRig *r, double tol) {
 }
 
 void rig_check_qk(MixerRig *r, double tol) {
-    if (!r->kind->attention_qk) return;
+    if (!r->kind->attention_qk || !r->kind->attention) return;  // optional groups (mixer.h)
     rig_loss(r);
     MixerIO io = rig_io(r);
     int T = r->T, C = r->dims.C;

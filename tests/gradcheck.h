@@ -62,13 +62,14 @@ void rig_check_grads(MixerRig *r, double rtol, double atol);
 // The same with finite-difference step h (rig_check_grads: 1e-6). A larger step keeps the
 // roundoff of long sums (~eps |loss| / h) below the tolerance where the loss is large.
 void rig_check_grads_h(MixerRig *r, double h, double rtol, double atol);
-// Every map's a_ij is causal and reproduces the mixer's values-to-outputs map to tol.
+// Every map's a_ij is causal and reproduces the mixer's values-to-outputs map to tol (nothing
+// for a mixer without the optional maps group).
 void rig_check_attention(MixerRig *r, double tol);
 real *rig_param(MixerRig *r, const char *name);
 // step() fed the inputs one position at a time reproduces forward() to tol (mixers with step).
 void rig_check_step(MixerRig *r, double tol);
 // attention_qk reproduces the maps: THEORY_EXP rows are softmax(q_i.k_j), THEORY_LINEAR rows are
-// q_i.k_j normalised by their sum.
+// q_i.k_j normalised by their sum (nothing for a mixer without attention_qk and maps).
 void rig_check_qk(MixerRig *r, double tol);
 // forward and backward (output, input gradient, every parameter gradient) give the same bits
 // with 1 and 2 OpenMP threads. Build the rig with 2 threads set: buffers are sized for them.

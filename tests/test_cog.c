@@ -56,6 +56,10 @@ TEST(cog_softmax_in_the_first_and_last_layer) {
     check_layer(NULL, 2, 1);
     check_layer("cog_softmax_ends=false", 0, 0);
     check_layer("cog_softmax_ends=false", 2, 0);
+    // a `mixer` list says what each layer is: its Cog layers are signed, ends included
+    check_layer("mixer=cog,cog,cog", 0, 0);
+    check_layer("mixer=softmax,cog,cog", 2, 0);
+    check_layer("mixer=cog", 0, 1);
 }
 
 TEST(cog_weights_are_signed_with_unit_absolute_sum) {

@@ -334,14 +334,14 @@ TEST(gla_tensor_names_shapes_and_init) {
               "tensor %d is %s", i, d->name);
         for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j], "%s dim %d", d->name, j);
     }
-    CHECK(r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
+    CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
     rig_free(&r);
 }
 
 static void bad_gla(void *arg) {
     Config cfg;
     test_config(&cfg, arg);
-    MixerDims d = {12, 4, 4, 1, 0, 1, &cfg, PRECISION_FP32, 0};  // Kd = 6 does not divide over 4 heads
+    MixerDims d = {12, 4, 4, 1, 0, 1, &cfg, PRECISION_FP32};  // Kd = 6 does not divide over 4 heads
     mixer_find("gla")->create(&d);
 }
 

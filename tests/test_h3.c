@@ -260,7 +260,7 @@ TEST(h3_map_is_the_kernel_times_q_dot_shifted_k) {
     MixerRig r;
     int C = 4, P = 2, N = 3, T = 10;
     rig_setup(&r, "h3", "h3_d_state=3 h3_head_dim=2", C, 1, 1, T, 0, 2, 85);
-    CHECK(r.kind->n_maps(r.st) == 2);
+    CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == 2);
     rig_loss(&r);
     MixerIO io = rig_io(&r);
     const real *w = rig_param(&r, "attn.qkv.weight"), *bias = rig_param(&r, "attn.qkv.bias");
@@ -315,7 +315,7 @@ TEST(h3_init_names_and_shapes) {
         CHECK(log_dt[h] >= log(1e-3) && log_dt[h] <= log(1e-1));
         for (int n = 0; n < N; n++) CHECK_CLOSE(exp(A_log[h * N + n]), n + 1, 1e-12);  // S4D-Real
     }
-    CHECK(r.kind->n_maps(r.st) == C && r.kind->step && r.kind->flops);
+    CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == C && r.kind->step && r.kind->flops);
     rig_free(&r);
 }
 

@@ -139,7 +139,7 @@ TEST(linear_tensor_names_and_shapes) {
               "tensor %d is %s", i, d->name);
         for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j]);
     }
-    CHECK(r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
+    CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
     rig_free(&r);
 }
 

@@ -227,7 +227,7 @@ TEST(mamba_activations_fit_1GiB_at_T1024_B16) {
 static void bad_d_state(void *arg) {
     Config cfg;
     test_config(&cfg, arg);
-    MixerDims d = {8, 1, 4, 1, 0, 1, &cfg, PRECISION_FP32, 0};
+    MixerDims d = {8, 1, 4, 1, 0, 1, &cfg, PRECISION_FP32};
     mixer_find("mamba")->create(&d);
 }
 

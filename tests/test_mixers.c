@@ -1,12 +1,64 @@
 // Every registered mixer, through the MixerKind interface alone: backward against finite
 // differences for the input and every parameter, and the materialized attention maps against
 // the outputs. Mixer-specific cases live in tests/test_<mixer>.c.
+#include <math.h>
 #include <string.h>
 #include <omp.h>
 
 #include "model/mixers/mixer.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
+
+// --- the interface itself (mixer.h's REQUIRED and OPTIONAL slots) -------------------------------
+
+TEST(every_registered_mixer_passes_mixer_validate) {
+    char err[160];
+    for (int i = 0; i < mixer_count(); i++)
+        CHECK(mixer_validate(mixer_at(i), err, sizeof err) == 0, "mixer '%s': %s", mixer_at(i)->name, err);
+}
+
+// Softmax with one slot taken away: mixer_validate refuses it naming that slot.
+#define CHECK_MISSING(slot, base)                                                                  \
+    do {                                                                                           \
+        MixerKind k_ = *mixer_find(base);                                                          \
+        k_.slot = NULL;                                                                            \
+        char err_[160] = "";                                                                       \
+        CHECK(mixer_validate(&k_, err_, sizeof err_) == -1 && strstr(err_, "'" #slot "'"),         \
+              "%s without " #slot ": '%s'", base, err_);                                           \
+    } while (0)
+
+TEST(mixer_validate_names_a_missing_required_slot) {
+    CHECK_MISSING(name, "softmax");
+    CHECK_MISSING(summary, "softmax");
+    CHECK_MISSING(create, "softmax");
+    CHECK_MISSING(destroy, "softmax");
+    CHECK_MISSING(params, "softmax");
+    CHECK_MISSING(buffers, "softmax");
+    CHECK_MISSING(forward, "softmax");
+    CHECK_MISSING(backward, "softmax");
+    char err[160];
+    MixerKind k = *mixer_find("softmax");
+    k.backward = NULL;
+    CHECK(mixer_validate(&k, err, sizeof err) == -1 && !strcmp(err, "required slot 'backward' is NULL"), "'%s'", err);
+}
+
+// An optional group is all or nothing; a kind with every optional slot NULL is complete.
+TEST(mixer_validate_takes_optional_groups_whole) {
+    CHECK_MISSING(n_maps, "softmax");
+    CHECK_MISSING(attention, "softmax");
+    CHECK_MISSING(attention_values, "softmax");
+    CHECK_MISSING(attention_qk, "softmax");  // THEORY_EXP needs it
+    CHECK_MISSING(decay_rate, "decay");      // THEORY_DECAY needs it
+    CHECK_MISSING(state_size, "softmax");
+    CHECK_MISSING(step, "softmax");
+    const MixerKind *s = mixer_find("softmax");
+    MixerKind bare = {.name = s->name, .summary = s->summary, .create = s->create, .destroy = s->destroy,
+                      .params = s->params, .buffers = s->buffers, .forward = s->forward, .backward = s->backward};
+    char err[160] = "";
+    CHECK(mixer_validate(&bare, err, sizeof err) == 0, "the required slots alone: '%s'", err);
+}
+
+// --- every registered mixer, through the interface --------------------------------------------
 
 TEST(every_mixer_backward_matches_finite_differences) {
     Config cfg;
@@ -86,6 +138,42 @@ TEST(every_mixer_theory_queries_and_keys_reproduce_maps) {
         rig_check_qk(&r, 1e-10);
         rig_free(&r);
     }
+}
+
+// MixerKind.length_bound is the truth about each mixer: built for seq_len 12 and run on 9
+// tokens, a mixer computes what the same mixer built for seq_len 9 computes, unless it declares
+// a constant fixed to seq_len (./evaluate then refuses longer test cells for it). A new mixer
+// whose function depends on seq_len fails here until it declares length_bound.
+TEST(every_mixer_declares_length_bound_iff_seq_len_changes_its_function) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    const int C = 8, H = 2, B = 2, T = 9, T_long = 12;
+    for (int i = 0; i < mixer_count(); i++) {
+        const MixerKind *mk = mixer_at(i);
+        MixerRig a, b;
+        rig_init(&a, mk->name, &cfg, C, H, B, T, 1, 3, 17);
+        rig_init(&b, mk->name, &cfg, C, H, B, T_long, 1, 3, 17);
+        CHECK(a.n_params == b.n_params, "%s: parameters depend on seq_len", mk->name);
+        for (int k = 0; k < a.n_params; k++) {  // the same draws: the shapes do not depend on seq_len
+            CHECK(a.count[k] == b.count[k], "%s: %s depends on seq_len", mk->name, a.decl[k].name);
+            memcpy(b.p[k], a.p[k], sizeof(real) * a.count[k]);
+        }
+        rig_loss(&a);
+        MixerIO io = rig_io(&b);
+        io.T = T;
+        io.x = a.x;
+        mk->forward(b.st, &io);
+        double diff = 0;
+        for (int e = 0; e < B * T * C; e++) diff = fmax(diff, fabs((double)io.y[e] - (double)a.y[e]));
+        if (mk->length_bound)
+            CHECK(diff > 1e-6, "%s declares length_bound '%s', yet seq_len 12 computes seq_len 9's function (diff %g)",
+                  mk->name, mk->length_bound, diff);
+        else
+            CHECK(diff < 1e-12, "%s: seq_len 12 changes its outputs on 9 tokens by %g: declare MixerKind.length_bound",
+                  mk->name, diff);
+        rig_free(&a), rig_free(&b);
+    }
+    config_free(&cfg);
 }
 
 // No sum is split differently for another thread count: forward and backward give the same bits.

@@ -34,7 +34,7 @@ TEST(qkv_mixers_tensor_names_and_shapes) {
                   "%s: tensor %d is %s", g_names[k], i, d->name);
             for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j]);
         }
-        CHECK(r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values);
+        CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values);
         rig_free(&r);
     }
 }

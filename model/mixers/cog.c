@@ -7,22 +7,19 @@
 // row; backward: dp_ij = m_ij dA_ij - a_ij Dlt_i (m = the softmax, dA_ij = dO_i.v_j,
 // Dlt_i = dO_i.o_i), which is softmax's P (dP - Dlt) when every sign is +1.
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
 #include "model/kernels/gemm.h"
-#include "model/mixers/qblock.h"
-#include "model/mixers/qkv_common.h"
 #include "model/kernels/vmath.h"
+#include "model/mixers/qblock_mixer.h"
 
 typedef struct {
-    QkvShape s;
+    QMixer q;       // the qblock family's part (first; model/mixers/qblock_mixer.h)
     int is_signed;  // 0: this layer is one of the softmax ends
 } Cog;
 
-enum { A_LSE = QKV_N_SAVED };      // saved: log-sum-exp of |p| (or p) per row [B, H, T]
-enum { S_BLOCK = QKV_N_SCRATCH };  // scratch: per-thread blocks [3, 64, T] (qblock.h)
+enum { A_LSE = QKV_N_SAVED };  // saved: log-sum-exp of |p| (or p) per row [B, H, T]
 
 static const KeyDef cog_keys[] = {
     {"cog_softmax_ends", KEY_BOOL, "true", 0, 0, 0, "model",
@@ -30,26 +27,15 @@ static const KeyDef cog_keys[] = {
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
-static void *cog_create(const MixerDims *d) {
-    Cog *m = mallocCheck(sizeof *m);
-    qkv_shape(&m->s, d, 0);
+// Cogformer's rule, softmax in the first and the last layer, is for a stack named by one word
+// (`mixer = cog`). A `mixer` key that lists every layer (`mixer = softmax, cog, cog, softmax`)
+// already says what each layer is, so cog_softmax_ends steps aside there and every Cog layer of
+// the list is signed: the choice per layer is Cog's, read from its own option and the list.
+static int is_softmax_end(const MixerDims *d) {
     int end = d->layer == 0 || d->layer == d->n_layer - 1;
-    m->is_signed = !(end && !d->listed && cfg_bool(d->cfg, "cog_softmax_ends"));
-    return m;
-}
-
-static void cog_destroy(void *st) { free(st); }
-
-static int cog_params(const void *st, ParamDecl *out) { return qkv_params(&((const Cog *)st)->s, out); }
-
-static void cog_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                        int *n_scratch) {
-    const Cog *m = st;
-    qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
-    saved[A_LSE] = (BufDecl){"lse", (size_t)B * m->s.H * T};
-    *n_saved = A_LSE + 1;
-    scratch[S_BLOCK] = (BufDecl){"blocks", qblock_scratch(2, T)};
-    *n_scratch = S_BLOCK + 1;
+    const char *mixer = config_find(d->cfg, "mixer") ? cfg_str(d->cfg, "mixer") : "";
+    int listed = strchr(mixer, ',') != NULL;  // model_parse_mixers: a list is names and commas
+    return end && !listed && cfg_bool(d->cfg, "cog_softmax_ends");
 }
 
 // sign(p) as a real: +1, -1, or 0 for p = 0 (torch.sign)
@@ -61,8 +47,8 @@ static inline real sgn(real p) { return (real)((p > 0) - (p < 0)); }
 static void block_weights(const Cog *c, const real *q, const real *k, int ldq, int i0, int i1, real *A,
                           real *M, real *lse, int recompute) {
     int nk = i1, sg = c->is_signed;
-    real scale = 1 / sqrtr((real)c->s.D);
-    gemm_serial(0, 1, i1 - i0, nk, c->s.D, q + (size_t)i0 * ldq, ldq, k, ldq, 0, A, nk);
+    real scale = 1 / sqrtr((real)c->q.s.D);
+    gemm_serial(0, 1, i1 - i0, nk, c->q.s.D, q + (size_t)i0 * ldq, ldq, k, ldq, 0, A, nk);
     for (int i = i0; i < i1; i++) {
         real *row = A + (size_t)(i - i0) * nk, *mrow = M ? M + (size_t)(i - i0) * nk : NULL;
         if (!recompute) {  // one exp per weight: signed exponentials, then divided by their sum
@@ -128,62 +114,42 @@ static void cog_dscores(const QBlock *qb, const QBlockHead *hd, int i0, int i1, 
     }
 }
 
-static QBlock cog_qblock(const Cog *m, const MixerIO *io) {
-    return (QBlock){.mixer = m, .call = io, .B = io->B, .T = io->T, .H = m->s.H, .D = m->s.D,
-                    .ld = 3 * m->s.C, .ldo = m->s.C, .n_planes = 2, .Tmax = m->s.T,
-                    .scratch = io->tmp[S_BLOCK], .weights = cog_weights, .dscores = cog_dscores};
+static void *cog_create(const MixerDims *d) {
+    Cog *m = mallocCheck(sizeof *m);
+    qmix_init(&m->q, d, 2, cog_weights, cog_dscores);  // planes A and M
+    m->is_signed = !is_softmax_end(d);
+    return m;
 }
 
-static void cog_forward(const void *st, MixerIO *io) {
+static void cog_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
+                        int *n_scratch) {
     const Cog *m = st;
-    qkv_in_forward(&m->s, io);
-    QBlock qb = cog_qblock(m, io);
-    qblock_forward(&qb, io->act[QKV_A_QKV], m->s.C, 2 * m->s.C, io->act[QKV_A_ATT]);
-    qkv_out_forward(&m->s, io);
+    qmix_buffers(st, B, T, saved, n_saved, scratch, n_scratch);
+    saved[A_LSE] = (BufDecl){"lse", (size_t)B * m->q.s.H * T};
+    *n_saved = A_LSE + 1;
 }
-
-static void cog_backward(const void *st, MixerIO *io) {
-    const Cog *m = st;
-    const real *datt = qkv_out_backward(&m->s, io);
-    QBlock qb = cog_qblock(m, io);
-    qblock_backward(&qb, io->act[QKV_A_QKV], m->s.C, 2 * m->s.C, io->act[QKV_A_ATT], datt, io->tmp[QKV_S_DQKV]);
-    qkv_in_backward(&m->s, io);
-}
-
-static int cog_n_maps(const void *st) { return ((const Cog *)st)->s.H; }
 
 static void cog_attention(const void *st, const MixerIO *io, int b, int h, real *a) {
     const Cog *m = st;
-    int T = io->T, C3 = 3 * m->s.C;
-    const real *q = io->act[QKV_A_QKV] + (size_t)b * T * C3 + h * m->s.D;
-    real *l = io->act[A_LSE] + ((size_t)b * m->s.H + h) * T;
-    block_weights(m, q, q + m->s.C, C3, 0, T, a, NULL, l, 1);
+    int T = io->T, C3 = 3 * m->q.s.C;
+    const real *q = io->act[QKV_A_QKV] + (size_t)b * T * C3 + h * m->q.s.D;
+    real *l = io->act[A_LSE] + ((size_t)b * m->q.s.H + h) * T;
+    block_weights(m, q, q + m->q.s.C, C3, 0, T, a, NULL, l, 1);
 }
 
-static int cog_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {
-    return qkv_attention_values(&((const Cog *)st)->s, io, b, m, v, o);
-}
-
-// KV cache: k [T, C], v [T, C], then scratch: qkv [3C], o [C], scores [T].
-static size_t cog_state_floats(const void *st) {
-    const Cog *m = st;
-    return (size_t)2 * m->s.T * m->s.C;  // the key and value caches at full length
-}
-
+// The KV cache and qkv (qmix_step_in), then o [C] and scores [T].
 static size_t cog_state_size(const void *st) {
     const Cog *m = st;
-    return (size_t)2 * m->s.T * m->s.C + 4 * (size_t)m->s.C + (size_t)m->s.T;
+    return qmix_state_size(&m->q, (size_t)m->q.s.C + (size_t)m->q.s.T);
 }
 
 static void cog_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
     const Cog *m = st;
-    int C = m->s.C, D = m->s.D;
-    real *kc = state, *vc = kc + (size_t)m->s.T * C, *qkv = vc + (size_t)m->s.T * C, *o = qkv + 3 * C;
-    real *sc = o + C, scale = 1 / sqrtr((real)D);
-    qkv_step_in(&m->s, p, x, qkv);
-    memcpy(kc + (size_t)t * C, qkv + C, sizeof(real) * C);
-    memcpy(vc + (size_t)t * C, qkv + 2 * C, sizeof(real) * C);
-    for (int h = 0; h < m->s.H; h++) {
+    int C = m->q.s.C, D = m->q.s.D;
+    QMixStep k = qmix_step_in(&m->q, p, state, t, x);
+    const real *kc = k.k, *vc = k.v, *qkv = k.qkv;
+    real *o = k.scratch, *sc = o + C, scale = 1 / sqrtr((real)D);
+    for (int h = 0; h < m->q.s.H; h++) {
         real mx = -INFINITY, sum = 0;
         for (int j = 0; j <= t; j++) {
             real d = 0;
@@ -201,13 +167,7 @@ static void cog_step(const void *st, real *const *p, real *state, int t, const r
         for (int j = 0; j <= t; j++)
             for (int i = 0; i < D; i++) o[h * D + i] += sc[j] / sum * vc[(size_t)j * C + h * D + i];
     }
-    qkv_step_out(&m->s, p, o, y);
-}
-
-// Per head q k^T and A v over the causal triangle, as softmax.
-static void cog_flops(const void *st, int B, int T, double *fwd, double *bwd) {
-    const Cog *m = st;
-    qkv_flops(&m->s, B, T, 2.0 * B * m->s.C * T * (T + 1.0), fwd, bwd);
+    qkv_step_out(&m->q.s, p, o, y);
 }
 
 const MixerKind mixer_cog = {
@@ -215,16 +175,16 @@ const MixerKind mixer_cog = {
     .summary = "signed Cog attention a_ij = sign(p_ij) softmax_j(|p_ij|), softmax in the end layers (Cogformer, Lv et al. 2024)",
     .options = cog_keys,
     .create = cog_create,
-    .destroy = cog_destroy,
-    .params = cog_params,
+    .destroy = qmix_destroy,
+    .params = qmix_params,
     .buffers = cog_buffers,
-    .forward = cog_forward,
-    .backward = cog_backward,
-    .n_maps = cog_n_maps,
+    .forward = qmix_forward,
+    .backward = qmix_backward,
+    .n_maps = qmix_n_maps,
     .attention = cog_attention,
-    .attention_values = cog_attention_values,
+    .attention_values = qmix_attention_values,
     .state_size = cog_state_size,
-    .state_floats = cog_state_floats,
+    .state_floats = qmix_state_floats,
     .step = cog_step,
-    .flops = cog_flops,
+    .flops = qmix_flops,
 };

@@ -239,6 +239,7 @@ const MixerKind mixer_cosformer = {
     .name = "cosformer",
     .summary = "cosFormer: ReLU linear attention reweighted by cos(pi (i-j) / 2M), M = seq_len, normalised (Qin et al. 2022)",
     .options = NULL,
+    .length_bound = "M",  // M = seq_len
     .create = cosformer_create,
     .destroy = cosformer_destroy,
     .params = cosformer_params,

@@ -5,6 +5,12 @@
 // gamma_h = 1 - 2^(-5-h) (torchscale) or one `decay_gamma` for every head, then a per-head
 // RMSNorm (standing in for RetNet's GroupNorm) and the output projection. Training uses the
 // chunked form (model/mixers/linear_chunk.c): O(T) time, no T x T buffer.
+//
+// Two MixerKinds share this code. `decay` above; `identity` (docs/mixers.md#identity) is the
+// same mixer with gamma_h = 1 for every head, linear attention with no feature map (the
+// "unnormalized variant" of Katharopoulos et al. 2020): a_ij = q_i . k_j / sqrt(D),
+// S_i = S_{i-1} + k_i v_i^T, the RMSNorm standing in for the denominator as in fla's
+// LinearAttention. Only its create (no option, no decay), summary and theory differ.
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -31,6 +37,14 @@ static void *decay_create(const MixerDims *d) {
     qkv_shape(&m->s, d, 1);
     double g = cfg_float(d->cfg, "decay_gamma");
     for (int h = 0; h < m->s.H; h++) m->gamma[h] = (real)(g > 0 ? g : 1 - ldexp(1, -5 - h));
+    return m;
+}
+
+// identity: every head's gamma is 1 (so gamma^(i-j) = 1 exactly, in the map and the chunks).
+static void *identity_create(const MixerDims *d) {
+    Decay *m = mallocCheck(sizeof *m + sizeof(real) * d->H);
+    qkv_shape(&m->s, d, 1);
+    for (int h = 0; h < d->H; h++) m->gamma[h] = 1;
     return m;
 }
 
@@ -131,6 +145,26 @@ const MixerKind mixer_decay = {
     .attention_values = decay_attention_values,
     .theory = THEORY_DECAY,
     .decay_rate = decay_rate,
+    .state_size = decay_state_size,
+    .state_floats = decay_state_floats,
+    .step = decay_step,
+    .flops = decay_flops,
+};
+
+const MixerKind mixer_identity = {
+    .name = "identity",
+    .summary = "linear attention with no feature map, a_ij = q_i.k_j / sqrt(D), per-head RMSNorm",
+    .options = NULL,
+    .create = identity_create,
+    .destroy = decay_destroy,
+    .params = decay_params,
+    .buffers = decay_buffers,
+    .forward = decay_forward,
+    .backward = decay_backward,
+    .n_maps = decay_n_maps,
+    .attention = decay_attention,
+    .attention_values = decay_attention_values,
+    .theory = THEORY_IDENTITY,  // the evaluator reads the scores off the map itself (no decay_rate)
     .state_size = decay_state_size,
     .state_floats = decay_state_floats,
     .step = decay_step,

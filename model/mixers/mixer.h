@@ -47,8 +47,6 @@ typedef struct {
     int layer, n_layer;
     const Config *cfg;  // the mixer reads its own option keys here
     Precision prec;   // of the mixer's matmuls (the model's, from the `precision` key)
-    int listed;       // 1: the `mixer` key lists every layer's mixer (a hybrid stack), so options
-                      // that choose per layer (cog_softmax_ends) step aside
 } MixerDims;
 
 // One call's tensors. Pointers to parameters, gradients and buffers follow declaration order.
@@ -74,25 +72,40 @@ typedef enum {
     THEORY_IDENTITY,  // no feature map: a_ij = the score itself, Gaussian (eval/theory.h)
 } Theory;
 
+// One mixer. Each slot is marked REQUIRED (mixer_validate names it when NULL) or OPTIONAL, with
+// what NULL means. The optional slots come in groups that are filled together or not at all:
+// the maps (n_maps, attention, attention_values), the theory (attention_qk or decay_rate, as
+// `theory` asks), generation (state_size, step). docs/mixers.md#adding-a-mixer walks through it.
 typedef struct MixerKind {
-    const char *name;      // the value of the `mixer` config key
-    const char *summary;   // one line: what it is and where it comes from
-    const KeyDef *options; // config keys this mixer adds (terminated by name == NULL), or NULL
+    const char *name;      // REQUIRED: the value of the `mixer` config key
+    const char *summary;   // REQUIRED: one line: what it is and where it comes from
+    // OPTIONAL (NULL: the mixer has no keys): config keys this mixer adds, terminated by
+    // name == NULL; docs/config.md lists each (tests/test_docs.c checks).
+    const KeyDef *options;
+    // OPTIONAL (NULL: any length): the name of a constant of the mixer's function that is fixed
+    // to the configured seq_len, as relu2's n and cosformer's M. Such a mixer computes another
+    // function at another length, so ./evaluate refuses test cells longer than seq_len for it.
+    const char *length_bound;
 
-    // Per layer: read options from d->cfg, check shapes (die_input naming the key), return state.
+    // REQUIRED. Per layer: read options from d->cfg, check shapes (die_input naming the key),
+    // return state.
     void *(*create)(const MixerDims *d);
-    void (*destroy)(void *st);
-    // Declares parameter tensors into out[]; returns how many.
+    void (*destroy)(void *st);  // REQUIRED
+    // REQUIRED: declares parameter tensors into out[] (at most MIXER_MAX_TENSORS); returns how
+    // many.
     int (*params)(const void *st, ParamDecl *out);
-    // Fills tensor `index` when it is declared INIT_CUSTOM, drawing from rng.
+    // OPTIONAL, but REQUIRED when params declares an INIT_CUSTOM tensor (model_create dies
+    // otherwise; NULL: no tensor is INIT_CUSTOM): fills tensor `index`, drawing from rng.
     void (*init_custom)(const void *st, int index, real *w, Rng *rng);
-    // Declares the saved activations of one layer and the scratch shared by all layers, for
-    // calls with up to B sequences of T tokens.
+    // REQUIRED: declares the saved activations of one layer and the scratch shared by all
+    // layers (at most MIXER_MAX_BUFFERS each), for calls with up to B sequences of T tokens.
     void (*buffers)(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
                     int *n_scratch);
-    void (*forward)(const void *st, MixerIO *io);
-    void (*backward)(const void *st, MixerIO *io);
+    void (*forward)(const void *st, MixerIO *io);   // REQUIRED
+    void (*backward)(const void *st, MixerIO *io);  // REQUIRED
 
+    // The maps group, OPTIONAL as a whole (NULL: the mixer has no attention maps; ./evaluate
+    // measures no S(a) for its layers, draws no --maps, and the map tests skip it).
     // Attention maps for the evaluator (docs/mixers.md#attention-maps-at-a-glance): n_maps per
     // sequence (n_head, or every channel for Mamba; maps m*H/n_maps.. belong to head m /
     // (n_maps/H)).
@@ -105,36 +118,40 @@ typedef struct MixerKind {
     // o[T * W] with o_i = sum_j a_ij v_j exactly (before any output norm, gate, skip or
     // projection). Returns W (<= 4 * C; callers size the buffers for that).
     int (*attention_values)(const void *st, const MixerIO *io, int b, int m, real *v, real *o);
-    // Positions a token stays readable in the values the maps act on, counting its own (optional;
-    // NULL: 1). Mamba's values have passed its causal d_conv-wide convolution, so the token at p
-    // is in them at p .. p + d_conv - 1: the evaluator's answer window (docs/sparsity.md).
+    // OPTIONAL (NULL: 1), with the maps: positions a token stays readable in the values the maps
+    // act on, counting its own. Mamba's values have passed its causal d_conv-wide convolution,
+    // so the token at p is in them at p .. p + d_conv - 1: the evaluator's answer window
+    // (docs/sparsity.md).
     int (*value_window)(const void *st);
 
-    // Closed-form sparsity prediction (optional). attention_qk gives map m's queries and keys as
-    // the theory uses them, q[T*K] and k[T*K] (THEORY_EXP: scaled q and k, a_ij ~ exp(q_i.k_j);
-    // THEORY_LINEAR: phi(q), phi(k); THEORY_RELU2: the score's q and k, a_ij = relu(q_i.k_j)^2);
-    // returns K. decay_rate gives THEORY_DECAY's lambda.
+    // The theory group, OPTIONAL (THEORY_NONE, both NULL: no closed-form prediction beside the
+    // measured S(a)); any other theory needs the maps. attention_qk, REQUIRED for THEORY_EXP,
+    // THEORY_LINEAR and THEORY_RELU2, gives map m's queries and keys as the theory uses them,
+    // q[T*K] and k[T*K] (THEORY_EXP: scaled q and k, a_ij ~ exp(q_i.k_j); THEORY_LINEAR: phi(q),
+    // phi(k); THEORY_RELU2: the score's q and k, a_ij = relu(q_i.k_j)^2); returns K. decay_rate,
+    // REQUIRED for THEORY_DECAY, gives its lambda. THEORY_IDENTITY reads the map itself.
     Theory theory;
     int (*attention_qk)(const void *st, const MixerIO *io, int b, int m, real *q, real *k);
     double (*decay_rate)(const void *st, int m);
 
-    // Generation one token at a time (optional; without it the sampler reruns the prefix).
-    // state_size: reals of one sequence's state (a KV cache for softmax, K x V matrices for the
-    // linear mixers, conv and scan state for Mamba), zeroed before position 0. step consumes the
-    // input x[C] (ln_1 output) of position t, updates the state and writes y[C]; it must agree
-    // with forward() to rounding.
+    // The generation group, OPTIONAL (state_size and step both NULL: the sampler reruns the
+    // prefix for every token): one token at a time. state_size: reals of one sequence's state
+    // (a KV cache for softmax, K x V matrices for the linear mixers, conv and scan state for
+    // Mamba), zeroed before position 0. step consumes the input x[C] (ln_1 output) of position
+    // t, updates the state and writes y[C]; it must agree with forward() to rounding.
     size_t (*state_size)(const void *st);
-    // state_floats: the numbers a sequence's state carries from one token to the next at length
-    // seq_len, the leading part of step()'s state (the rest is step's scratch): the state size
-    // of Zoology's and Based's capacity plots. A KV cache is 2 T C; the recurrent mixers' states
-    // do not grow with T.
+    // OPTIONAL (NULL: the run record counts 0 for the layer; tests/test_mixers.c asks it of
+    // every registered mixer): the numbers a sequence's state carries from one token to the
+    // next at length seq_len, the leading part of step()'s state (the rest is step's scratch):
+    // the state size of Zoology's and Based's capacity plots. A KV cache is 2 T C; the
+    // recurrent mixers' states do not grow with T.
     size_t (*state_floats)(const void *st);
     void (*step)(const void *st, real *const *p, real *state, int t, const real *x, real *y);
 
-    // Work of one forward and one backward call on B sequences of T tokens, in FLOPs (a
-    // multiply-add counts 2): every matmul and mixing product the algorithm needs (recomputation
-    // not counted), for `make bench`'s GFLOP/s (optional; without it the bench counts only the
-    // model's own matmuls and says so).
+    // OPTIONAL (NULL: the bench counts only the model's own matmuls and says so): work of one
+    // forward and one backward call on B sequences of T tokens, in FLOPs (a multiply-add counts
+    // 2): every matmul and mixing product the algorithm needs (recomputation not counted), for
+    // `make bench`'s GFLOP/s.
     void (*flops)(const void *st, int B, int T, double *fwd, double *bwd);
 } MixerKind;
 
@@ -144,3 +161,7 @@ int mixer_count(void);
 const MixerKind *mixer_at(int i);
 // "softmax|linear|..." for the `mixer` key's choices.
 const char *mixer_choices(void);
+// 0 when k fills every REQUIRED slot and each optional group it starts; else -1 with err naming
+// the first slot missing ("required slot 'backward' is NULL"). The registry checks every
+// registered mixer on its first use and dies naming the mixer and the slot.
+int mixer_validate(const MixerKind *k, char *err, size_t errlen);

@@ -8,7 +8,8 @@
 //                         into dS = dLoss/d(q_i.k_j) (any scale included) and may rewrite W into
 //                         the weights that multiply v;  dv += W^T dO;  dq += dS k;  dk += dS^T q.
 // Every (batch row, head) pair is one task of an OpenMP loop with a fixed order of sums inside,
-// so results do not depend on the thread count.
+// so results do not depend on the thread count. The mixers reach this loop through the family
+// wrapper model/mixers/qblock_mixer.h, which builds the QBlock of a call from their hooks.
 #pragma once
 #include <stddef.h>
 

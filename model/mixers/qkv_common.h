@@ -1,5 +1,6 @@
-// Plumbing shared by the q/k/v mixers other than softmax (decay, identity, relu2, cog, cosformer):
-// the tensors of docs/design.md#tensor-names, the input projection, an optional per-head RMSNorm
+// Plumbing shared by every q/k/v mixer: softmax, cog, relu2 and gpam (through the qblock family,
+// model/mixers/qblock_mixer.h), linear, cosformer, decay and identity (decay.c), and h3: the
+// tensors of docs/design.md#tensor-names, the input projection, an optional per-head RMSNorm
 // between the mixing and the output projection, and the output projection. Each mixer only writes
 // its per-head mixing o = mix(q, k, v) and its backward:
 //   qkv = x Wqkv^T + bqkv                  [B,T,3C]: q, k, v; head h owns columns h*D..h*D+D-1
