@@ -17,8 +17,10 @@
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
+#include "core/tfevents.h"
 #include "data/task.h"
 #include "eval/sparsity.h"
+#include "eval/tensorboard.h"
 #include "eval/val_eval.h"
 #include "trainer/checkpoint.h"
 #include "trainer/llmc.h"
@@ -55,6 +57,7 @@ typedef struct {
     char out_dir[1024];
     FILE *metrics;
     FILE *sparsity;             // sparsity.jsonl, NULL when sparsity_every = 0 or no extractor
+    TfEvents tb;                // tensorboard = true: the records as TensorBoard events (tb.f NULL: off)
     int B, T;
     long steps;                 // total optimizer steps of the run
     long skipped;               // steps whose update nan_policy = skip dropped
@@ -277,6 +280,7 @@ static void print_eval(Trainer *tr, const ValStats *s) {
     RunlogEval rec = {.sequences = -1};  // the trainer's record: no checkpoint, mixer or options
     val_write_record(tr->metrics, tr->step, s, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
+    if (tr->tb.f) tb_write_eval(&tr->tb, tr->step, s), flush_log(tr, tr->tb.f, tr->tb.name);
     progress_break();
     char cells[1024];
     val_format_cells(cells, sizeof cells, s);
@@ -302,6 +306,7 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
         sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
+        if (tr->tb.f) tb_write_sparsity(&tr->tb, tr->step, cfg_str(c, "mixer"), &r), flush_log(tr, tr->tb.f, tr->tb.name);
         progress_break();
         sparsity_print_layers(stdout, tr->step, &r);  // S_recall and answer share per head, a line per layer
         fflush(stdout);
@@ -390,6 +395,7 @@ static void log_step(Trainer *tr, const StepResult *r, int last) {
         RunlogTrain rec = {tr->step, r->loss, r->acc, r->lr, r->norm, r->tok_s, r->dt * 1e3};
         runlog_write_train(tr->metrics, &rec);
         flush_log(tr, tr->metrics, "metrics.jsonl");
+        if (tr->tb.f) tb_write_train(&tr->tb, &rec), flush_log(tr, tr->tb.f, tr->tb.name);
         if (!progress_enabled()) {
             printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
                    tr->step, tr->steps, r->loss, r->acc, r->lr, r->norm, r->tok_s);
@@ -489,6 +495,7 @@ static void write_config(Trainer *tr) {
 static void trainer_free(Trainer *tr) {
     if (tr->metrics) fclose(tr->metrics);
     if (tr->sparsity) fclose(tr->sparsity);
+    tfevents_close(&tr->tb);
     free(tr->inputs);
     free(tr->targets);
     loader_free(&tr->loader);
@@ -629,7 +636,8 @@ static void setup_model(Trainer *tr) {
     tr->targets = mallocCheck(sizeof(int32_t) * tr->B * tr->T);
 }
 
-// config.conf, and metrics.jsonl / sparsity.jsonl opened to continue (resume) or start over.
+// config.conf, and metrics.jsonl / sparsity.jsonl opened to continue (resume) or start over; the
+// TensorBoard event file.
 static void open_logs(Trainer *tr) {
     write_config(tr);
     char path[1200];
@@ -641,6 +649,9 @@ static void open_logs(Trainer *tr) {
         tr->sparsity = fopen(path, tr->step > 0 ? "a" : "w");
         if (!tr->sparsity) die_input("out_dir: cannot write '%s'", path);
     }
+    // a new event file per process, from the first step it writes (eval/tensorboard.h)
+    if (cfg_bool(&tr->cfg, "tensorboard") && tfevents_open(&tr->tb, tr->out_dir, tr->step ? tr->step + 1 : 0) != 0)
+        die_input("out_dir: cannot write a TensorBoard event file in '%s' (%s)", tr->out_dir, strerror(errno));
 }
 
 // The numbers each layer carries between tokens at seq_len (its mixer's state_floats plus the

@@ -65,6 +65,7 @@ static KeyDef g_keys[] = {
     {"stop_at_step", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "stop with a checkpoint once this many steps are done, keeping the schedule of steps (0 = off)"},
     {"stop_at_acc", KEY_FLOAT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "stop once validation accuracy reaches this (0 = never; Zoology: 0.99)"},
     {"nan_policy", KEY_ENUM, "stop", 0, "stop|skip", KEY_RESUMABLE, "run", "a non-finite loss or gradient: stop (keep the last good checkpoint) or skip the update"},
+    {"tensorboard", KEY_BOOL, "false", 0, 0, KEY_RESUMABLE, "run", "also write the train, eval and sparsity records as TensorBoard event files (events.out.tfevents.*) in out_dir"},
     {"threads", KEY_INT, "0", RANGE_THREADS, 0, KEY_RESUMABLE, "run", "OpenMP threads: 0 = OpenMP default (all cores), at most 1024"},
     {"max_memory", KEY_FLOAT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "GB a run may plan to use (model, optimizer, data), checked at the start; 0 = this machine's memory"},
     {"export_data", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "write the task's train.bin and test.bin to this folder and exit"},

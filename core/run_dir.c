@@ -168,6 +168,14 @@ void run_dir_clear(const char *dir) {
     int n = run_dir_checkpoints(dir, &paths, &steps);
     for (int i = 0; i < n; i++) unlink(paths[i]);
     run_dir_free_list(paths, steps, n);
+    DIR *d = opendir(dir);  // TensorBoard event files (tensorboard = true): one per process started
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "events.out.tfevents.", 20)) continue;
+        char *p = join(dir, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    if (d) closedir(d);
 }
 
 // The pid written in a lock file (0: none).

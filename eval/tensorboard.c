@@ -1,0 +1,99 @@
+#include "eval/tensorboard.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "eval/derived.h"
+
+static const char *const g_train_fields[] = {"loss", "acc", "lr", "grad_norm", "tok_per_s"};
+
+static int emit(const char *tag, double v, TbScalarFn fn, void *ctx) {
+    if (!isfinite(v)) return 0;  // null or absent in the record: nothing to draw
+    fn(tag, v, ctx);
+    return 1;
+}
+
+int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
+    if (*r->options) return 0;  // another measurement than the run's own
+    char tag[160];
+    int n = 0;
+    switch (r->type) {
+    case RUNLOG_TRAIN:
+        for (size_t i = 0; i < sizeof g_train_fields / sizeof *g_train_fields; i++) {
+            snprintf(tag, sizeof tag, "train/%s", g_train_fields[i]);
+            n += emit(tag, runlog_num(r, g_train_fields[i]), fn, ctx);
+        }
+        break;
+    case RUNLOG_EVAL:
+        n += emit("val/loss", runlog_num(r, "loss"), fn, ctx);
+        n += emit("val/acc", runlog_num(r, "acc"), fn, ctx);
+        for (int i = 0; i < r->obj->n; i++) {  // the cells' accuracies, in the record's order
+            const char *k = r->obj->keys[i];
+            if (strncmp(k, "acc_", 4) || strlen(k) > 100) continue;
+            snprintf(tag, sizeof tag, "val/%s", k);
+            n += emit(tag, runlog_num(r, k), fn, ctx);
+        }
+        break;
+    case RUNLOG_SPARSITY:
+        if (r->layer < 0 || r->head < 0) break;
+        snprintf(tag, sizeof tag, "sparsity/L%d_H%d/S_recall", r->layer, r->head);
+        n += emit(tag, runlog_num(r, "S_recall"), fn, ctx);
+        snprintf(tag, sizeof tag, "sparsity/L%d_H%d/answer_share", r->layer, r->head);
+        n += emit(tag, derived_window_share(r), fn, ctx);
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+static void add_value(const char *tag, double v, void *ctx) { tfevents_add(ctx, tag, (float)v); }
+
+static int add_record(const RunlogRecord *r, void *ctx) {
+    TfEvents *w = ctx;
+    tfevents_begin(w, r->step);
+    tb_record_scalars(r, add_value, w);
+    tfevents_end(w);  // writes nothing when the record had no scalar
+    return 0;
+}
+
+// The records a writer would put in the log, rendered into memory (open_memstream), read back
+// and written as events.
+typedef struct {
+    char *text;
+    size_t len;
+    FILE *f;
+} Rendered;
+
+static FILE *render_begin(Rendered *m) {
+    m->text = NULL, m->len = 0;
+    if (!(m->f = open_memstream(&m->text, &m->len))) die("tensorboard: cannot render a record in memory");
+    return m->f;
+}
+
+static void render_end(Rendered *m, TfEvents *w) {
+    if (fclose(m->f) != 0) die("tensorboard: cannot render a record in memory");
+    runlog_each_text(m->text, m->len, add_record, w);
+    free(m->text);
+}
+
+void tb_write_train(TfEvents *w, const RunlogTrain *rec) {
+    Rendered m;
+    runlog_write_train(render_begin(&m), rec);
+    render_end(&m, w);
+}
+
+void tb_write_eval(TfEvents *w, long step, const ValStats *v) {
+    Rendered m;
+    RunlogEval rec = {.sequences = -1};  // the trainer's record, as print_eval writes it
+    val_write_record(render_begin(&m), step, v, &rec);
+    render_end(&m, w);
+}
+
+void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const SparsityResult *r) {
+    Rendered m;
+    sparsity_write_records(render_begin(&m), step, mixer, NULL, r);
+    render_end(&m, w);
+}

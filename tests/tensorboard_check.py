@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""TensorBoard's own reader against the run log (.ci/run; docs/outputs.md#tensorboard).
+
+    python tests/tensorboard_check.py RUN_DIR
+
+Loads RUN_DIR's event files with TensorBoard's EventAccumulator (every event kept: no reservoir
+sampling) and checks that it returns exactly the scalars the run's metrics.jsonl and
+sparsity.jsonl hold: the same tags, and for each tag the same steps in the same order with the
+same value, bit for bit as float32. The mapping from records to tags is written here again, on
+purpose, from the documentation rather than from eval/tensorboard.c:
+
+    train     train/loss, train/acc, train/lr, train/grad_norm, train/tok_per_s
+    eval      val/loss, val/acc, val/acc_kv<K>_L<L>
+    sparsity  sparsity/L<l>_H<h>/S_recall, sparsity/L<l>_H<h>/answer_share
+              (ans_window_share when the record has it, else ans_share)
+
+A record with "options" (another measurement than the run's own) and a null or absent field give
+no scalar. Exit 0 when everything matches, 1 with the differences otherwise.
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+from tensorboard.backend.event_processing import event_accumulator
+
+
+def f32(x):
+    """x rounded to float32, as the event file stores it."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def records(path):
+    """The run log's records of a file: complete lines that parse as objects with a step."""
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break  # a line cut by a kill is not a record
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(r, dict) and "step" in r:
+                yield r
+
+
+def expected_scalars(run_dir):
+    """{tag: [(step, float32 value), ...]} in log order."""
+    out = {}
+
+    def add(tag, step, v):
+        if isinstance(v, (int, float)) and math.isfinite(v):
+            out.setdefault(tag, []).append((step, f32(float(v))))
+
+    for r in records(os.path.join(run_dir, "metrics.jsonl")):
+        if r.get("options"):
+            continue
+        if r.get("type") == "train":
+            for k in ("loss", "acc", "lr", "grad_norm", "tok_per_s"):
+                add("train/" + k, r["step"], r.get(k))
+        elif r.get("type") == "eval":
+            add("val/loss", r["step"], r.get("loss"))
+            add("val/acc", r["step"], r.get("acc"))
+            for k, v in r.items():
+                if k.startswith("acc_"):
+                    add("val/" + k, r["step"], v)
+    for r in records(os.path.join(run_dir, "sparsity.jsonl")):
+        if r.get("options") or r.get("type", "sparsity") != "sparsity" or "layer" not in r:
+            continue
+        head = "sparsity/L%d_H%d/" % (r["layer"], r["head"])
+        add(head + "S_recall", r["step"], r.get("S_recall"))
+        share = r.get("ans_window_share")
+        add(head + "answer_share", r["step"], share if share is not None else r.get("ans_share"))
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: tests/tensorboard_check.py RUN_DIR")
+    run_dir = sys.argv[1]
+    acc = event_accumulator.EventAccumulator(run_dir, size_guidance={event_accumulator.SCALARS: 0})
+    acc.Reload()
+    got = {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+    want = expected_scalars(run_dir)
+    problems = []
+    for tag in sorted(set(want) | set(got)):
+        if tag not in got:
+            problems.append("%s: in the run log, not in TensorBoard" % tag)
+        elif tag not in want:
+            problems.append("%s: in TensorBoard, not in the run log" % tag)
+        elif got[tag] != want[tag]:
+            g, w = got[tag], want[tag]
+            i = next((i for i, (a, b) in enumerate(zip(g, w)) if a != b), min(len(g), len(w)))
+            problems.append("%s: %d points vs %d in the run log; first difference at #%d: TensorBoard %s, run log %s"
+                            % (tag, len(g), len(w), i, g[i] if i < len(g) else "none", w[i] if i < len(w) else "none"))
+    n_files = len([f for f in os.listdir(run_dir) if "tfevents" in f])
+    if problems or not want:
+        print("tensorboard_check: %s: %s" % (run_dir, "; ".join(problems) or "the run log has no scalars"))
+        sys.exit(1)
+    n = sum(len(v) for v in want.values())
+    steps = sorted({s for v in want.values() for s, _ in v})
+    print("tensorboard_check: %s: TensorBoard's EventAccumulator read %d event file(s): %d tags, %d scalars at "
+          "steps %d..%d, every one equal (float32, bit for bit) to metrics.jsonl and sparsity.jsonl"
+          % (run_dir, n_files, len(want), n, steps[0], steps[-1]))
+
+
+if __name__ == "__main__":
+    main()
