@@ -200,6 +200,13 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
     SafeTensors st;
     if (open_checked(path, &st, err, errlen) != 0) return -1;
     int want_moments = opt && opt->kind == OPT_ADAMW;
+    const char *optimizer = st_meta(&st, "optimizer");
+    if (want_moments && optimizer && !strcmp(optimizer, "none")) {
+        // ./export format=safetensors (or a save without optimizer): nothing to resume from
+        snprintf(err, errlen, "a weights-only file (no optimizer state): use it as init_from, not to resume");
+        st_free(&st);
+        return -1;
+    }
     char name[160];
     // validate everything before touching the model
     for (int pass = 0; pass < (want_moments ? 3 : 1); pass++)
