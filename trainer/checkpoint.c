@@ -200,13 +200,6 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
     SafeTensors st;
     if (open_checked(path, &st, err, errlen) != 0) return -1;
     int want_moments = opt && opt->kind == OPT_ADAMW;
-    const char *optimizer = st_meta(&st, "optimizer");
-    if (want_moments && optimizer && !strcmp(optimizer, "none")) {
-        // ./export format=safetensors (or a save without optimizer): nothing to resume from
-        snprintf(err, errlen, "a weights-only file (no optimizer state): use it as init_from, not to resume");
-        st_free(&st);
-        return -1;
-    }
     char name[160];
     // validate everything before touching the model
     for (int pass = 0; pass < (want_moments ? 3 : 1); pass++)
@@ -214,7 +207,12 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
             const TensorInfo *t = &m->tensors[i];
             snprintf(name, sizeof name, "%s%s", pass == 0 ? "" : pass == 1 ? "optim.m." : "optim.v.", t->name);
             if (!expect_tensor(&st, name, t, err, errlen)) {
-                if (pass > 0) snprintf(err + strlen(err), errlen - strlen(err), " (the checkpoint holds no AdamW state)");
+                // a file saved without optimizer (./export format=safetensors) has nothing to resume
+                const char *o = st_meta(&st, "optimizer");
+                if (pass > 0)
+                    snprintf(err + strlen(err), errlen - strlen(err), "%s",
+                             o && !strcmp(o, "none") ? " (a weights-only file: use it as init_from, not to resume)"
+                                                     : " (the checkpoint holds no AdamW state)");
                 st_free(&st);
                 return -1;
             }
