@@ -150,6 +150,8 @@ include tests/reliability.mk
 # parallel-test, slurm-test: sweeps on GNU parallel and Slurm (docs/sweeps-engines.md)
 include tests/engines.mk
 include tests/report.mk
+# build/hf_logits: the reference logits of tests/hf/hf_check.py (docs/export.md)
+include tests/hf/hf.mk
 
 clean:
 	rm -rf build $(PROGRAMS)

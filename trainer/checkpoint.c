@@ -207,7 +207,12 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
             const TensorInfo *t = &m->tensors[i];
             snprintf(name, sizeof name, "%s%s", pass == 0 ? "" : pass == 1 ? "optim.m." : "optim.v.", t->name);
             if (!expect_tensor(&st, name, t, err, errlen)) {
-                if (pass > 0) snprintf(err + strlen(err), errlen - strlen(err), " (the checkpoint holds no AdamW state)");
+                // a file saved without optimizer (./export format=safetensors) has nothing to resume
+                const char *o = st_meta(&st, "optimizer");
+                if (pass > 0)
+                    snprintf(err + strlen(err), errlen - strlen(err), "%s",
+                             o && !strcmp(o, "none") ? " (a weights-only file: use it as init_from, not to resume)"
+                                                     : " (the checkpoint holds no AdamW state)");
                 st_free(&st);
                 return -1;
             }
