@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -89,6 +90,7 @@ int runner_run(int parallel, const RunnerHooks *hooks) {
     sigaddset(&block, SIGTERM);
 
     int n_given = 0, running = 0;
+    double last_tick = now_seconds();
     RunnerJob job;
     for (;;) {
         while (running < parallel) {
@@ -119,7 +121,18 @@ int runner_run(int parallel, const RunnerHooks *hooks) {
         }
         if (running == 0) break;
         int status;
-        pid_t pid = waitpid(-1, &status, 0);
+        // with a tick hook: poll, so the hook runs about once a second while the jobs run
+        pid_t pid = waitpid(-1, &status, hooks->tick ? WNOHANG : 0);
+        if (pid == 0) {
+            double now = now_seconds();
+            if (now - last_tick >= 1) {
+                last_tick = now;
+                hooks->tick(hooks->ctx);
+            }
+            struct timespec nap = {0, 100 * 1000 * 1000};
+            nanosleep(&nap, NULL);  // a signal ends it early: the loop then passes it on
+            continue;
+        }
         if (pid < 0) {
             if (errno == EINTR) continue;
             die("sweep: waitpid failed (%s)", strerror(errno));

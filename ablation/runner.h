@@ -20,6 +20,8 @@ typedef struct {
     void (*started)(int job, void *ctx);
     // status: the exit status, 128 + signal when killed, -1 when it could not be started
     void (*finished)(int job, int status, double seconds, void *ctx);
+    // about once a second while jobs run (NULL: none), for a live status line
+    void (*tick)(void *ctx);
     void *ctx;
 } RunnerHooks;
 

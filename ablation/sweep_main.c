@@ -21,6 +21,7 @@
 #include "core/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
+#include "core/runlog.h"
 #include "data/task.h"
 #include "ablation/runner.h"
 #include "ablation/select.h"
@@ -463,6 +464,15 @@ static const char *clock_now(void) {
     return buf;
 }
 
+// A running point as the live line shows it.
+typedef struct {
+    int on;
+    double first_time;  // when its first step was seen
+    long first_step;    // that step (-1: none yet); a resumed run starts at its checkpoint's
+    long step;          // the last step its log shows
+    double acc;         // its last validation accuracy (NAN: none yet)
+} LivePoint;
+
 // One ./sweep run of the points: which have run, and the choices as the runs stand.
 typedef struct {
     const Plan *plan;
@@ -475,6 +485,7 @@ typedef struct {
     char ***argv;      // [n_points] the command of a point given to the runner (NULL otherwise)
     char **header;     // [n_points] its log header
     int *point_of;     // [n_points] job -> point
+    LivePoint *live;   // [n_points] the running ones, for the live line
     int n_jobs, done, skipped, running;
     int planned;       // runs this sweep will start when none fails (for "[done/planned run]")
     int width;         // digits of n_points
@@ -567,14 +578,57 @@ static void on_started(int job, void *ctx) {
     RunState *st = ctx;
     const SweepFile *sw = &st->plan->sw;
     int p = st->point_of[job];
-    printf("%s [%*d/%d] %s: started\n", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p]);
+    progress_break();
+    printf("%s [%*d/%d] %s: started (log: %s)\n", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p],
+           st->logs[p]);
     fflush(stdout);
+    st->live[p] = (LivePoint){1, now_seconds(), -1, -1, NAN};
+}
+
+// What a running point's metrics.jsonl says: its last step and validation accuracy.
+static int live_record(const RunlogRecord *r, void *ctx) {
+    LivePoint *lp = ctx;
+    if (*r->options) return 0;
+    if ((r->type == RUNLOG_TRAIN || r->type == RUNLOG_EVAL) && r->step > lp->step) lp->step = r->step;
+    if (r->type == RUNLOG_EVAL) lp->acc = runlog_num(r, "acc");
+    return 0;
+}
+
+// The live line (on a terminal): each running point's step, validation accuracy and ETA.
+static void on_tick(void *ctx) {
+    RunState *st = ctx;
+    const Plan *p = st->plan;
+    if (!progress_enabled()) return;
+    char line[1024];
+    size_t k = 0;
+    int n = 0;
+    for (int i = 0; i < p->sw.n_points && k + 80 < sizeof line; i++) {
+        LivePoint *lp = &st->live[i];
+        if (!lp->on) continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/metrics.jsonl", p->dirs[i]);
+        lp->step = -1;
+        runlog_each(path, live_record, lp);
+        long steps = cfg_int(&p->configs[i], "steps");
+        if (lp->step >= 0 && lp->first_step < 0) lp->first_step = lp->step, lp->first_time = now_seconds();
+        char eta[32] = "?";
+        if (lp->step > lp->first_step && lp->first_step >= 0)
+            format_duration(eta, sizeof eta, (now_seconds() - lp->first_time) / (double)(lp->step - lp->first_step) *
+                                                 (double)(steps - lp->step));
+        k += (size_t)snprintf(line + k, sizeof line - k, "%s%s: step %ld/%ld", n++ ? " | " : "", p->sw.point_names[i],
+                              lp->step < 0 ? 0 : lp->step, steps);
+        if (isfinite(lp->acc)) k += (size_t)snprintf(line + k, sizeof line - k, " acc %.3f", lp->acc);
+        k += (size_t)snprintf(line + k, sizeof line - k, " ETA %s", eta);
+    }
+    if (n) progress_line("%s", line);
 }
 
 static void on_finished(int job, int status, double seconds, void *ctx) {
     RunState *st = ctx;
     const SweepFile *sw = &st->plan->sw;
     int p = st->point_of[job];
+    progress_break();
+    st->live[p].on = 0;
     st->status[p] = status;
     st->done++;
     char took[32];
@@ -639,7 +693,7 @@ static int run_points(RunState *st) {
                sw->name, sw->select, sw->group_over[0], sw->group_over[0], sw->select);
     announce_choices(st);
     st->planned = planned_runs(st);
-    RunnerHooks hooks = {next_point, on_started, on_finished, st};
+    RunnerHooks hooks = {next_point, on_started, on_finished, on_tick, st};
     int sig = runner_run(sw->jobs, &hooks);
     if (st->sel.on) {
         char *md = selection_markdown(sw, &st->sel);
@@ -721,6 +775,7 @@ int main(int argc, char **argv) {
         st.argv = callocCheck((size_t)n, sizeof(char **));
         st.header = callocCheck((size_t)n, sizeof(char *));
         st.point_of = mallocCheck(sizeof(int) * (size_t)n);
+        st.live = callocCheck((size_t)n, sizeof(LivePoint));
         for (int i = 0; i < n; i++) {
             st.status[i] = POINT_NOT_RUN;
             st.logs[i] = mallocCheck(strlen(p.dirs[i]) + 12);
@@ -735,7 +790,7 @@ int main(int argc, char **argv) {
             if (st.argv[i]) sweep_free_argv(st.argv[i]);
         }
         free(st.logs), free(st.header), free(st.argv);
-        free(st.announced), free(st.considered), free(st.point_of), free(st.status), free(st.holder);
+        free(st.announced), free(st.considered), free(st.point_of), free(st.live), free(st.status), free(st.holder);
         selection_free(&st.sel);
     }
     plan_free(&p);
