@@ -276,13 +276,54 @@ static void plot_heatmap(const RunData *d, const double *field, const char *path
                  path);
 }
 
-static void plot_loss_acc(const RunData *d, const char *path, const char *title) {
+// The trainer's curve of a run folder (metrics.jsonl, its own records): every train record's and
+// every validation record's step, loss and accuracy.
+typedef struct {
+    int n[2], cap[2];     // [0] train, [1] eval
+    double *x[2], *loss[2], *acc[2];
+} Curve;
+
+static int curve_record(const RunlogRecord *r, void *ctx) {
+    Curve *c = ctx;
+    int k = r->type == RUNLOG_TRAIN ? 0 : r->type == RUNLOG_EVAL && !*r->options ? 1 : -1;
+    if (k < 0) return 0;
+    if (c->n[k] == c->cap[k]) {
+        c->cap[k] = c->cap[k] ? 2 * c->cap[k] : 256;
+        c->x[k] = reallocCheck(c->x[k], sizeof(double) * (size_t)c->cap[k]);
+        c->loss[k] = reallocCheck(c->loss[k], sizeof(double) * (size_t)c->cap[k]);
+        c->acc[k] = reallocCheck(c->acc[k], sizeof(double) * (size_t)c->cap[k]);
+    }
+    c->x[k][c->n[k]] = (double)r->step;
+    c->loss[k][c->n[k]] = runlog_num(r, "loss");
+    c->acc[k][c->n[k]++] = runlog_num(r, "acc");
+    return 0;
+}
+
+// loss_acc.svg: the training loss and accuracy at every logged step and every validation point of
+// the trainer's metrics.jsonl, with the checkpoints' evaluations (eval.jsonl) marked on them.
+static void plot_loss_acc(const RunData *d, const char *dir, const char *path, const char *title) {
     double *x = mallocCheck(sizeof(double) * (size_t)(d->n + 1));
     for (int i = 0; i < d->n; i++) x[i] = (double)d->step[i];
-    PlotSeries s_loss = {x, d->loss, d->n, "val loss", 0, 0}, s_acc = {x, d->acc, d->n, "val accuracy", 1, 0};
-    PlotPanel p[2] = {{"validation loss", "step", "cross-entropy (nats)", &s_loss, 1, 0, 0, 0},
-                      {"validation accuracy", "step", "accuracy over target positions", &s_acc, 1, 0, 1, 0}};
+    Curve c = {0};
+    char log[1200];
+    snprintf(log, sizeof log, "%s/metrics.jsonl", dir);
+    runlog_each(log, curve_record, &c);
+    PlotSeries loss[3], acc[3];
+    int nl = 0, na = 0;
+    if (c.n[0]) {
+        loss[nl++] = (PlotSeries){c.x[0], c.loss[0], c.n[0], "training (metrics.jsonl)", -1, 2};
+        acc[na++] = (PlotSeries){c.x[0], c.acc[0], c.n[0], "training (metrics.jsonl)", -1, 2};
+    }
+    if (c.n[1]) {
+        loss[nl++] = (PlotSeries){c.x[1], c.loss[1], c.n[1], "validation during training", 0, 1};
+        acc[na++] = (PlotSeries){c.x[1], c.acc[1], c.n[1], "validation during training", 1, 1};
+    }
+    loss[nl++] = (PlotSeries){x, d->loss, d->n, "checkpoints (eval.jsonl)", 0, 0};
+    acc[na++] = (PlotSeries){x, d->acc, d->n, "checkpoints (eval.jsonl)", 1, 0};
+    PlotPanel p[2] = {{"loss", "step", "cross-entropy (nats)", loss, nl, 0, 0, 0},
+                      {"accuracy", "step", "accuracy over target positions", acc, na, 0, 1, 0}};
     report_write(svg_line_figure(path, title, p, 2, 2), path);
+    for (int k = 0; k < 2; k++) free(c.x[k]), free(c.loss[k]), free(c.acc[k]);
     free(x);
 }
 
@@ -354,9 +395,9 @@ static void draw_run_figures(Target *t, RunData *d) {
     plot_heatmap(d, d->S, path, "S");
     snprintf(path, sizeof path, "%s/sparsity_recall_heatmap.svg", t->dir);
     plot_heatmap(d, d->S_recall, path, "S_recall");
-    snprintf(title, sizeof title, "validation loss and accuracy: %s (%s)", base_name(t->dir), d->mixer);
+    snprintf(title, sizeof title, "loss and accuracy: %s (%s)", base_name(t->dir), d->mixer);
     snprintf(path, sizeof path, "%s/loss_acc.svg", t->dir);
-    plot_loss_acc(d, path, title);
+    plot_loss_acc(d, t->dir, path, title);
     // the trainer's denser log, when the run has one
     RunData tr;
     snprintf(path, sizeof path, "%s/sparsity.jsonl", t->dir);

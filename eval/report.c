@@ -218,6 +218,50 @@ static void cell(FILE *f, const JsonValue *v, const char *key, int digits) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+// The evaluations under other options (other cells, other data: `options` in their records, the
+// run log's key): each its own row, never drawn over the run's own curve.
+static int other_eval_row(const RunlogRecord *r, void *ctx) {
+    FILE *f = ctx;
+    if (r->type != RUNLOG_EVAL || !*r->options) return 0;
+    fputs("<tr><td style=\"text-align:left\">", f);
+    html_text(f, r->options);
+    fprintf(f, "</td><td>%ld</td>", r->step);
+    double loss = runlog_num(r, "loss"), acc = runlog_num(r, "acc");
+    if (isfinite(loss)) fprintf(f, "<td>%.4f</td>", loss);
+    else fputs("<td>-</td>", f);
+    if (isfinite(acc)) fprintf(f, "<td>%.4f</td>", acc);
+    else fputs("<td>-</td>", f);
+    fputs("<td style=\"text-align:left\">", f);
+    const JsonValue *o = r->obj;
+    for (int i = 0, first = 1; i < o->n; i++)  // a mixture's per-cell accuracies
+        if (!strncmp(o->keys[i], "acc_kv", 6) && o->items[i].type == JSON_NUMBER) {
+            fprintf(f, "%s", first ? "" : ", ");
+            html_text(f, o->keys[i] + 4);
+            fprintf(f, " %.4f", o->items[i].number);
+            first = 0;
+        }
+    fputs("</td></tr>\n", f);
+    return 0;
+}
+
+static int has_other(const RunlogRecord *r, void *ctx) {
+    if (r->type == RUNLOG_EVAL && *r->options) *(int *)ctx = 1;
+    return *(int *)ctx;
+}
+
+static void other_evaluations(FILE *f, const char *dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+    int any = 0;
+    runlog_each(path, has_other, &any);
+    if (!any) return;
+    fputs("<h3>Other evaluations</h3>\n<p>Checkpoints evaluated under other options (other test cells or data): "
+          "other measurements than the run's own, listed apart (eval.jsonl records with <code>options</code>).</p>\n"
+          "<table><tr><th>options</th><th>step</th><th>loss</th><th>accuracy</th><th>per cell</th></tr>\n", f);
+    runlog_each(path, other_eval_row, f);
+    fputs("</table>\n", f);
+}
+
 int report_write_html(const char *dir, const char *mixer, long step, double loss, double acc, const char *config_text,
                       const StepRecords *r) {
     char path[1200];
@@ -241,9 +285,12 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
           "Field definitions: docs/sparsity.md.</p>\n", f);
 
     fputs("<h2>Accuracy and S over steps</h2>\n", f);
-    figure(f, dir, "loss_acc.svg", "validation loss and accuracy at every checkpoint (eval.jsonl)");
+    figure(f, dir, "loss_acc.svg",
+           "loss and accuracy: training and validation as the trainer logged them (metrics.jsonl), the checkpoints' "
+           "evaluations marked (eval.jsonl)");
     figure(f, dir, "sparsity_steps.svg", "S per head at every checkpoint, with the theory's prediction (dashed)");
     figure(f, dir, "sparsity_train.svg", "S during training (the trainer's sparsity.jsonl)");
+    other_evaluations(f, dir);
 
     fprintf(f, "<h2>Per head at step %ld</h2>\n", r ? r->step : step);
     if (r && r->n > 0) {

@@ -211,7 +211,7 @@ TEST(evaluate_run_folder_gives_one_record_per_checkpoint_per_head) {
     check_svg(dir, "sparsity_steps.svg", "one-hot (mean 1/sqrt(n))");
     check_svg(dir, "sparsity_heatmap.svg", "S per head at step 6");
     check_svg(dir, "sparsity_recall_heatmap.svg", "head");
-    check_svg(dir, "loss_acc.svg", "validation accuracy");
+    check_svg(dir, "loss_acc.svg", "checkpoints (eval.jsonl)");
     check_svg(dir, "sparsity_train.svg", "sparsity.jsonl");
     // evaluating again gives the same file (the pass is deterministic)
     snprintf(p, sizeof p, "%s/eval.jsonl", dir);
@@ -335,12 +335,29 @@ TEST(evaluate_on_other_cells_leaves_the_runs_records_byte_identical) {
     char *report_after = read_file_text(p, NULL);
     const char *a = strstr(report_before, "Last checkpoint:"), *b = report_after ? strstr(report_after, "Last checkpoint:") : NULL;
     CHECK(a && b && !strncmp(a, b, 80), "report.html changed its run: %.80s / %.80s", a, b ? b : "");
+    CHECK(strstr(report_after, "<h3>Other evaluations</h3>") && strstr(report_after, "mqar_test_cells=2x16,6x32") &&
+              strstr(report_after, "kv6_L32"), "report.html does not list the other evaluations");
     // the same evaluation again replaces only its own records
     st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000004.safetensors mqar_cells=2x16,6x32 threads=1", dir);
     CHECK(st == 0, "%s", out);
     char *again = read_file_text(p[0] ? (snprintf(p, sizeof p, "%s/eval.jsonl", dir), p) : p, NULL);
     CHECK(again && strlen(again) == strlen(after), "the repeated evaluation added records instead of replacing them");
     free(before), free(after), free(again), free(report_before), free(report_after);
+}
+
+// loss_acc.svg (and so report.html) drew only the checkpoints: it draws the trainer's curve too,
+// every train record and every validation point of metrics.jsonl.
+TEST(evaluate_loss_figure_draws_the_training_curve) {
+    const char *c = test_write_file("curve.conf", "mixer = softmax\nmlp = false\n");
+    const char *dir = test_path("curve");
+    char out[16384];
+    int st = test_run(out, sizeof out, "./train %s " TINY " steps=6 save_every=3 log_every=1 eval_every=2 out_dir=%s", c, dir);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./evaluate %s threads=1", dir);
+    CHECK(st == 0, "%s", out);
+    check_svg(dir, "loss_acc.svg", "training (metrics.jsonl)");
+    check_svg(dir, "loss_acc.svg", "validation during training");
+    check_svg(dir, "loss_acc.svg", "checkpoints (eval.jsonl)");
 }
 
 TEST(evaluate_compares_several_runs) {
