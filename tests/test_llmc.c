@@ -479,3 +479,20 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
         CHECK(!b && strstr(err, bad[i].want) && strstr(err, bad[i].path), "%s: %s", bad[i].path, b ? "loaded" : err);
     }
 }
+
+// The walk-through of docs/gpt2.md as written: configs/gpt2_finetune.conf is the base (a GPT-2 file
+// gives the shape), only the paths and the length of the run replaced; then ./export writes a
+// GPT-2 file of max_seq_len = the fine-tune's seq_len that loads back as the fine-tuned model.
+TEST(llmc_finetune_config_of_the_walkthrough_trains_and_exports) {
+    const char *model = write_gpt2("gpt2_tiny.bin", 3, L, 0);
+    const char *train = token_shard("tiny_shakespeare_train.bin", 2000, 7, 1, 90);
+    const char *val = token_shard("tiny_shakespeare_val.bin", 400, 3, 2, 90);
+    char out[8192];
+    int st = test_run(out, sizeof out, "./train configs/gpt2_finetune.conf init_from=%s train_data=%s val_data=%s "
+                      "tokenizer= sample_every=0 seq_len=8 steps=4 eval_every=2 save_every=4 threads=1 out_dir=%s 2>&1",
+                      model, train, val, test_path("ft"));
+    CHECK(st == 0, "exit %d: %s", st, out);
+    CHECK(strstr(out, "initialised from") && strstr(out, "d_model 8"), "%s", out);
+    st = test_run(out, sizeof out, "./export %s out=%s 2>&1", test_path("ft"), test_path("finetuned.bin"));
+    CHECK(st == 0 && strstr(out, "maxT=8"), "exit %d: %s", st, out);
+}
