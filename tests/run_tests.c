@@ -3,6 +3,7 @@
 // The runner itself never starts OpenMP threads, so forking stays safe.
 #include "tests/test.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -162,6 +163,12 @@ int main(int argc, char **argv) {
         pid_t pid = fork();
         if (pid < 0) die("fork failed");
         if (pid == 0) {
+            // what the case prints on stdout (a library's progress, a sample) goes to a file in
+            // its scratch folder, shown only if the case fails: the list stays one line a case
+            char out_path[600];
+            snprintf(out_path, sizeof out_path, "%s/.stdout", g_tmpdir);
+            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd >= 0) dup2(fd, 1), close(fd);
             t->fn();
             fflush(stdout);
             _exit(0);
@@ -176,6 +183,11 @@ int main(int argc, char **argv) {
             printf("ok   %-44s %6.2fs\n", t->name, secs);
         } else {
             failed++;
+            char out_path[600];
+            snprintf(out_path, sizeof out_path, "%s/.stdout", g_tmpdir);
+            char *printed = read_file_text(out_path, NULL);
+            if (printed && *printed) printf("---- what %s printed on stdout:\n%s----\n", t->name, printed);
+            free(printed);
             if (WIFSIGNALED(st)) printf("FAIL %-44s killed by signal %d\n", t->name, WTERMSIG(st));
             else printf("FAIL %-44s (%s)\n", t->name, t->file);
         }
