@@ -421,8 +421,8 @@ static void write_slurm(const Plan *p, const Args *a) {
         if (atomic_open(&f, path, err, sizeof err) != 0) die_input("%s", err);
         slurm_write_script(&arr, f.f);
         if (atomic_commit(&f, err, sizeof err) != 0) die("%s", err);
-        printf("sweep %s: %d points, %d not finished: a Slurm array of %d task%s, %d CPU%s each -> %s\n", sw->name,
-               sw->n_points, n, n, n == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", path);
+        printf("sweep %s: %d point%s, %d not finished: a Slurm array of %d task%s, %d CPU%s each -> %s\n", sw->name,
+               sw->n_points, sw->n_points == 1 ? "" : "s", n, n, n == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", path);
         if (throttle) printf("at most %d tasks at once\n", throttle);
         printf("submit it (again after a failure or a time limit: finished points exit at once):\n  sbatch ");
         sweep_print_arg(path, stdout);
@@ -684,7 +684,7 @@ static int run_points(RunState *st) {
     char started[32];
     time_t now = time(NULL);
     strftime(started, sizeof started, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    printf("sweep %s: %d points, %d at a time, threads=%d each -> %s/ (%s)\n", sw->name, n, sw->jobs,
+    printf("sweep %s: %d point%s, %d at a time, threads=%d each -> %s/ (%s)\n", sw->name, n, n == 1 ? "" : "s", sw->jobs,
            sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out,
            started);
     selection_make(sw, p->dirs, &st->sel);
