@@ -194,7 +194,7 @@ void short_conv_forward(real *out, const real *inp, const real *w, const real *b
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
         real *o = out + (size_t)bt * C;
-        for (int c = 0; c < C; c++) o[c] = bias[c];
+        for (int c = 0; c < C; c++) o[c] = bias ? bias[c] : 0;
         for (int k = 0; k < K; k++) {
             int back = K - 1 - k;  // inp[t - back] meets w[:, k]
             if (back > t) continue;
@@ -241,7 +241,7 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
         const real *p = partial + (size_t)ch * C * (K + 1);
         for (int c = 0; c < C; c++) {
             for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += p[(size_t)c * (K + 1) + k];
-            dbias[c] += p[(size_t)c * (K + 1) + K];
+            if (dbias) dbias[c] += p[(size_t)c * (K + 1) + K];
         }
     }
     free(partial);
@@ -250,7 +250,7 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
 void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C,
                      int K) {
     for (int c = 0; c < C; c++) {
-        real o = bias[c];
+        real o = bias ? bias[c] : 0;
         for (int k = 0; k < K - 1; k++) o += w[(size_t)c * K + k] * state[(size_t)k * C + c];
         out[c] = o + w[(size_t)c * K + K - 1] * x[c];
     }

@@ -51,6 +51,7 @@ void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const 
 // bias and no activation, on the mixer's input (docs/mixers.md, Hybrid stacks and short
 // convolution). w[C,K] as PyTorch's Conv1d(C, C, K, groups=C, padding=K-1) truncated to T:
 //   out[b,t,c] = bias[c] + sum_k w[c,k] inp[b, t-(K-1)+k, c]   (inputs before t = 0 are zero)
+// bias (and dbias) may be NULL: no bias, as DeltaNet's own q/k/v convolutions.
 void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T,
                         int C, int K);
 // dinp[b,t,c] += sum_k w[c,k] dout[b, t+(K-1)-k, c];  dw[c,k] += sum_{b,t} dout[b,t,c]

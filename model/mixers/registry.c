@@ -19,7 +19,8 @@
     X(mixer_cog) \
     X(mixer_cosformer) \
     X(mixer_gpam) \
-    X(mixer_h3)
+    X(mixer_h3) \
+    X(mixer_deltanet)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)

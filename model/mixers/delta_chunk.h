@@ -1,0 +1,49 @@
+// The delta rule (DeltaNet: Schlag et al. 2021; Yang et al. 2024, arXiv 2406.06484), for one
+// sequence and head, in chunks (docs/mixers.md#deltanet). Q, K [T, D] (q already scaled, q and k
+// L2-normalised by the caller), V, O [T, D], beta [T] in (0, 1):
+//   S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T      (S [D, D], S_{-1} = 0)
+//   o_t = S_t^T q_t
+// Equivalently u_t = beta_t (v_t - S_{t-1}^T k_t) (the "pseudo-value": what the key's slot is
+// missing), S_t = S_{t-1} + k_t u_t^T. Over a chunk of n tokens entering with state S0, the u_t
+// solve a unit lower-triangular system (the WY / UT transform):
+//   (I + tril(diag(beta) K K^T, -1)) U' = diag(beta) (V - K S0)
+// so with Tm = (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta) (the inverse by forward
+// substitution), W = Tm K and U = Tm V:
+//   U' = U - W S0,   O = Q S0 + (Q K^T ⊙ M) U',   S1 = S0 + K^T U'      (M: causal, diagonal in)
+// all n x n and n x D matmuls. Chunks of L tokens: time O(T (L D + D^2 + L^2)), memory
+// O(L^2 + L D + D^2) per call plus the chunk-entry states. Serial: call it per (sequence, head)
+// from inside a parallel loop; sums run in a fixed order.
+#pragma once
+#include <stddef.h>
+
+#include "core/real.h"
+
+#define DELTA_CHUNK 64  // the layer's default chunk (key deltanet_chunk)
+
+// Chunk-entry states one call saves: ceil(T / L) matrices of D x D.
+int delta_n_states(int T, int L);
+// Reals of work one call (forward or backward) needs.
+size_t delta_chunk_work(int D, int L);
+
+// O (row stride ldo) from Q, K, V (row strides ldq, ldk, ldv) and beta (stride ldb); writes the
+// state entering each chunk to states [delta_n_states(T, L), D, D] for the backward.
+void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                         int ldv, const real *beta, int ldb, real *O, int ldo, real *states, real *work);
+
+// Given dO, ACCUMULATES dQ, dK, dV (layouts of Q, K, V) and dbeta (stride ldb), reading the states
+// the forward saved; each chunk's Tm, W, U are recomputed. One pass in reverse time carrying
+// dS = dLoss/dS at the chunk's end.
+void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                          int ldv, const real *beta, int ldb, const real *states, const real *dO, int lddo,
+                          real *dQ, real *dK, real *dV, real *dbeta, real *work);
+
+// The recurrence, one token (generation): S [D, D] updated in place, o [D] = S^T q.
+void delta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real *o);
+
+// Row i of the exact map of the whole sequence from position 0 with zero state,
+// A = (Q K^T ⊙ M) (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta), so that o = A v:
+// a[0..i] (the rest of the row is left alone). Akk [T, T] holds beta_l k_l . k_j for j < l
+// (delta_map_prepare); x [T] is work. O(i^2) per row.
+void delta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, double *Akk);
+void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta,
+                   int ldb, const double *Akk, double *x, real *a);

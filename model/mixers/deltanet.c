@@ -1,0 +1,364 @@
+// DeltaNet layer with the defaults of flash-linear-attention's DeltaNet (Yang, Wang, Zhang, Shen,
+// Kim 2024, arXiv 2406.06484; docs/mixers.md#deltanet): per head d_k = d_v = D = C / H,
+//   [q, k, v] = x Wqkv^T                         [3C] (no bias; fla's q_proj, k_proj, v_proj)
+//   [q, k, v] = SiLU(causal depthwise conv(.))   width K = deltanet_conv (4), no bias, one filter
+//                                                per channel of each of q, k, v (fla's q/k/v_conv1d)
+//   per head: q = q / sqrt(|q|^2 + 1e-6) / sqrt(D),  k = k / sqrt(|k|^2 + 1e-6)   (fla's l2norm)
+//   beta = sigmoid(x Wb^T)                       [H], one scalar per head and token
+//   per head: S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T,  o_t = S_t^T q_t
+//   u = RMSNorm_head(o) * w                      (eps 1e-5, w [D] shared by the heads)
+//   y = u Wo^T                                   (no bias)
+// The delta rule runs chunked (model/mixers/delta_chunk.c: the WY / UT transform, chunks of
+// deltanet_chunk = 64 tokens) with its chunk-entry states saved; backward is that kernel's reverse
+// pass, then the norms, SiLU, the convolution and the projections by hand. The plain recurrence
+// it is tested against is model/mixers/delta_naive.c.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/kernels/gemm.h"
+#include "model/kernels/vmath.h"
+#include "model/layers.h"
+#include "model/mixers/delta_chunk.h"
+#include "model/mixers/mixer.h"
+
+#define DN_L2_EPS 1e-6    // fla's l2norm: x / sqrt(sum x^2 + eps)
+#define DN_NORM_EPS 1e-5  // fla's RMSNorm on o
+#define ROW_CHUNK 256     // rows per partial sum of the norm weight's gradient (thread-count free)
+
+typedef struct {
+    int C, H, D, K, L;  // d_model, heads, head width, conv width, chunk
+    real scale;         // D^-1/2 on q
+    Precision prec;     // of the projections
+} DeltaNet;
+
+enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O };
+// saved: pre [B,T,3C] = x Wqkv^T, conv [B,T,3C] (before SiLU), qkv [B,T,3C] the kernel's inputs
+// (q normalised and scaled, k normalised, v = SiLU(conv)), rn [B,T,2H] the 1/norm of q and k per
+// head, beta [B,T,H], att [B,T,C] (o before the norm), rstd [B,T,H], chunk-entry states
+// [B,H,n_states,D,D]
+enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST };
+// scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
+// [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
+enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK };
+
+static const KeyDef deltanet_keys[] = {
+    {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model", "deltanet: width of its causal depthwise conv on q, k and v (fla's conv_size)"},
+    {"deltanet_chunk", KEY_INT, "64", RANGE_POS, 0, 0, "model", "deltanet: tokens per chunk of the chunked delta rule (speed and rounding only, not the function)"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+static void *deltanet_create(const MixerDims *d) {
+    long K = cfg_int(d->cfg, "deltanet_conv"), L = cfg_int(d->cfg, "deltanet_chunk");
+    if (d->C % d->H) die_input("n_head: deltanet needs d_model %d divisible by n_head %d", d->C, d->H);
+    if (K > 64) die_input("deltanet_conv: expected 1..64, got %ld", K);
+    if (L > 1024) die_input("deltanet_chunk: expected 1..1024, got %ld", L);
+    DeltaNet *m = mallocCheck(sizeof *m);
+    int D = d->C / d->H;
+    *m = (DeltaNet){.C = d->C, .H = d->H, .D = D, .K = (int)K, .L = (int)L,
+                    .scale = (real)(1 / sqrt((double)D)), .prec = d->prec};
+    return m;
+}
+
+static void deltanet_destroy(void *st) { free(st); }
+
+// fla's init: every Linear and Conv1d weight N(0, 0.02), o_proj rescaled for the residual stream
+// (INIT_NORMAL_OUT), the norm's weight 1.
+static int deltanet_params(const void *st, ParamDecl *out) {
+    const DeltaNet *m = st;
+    int C = m->C;
+    out[P_QKV] = (ParamDecl){"deltanet.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0};
+    out[P_CONV] = (ParamDecl){"deltanet.conv.weight", 2, {3 * C, m->K}, INIT_NORMAL, 0, 0};
+    out[P_BETA] = (ParamDecl){"deltanet.b.weight", 2, {m->H, C}, INIT_NORMAL, 0, 0};
+    out[P_NORM] = (ParamDecl){"deltanet.norm.weight", 1, {m->D}, INIT_ONE, 0, 0};
+    out[P_O] = (ParamDecl){"deltanet.o.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0};
+    return 5;
+}
+
+static size_t work_size(const DeltaNet *m) { return delta_chunk_work(m->D, m->L); }
+
+static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
+                             int *n_scratch) {
+    const DeltaNet *m = st;
+    size_t BT = (size_t)B * T, C = (size_t)m->C, H = (size_t)m->H, D = (size_t)m->D;
+    saved[A_PRE] = (BufDecl){"pre", BT * 3 * C};
+    saved[A_CONV] = (BufDecl){"conv", BT * 3 * C};
+    saved[A_QKV] = (BufDecl){"qkv", BT * 3 * C};
+    saved[A_RN] = (BufDecl){"qk_rnorm", BT * 2 * H};
+    saved[A_BETA] = (BufDecl){"beta", BT * H};
+    saved[A_ATT] = (BufDecl){"att", BT * C};
+    saved[A_RSTD] = (BufDecl){"rstd", BT * H};
+    saved[A_ST] = (BufDecl){"chunk_states", (size_t)B * H * delta_n_states(T, m->L) * D * D};
+    *n_saved = A_ST + 1;
+    scratch[S_NRM] = (BufDecl){"nrm", BT * C};
+    scratch[S_DNRM] = (BufDecl){"dnrm", BT * C};
+    scratch[S_DATT] = (BufDecl){"datt", BT * C};
+    scratch[S_DQKV] = (BufDecl){"dqkv", BT * 3 * C};
+    scratch[S_DPRE] = (BufDecl){"dpre", BT * 3 * C};
+    scratch[S_DBETA] = (BufDecl){"dbeta", BT * H};
+    scratch[S_PART] = (BufDecl){"norm_partials", (BT + ROW_CHUNK - 1) / ROW_CHUNK * D};
+    scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
+    *n_scratch = S_WORK + 1;
+}
+
+static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
+
+// ---------------------------------------------------------------------------------------------
+// Pieces shared by forward, backward and step, one token at a time.
+
+// One token: from its conv output c [3C], the kernel's inputs qkv [3C] (SiLU, then per head q and
+// k L2-normalised, q scaled) and rn [2H] (1/norm of head h's q at h, of its k at H + h).
+static void features_token(const DeltaNet *m, const real *c, real *qkv, real *rn) {
+    int C = m->C, H = m->H, D = m->D;
+    for (int i = 0; i < 3 * C; i++) qkv[i] = c[i] * sigmoidr(c[i]);
+    for (int p = 0; p < 2; p++)  // q, then k
+        for (int h = 0; h < H; h++) {
+            real *x = qkv + p * C + h * D, ss = 0;
+            for (int d = 0; d < D; d++) ss += x[d] * x[d];
+            real r = 1 / sqrtr(ss + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
+            rn[p * H + h] = r;
+            for (int d = 0; d < D; d++) x[d] *= f;
+        }
+}
+
+// Its backward: dqkv [3C] in place from d(kernel inputs) to d(conv output) c.
+static void features_token_backward(const DeltaNet *m, const real *c, const real *qkv, const real *rn,
+                                    real *dqkv) {
+    int C = m->C, H = m->H, D = m->D;
+    // y = x r (r = (|x|^2 + eps)^-1/2): dx = r (dy - y (y . dy)); q's saved value is scale y
+    for (int p = 0; p < 2; p++)
+        for (int h = 0; h < H; h++) {
+            const real *y = qkv + p * C + h * D;
+            real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1, dot = 0;
+            for (int d = 0; d < D; d++) dot += y[d] * dy[d];  // = (y/s) . (s dy)
+            real r = rn[p * H + h];
+            for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
+        }
+    for (int i = 0; i < 3 * C; i++) {  // SiLU'(c) = sigma(c) (1 + c (1 - sigma(c)))
+        real sg = sigmoidr(c[i]);
+        dqkv[i] *= sg * (1 + c[i] * (1 - sg));
+    }
+}
+
+// One token's per-head RMSNorm: out = o rstd w; rstd[h] written when rstd_out, else read.
+static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rstd, int write, real *out) {
+    for (int h = 0; h < m->H; h++) {
+        const real *oh = o + h * m->D;
+        real r;
+        if (write) {
+            real ss = 0;
+            for (int d = 0; d < m->D; d++) ss += oh[d] * oh[d];
+            r = rstd[h] = 1 / sqrtr(ss / m->D + (real)DN_NORM_EPS);
+        } else {
+            r = rstd[h];
+        }
+        for (int d = 0; d < m->D; d++) out[h * m->D + d] = oh[d] * r * w[d];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static void deltanet_forward(const void *st, MixerIO *io) {
+    const DeltaNet *m = st;
+    int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
+    real **a = io->act, **p = io->p;
+    matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
+    short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
+    matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++) {
+        features_token(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+        for (int h = 0; h < H; h++) a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
+    }
+    int ns = delta_n_states(T, m->L);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
+        delta_chunk_forward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H,
+                            a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
+                            io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+    }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 1, io->tmp[S_NRM] + (size_t)r * C);
+    matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
+}
+
+// d att from d nrm through the per-head RMSNorm, and the norm weight's gradient (row-chunk
+// partials added in order): d att = rstd (dn - att rstd^2 mean(dn att)), dn = dnrm w;
+// dw += dnrm att rstd.
+static void norm_backward(const DeltaNet *m, const MixerIO *io) {
+    int N = io->B * io->T, C = m->C, H = m->H, D = m->D, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    const real *att = io->act[A_ATT], *rstd = io->act[A_RSTD], *w = io->p[P_NORM], *dnrm = io->tmp[S_DNRM];
+    real *datt = io->tmp[S_DATT], *partial = io->tmp[S_PART];
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < n_chunks; ch++) {
+        real *pw = partial + (size_t)ch * D;
+        for (int d = 0; d < D; d++) pw[d] = 0;
+        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
+        for (int n = ch * ROW_CHUNK; n < end; n++)
+            for (int h = 0; h < H; h++) {
+                size_t off = (size_t)n * C + (size_t)h * D;
+                const real *o = att + off, *dn = dnrm + off;
+                real r = rstd[(size_t)n * H + h], dot = 0;
+                for (int d = 0; d < D; d++) {
+                    dot += dn[d] * w[d] * o[d];
+                    pw[d] += dn[d] * o[d] * r;
+                }
+                real c = r * r * dot / D;
+                for (int d = 0; d < D; d++) datt[off + d] = r * (dn[d] * w[d] - o[d] * c);
+            }
+    }
+    for (int ch = 0; ch < n_chunks; ch++)
+        for (int d = 0; d < D; d++) io->g[P_NORM][d] += partial[(size_t)ch * D + d];
+}
+
+static void deltanet_backward(const void *st, MixerIO *io) {
+    const DeltaNet *m = st;
+    int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
+    real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
+    // the output projection (its input recomputed), then the norm
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + (size_t)r * C);
+    memset(t[S_DNRM], 0, sizeof(real) * BT * C);
+    matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, t[S_NRM], p[P_O], BT, C, C, m->prec);
+    norm_backward(m, io);
+    // the delta rule, chunked, in reverse time
+    memset(t[S_DQKV], 0, sizeof(real) * BT * C3);
+    memset(t[S_DBETA], 0, sizeof(real) * BT * H);
+    int ns = delta_n_states(T, m->L);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
+        const real *q = a[A_QKV] + off;
+        real *dq = t[S_DQKV] + off;
+        delta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
+                             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C,
+                             dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
+                             t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+    }
+    // the L2 norms and SiLU per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++) {
+        features_token_backward(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3,
+                                a[A_RN] + (size_t)r * 2 * H, t[S_DQKV] + (size_t)r * C3);
+        for (int h = 0; h < H; h++) {
+            real bt = a[A_BETA][(size_t)r * H + h];
+            t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
+        }
+    }
+    // the convolution, then the projections into dx
+    memset(t[S_DPRE], 0, sizeof(real) * BT * C3);
+    short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
+    matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
+    matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention maps (docs/mixers.md#deltanet): with zero initial state o = A v exactly, where
+//   A = (Q K^T ⊙ M) (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta)
+// over the whole sequence (not the per-chunk inverse): signed, not row-stochastic.
+
+static int deltanet_n_maps(const void *st) { return ((const DeltaNet *)st)->H; }
+
+static void deltanet_attention(const void *st, const MixerIO *io, int b, int h, real *att) {
+    const DeltaNet *m = st;
+    int T = io->T, C = m->C, C3 = 3 * C, H = m->H;
+    const real *q = io->act[A_QKV] + (size_t)b * T * C3 + h * m->D, *beta = io->act[A_BETA] + (size_t)b * T * H + h;
+    double *Akk = mallocCheck(sizeof(double) * ((size_t)T * T + T)), *x = Akk + (size_t)T * T;
+    delta_map_prepare(T, m->D, q + C, C3, beta, H, Akk);
+    for (int i = 0; i < T; i++) {
+        delta_map_row(T, m->D, i, q, C3, q + C, C3, beta, H, Akk, x, att + (size_t)i * T);
+        for (int j = i + 1; j < T; j++) att[(size_t)i * T + j] = 0;
+    }
+    free(Akk);
+}
+
+// The map acts on v after the mixer's own causal conv: token p is in v_p .. v_{p+K-1}.
+static int deltanet_value_window(const void *st) { return ((const DeltaNet *)st)->K; }
+
+// Head h's values v_j (after the conv and SiLU) and its outputs o before the norm.
+static int deltanet_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
+    const DeltaNet *m = st;
+    int T = io->T, C = m->C, D = m->D;
+    for (int t = 0; t < T; t++) {
+        size_t row = (size_t)b * T + t;
+        memcpy(v + (size_t)t * D, io->act[A_QKV] + row * 3 * C + 2 * C + (size_t)h * D, sizeof(real) * D);
+        memcpy(o + (size_t)t * D, io->act[A_ATT] + row * C + (size_t)h * D, sizeof(real) * D);
+    }
+    return D;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation: the state is the conv window (the last K-1 projections [K-1, 3C], oldest first)
+// and S [H, D, D]; then scratch for one token: pre, conv, qkv [3C], rn [2H], beta, rstd [H],
+// o, nrm [C].
+
+static size_t deltanet_state_floats(const void *st) {
+    const DeltaNet *m = st;
+    // Zoology's convention counts S alone, H D D; the conv window rides along
+    return (size_t)m->H * m->D * m->D + (size_t)(m->K - 1) * 3 * m->C;
+}
+
+static size_t deltanet_state_size(const void *st) {
+    const DeltaNet *m = st;
+    return deltanet_state_floats(st) + 9 * (size_t)m->C + 4 * (size_t)m->H + 2 * (size_t)m->C;
+}
+
+static void deltanet_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
+    const DeltaNet *m = st;
+    int C = m->C, H = m->H, D = m->D, C3 = 3 * C;
+    real *win = state, *S = win + (size_t)(m->K - 1) * C3, *pre = S + (size_t)H * D * D;
+    real *c = pre + C3, *qkv = c + C3, *rn = qkv + C3, *beta = rn + 2 * H, *rstd = beta + H;
+    real *o = rstd + H, *nrm = o + C;
+    (void)t;  // the window is zero at position 0, as the state
+    matmul_forward(pre, x, p[P_QKV], NULL, 1, C, C3, m->prec);
+    short_conv_step(c, win, pre, p[P_CONV], NULL, C3, m->K);
+    features_token(m, c, qkv, rn);
+    matmul_forward(beta, x, p[P_BETA], NULL, 1, C, H, m->prec);
+    for (int h = 0; h < H; h++)
+        delta_recurrent_step(D, S + (size_t)h * D * D, qkv + h * D, qkv + C + h * D, qkv + 2 * C + h * D,
+                             sigmoidr(beta[h]), o + h * D);
+    norm_token(m, o, p[P_NORM], rstd, 1, nrm);
+    matmul_forward(y, nrm, p[P_O], NULL, 1, C, C, m->prec);
+}
+
+// Per token: the projections (qkv C -> 3C, beta C -> H, out C -> C), the conv (2 K 3C), the norms;
+// per head and chunk of L (per token): K K^T and Q K^T (2 L D each, half used), the inverse by
+// forward substitution (L^2 / 3), W, U = Tm K, Tm V (4 L D), W S0 and Q S0 and K^T U' (6 D^2),
+// P U' (2 L D). Backward: twice the projections and conv, about 2.5 times the kernel (its
+// recomputed forward left out).
+static void deltanet_flops(const void *st, int B, int T, double *fwd, double *bwd) {
+    const DeltaNet *m = st;
+    double BT = (double)B * T, C = m->C, H = m->H, D = m->D, L = T < m->L ? T : m->L;
+    double proj = 2 * BT * (C * 3 * C + C * H + C * C) + 2 * BT * 3 * C * m->K + 10 * BT * C;
+    double kern = BT * H * (10 * L * D + 6 * D * D + L * L / 3);
+    *fwd = proj + kern;
+    *bwd = 2 * proj + 2.5 * kern;
+}
+
+const MixerKind mixer_deltanet = {
+    .name = "deltanet",
+    .summary = "DeltaNet: the delta rule S = (I - beta k k^T) S + beta k v^T, chunked WY form, conv + L2 norm (Yang et al. 2024, fla)",
+    .options = deltanet_keys,
+    .create = deltanet_create,
+    .destroy = deltanet_destroy,
+    .params = deltanet_params,
+    .buffers = deltanet_buffers,
+    .forward = deltanet_forward,
+    .backward = deltanet_backward,
+    .n_maps = deltanet_n_maps,
+    .attention = deltanet_attention,
+    .attention_values = deltanet_attention_values,
+    .value_window = deltanet_value_window,
+    .theory = THEORY_NONE,
+    .state_size = deltanet_state_size,
+    .state_floats = deltanet_state_floats,
+    .step = deltanet_step,
+    .flops = deltanet_flops,
+};
