@@ -95,7 +95,7 @@ evaluate: build/f32/eval/evaluate_main.o $(F32_OBJ)
 tokenize: build/f32/tokenizer/tokenize_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-sample: build/f32/model/sample_main.o $(F32_OBJ)
+sample: build/f32/trainer/sample_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 sweep: build/f32/ablation/sweep_main.o $(F32_OBJ)

@@ -13,7 +13,7 @@
 #include "core/config.h"
 #include "core/fpu.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
@@ -28,7 +28,7 @@
 #include "model/model.h"
 #include "trainer/optim.h"
 #include "trainer/step.h"
-#include "model/sample.h"
+#include "trainer/sample_every.h"
 
 // The run-length and logging keys, read once.
 typedef struct {

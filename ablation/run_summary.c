@@ -1,4 +1,4 @@
-#include "ablation/summary.h"
+#include "ablation/run_summary.h"
 
 #include <math.h>
 #include <stdlib.h>

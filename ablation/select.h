@@ -7,7 +7,7 @@
 #pragma once
 #include <stdio.h>
 
-#include "ablation/summary.h"
+#include "ablation/run_summary.h"
 #include "ablation/sweep_file.h"
 
 typedef struct {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ablation/summary_data.h"
+#include "ablation/summary_figures.h"
 #include "core/io.h"
 
 // --- tables ----------------------------------------------------------------------------------------
@@ -14,11 +15,6 @@ static double stat_sd(const Stat *s) {
     if (s->n < 2) return NAN;
     double var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
     return var > 0 ? sqrt(var) : 0;
-}
-
-static void stat_add(Stat *s, double v) {
-    if (!isfinite(v)) return;
-    s->sum += v, s->sum2 += v * v, s->n++;
 }
 
 static void fmt(char *b, size_t n, const char *f, double v) {
@@ -86,18 +82,6 @@ static void fmt_layers(char *b, size_t n, const double *v, int L) {
     }
 }
 
-// A value of an entry as a table shows it: a base by its file name without .conf.
-void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n) {
-    const char *v = sweep_value(sw, point, e);
-    if (e == sw->base_entry) {
-        const char *slash = strrchr(v, '/');
-        if (slash) v = slash + 1;
-        size_t len = strlen(v);
-        if (len > 5 && !strcmp(v + len - 5, ".conf")) len -= 5;
-        snprintf(b, n, "%.*s", (int)len, v);
-    } else snprintf(b, n, "%s", v);
-}
-
 static int key_in(const char *key, char **list, int n) {
     for (int i = 0; i < n; i++)
         if (!strcmp(list[i], key)) return 1;
@@ -158,34 +142,6 @@ static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_t
                                           "recall_S", "recall_ans_share", "recall_ans_hit", "state_floats"};
 static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f",
                                        "%.3f", "%.3f", "%.3f", "%.0f"};
-
-GroupStats summary_group_stats(const Summary *s, int g) {
-    GroupStats gs;
-    memset(&gs, 0, sizeof gs);
-    for (int i = 0; i < s->sw->n_points; i++) {
-        if (s->group_of[i] != g) continue;
-        const RunSummary *r = &s->runs[i];
-        if (!counts(r)) continue;
-        gs.points++;
-        if (r->status != RUN_DONE) continue;
-        gs.finished++;
-        gs.reached += r->steps_to_target >= 0;
-        gs.capped += r->capped_improving;
-        stat_add(&gs.st[G_LOSS], r->final_loss);
-        stat_add(&gs.st[G_ACC], r->best_acc);
-        if (r->steps_to_target >= 0) stat_add(&gs.st[G_STEPS], (double)r->steps_to_target);
-        stat_add(&gs.st[G_MIN], r->minutes_to_target);
-        stat_add(&gs.st[G_SMIN], r->S_min_all);
-        stat_add(&gs.st[G_SMEAN], r->S_mean_all);
-        stat_add(&gs.st[G_SRECALL], r->S_recall_min_all);
-        stat_add(&gs.st[G_TOKS], r->tok_per_s);
-        stat_add(&gs.st[G_RS], r->recall_S);
-        stat_add(&gs.st[G_ANS], r->recall_ans_share);
-        stat_add(&gs.st[G_HIT], r->recall_ans_hit);
-        stat_add(&gs.st[G_STATE], r->state_floats);
-    }
-    return gs;
-}
 
 static int grouping_matters(const Summary *s) { return s->n_groups < s->sw->n_points; }
 

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ablation/summary.h"
+#include "ablation/run_summary.h"
+#include "ablation/sweep_file.h"
+#include "core/config.h"
 
 typedef struct {
     double sum, sum2;
@@ -67,18 +69,8 @@ typedef struct {
     Stat st[G_N];
 } GroupStats;
 
+// The statistics of group g over its points that count.
 GroupStats summary_group_stats(const Summary *s, int g);
 
 // A value of an entry as a table shows it: a base by its file name without .conf.
 void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n);
-
-// The figures, each 1 when drawn, 0 when there is nothing to draw (the caller removes the file),
-// -1 when the file cannot be written; what they wrote goes to log.
-// Each point's plot_series value as the figures name it: the value, then any zip partner that
-// varies with it ("linear, short_conv=4"). For Summary.series_of.
-char **summary_point_series(const Summary *s);
-int plot_accuracy(const Summary *s, const char *path, FILE *log);
-int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log);
-int plot_acc_vs_state(const Summary *s, const char *path, FILE *log);
-int plot_cells(const Summary *s, const char *path, int what, FILE *log);
-

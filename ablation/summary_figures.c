@@ -1,7 +1,8 @@
 // The summary's figures (docs/sweeps.md#the-summary), SVG through eval/svg_plot.
-#include "ablation/summary_data.h"
+#include "ablation/summary_figures.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/io.h"
 #include "eval/svg_plot.h"

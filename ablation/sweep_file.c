@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 
 static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",        "out",         "jobs",           "group_over",
                                                        "plot_x",      "plot_series", "plot_best_over", "select"};

@@ -18,7 +18,7 @@
 #include "core/config.h"
 #include "core/io.h"
 #include "model/model.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "data/task.h"

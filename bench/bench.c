@@ -43,7 +43,7 @@
 #include "core/config.h"
 #include "core/fpu.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/rng.h"
 #include "data/task.h"
 #include "eval/sparsity.h"

@@ -1,11 +1,13 @@
 #include "core/keys.h"
 
-#include "model/mixers/mixer.h"
+#include <string.h>
+
+#include "core/io.h"
 
 // Sections name the groups of config.conf and of the key tables in docs/config.md.
 static KeyDef g_keys[] = {
     // model
-    {"mixer", KEY_ENUM, "softmax", 0, NULL /* set from the registry */, KEY_LIST, "model", "attention block of every layer, or a comma list of n_layer names, one per layer (a hybrid stack)"},
+    {"mixer", KEY_ENUM, "softmax", 0, NULL /* the registry's: model/keys.c */, KEY_LIST, "model", "attention block of every layer, or a comma list of n_layer names, one per layer (a hybrid stack)"},
     {"n_layer", KEY_INT, "2", RANGE_POS, 0, 0, "model", "number of blocks"},
     {"n_head", KEY_INT, "1", RANGE_POS, 0, 0, "model", "heads per mixer (d_model must divide by it)"},
     {"d_model", KEY_INT, "64", RANGE_POS, 0, 0, "model", "width of the residual stream"},
@@ -72,10 +74,18 @@ static KeyDef g_keys[] = {
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
-void config_init_all(Config *c) {
-    config_init(c);
-    g_keys[0].choices = mixer_choices();
+void keys_set_choices(const char *name, const char *choices) {
+    for (KeyDef *k = g_keys; k->name; k++)
+        if (!strcmp(k->name, name) && k->type == KEY_ENUM) {
+            k->choices = choices;
+            return;
+        }
+    die("keys_set_choices: no enum key '%s' in core/keys.c", name);
+}
+
+void keys_add(Config *c) {
+    for (const KeyDef *k = g_keys; k->name; k++)
+        if (k->type == KEY_ENUM && !k->choices)
+            die("key '%s' has no choices: they are set from above core (model/keys.c: config_init_all)", k->name);
     config_add_keys(c, g_keys);
-    for (int i = 0; i < mixer_count(); i++)
-        if (mixer_at(i)->options) config_add_keys(c, mixer_at(i)->options);
 }

@@ -19,7 +19,7 @@
 #include "core/fpu.h"
 #include "core/io.h"
 #include "core/json.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/progress.h"
 #include "core/runlog.h"
 #include "data/task.h"

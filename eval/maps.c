@@ -10,6 +10,7 @@
 #include "eval/answer.h"
 #include "tokenizer/bpe.h"
 #include "eval/svg_plot.h"
+#include "tokenizer/tokenizer_file.h"
 
 int maps_seq_len(const Dataset *val, long seq, int T) {
     for (int c = 0; c < val->n_cells; c++)
@@ -67,7 +68,7 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
 
 void maps_label_tokens(AttentionMaps *am, const char *tokenizer_path) {
     char err[512];
-    Bpe *b = bpe_read(tokenizer_path, err, sizeof err);
+    Bpe *b = tokenizer_read(tokenizer_path, err, sizeof err);
     if (!b) {
         fprintf(stderr, "note: maps labelled with token ids: %s\n", err);
         return;

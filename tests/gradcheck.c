@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "tests/test.h"
 
 void fill_normal(real *x, size_t n, Rng *rng, double scale) {

@@ -13,6 +13,7 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chunks.h"
+#include "tokenizer/tokenizer_file.h"
 
 static int one_line(const char *s) { return *s && strchr(s, '\n') == s + strlen(s) - 1; }
 
@@ -335,7 +336,7 @@ TEST(bpe_file_round_trip_and_deterministic_training) {
     char *ta = read_file_text(pa, &la), *tb = read_file_text(pb, &lb);
     CHECK(la == lb && !memcmp(ta, tb, la), "two trainings on the same text wrote different files");
     char err[512];
-    Bpe *c = bpe_read(pa, err, sizeof err);
+    Bpe *c = tokenizer_read(pa, err, sizeof err);
     CHECK(c, "%s", err);
     CHECK(c->vocab_size == a->vocab_size && c->n_merges == a->n_merges && c->eot == a->eot);
     CHECK(!memcmp(c->merges, a->merges, sizeof *a->merges * (size_t)a->n_merges));
@@ -381,7 +382,7 @@ TEST(bpe_gzip_and_plain_input_give_the_same_tokens) {
                   test_path("p.ids"), test_path("g.ids"));
     CHECK(st == 0, "gzip and plain encode differ: %s", out);
     // and the program's ids equal the library's
-    Bpe *b = bpe_load(test_path("p.bpe"));
+    Bpe *b = tokenizer_load(test_path("p.bpe"));
     TokBuf t = {0};
     bpe_encode(b, big.v, big.n, &t);
     char *ids = read_file_text(test_path("p.ids"), NULL);
@@ -460,7 +461,7 @@ TEST(bpe_missing_or_damaged_tokenizer_is_one_line_exit_2) {
         }
     }
     char err[512];
-    CHECK(bpe_read(good, err, sizeof err) != NULL, "%s", err);
+    CHECK(tokenizer_read(good, err, sizeof err) != NULL, "%s", err);
     free(text);
     free(flip);
     free(cut);

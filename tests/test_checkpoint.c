@@ -6,7 +6,7 @@
 
 #include "core/io.h"
 #include "core/json.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/safetensors.h"
 #include "trainer/checkpoint.h"
 #include "tests/gradcheck.h"

@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/rng.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "model/mixers/mixer.h"
 #include "tests/test.h"
 

@@ -17,7 +17,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/safetensors.h"
 #include "data/shards.h"
 #include "model/model.h"

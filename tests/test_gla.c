@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "model/mixers/gla_scan.h"
 #include "model/mixers/gla_scan_naive.h"
 #include "tests/gradcheck.h"

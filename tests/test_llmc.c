@@ -20,6 +20,7 @@
 #include "trainer/ckpt_open.h"
 #include "trainer/llmc.h"
 #include "tests/test.h"
+#include "tokenizer/tokenizer_file.h"
 
 enum { MAXT = 8, V = 100, VP = 128, L = 2, NH = 2, C = 8 };
 
@@ -432,7 +433,7 @@ static const char *write_tokenizer(const char *name, int version, int vocab, int
 
 TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     char err[512];
-    Bpe *b = bpe_read(write_tokenizer("tok2.bin", 2, V, V - 1, 0), err, sizeof err);
+    Bpe *b = tokenizer_read(write_tokenizer("tok2.bin", 2, V, V - 1, 0), err, sizeof err);
     CHECK(b && b->decode_only && b->vocab_size == V && b->eot == V - 1, "%s", b ? "" : err);
     uint32_t toks[3] = {5, 42, V - 1};
     ByteBuf text = {0};
@@ -475,7 +476,7 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
         {write_tokenizer("tokbig.bin", 2, 1 << 24, 0, (1 << 24) - 2), "vocab_size 16777216 needs at least 33554432 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        b = bpe_read(bad[i].path, err, sizeof err);
+        b = tokenizer_read(bad[i].path, err, sizeof err);
         CHECK(!b && strstr(err, bad[i].want) && strstr(err, bad[i].path), "%s: %s", bad[i].path, b ? "loaded" : err);
     }
 }

@@ -225,7 +225,7 @@ TEST(text_pipeline_tokenize_prepare_train_sample) {
     CHECK(st == 2 && one_line(out), "exit %d: %s", st, out);
 }
 
-// Needs train.c to call sample_during_training (model/sample.h) every sample_every steps.
+// Needs train.c to call sample_during_training (trainer/sample_every.h) every sample_every steps.
 TEST(train_prints_and_logs_samples_every_sample_every) {
     const char *dir = test_tmpdir();
     const char *out = tiny_text_run(dir);

@@ -8,7 +8,6 @@
 #include <zlib.h>
 
 #include "core/io.h"
-#include "tokenizer/llmc_tokenizer.h"
 #include "tokenizer/chunks.h"
 
 void tokbuf_push(TokBuf *b, uint32_t t) {
@@ -190,24 +189,9 @@ static int parse_int_field(const char *line, const char *key, long *v) {
     return *end || errno || line[k + 1] < '0' || line[k + 1] > '9' ? -1 : 0;
 }
 
-Bpe *bpe_read(const char *path, char *err, size_t errlen) {
+Bpe *bpe_parse(const char *path, char *text, size_t len, char *err, size_t errlen) {
     Bpe *b = NULL;
     uint32_t (*merges)[2] = NULL;
-    size_t len;
-    if (is_directory(path)) {
-        snprintf(err, errlen, "%s: is a folder, expected a tokenizer file", path);
-        return NULL;
-    }
-    char *text = read_file_text(path, &len);
-    if (!text) {
-        snprintf(err, errlen, "%s: cannot open tokenizer (%s)", path, strerror(errno));
-        return NULL;
-    }
-    if (llmc_is_tokenizer((const uint8_t *)text, len)) {
-        b = llmc_tokenizer_parse(path, (const uint8_t *)text, len, err, errlen);
-        free(text);
-        return b;
-    }
     size_t magic = strlen(BPE_MAGIC);
     if (len < magic + 1 || memcmp(text, BPE_MAGIC, magic) || text[magic] != '\n')
         FAIL("%s: not a tokenizer file (expected '%s' on line 1)", path, BPE_MAGIC);
@@ -280,28 +264,11 @@ Bpe *bpe_read(const char *path, char *err, size_t errlen) {
     for (int m = 0; m < b->n_merges; m++)
         if (pairmap_get(&b->ranks, b->merges[m][0], b->merges[m][1]) != m)
             FAIL("%s: merge %d repeats the pair %u %u of an earlier merge", path, m, b->merges[m][0], b->merges[m][1]);
-    free(text);
     return b;
 fail:
-    free(text);
     free(merges);
     bpe_free(b);
     return NULL;
-}
-
-Bpe *bpe_load(const char *path) {
-    char err[1024];
-    Bpe *b = bpe_read(path, err, sizeof err);
-    if (!b) die_input("%s", err);
-    return b;
-}
-
-Bpe *bpe_load_encoder(const char *path, const char *key) {
-    Bpe *b = bpe_load(path);
-    if (b->decode_only)
-        die_input("%s: %s is llm.c's tokenizer file, which decodes only (it holds no merges): encoding needs a "
-                  "tokenizer made by ./tokenize train", key, path);
-    return b;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +306,7 @@ static int merge_chunk(const Bpe *b, const uint8_t *p, int n, uint32_t *out) {
 }
 
 void bpe_encode_chunk(Bpe *b, const uint8_t *chunk, int len, TokBuf *out) {
-    if (b->decode_only) die("internal error: encoding with a decode-only tokenizer (use bpe_load_encoder)");
+    if (b->decode_only) die("internal error: encoding with a decode-only tokenizer (use tokenizer_load_encoder)");
     if (len == 1) {  // a single byte is its own token
         tokbuf_push(out, chunk[0]);
         return;

@@ -16,6 +16,7 @@
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chunks.h"
 #include "tokenizer/prepare.h"
+#include "tokenizer/tokenizer_file.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -180,7 +181,7 @@ static int cmd_prepare(int argc, char **argv) {
     if (a.n_inputs == 0) die_input("command line: no INPUT files to prepare");
     for (int i = 0; i < a.n_inputs; i++)
         if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
-    Bpe *b = bpe_load_encoder(tok, "tokenizer");
+    Bpe *b = tokenizer_load_encoder(tok, "tokenizer");
     check_output(out, a.inputs, a.n_inputs, tok);
     make_parent_dir(out, "out");
     PrepareOptions o = {
@@ -249,7 +250,7 @@ static int cmd_encode(int argc, char **argv) {
     char **inputs = a.n_inputs ? a.inputs : std_in;
     int n_inputs = a.n_inputs ? a.n_inputs : 1;
     if (*out) check_output(out, inputs, n_inputs, tok);
-    EncCtx e = {.b = bpe_load_encoder(tok, "tokenizer"), .text_out = *out ? NULL : stdout};
+    EncCtx e = {.b = tokenizer_load_encoder(tok, "tokenizer"), .text_out = *out ? NULL : stdout};
     chunks_init(&e.cs);
     for (int i = 0; i < n_inputs; i++) {
         read_text_file(inputs[i], enc_block, &e);
@@ -288,7 +289,7 @@ static void decode_write(const Bpe *b, const uint32_t *t, size_t n) {
 static int cmd_decode(int argc, char **argv) {
     Args a;
     parse_args(&a, argc, argv, k_decode);
-    Bpe *b = bpe_load(need_str(&a.cfg, "tokenizer", "the tokenizer file"));
+    Bpe *b = tokenizer_load(need_str(&a.cfg, "tokenizer", "the tokenizer file"));
     char *std_in[] = {"-"};
     char **inputs = a.n_inputs ? a.inputs : std_in;
     int n_inputs = a.n_inputs ? a.n_inputs : 1;

@@ -8,7 +8,7 @@
 #include <zlib.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/run_dir.h"
 #include "core/safetensors.h"
 #include "trainer/llmc.h"

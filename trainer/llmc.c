@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 
 // The 16 tensors in file order: this project's name (per layer after "h.<l>.") and whether the
 // file holds one per layer.

@@ -19,7 +19,7 @@
 //   init       llmc_load into a fixed model (seq_len 2, the seeds' shape: what init_from and a
 //              shorter ./evaluate seq_len do) holds the file's tensors, wpe's first rows, when it
 //              loads, and leaves the model untouched when it does not.
-// Tokenizer file, properties: bpe_read (./sample's tokenizer= loader) returns a decode-only
+// Tokenizer file, properties: tokenizer_read (./sample's tokenizer= loader) returns a decode-only
 // tokenizer or a one-line message naming the file; a loaded one decodes every id to exactly the
 // bytes of that id's record, read here independently, and has the header's eot. llm.c's
 // tokenizer format has no writer in this project (it decodes only), so there is no save/reload.
@@ -33,12 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/keys.h"
+#include "model/keys.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/llmc_tokenizer.h"
 #include "trainer/ckpt_open.h"
 #include "trainer/llmc.h"
 #include "tests/fuzz/fuzz.h"
+#include "tokenizer/tokenizer_file.h"
 
 enum { SEED_V = 5, SEED_T = 4, SEED_L = 1, SEED_H = 2, SEED_C = 4, FIXED_T = 2 };
 
@@ -261,9 +262,9 @@ static void load_tokenizer(void *arg) {
     const Input *in = arg;
     char err[1024];
     err[0] = 0;
-    Bpe *b = bpe_read(in->path, err, sizeof err);
+    Bpe *b = tokenizer_read(in->path, err, sizeof err);
     if (!b) {
-        if (!strstr(err, in->path) || strchr(err, '\n')) fuzz_fail("bpe_read: bad message '%s'", err);
+        if (!strstr(err, in->path) || strchr(err, '\n')) fuzz_fail("tokenizer_read: bad message '%s'", err);
         return;
     }
     const unsigned char *d = in->data;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/safetensors.h"
 #include "trainer/checkpoint.h"
 #include "tests/fuzz/fuzz.h"
