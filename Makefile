@@ -65,10 +65,15 @@ LDFLAGS ?=
 # here; another ARCH or NO_OMP=1 builds everything into its own folder ALT_DIR (tests/reliability.mk).
 ALT_DIR  = $(if $(filter-out native,$(ISA))$(NOOMP),build/$(ISA)$(if $(NOOMP),-noomp))
 
-LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c model/mixers/*.c model/kernels/*.c data/*.c eval/*.c tokenizer/*.c trainer/*.c ablation/*.c))
+# The plain (naive) references beside the fast kernels (model/mixers/*_naive.c) are what the tests
+# hold the kernels to: they are linked into the test runner only, never into the programs.
+SRC_DIRS = core model model/mixers model/kernels data eval tokenizer trainer ablation
+REF_SRC  = $(wildcard $(addsuffix /*_naive.c,$(SRC_DIRS)))
+LIB_SRC  = $(filter-out %_main.c %_naive.c,$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
+TEST_SRC = $(wildcard tests/*.c) $(REF_SRC)
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
 F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
-TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
+TEST_OBJ = $(TEST_SRC:%.c=build/f64/%.o)
 PROGRAMS = train evaluate tokenize sample sweep export
 
 # In parallel by default, one job per core (`make -j1` or any -j given wins): a fresh clone builds

@@ -10,6 +10,7 @@
 #include "core/io.h"
 #include "model/kernels/vmath.h"
 #include "model/mixers/mamba_scan.h"
+#include "model/mixers/mamba_scan_naive.h"
 #include "model/model.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"

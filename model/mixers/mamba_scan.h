@@ -23,7 +23,7 @@
 #define MAMBA_EB 16     // channels per block (the SIMD lanes)
 #define MAMBA_GROUP 16  // blocks per task (up to)
 
-// exp and softplus are the project's (model/vmath.h).
+// exp and softplus are the project's (model/kernels/vmath.h).
 static inline real mamba_exp(real x) { return vexpr(x); }
 static inline real mamba_softplus(real r) { return r <= 20 ? vsoftplusr(r) : r; }
 
@@ -85,11 +85,3 @@ void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw,
 // sixteen j at a time summed over the states by a transposing tree (no sum is a serial chain).
 size_t mamba_map_work(int T, int N);
 void mamba_scan_map(const MambaScan *s, int b, int e, real *att, real *work);
-
-// The plain recurrence (model/mamba_scan_naive.c), one channel and state at a time with every
-// state kept: the reference the tests hold the fast scan to. Same outputs as above, except that
-// the sums come whole: dbc[B,T,2N] over all channels, dA[E,N] and dD[E] over all sequences.
-void mamba_scan_forward_naive(const MambaScan *s, real *ys);
-void mamba_scan_map_naive(const MambaScan *s, int b, int e, real *att);
-void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy,
-                               real *du, real *ddt, real *dbc, real *dA, real *dD);

@@ -1,11 +1,12 @@
-// The plain selective scan, the reference for model/mamba_scan.c (declared in mamba_scan.h):
+// The plain selective scan, the reference for model/mixers/mamba_scan.c (mamba_scan_naive.h):
 // one (sequence, channel, state) chain at a time, every state kept, gradients by walking the
 // recurrence backwards. Slow and memory-hungry (T N reals per chain); the tests only.
+#include "model/mixers/mamba_scan_naive.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
-#include "model/mixers/mamba_scan.h"
 
 void mamba_scan_forward_naive(const MambaScan *s, real *ys) {
     int B = s->B, T = s->T, E = s->E, N = s->N;
