@@ -519,8 +519,8 @@ void sweep_free(SweepFile *sw) {
     sw->base_entry = -1;
 }
 
-// Removes "dir/../" pairs and "./" from a path, by text (so commands read configs/x.conf rather
-// than configs/ablations/../x.conf).
+// Removes "dir/../" pairs and "./" from a path, by text (so commands read
+// configs/mqar_base.conf rather than configs/ablations/../mqar_base.conf).
 static void tidy_path(char *p) {
     char *out = p, *seg = p;
     int absolute = *p == '/';

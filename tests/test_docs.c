@@ -1,7 +1,7 @@
 // The documentation follows the code: docs/config.md documents every config key, docs/mixers.md
 // has a section for every registered mixer, and every reference to a docs page (and heading)
-// anywhere in the repository resolves. The repository owns its design: nothing cites a document
-// that lives outside it.
+// anywhere in the repository resolves, as does every source path a code comment names. The
+// repository owns its design: nothing cites a document that lives outside it.
 #include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -239,6 +239,59 @@ static void scan_text(Scan *s, const char *file, const char *text) {
     }
 }
 
+// Every repository path a comment of a .c or .h file names ("see model/mixers/gla.c",
+// "(tests/layers.sh)") must exist: a path from the root, starting with one of the folders below
+// and ending in a file extension. String literals are not comments (tests name files to make).
+static void check_comment_path(Scan *s, const char *file, const char *p, const char *end) {
+    static const char *roots[] = {"core/", "data/", "tokenizer/", "model/", "trainer/", "eval/", "ablation/",
+                                  "bench/", "tests/", "configs/", "results/", "docs/", ".ci/", NULL};
+    static const char *exts[] = {".c", ".h", ".md", ".sh", ".mk", ".conf", ".sweep", ".py", ".svg", ".csv", NULL};
+    int root = -1;
+    for (int i = 0; roots[i]; i++)
+        if (!strncmp(p, roots[i], strlen(roots[i]))) root = i;
+    if (root < 0) return;
+    const char *q = p;
+    while (q < end && (isalnum((unsigned char)*q) || strchr("_./-", *q))) q++;
+    while (q > p && (q[-1] == '.' || q[-1] == '/')) q--;  // a sentence's full stop
+    const char *dot = NULL;
+    for (const char *r = p; r < q; r++)
+        if (*r == '.' && r > p && r[-1] != '/') dot = r;
+    if (!dot) return;  // a folder or a name without extension
+    int known = 0;
+    for (int i = 0; exts[i]; i++) known |= (size_t)(q - dot) == strlen(exts[i]) && !strncmp(dot, exts[i], strlen(exts[i]));
+    if (!known || (size_t)(q - p) >= 512) return;
+    char path[512];
+    snprintf(path, sizeof path, "%.*s", (int)(q - p), p);
+    s->refs++;
+    struct stat st;
+    if (stat(path, &st)) report(s, "%s: a comment names '%s': no such file%s\n", file, path, "");
+}
+
+// The comments of C source: each path in them (check_comment_path).
+static void scan_comments(Scan *s, const char *file, const char *text) {
+    size_t fl = strlen(file);
+    if (fl < 3 || (strcmp(file + fl - 2, ".c") && strcmp(file + fl - 2, ".h"))) return;
+    for (const char *p = text; *p;) {
+        if (*p == '"' || *p == '\'') {  // a string or character literal
+            char quote = *p++;
+            while (*p && *p != quote && *p != '\n') p += (*p == '\\' && p[1]) ? 2 : 1;
+            if (*p == quote) p++;
+            continue;
+        }
+        const char *end = NULL;
+        if (p[0] == '/' && p[1] == '/') end = strchr(p, '\n');
+        else if (p[0] == '/' && p[1] == '*') end = strstr(p + 2, "*/");
+        else {
+            p++;
+            continue;
+        }
+        if (!end) end = p + strlen(p);
+        for (const char *q = p + 2; q < end; q++)
+            if (q == p + 2 || !(isalnum((unsigned char)q[-1]) || strchr("_./-", q[-1]))) check_comment_path(s, file, q, end);
+        p = *end ? end + 1 : end;
+    }
+}
+
 // Words no file may contain: the design lives in docs/, not in documents outside the repository.
 // (Spelled in two pieces so that this file does not match itself.)
 static void check_outside_citations(Scan *s, const char *file, const char *text) {
@@ -279,6 +332,7 @@ static void walk(Scan *s, const char *dir, int top, Visit visit) {
 static void visit_references(Scan *s, const char *path, const char *text) {
     s->files++;
     scan_text(s, path, text);
+    scan_comments(s, path, text);
     check_outside_citations(s, path, text);
 }
 
@@ -351,5 +405,11 @@ TEST(docs_anchor_rules) {
     Scan *s = callocCheck(1, sizeof *s);
     scan_text(s, "x.c", "see " "docs" "/design.md#no-such-heading and " "docs" "/nope.md");
     CHECK(s->refs == 2 && strstr(s->bad, "no-such-heading") && strstr(s->bad, "nope.md"), "%s", s->bad);
+    free(s);
+    // paths in comments: a missing one is reported, one in a string literal or without a root is not
+    s = callocCheck(1, sizeof *s);
+    scan_comments(s, "x.c", "int a; // see " "model" "/nope.c and core/io.h.\n"
+                            "char *t = \"model" "/string.c\"; /* (tests/layers.sh) gla.c model/ */\n");
+    CHECK(s->refs == 3 && strstr(s->bad, "model/nope.c") && !strstr(s->bad, "string.c"), "%d refs: %s", s->refs, s->bad);
     free(s);
 }
