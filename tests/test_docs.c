@@ -151,6 +151,22 @@ TEST(readme_links_every_docs_page) {
     free(readme);
 }
 
+// The README's Results table is generated: results/readme_table.sh prints it from the committed
+// sweep's summary, and README.md and docs/results.md show exactly that.
+TEST(readme_results_table_is_what_readme_table_sh_prints) {
+    static char table[16384];
+    int rc = test_run(table, sizeof table, "bash results/readme_table.sh results/mqar_results");
+    CHECK(rc == 0, "results/readme_table.sh (exit %d): %s", rc, table);
+    CHECK(strlen(table) > 500 && strstr(table, "| `softmax` |"), "%s", table);
+    const char *pages[] = {"README.md", "docs/results.md"};
+    for (int i = 0; i < 2; i++) {
+        char *md = read_file_text(pages[i], NULL);
+        CHECK(md, "%s not found", pages[i]);
+        CHECK(strstr(md, table), "%s does not show the table results/readme_table.sh prints:\n%s", pages[i], table);
+        free(md);
+    }
+}
+
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {
