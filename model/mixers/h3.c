@@ -240,6 +240,12 @@ static void h3_forward(const void *st, MixerIO *io) {
         for (int t = 0; t < T; t++) {
             const real *qt = qkv + ((size_t)b * T + t) * C3, *yt = ya + ((size_t)b * T + t) * M;
             real *o = att + ((size_t)b * T + t) * C;
+            // P == 1: the general loop below with one term, to the bit. Its sums start at 0 and add
+            // products, which -ffp-contract=fast makes s = fma(a, b, 0): the rounded product, +0
+            // for a -0 one. `0 + a * b` is that value (contracted to the same fma), and in
+            // `x += 0 + a * b` it keeps the product out of an fma with x, as `x += s` does. Plain
+            // `a * b` would differ: a -0 where the loop has +0, and in `x += a * b` one fma with x
+            // (one rounding, not two). So the `0 +` stays, here and in h3_backward.
             if (P == 1) {
 #pragma omp simd
                 for (int c = 0; c < C; c++) o[c] = 0 + qt[c] * yt[c];
@@ -279,7 +285,7 @@ static void h3_backward(const void *st, MixerIO *io) {
             if (P == 1) {
 #pragma omp simd
                 for (int c = 0; c < C; c++) {
-                    dqt[c] += 0 + g[c] * yt[c];
+                    dqt[c] += 0 + g[c] * yt[c];  // `0 +`: as s below (h3_forward's P == 1)
                     dyt[c] = qt[c] * g[c];
                 }
                 continue;
@@ -329,7 +335,7 @@ static void h3_backward(const void *st, MixerIO *io) {
             if (P == 1) {
 #pragma omp simd
                 for (int c = 0; c < C; c++) {
-                    dkt[c] = 0 + du[c] * vt[c];
+                    dkt[c] = 0 + du[c] * vt[c];  // `0 +`: as s below (h3_forward's P == 1)
                     dvt[c] += du[c] * kt[c];
                 }
                 continue;
