@@ -375,3 +375,30 @@ void rig_check_thread_invariance(MixerRig *r) {
     CHECK(!memcmp(out[0], out[1], sizeof(real) * total), "%s: 1 and 2 threads differ", r->kind->name);
     free(out[0]), free(out[1]);
 }
+
+double model_rig_loss(void *rig) {
+    ModelRig *r = rig;
+    HeadStats s = model_forward(r->m, r->inputs, r->targets, r->B, r->T, 0);
+    return s.loss_sum / (double)s.n_counted;
+}
+
+void model_rig_tokens(ModelRig *r, Rng *rng, int V) {
+    for (int i = 0; i < r->B * r->T; i++) {
+        r->inputs[i] = (int)rng_below(rng, (uint64_t)V);
+        r->targets[i] = i % 3 == 1 ? -100 : (int)rng_below(rng, (uint64_t)V);
+    }
+}
+
+void model_rig_check_grads(ModelRig *r, const char *label, int (*keep)(const char *name)) {
+    model_zero_grad(r->m);
+    model_forward(r->m, r->inputs, r->targets, r->B, r->T, 1);
+    model_backward(r->m);
+    for (int i = 0; i < r->m->n_tensors; i++) {
+        const TensorInfo *t = &r->m->tensors[i];
+        if (keep && !keep(t->name)) continue;
+        char what[256];
+        snprintf(what, sizeof what, "%s%s%s", label ? label : "", label && *label ? " " : "", t->name);
+        check_grad(what, model_rig_loss, r, r->m->params + t->offset, r->m->grads + t->offset, t->count, 1e-6, 1e-6,
+                   1e-9);
+    }
+}

@@ -7,6 +7,7 @@
 #include "core/real.h"
 #include "core/rng.h"
 #include "model/mixers/mixer.h"
+#include "model/model.h"
 
 void fill_normal(real *x, size_t n, Rng *rng, double scale);
 // Central difference of f with respect to x[i] (step h), restoring x[i].
@@ -74,3 +75,18 @@ void rig_check_qk(MixerRig *r, double tol);
 // forward and backward (output, input gradient, every parameter gradient) give the same bits
 // with 1 and 2 OpenMP threads. Build the rig with 2 threads set: buffers are sized for them.
 void rig_check_thread_invariance(MixerRig *r);
+
+// A whole model for finite-difference checks of the loss: B sequences of T tokens (B * T <= 64).
+typedef struct {
+    Model *m;
+    int B, T;
+    int inputs[64], targets[64];
+} ModelRig;
+// The mean cross-entropy over the counted targets (a forward pass only): a loss_fn of a ModelRig.
+double model_rig_loss(void *rig);
+// Draws each position's input and target below V from rng, in that order; every third target
+// from the second is ignored (-100).
+void model_rig_tokens(ModelRig *r, Rng *rng, int V);
+// One forward and backward, then every tensor for which keep(name) is nonzero (keep NULL: all)
+// against central differences (h 1e-6, rtol 1e-6, atol 1e-9); failures name "label tensor".
+void model_rig_check_grads(ModelRig *r, const char *label, int (*keep)(const char *name));

@@ -129,18 +129,6 @@ TEST(short_conv_same_bits_with_1_and_2_threads) {
 
 // --- models -----------------------------------------------------------------------------------
 
-typedef struct {
-    Model *m;
-    int B, T;
-    int inputs[64], targets[64];
-} ModelCtx;
-
-static double model_loss(void *p) {
-    ModelCtx *c = p;
-    HeadStats s = model_forward(c->m, c->inputs, c->targets, c->B, c->T, 0);
-    return s.loss_sum / (double)s.n_counted;
-}
-
 // A 2-layer model whose `mixer` and `short_conv` come from cfg, with weights larger than the init
 // so every path carries signal.
 static Model *tiny_model(const Config *cfg, int mlp, int pos_emb, int B, int T, uint64_t seed) {
@@ -161,28 +149,21 @@ static Model *tiny_model(const Config *cfg, int mlp, int pos_emb, int B, int T, 
 // Every tensor with `all`; otherwise the tensors where the composition shows (the short
 // convolution, ln_1, wte: their gradients pass through both layers' mixers and the convolution),
 // which keeps the Mamba and GLA cases affordable (their own tests check every mixer tensor).
+static int composition_tensor(const char *name) {
+    return strstr(name, "short_conv") || strstr(name, "ln_1") || !strcmp(name, "wte");
+}
+
 static void check_model_grads(const char *overrides, int mlp, int all) {
     Config cfg;
     test_config(&cfg, overrides);
-    ModelCtx c = {.B = 2, .T = 5};
+    ModelRig c = {.B = 2, .T = 5};
     c.m = tiny_model(&cfg, mlp, 1, c.B, c.T, 3);
     Rng rng;
     rng_seed(&rng, 8);
-    for (int i = 0; i < c.B * c.T; i++) {
-        c.inputs[i] = (int)rng_below(&rng, 11);
-        c.targets[i] = i % 3 == 1 ? -100 : (int)rng_below(&rng, 11);
-    }
-    model_zero_grad(c.m);
-    model_forward(c.m, c.inputs, c.targets, c.B, c.T, 1);
-    model_backward(c.m);
-    for (int i = 0; i < c.m->n_tensors; i++) {
-        const TensorInfo *t = &c.m->tensors[i];
-        if (!all && !strstr(t->name, "short_conv") && !strstr(t->name, "ln_1") && strcmp(t->name, "wte")) continue;
-        char what[200];
-        snprintf(what, sizeof what, "%s mlp=%d %s", overrides, mlp, t->name);
-        check_grad(what, model_loss, &c, c.m->params + t->offset, c.m->grads + t->offset, t->count,
-                   1e-6, 1e-6, 1e-9);
-    }
+    model_rig_tokens(&c, &rng, 11);
+    char label[200];
+    snprintf(label, sizeof label, "%s mlp=%d", overrides, mlp);
+    model_rig_check_grads(&c, label, all ? NULL : composition_tensor);
     model_free(c.m);
     config_free(&cfg);
 }

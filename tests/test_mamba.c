@@ -32,23 +32,6 @@ static void mamba_rig(MixerRig *r, Config *cfg, const char *opts, int C, int B, 
     for (size_t i = 0; i < param_count(r, "mamba.A_log"); i++) A_log[i] += (real)(0.5 * rng_normal(&rng));
 }
 
-// rig_check_grads with a chosen finite-difference step: at extreme step sizes the outputs are
-// ~40x larger and the roundoff of a 1e-6 step (~eps |loss| / h) exceeds the tolerance, while
-// 1e-5 keeps both truncation and roundoff near 3e-8.
-static void check_grads_step(MixerRig *r, double h, double rtol, double atol) {
-    size_t n = (size_t)r->B * r->T * r->dims.C;
-    rig_loss(r);
-    MixerIO io = rig_io(r);
-    io.dy = r->R;
-    io.dx = r->dx;
-    memset(r->dx, 0, sizeof(real) * n);
-    for (int k = 0; k < r->n_params; k++) memset(r->g[k], 0, sizeof(real) * r->count[k]);
-    r->kind->backward(r->st, &io);
-    check_grad("mamba d(input)", rig_loss, r, r->x, r->dx, n, h, rtol, atol);
-    for (int k = 0; k < r->n_params; k++)
-        check_grad(r->decl[k].name, rig_loss, r, r->p[k], r->g[k], r->count[k], h, rtol, atol);
-}
-
 TEST(mamba_backward_options_chunks_and_blocks) {
     Config cfg;
     MixerRig r;
@@ -77,7 +60,7 @@ TEST(mamba_backward_both_softplus_branches) {
         above += dt[i] > 20, below += dt[i] <= 20;
     }
     CHECK(above > 0 && below > 0);
-    check_grads_step(&r, 1e-5, 1e-6, 1e-7);
+    rig_check_grads_h(&r, 1e-5, 1e-6, 1e-7);
     rig_free(&r);
 }
 
@@ -89,7 +72,8 @@ static int all_finite(const real *x, size_t n) {
 
 // Large steps (dt bias 10: exp(delta A) underflows towards 0, the state forgets at once) and tiny
 // ones (dt bias -10: delta ~ 5e-5, the state barely moves): finite outputs and gradients that
-// still match finite differences.
+// still match finite differences, at a step of 1e-5: the outputs are ~40x larger and the roundoff
+// of a 1e-6 step (~eps |loss| / h) would exceed the tolerance.
 TEST(mamba_extreme_step_sizes) {
     double biases[] = {10, -10};
     for (int k = 0; k < 2; k++) {
@@ -98,7 +82,7 @@ TEST(mamba_extreme_step_sizes) {
         mamba_rig(&r, &cfg, "d_state=4", 8, 1, 20, 24 + k);
         real *bias = rig_param(&r, "mamba.dt_proj.bias");
         for (size_t e = 0; e < param_count(&r, "mamba.dt_proj.bias"); e++) bias[e] = (real)biases[k];
-        check_grads_step(&r, 1e-5, 1e-6, 1e-7);
+        rig_check_grads_h(&r, 1e-5, 1e-6, 1e-7);
         size_t n = (size_t)r.B * r.T * r.dims.C;
         CHECK(all_finite(r.y, n) && all_finite(r.dx, n), "dt bias %g", biases[k]);
         for (int i = 0; i < r.n_params; i++)
