@@ -29,25 +29,25 @@ typedef struct {
     double minutes;            // training time to the last train record (NAN: no train records)
     double tok_per_s;          // mean over the train records (NAN: none)
     // sparsity.jsonl at its last step
-    long S_step;               // -1: no sparsity records
+    long S_step;  // -1: no sparsity records
     int n_layers;
-    double *S_mean, *S_min, *S_recall;  // [n_layers]: mean and min over heads of S, mean S_recall
+    double *S_mean, *S_min, *S_recall;               // [n_layers]: mean and min over heads of S, mean S_recall
     double S_min_all, S_mean_all, S_recall_min_all;  // over every (layer, head)
     // per sparsity step: the most focused layer's S (the min over layers of the mean over heads)
     // and the recall layer's S_recall (the layer of the last step, mean over heads; NAN: none)
     int n_curve;
     double *curve_step, *curve_S, *curve_recall;
     // capacity (docs/mqar.md#mixtures-of-cells)
-    double state_floats;        // the run record's numbers carried per layer (NAN: none)
-    int n_cells;                // MQAR test cells with their own figures (0: one cell)
-    char cell[SUMMARY_MAX_CELLS][24];        // "kv4_L64"
-    double cell_acc[SUMMARY_MAX_CELLS];      // at the evaluation of the best mean accuracy
-    double cell_S_recall[SUMMARY_MAX_CELLS]; // recall layer's mean over heads, last sparsity step
-    int recall_layer;           // the layer whose query rows put most weight on the answer (-1: none)
+    double state_floats;                      // the run record's numbers carried per layer (NAN: none)
+    int n_cells;                              // MQAR test cells with their own figures (0: one cell)
+    char cell[SUMMARY_MAX_CELLS][24];         // "kv4_L64"
+    double cell_acc[SUMMARY_MAX_CELLS];       // at the evaluation of the best mean accuracy
+    double cell_S_recall[SUMMARY_MAX_CELLS];  // recall layer's mean over heads, last sparsity step
+    int recall_layer;                         // the layer whose query rows put most weight on the answer (-1: none)
     // the recall layer at the last sparsity step, means over heads (NAN: no answer metrics)
     double recall_S, recall_ans_share, recall_ans_hit;
-    int capped_improving;       // finished by its step cap below the target while still improving
-    Selected selected;          // set by ./sweep for a two-stage sweep's first-stage points
+    int capped_improving;  // finished by its step cap below the target while still improving
+    Selected selected;     // set by ./sweep for a two-stage sweep's first-stage points
 } RunSummary;
 
 // Reads a run folder (missing files give RUN_MISSING; unreadable lines are skipped).

@@ -65,8 +65,11 @@ static const char *status_text(const RunSummary *r, char *b, size_t n) {
     static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not selected", "running"};
     if (r->status == RUN_FAILED) snprintf(b, n, "failed (exit %d)", r->exit_code);
     else if (r->status == RUN_RUNNING && r->running_pid > 0) snprintf(b, n, "running (process %ld)", r->running_pid);
-    else snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
-                  r->selected == SEL_CHOSEN ? ", chosen" : r->selected == SEL_NOT_CHOSEN ? ", not chosen" : "");
+    else
+        snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
+                 r->selected == SEL_CHOSEN           ? ", chosen"
+                     : r->selected == SEL_NOT_CHOSEN ? ", not chosen"
+                                                     : "");
     return b;
 }
 
@@ -137,11 +140,11 @@ static void summary_free(Summary *s) {
     free(s->series_of);
 }
 
-static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_to_0.99", "minutes_to_0.99",
-                                          "S_min", "S_mean", "S_recall_min", "tok_per_s",
-                                          "recall_S", "recall_ans_share", "recall_ans_hit", "state_floats"};
-static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f",
-                                       "%.3f", "%.3f", "%.3f", "%.0f"};
+static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc",         "steps_to_0.99",  "minutes_to_0.99",
+                                          "S_min",          "S_mean",           "S_recall_min",   "tok_per_s",
+                                          "recall_S",       "recall_ans_share", "recall_ans_hit", "state_floats"};
+static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f",
+                                       "%.3f", "%.0f", "%.3f", "%.3f", "%.3f", "%.0f"};
 
 static int grouping_matters(const Summary *s) { return s->n_groups < s->sw->n_points; }
 
@@ -196,7 +199,8 @@ static void write_points_md(const Summary *s, FILE *f) {
         fmt(b, sizeof b, "%.0f", r->state_floats);
         md_cell(f, b);
         if (r->recall_layer >= 0 && isfinite(r->recall_ans_share))
-            snprintf(b, sizeof b, "L%d: %.3f, %.3f, %.3f", r->recall_layer, r->recall_S, r->recall_ans_share, r->recall_ans_hit);
+            snprintf(b, sizeof b, "L%d: %.3f, %.3f, %.3f", r->recall_layer, r->recall_S, r->recall_ans_share,
+                     r->recall_ans_hit);
         else snprintf(b, sizeof b, "-");
         md_cell(f, b);
         fputc('\n', f);
@@ -209,7 +213,8 @@ static void write_groups_md(const Summary *s, FILE *f) {
     int cols = 0;
     fputs("|", f);
     for (int k = 0; k < s->n_varied; k++)
-        if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
+        if (group_column(s, s->varied[k]) && md_column(s, s->varied[k]))
+            md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
     fputs(" finished | reached 0.99 | capped, improving | val loss | best acc | steps to 0.99 | min to 0.99 |"
           " S min | S mean | S_recall min | tok/s | recall layer S_recall | answer share | argmax hit | state |\n|",
@@ -340,8 +345,7 @@ static int open_out(const SweepFile *sw, const char *name, char *path, size_t n,
     return atomic_open(a, path, NULL, 0);
 }
 
-int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
-                        FILE *log) {
+int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md, FILE *log) {
     if (mkdir_p(sw->out) != 0) return -1;
     Summary s;
     summary_init(&s, sw, configs, runs);
@@ -396,11 +400,12 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     char running[64] = "";
     if (count[RUN_RUNNING]) snprintf(running, sizeof running, ", %d running elsewhere", count[RUN_RUNNING]);
     fprintf(f, "`%s`: %d point%s (%d done, %d partial, %d failed, %d missing%s%s); run folders in `%s/`.\n\n", sw->file,
-            sw->n_points, sw->n_points == 1 ? "" : "s", count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, running,
-            sw->out);
-    fprintf(f, "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
-               "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
-               "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
+            sw->n_points, sw->n_points == 1 ? "" : "s", count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED],
+            count[RUN_MISSING], unselected, running, sw->out);
+    fprintf(f,
+            "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
+            "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
+            "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
             SUMMARY_TARGET_ACC);
     if (grouping_matters(&s)) {
         fputs("## Grouped over", f);

@@ -13,5 +13,4 @@
 // the points' effective configs (for mixer, plot_x, ...), runs what their folders hold. Prints
 // what it wrote to `log` (when not NULL). 0, or -1 when a file could not be written.
 // selection_md (may be NULL): a section of summary.md on a two-stage sweep's choices.
-int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
-                        FILE *log);
+int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md, FILE *log);

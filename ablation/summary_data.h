@@ -21,13 +21,13 @@ typedef struct {
     const SweepFile *sw;
     Config *configs;
     const RunSummary *runs;
-    int *varied;     // entries that vary, in file order
+    int *varied;  // entries that vary, in file order
     int n_varied;
-    int mixer_col;   // 1: the CSV files add a mixer column (mixer is not a varied key of the file)
-    int mixer_md;    // 1: the markdown tables add one (mixer does not name the points)
-    int *grouped;    // [n_dims] 1: the dim is averaged over (its keys are in group_over)
-    int *group_of;   // [n_points] index into groups
-    int *groups;     // representative point of each group (the point with grouped dims at 0)
+    int mixer_col;  // 1: the CSV files add a mixer column (mixer is not a varied key of the file)
+    int mixer_md;   // 1: the markdown tables add one (mixer does not name the points)
+    int *grouped;   // [n_dims] 1: the dim is averaged over (its keys are in group_over)
+    int *group_of;  // [n_points] index into groups
+    int *groups;    // representative point of each group (the point with grouped dims at 0)
     int n_groups;
     int max_layers;
     char cells[SUMMARY_MAX_CELLS][24];  // the MQAR test cells of the runs (first seen order)
@@ -60,9 +60,7 @@ enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, 
 
 // 1 when a point counts in the grouped table and figures: not a first-stage candidate the
 // selection passed over, not a second-stage point it never ran.
-static inline int counts(const RunSummary *r) {
-    return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN;
-}
+static inline int counts(const RunSummary *r) { return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN; }
 
 typedef struct {
     int points, finished, reached, capped;  // capped: finished at the step cap while still improving

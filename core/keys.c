@@ -5,6 +5,7 @@
 #include "core/io.h"
 
 // Sections name the groups of config.conf and of the key tables in docs/config.md.
+// clang-format off
 static KeyDef g_keys[] = {
     // model
     {"mixer", KEY_ENUM, "softmax", 0, NULL /* the registry's: model/keys.c */, KEY_LIST, "model", "attention block of every layer, or a comma list of n_layer names, one per layer (a hybrid stack)"},
@@ -73,6 +74,7 @@ static KeyDef g_keys[] = {
     {"export_data", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "write the task's train.bin and test.bin to this folder and exit"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
+// clang-format on
 
 void keys_set_choices(const char *name, const char *choices) {
     for (KeyDef *k = g_keys; k->name; k++)

@@ -69,8 +69,7 @@ size_t unescape_prompt(const char *s, uint8_t *out, const char *key) {
                 break;
             }
             // fall through
-        default:
-            die_input("%s: unknown escape '\\%.3s' (expected \\n, \\t, \\r, \\\\ or \\xNN)", key, p);
+        default: die_input("%s: unknown escape '\\%.3s' (expected \\n, \\t, \\r, \\\\ or \\xNN)", key, p);
         }
     }
     return n;
@@ -109,8 +108,8 @@ void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, Tok
                       out->v[i], vocab);
 }
 
-void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature,
-                     int top_k, int limit, Rng *rng, token_fn fn, void *ctx) {
+void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
+                     int limit, Rng *rng, token_fn fn, void *ctx) {
     const real *logits = NULL;
     generator_reset(g);
     for (size_t i = 0; i < n_prompt; i++) logits = generator_feed(g, (int)prompt[i]);
@@ -126,14 +125,17 @@ void sample_require_tokenizer(const Bpe *b, const char *path, int vocab, uint32_
     uint32_t have = bpe_identity(b);
     if (b->vocab_size != vocab || have != id)
         die_input("tokenizer: %s (vocabulary %d, identity %08x) is not the tokenizer the model was trained with "
-                  "(vocabulary %d, identity %08x, recorded in %s)", path, b->vocab_size, have, vocab, id, where);
+                  "(vocabulary %d, identity %08x, recorded in %s)",
+                  path, b->vocab_size, have, vocab, id, where);
 }
 
 int sample_token_limit(const Bpe *b, const char *path, int vocab) {
     if (!b || b->vocab_size >= vocab) return vocab;
     static int warned;
     if (!warned++)
-        fprintf(stderr, "note: tokenizer %s has %d tokens, the model's vocabulary %d: samples draw from the first %d "
-                "(the others have no text)\n", path, b->vocab_size, vocab, b->vocab_size);
+        fprintf(stderr,
+                "note: tokenizer %s has %d tokens, the model's vocabulary %d: samples draw from the first %d "
+                "(the others have no text)\n",
+                path, b->vocab_size, vocab, b->vocab_size);
     return b->vocab_size;
 }

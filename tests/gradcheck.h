@@ -16,8 +16,7 @@ double numeric_grad(loss_fn f, void *ctx, real *x, size_t i, double h);
 // Compares analytic gradient g[n] of parameter `what` with central differences of f over every
 // element of x; fails the test when |g - num| > atol + rtol * max(|g|, |num|) both for the
 // central difference at step h and for the five-point estimate at step min(100 h, 1e-4).
-void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h,
-                double rtol, double atol);
+void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h, double rtol, double atol);
 
 // A mixer built for tests: its parameters, gradients and buffers, for one layer.
 typedef struct {
@@ -37,16 +36,15 @@ typedef struct {
 void test_config(Config *c, const char *overrides);
 // Builds a mixer with random parameters: weights N(0, 1/sqrt(fan_in)), norms 1 + N(0, 0.3), biases
 // N(0, 0.3), custom tensors from the mixer's init; x ~ N(0, 1), R ~ N(0, 1).
-void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer,
-              int n_layer, uint64_t seed);
+void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer, int n_layer,
+              uint64_t seed);
 void rig_free(MixerRig *r);
 // rig_init with its own config: every key at its default plus `opts` (may be NULL).
-void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer,
-               int n_layer, uint64_t seed);
+void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
+               uint64_t seed);
 // The checks a mixer's own tests run at lengths past one block or chunk: finite differences
 // (rtol 1e-6, atol 1e-8), maps (1e-9) and step (1e-10) of a rig_setup rig, then frees it.
-void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
-                   uint64_t seed);
+void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer, uint64_t seed);
 // q, k, v [D] of token t of batch row b for head h, in fp64 from the attn.qkv tensors and the
 // input (the q/k/v mixers' projection), so tests can rebuild weights from their definitions.
 void rig_qkv(MixerRig *r, int b, int t, int h, double *q, double *k, double *v);

@@ -227,9 +227,9 @@ TEST(bpe_round_trip_random_bytes) {
         size_t len = rng_below(&rng, 20000);
         int mode = rep % 4;
         for (size_t i = 0; i < len; i++) {
-            if (mode == 0) buf[i] = (uint8_t)rng_below(&rng, 256);              // any byte
+            if (mode == 0) buf[i] = (uint8_t)rng_below(&rng, 256);             // any byte
             else if (mode == 1) buf[i] = " \n\t\r\0\xff"[rng_below(&rng, 6)];  // whitespace, NUL, 0xff
-            else if (mode == 2) buf[i] = rng_below(&rng, 50) ? ' ' : 'a';     // runs longer than CHUNK_MAX
+            else if (mode == 2) buf[i] = rng_below(&rng, 50) ? ' ' : 'a';      // runs longer than CHUNK_MAX
             else buf[i] = (uint8_t)k_sample_text[rng_below(&rng, n)];
         }
         char what[32];
@@ -377,7 +377,8 @@ TEST(bpe_gzip_and_plain_input_give_the_same_tokens) {
     size_t l1, l2;
     char *b1 = read_file_text(test_path("p.bpe"), &l1), *b2 = read_file_text(test_path("g.bpe"), &l2);
     CHECK(l1 == l2 && !memcmp(b1, b2, l1), "gzip and plain training differ");
-    st = test_run(out, sizeof out, "./tokenize encode %s tokenizer=%s > %s && ./tokenize encode %s tokenizer=%s > %s && cmp %s %s",
+    st = test_run(out, sizeof out,
+                  "./tokenize encode %s tokenizer=%s > %s && ./tokenize encode %s tokenizer=%s > %s && cmp %s %s",
                   plain, test_path("p.bpe"), test_path("p.ids"), gz, test_path("p.bpe"), test_path("g.ids"),
                   test_path("p.ids"), test_path("g.ids"));
     CHECK(st == 0, "gzip and plain encode differ: %s", out);
@@ -493,8 +494,10 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
         // substitute the placeholders
         char args[1024] = "", *o = args;
         for (const char *p = cases[i].args; *p;) {
-            const char *rep = !strncmp(p, "IN", 2) ? input : !strncmp(p, "OUT", 3) ? test_path("o.bpe")
-                              : !strncmp(p, "TOK", 3) ? tok : NULL;
+            const char *rep = !strncmp(p, "IN", 2) ? input
+                : !strncmp(p, "OUT", 3)            ? test_path("o.bpe")
+                : !strncmp(p, "TOK", 3)            ? tok
+                                                   : NULL;
             if (rep) {
                 o += sprintf(o, "%s", rep);
                 p += !strncmp(p, "IN", 2) ? 2 : 3;
@@ -504,7 +507,7 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
             }
         }
         int st = test_run(out, sizeof out, "./tokenize %s", args);
-        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "./tokenize %s: exit %d: '%s' (want '%s')", args, st,
-              out, cases[i].want);
+        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "./tokenize %s: exit %d: '%s' (want '%s')", args,
+              st, out, cases[i].want);
     }
 }

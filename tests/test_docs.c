@@ -103,8 +103,7 @@ TEST(docs_config_documents_every_key) {
     Config c;
     config_init_all(&c);
     for (int i = 0; i < c.n_keys; i++)
-        CHECK(table_row_names(md, c.keys[i]->name), "docs/config.md has no table row for the key `%s`",
-              c.keys[i]->name);
+        CHECK(table_row_names(md, c.keys[i]->name), "docs/config.md has no table row for the key `%s`", c.keys[i]->name);
     free(md);
 }
 
@@ -172,7 +171,7 @@ TEST(readme_results_table_is_what_readme_table_sh_prints) {
 typedef struct {
     int files, refs, keys;
     const char *docs;  // every docs page, for the key check
-    char bad[4096];  // the first problems found, one a line
+    char bad[4096];    // the first problems found, one a line
     size_t bad_len;
 } Scan;
 
@@ -259,8 +258,8 @@ static void scan_text(Scan *s, const char *file, const char *text) {
 // "(tests/layers.sh)") must exist: a path from the root, starting with one of the folders below
 // and ending in a file extension. String literals are not comments (tests name files to make).
 static void check_comment_path(Scan *s, const char *file, const char *p, const char *end) {
-    static const char *roots[] = {"core/", "data/", "tokenizer/", "model/", "trainer/", "eval/", "ablation/",
-                                  "bench/", "tests/", "configs/", "results/", "docs/", ".ci/", NULL};
+    static const char *roots[] = {"core/",  "data/",  "tokenizer/", "model/",   "trainer/", "eval/", "ablation/",
+                                  "bench/", "tests/", "configs/",   "results/", "docs/",    ".ci/",  NULL};
     static const char *exts[] = {".c", ".h", ".md", ".sh", ".mk", ".conf", ".sweep", ".py", ".svg", ".csv", NULL};
     int root = -1;
     for (int i = 0; roots[i]; i++)
@@ -274,7 +273,8 @@ static void check_comment_path(Scan *s, const char *file, const char *p, const c
         if (*r == '.' && r > p && r[-1] != '/') dot = r;
     if (!dot) return;  // a folder or a name without extension
     int known = 0;
-    for (int i = 0; exts[i]; i++) known |= (size_t)(q - dot) == strlen(exts[i]) && !strncmp(dot, exts[i], strlen(exts[i]));
+    for (int i = 0; exts[i]; i++)
+        known |= (size_t)(q - dot) == strlen(exts[i]) && !strncmp(dot, exts[i], strlen(exts[i]));
     if (!known || (size_t)(q - p) >= 512) return;
     char path[512];
     snprintf(path, sizeof path, "%.*s", (int)(q - p), p);
@@ -303,7 +303,8 @@ static void scan_comments(Scan *s, const char *file, const char *text) {
         }
         if (!end) end = p + strlen(p);
         for (const char *q = p + 2; q < end; q++)
-            if (q == p + 2 || !(isalnum((unsigned char)q[-1]) || strchr("_./-", q[-1]))) check_comment_path(s, file, q, end);
+            if (q == p + 2 || !(isalnum((unsigned char)q[-1]) || strchr("_./-", q[-1])))
+                check_comment_path(s, file, q, end);
         p = *end ? end + 1 : end;
     }
 }
@@ -419,13 +420,22 @@ TEST(docs_anchor_rules) {
     CHECK(!strcmp(anchors, "\nt\nsparsityjsonl\na-b\na-b-1\n"), "%s", anchors);
     free(anchors);
     Scan *s = callocCheck(1, sizeof *s);
-    scan_text(s, "x.c", "see " "docs" "/design.md#no-such-heading and " "docs" "/nope.md");
+    scan_text(s, "x.c",
+              "see "
+              "docs"
+              "/design.md#no-such-heading and "
+              "docs"
+              "/nope.md");
     CHECK(s->refs == 2 && strstr(s->bad, "no-such-heading") && strstr(s->bad, "nope.md"), "%s", s->bad);
     free(s);
     // paths in comments: a missing one is reported, one in a string literal or without a root is not
     s = callocCheck(1, sizeof *s);
-    scan_comments(s, "x.c", "int a; // see " "model" "/nope.c and core/io.h.\n"
-                            "char *t = \"model" "/string.c\"; /* (tests/layers.sh) gla.c model/ */\n");
+    scan_comments(s, "x.c",
+                  "int a; // see "
+                  "model"
+                  "/nope.c and core/io.h.\n"
+                  "char *t = \"model"
+                  "/string.c\"; /* (tests/layers.sh) gla.c model/ */\n");
     CHECK(s->refs == 3 && strstr(s->bad, "model/nope.c") && !strstr(s->bad, "string.c"), "%d refs: %s", s->refs, s->bad);
     free(s);
 }

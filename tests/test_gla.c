@@ -26,7 +26,8 @@ typedef struct {
 } Scan;
 
 static void scan_alloc(Scan *s, int T, int K, int V, int L, double max_range) {
-    *s = (Scan){T, K, V, L, (real)max_range, (real)(1 / sqrt((double)K)), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    *s = (Scan){T,    K,    V,    L,   (real)max_range, (real)(1 / sqrt((double)K)), NULL, NULL, NULL, NULL,
+                NULL, NULL, NULL, NULL};
     s->Q = mallocCheck(sizeof(real) * T * K), s->Kt = mallocCheck(sizeof(real) * T * K);
     s->G = mallocCheck(sizeof(real) * T * K);
     s->Vv = mallocCheck(sizeof(real) * T * V), s->O = mallocCheck(sizeof(real) * T * V);
@@ -51,8 +52,8 @@ static void scan_fill(Scan *s, Rng *rng, double norm) {
 
 static double scan_loss(void *ctx) {
     Scan *s = ctx;
-    gla_scan_forward(s->T, s->K, s->V, s->L, s->max_range, s->scale, s->Q, s->K, s->Kt, s->K, s->Vv, s->V,
-                     s->G, s->K, s->O, s->V, s->states, s->work);
+    gla_scan_forward(s->T, s->K, s->V, s->L, s->max_range, s->scale, s->Q, s->K, s->Kt, s->K, s->Vv, s->V, s->G, s->K,
+                     s->O, s->V, s->states, s->work);
     double l = 0;
     for (int i = 0; i < s->T * s->V; i++) l += (double)s->O[i] * s->R[i];
     return l;
@@ -63,8 +64,8 @@ static real *scan_grads(Scan *s) {
     int T = s->T, K = s->K, V = s->V;
     real *d = callocCheck((size_t)T * (3 * K + V), sizeof(real));
     scan_loss(s);
-    gla_scan_backward(T, K, V, s->L, s->max_range, s->scale, s->Q, K, s->Kt, K, s->Vv, V, s->G, K, s->R, V,
-                      s->states, d, d + T * K, d + 3 * T * K, d + 2 * T * K, s->work);
+    gla_scan_backward(T, K, V, s->L, s->max_range, s->scale, s->Q, K, s->Kt, K, s->Vv, V, s->G, K, s->R, V, s->states,
+                      d, d + T * K, d + 3 * T * K, d + 2 * T * K, s->work);
     return d;
 }
 
@@ -295,21 +296,17 @@ TEST(gla_tensor_names_shapes_and_init) {
     int C = 16, H = 2, Kd = 8, Vd = 16;
     rig_init(&r, "gla", &cfg, C, H, 1, 3, 0, 2, 48);
     const ParamDecl want[] = {
-        {"gla.q.weight", 2, {Kd, C}, INIT_NORMAL, 0, 0},
-        {"gla.k.weight", 2, {Kd, C}, INIT_NORMAL, 0, 0},
-        {"gla.v.weight", 2, {Vd, C}, INIT_NORMAL, 0, 0},
-        {"gla.gk1.weight", 2, {16, C}, INIT_NORMAL, 0, 0},
-        {"gla.gk2.weight", 2, {Kd, 16}, INIT_NORMAL, 0, 0},
-        {"gla.gk2.bias", 1, {Kd}, INIT_ZERO, 0, 0},
-        {"gla.g.weight", 2, {Vd, C}, INIT_NORMAL, 0, 0},
-        {"gla.norm.weight", 1, {Vd / H}, INIT_ONE, 0, 0},
+        {"gla.q.weight", 2, {Kd, C}, INIT_NORMAL, 0, 0},     {"gla.k.weight", 2, {Kd, C}, INIT_NORMAL, 0, 0},
+        {"gla.v.weight", 2, {Vd, C}, INIT_NORMAL, 0, 0},     {"gla.gk1.weight", 2, {16, C}, INIT_NORMAL, 0, 0},
+        {"gla.gk2.weight", 2, {Kd, 16}, INIT_NORMAL, 0, 0},  {"gla.gk2.bias", 1, {Kd}, INIT_ZERO, 0, 0},
+        {"gla.g.weight", 2, {Vd, C}, INIT_NORMAL, 0, 0},     {"gla.norm.weight", 1, {Vd / H}, INIT_ONE, 0, 0},
         {"gla.o.weight", 2, {C, Vd}, INIT_NORMAL_OUT, 0, 0},
     };
     CHECK(r.n_params == 9, "%d tensors", r.n_params);
     for (int i = 0; i < 9; i++) {
         const ParamDecl *d = &r.decl[i];
-        CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init,
-              "tensor %d is %s", i, d->name);
+        CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init, "tensor %d is %s",
+              i, d->name);
         for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j], "%s dim %d", d->name, j);
     }
     CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
@@ -331,8 +328,7 @@ TEST(gla_rejects_bad_shapes_and_options) {
     config_init_all(&cfg);
     CHECK(config_find(&cfg, "gla_gate_rank") && config_find(&cfg, "gla_gate_norm"));
     char out[1024];
-    int st = test_run(out, sizeof out, "./train %s gla_gate_norm=0",
-                      test_write_file("g.conf", "mixer = gla\n"));
+    int st = test_run(out, sizeof out, "./train %s gla_gate_norm=0", test_write_file("g.conf", "mixer = gla\n"));
     CHECK(st == 2 && strstr(out, "gla_gate_norm"), "exit %d: %s", st, out);
 }
 

@@ -157,7 +157,10 @@ TEST(mamba_init_and_tensor_names) {
     ModelShape s = {.V = 16, .C = 32, .L = 2, .H = 2, .T = 8, .mlp = 0, .pos_emb = 1};
     Model *m = model_create(&s, mixer_find("mamba"), &cfg, 2, 16);
     model_init_weights(m, 5);
-    struct { const char *name; int ndim, s0, s1, decay; } want[] = {
+    struct {
+        const char *name;
+        int ndim, s0, s1, decay;
+    } want[] = {
         {"h.1.mamba.in_proj.weight", 2, 128, 32, 1}, {"h.1.mamba.conv.weight", 2, 64, 4, 1},
         {"h.1.mamba.conv.bias", 1, 64, 0, 0},        {"h.1.mamba.x_proj.weight", 2, 2 + 32, 64, 1},
         {"h.1.mamba.dt_proj.weight", 2, 64, 2, 1},   {"h.1.mamba.dt_proj.bias", 1, 64, 0, 0},
@@ -181,12 +184,14 @@ TEST(mamba_init_and_tensor_names) {
         CHECK(dt >= 1e-3 * (1 - 1e-12) && dt <= 1e-1 * (1 + 1e-12), "dt %g", dt);
         CHECK(D[e] == 1);
     }
+    // clang-format off
     struct { const char *name; double bound; } uni[] = {
         {"h.0.mamba.in_proj.weight", 1 / sqrt(32.0)}, {"h.0.mamba.conv.weight", 0.5},
         {"h.0.mamba.conv.bias", 0.5}, {"h.0.mamba.x_proj.weight", 1 / sqrt(64.0)},
         {"h.0.mamba.dt_proj.weight", 1 / sqrt(2.0)},
         {"h.0.mamba.out_proj.weight", 1 / sqrt(64.0) / sqrt(2.0)},  // / sqrt(n_layer), no MLP
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof uni / sizeof uni[0]; i++) {
         const TensorInfo *t = model_find_tensor(m, uni[i].name);
         double mx = 0;
@@ -259,8 +264,8 @@ static void scan_vs_naive(int B, int T, int E, int N, uint64_t seed) {
     mamba_scan_forward_naive(&s, ys0);
     mamba_scan_backward(&s, hs, raw, D, dy, du, ddt, dbc, dA, dD, work);
     mamba_scan_backward_naive(&s, raw, D, dy, du0, ddt0, dbc0, dA0, dD0);
-#define CLOSE(got, want, what, i) \
-    CHECK(fabs((double)(got) - (double)(want)) <= 1e-11 * (1 + fabs((double)(want))), \
+#define CLOSE(got, want, what, i)                                                                                      \
+    CHECK(fabs((double)(got) - (double)(want)) <= 1e-11 * (1 + fabs((double)(want))),                                  \
           "B%d T%d E%d N%d: %s[%zu] %.15g vs %.15g", B, T, E, N, what, (size_t)(i), (double)(got), (double)(want))
     for (size_t i = 0; i < BT * E; i++) {
         CLOSE(ys[i], ys0[i], "ys", i);
@@ -366,8 +371,7 @@ TEST(float_exp_accuracy) {
 #ifdef __AVX512F__
 // Outside AddressSanitizer: its fake stack (detect_stack_use_after_return) gives frames 32-byte
 // alignment, and GCC 12 spills an __m512 there with an aligned 64-byte store, which faults.
-__attribute__((noinline, no_sanitize_address))
-static void exp16_nonpos(float out[16], const float in[16]) {
+__attribute__((noinline, no_sanitize_address)) static void exp16_nonpos(float out[16], const float in[16]) {
     _mm512_storeu_ps(out, vexp16f_nonpos(_mm512_loadu_ps(in)));
 }
 

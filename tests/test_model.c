@@ -58,10 +58,12 @@ TEST(model_tensor_names_follow_design) {
     Config cfg;
     test_config(&cfg, NULL);
     ModelRig c = tiny_model("softmax", 1, 1, &cfg);
+    // clang-format off
     const char *names[] = {"wte", "wpe", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.qkv.weight",
                            "h.0.attn.qkv.bias", "h.0.attn.proj.weight", "h.0.attn.proj.bias",
                            "h.0.ln_2.weight", "h.0.ln_2.bias", "h.0.mlp.fc.weight", "h.0.mlp.fc.bias",
                            "h.0.mlp.proj.weight", "h.0.mlp.proj.bias", "h.1.ln_1.weight"};
+    // clang-format on
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         CHECK(!strcmp(c.m->tensors[i].name, names[i]), "tensor %zu is %s, expected %s", i, c.m->tensors[i].name, names[i]);
     }
@@ -151,7 +153,7 @@ TEST(adamw_matches_hand_computed_update) {
         pw = pw * (1 - lr * wd) - lr * (mw / bc1) / (sqrt(vw / bc2) + eps);  // decayed: 2-D weight
         g = gs[step - 1][1];
         mb = b1 * mb + (1 - b1) * g, vb = b2 * vb + (1 - b2) * g * g;
-        pb = pb - lr * (mb / bc1) / (sqrt(vb / bc2) + eps);                   // bias: no decay
+        pb = pb - lr * (mb / bc1) / (sqrt(vb / bc2) + eps);  // bias: no decay
         CHECK_CLOSE(m->params[iw], pw, 1e-12);
         CHECK_CLOSE(m->params[ib], pb, 1e-12);
     }
@@ -188,7 +190,7 @@ TEST(grad_clip_and_norm) {
 }
 
 TEST(lr_schedules) {
-    CHECK_CLOSE(lr_at(LR_COSINE, 0, 100, 10, 1.0, 0.1), 0.1, 1e-15);    // warmup 1/10
+    CHECK_CLOSE(lr_at(LR_COSINE, 0, 100, 10, 1.0, 0.1), 0.1, 1e-15);  // warmup 1/10
     CHECK_CLOSE(lr_at(LR_COSINE, 9, 100, 10, 1.0, 0.1), 1.0, 1e-15);
     CHECK_CLOSE(lr_at(LR_COSINE, 10, 100, 10, 1.0, 0.1), 1.0, 1e-15);
     CHECK_CLOSE(lr_at(LR_COSINE, 55, 100, 10, 1.0, 0.1), 0.55, 1e-12);  // half way

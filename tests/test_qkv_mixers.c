@@ -22,10 +22,8 @@ TEST(qkv_mixers_tensor_names_and_shapes) {
         int norm = !strcmp(g_names[k], "decay") || !strcmp(g_names[k], "identity");
         CHECK(r.n_params == 4 + norm, "%s: %d tensors", g_names[k], r.n_params);
         const ParamDecl want[] = {
-            {"attn.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0},
-            {"attn.qkv.bias", 1, {3 * C}, INIT_ZERO, 0, 0},
-            {"attn.proj.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0},
-            {"attn.proj.bias", 1, {C}, INIT_ZERO, 0, 0},
+            {"attn.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0},  {"attn.qkv.bias", 1, {3 * C}, INIT_ZERO, 0, 0},
+            {"attn.proj.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0}, {"attn.proj.bias", 1, {C}, INIT_ZERO, 0, 0},
             {"attn.norm.weight", 1, {D}, INIT_ONE, 0, 0},
         };
         for (int i = 0; i < r.n_params; i++) {

@@ -85,10 +85,12 @@ uint32_t bpe_identity(const Bpe *b) {
     for (int k = 0; k < b->n_merges; k++)
         for (int j = 0; j < 2; j++) {
             uint32_t v = b->merges[k][j];
-            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                                   (unsigned char)(v >> 24)};
             c = crc32(c, le, 4);
         }
-    for (int k = 0; k < b->n_special; k++) c = crc32(c, (const unsigned char *)b->special[k], (uInt)strlen(b->special[k]) + 1);
+    for (int k = 0; k < b->n_special; k++)
+        c = crc32(c, (const unsigned char *)b->special[k], (uInt)strlen(b->special[k]) + 1);
     return (uint32_t)c;
 }
 
@@ -137,10 +139,11 @@ static void bprintf(ByteBuf *out, const char *fmt, ...) {
 void bpe_save(const Bpe *b, const char *path) {
     ByteBuf t = {0};
     bprintf(&t, "%s\n", BPE_MAGIC);
-    bprintf(&t, "# Byte-level BPE (attnscope). Ids 0-255 are the bytes. Merge line k (k = 0, 1, ...) makes\n"
-                "# id 256+k from the two ids on it; the text after the tab is the new token's bytes,\n"
-                "# for people (ignored when loading). Special tokens follow the merges. The last line is\n"
-                "# the CRC32 of every byte before it.\n");
+    bprintf(&t,
+            "# Byte-level BPE (attnscope). Ids 0-255 are the bytes. Merge line k (k = 0, 1, ...) makes\n"
+            "# id 256+k from the two ids on it; the text after the tab is the new token's bytes,\n"
+            "# for people (ignored when loading). Special tokens follow the merges. The last line is\n"
+            "# the CRC32 of every byte before it.\n");
     bprintf(&t, "vocab_size %d\nmerges %d\npretokenizer %s\n", b->vocab_size, b->n_merges, BPE_PRETOKENIZER);
     for (int s = 0; s < b->n_special; s++) bprintf(&t, "special %d %s\n", 256 + b->n_merges + s, b->special[s]);
     for (int k = 0; k < b->n_merges; k++) {
@@ -160,10 +163,10 @@ void bpe_save(const Bpe *b, const char *path) {
     free(t.v);
 }
 
-#define FAIL(...)                                   \
-    do {                                            \
-        snprintf(err, errlen, __VA_ARGS__);         \
-        goto fail;                                  \
+#define FAIL(...)                                                                                                      \
+    do {                                                                                                               \
+        snprintf(err, errlen, __VA_ARGS__);                                                                            \
+        goto fail;                                                                                                     \
     } while (0)
 
 // Parses "<u32> <u32>" at the start of s; 0 on success.
@@ -191,7 +194,7 @@ static int parse_int_field(const char *line, const char *key, long *v) {
 
 Bpe *bpe_parse(const char *path, char *text, size_t len, char *err, size_t errlen) {
     Bpe *b = NULL;
-    uint32_t (*merges)[2] = NULL;
+    uint32_t(*merges)[2] = NULL;
     size_t magic = strlen(BPE_MAGIC);
     if (len < magic + 1 || memcmp(text, BPE_MAGIC, magic) || text[magic] != '\n')
         FAIL("%s: not a tokenizer file (expected '%s' on line 1)", path, BPE_MAGIC);
@@ -223,11 +226,13 @@ Bpe *bpe_parse(const char *path, char *text, size_t len, char *err, size_t errle
                 FAIL("%s:%d: expected 'vocab_size N' with 257 <= N <= %ld, got '%.60s'", path, lineno, 1L << 24, line);
         } else if (n_merges < 0) {
             if (parse_int_field(line, "merges", &n_merges) || n_merges < 0 || n_merges > vocab - 257)
-                FAIL("%s:%d: expected 'merges N' with 0 <= N <= vocab_size - 257 = %ld, got '%.60s'", path, lineno, vocab - 257, line);
+                FAIL("%s:%d: expected 'merges N' with 0 <= N <= vocab_size - 257 = %ld, got '%.60s'", path, lineno,
+                     vocab - 257, line);
             merges = mallocCheck((size_t)(n_merges ? n_merges : 1) * sizeof *merges);
         } else if (!strncmp(line, "pretokenizer ", 13)) {
             if (strcmp(line + 13, BPE_PRETOKENIZER))
-                FAIL("%s:%d: pretokenizer '%.60s' is not supported (this build knows '%s')", path, lineno, line + 13, BPE_PRETOKENIZER);
+                FAIL("%s:%d: pretokenizer '%.60s' is not supported (this build knows '%s')", path, lineno, line + 13,
+                     BPE_PRETOKENIZER);
         } else if (!strncmp(line, "special ", 8)) {
             char *end;
             long id = strtol(line + 8, &end, 10);
@@ -291,7 +296,8 @@ static int merge_chunk(const Bpe *b, const uint8_t *p, int n, uint32_t *out) {
         if (rank[best] == none) break;
         out[best] = 256 + (uint32_t)rank[best];
         memmove(out + best + 1, out + best + 2, sizeof *out * (size_t)(n - best - 2));
-        if (best + 2 < n) memmove(rank + best + 1, rank + best + 2, sizeof *rank * (size_t)(n - best - 3 > 0 ? n - best - 3 : 0));
+        if (best + 2 < n)
+            memmove(rank + best + 1, rank + best + 2, sizeof *rank * (size_t)(n - best - 3 > 0 ? n - best - 3 : 0));
         n--;
         if (best + 1 < n) {
             int32_t r = pairmap_get(&b->ranks, out[best], out[best + 1]);

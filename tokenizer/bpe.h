@@ -38,7 +38,7 @@ void tokbuf_push(TokBuf *b, uint32_t t);
 void bytebuf_append(ByteBuf *b, const void *p, size_t n);
 
 typedef struct {
-    int vocab_size;         // 256 + n_merges + n_special
+    int vocab_size;  // 256 + n_merges + n_special
     int n_merges;
     int n_special;
     int eot;                // id of <|endoftext|>
@@ -48,7 +48,7 @@ typedef struct {
     // decoding: token id -> its bytes
     uint32_t *tok_off, *tok_len;  // [vocab_size]
     uint8_t *tok_bytes;
-    PairMap ranks;          // (left, right) -> merge index
+    PairMap ranks;  // (left, right) -> merge index
     // encoding cache: chunk -> its tokens (cleared when it grows large)
     StrMap cache;
     uint32_t *cache_off, *cache_n;  // [cache_cap] per cache entry: its tokens in cache_toks

@@ -141,7 +141,8 @@ static int cmd_train(int argc, char **argv) {
     const char *out = need_str(&a.cfg, "out", "the tokenizer file to write");
     if (a.n_inputs == 0) die_input("command line: no INPUT files to learn from");
     for (int i = 0; i < a.n_inputs; i++)  // refuse a bad input before any work
-        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
+        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i]))
+            die_input("%s: cannot open (no such file)", a.inputs[i]);
     check_output(out, a.inputs, a.n_inputs, NULL);
     TrainCtx c = {.t = bpe_trainer_create(), .t0 = now_seconds()};
     chunks_init(&c.cs);
@@ -180,7 +181,8 @@ static int cmd_prepare(int argc, char **argv) {
     const char *out = need_str(&a.cfg, "out", "the prefix of the shards, e.g. out=data/mytext");
     if (a.n_inputs == 0) die_input("command line: no INPUT files to prepare");
     for (int i = 0; i < a.n_inputs; i++)
-        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
+        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i]))
+            die_input("%s: cannot open (no such file)", a.inputs[i]);
     Bpe *b = tokenizer_load_encoder(tok, "tokenizer");
     check_output(out, a.inputs, a.n_inputs, tok);
     make_parent_dir(out, "out");
@@ -196,8 +198,8 @@ static int cmd_prepare(int argc, char **argv) {
     prepare_shards(b, a.inputs, a.n_inputs, &o, &st);
     double dt = now_seconds() - t0;
     printf("read %.2f MB in %d file%s: %ld documents (%s), %.2f s, %.1f MB/s\n", st.bytes / 1e6, a.n_inputs,
-           a.n_inputs > 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated",
-           dt, st.bytes / 1e6 / (dt + 1e-9));
+           a.n_inputs > 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated", dt,
+           st.bytes / 1e6 / (dt + 1e-9));
     for (int s = 0; s < 2; s++) {
         const char *name = s ? "val" : "train";
         if (st.shards[s] == 0) {
@@ -239,7 +241,9 @@ static void enc_chunk(void *ctx, const uint8_t *chunk, int len) {
     if (e->toks.n > 65536) enc_flush(e);
 }
 
-static void enc_block(void *ctx, const uint8_t *p, size_t n) { chunks_feed(&((EncCtx *)ctx)->cs, p, n, enc_chunk, ctx); }
+static void enc_block(void *ctx, const uint8_t *p, size_t n) {
+    chunks_feed(&((EncCtx *)ctx)->cs, p, n, enc_chunk, ctx);
+}
 
 static int cmd_encode(int argc, char **argv) {
     Args a;

@@ -20,8 +20,8 @@ Bpe *tokenizer_read(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     Bpe *b = llmc_is_tokenizer((const uint8_t *)text, len)
-                 ? llmc_tokenizer_parse(path, (const uint8_t *)text, len, err, errlen)
-                 : bpe_parse(path, text, len, err, errlen);
+        ? llmc_tokenizer_parse(path, (const uint8_t *)text, len, err, errlen)
+        : bpe_parse(path, text, len, err, errlen);
     free(text);
     return b;
 }
@@ -37,6 +37,7 @@ Bpe *tokenizer_load_encoder(const char *path, const char *key) {
     Bpe *b = tokenizer_load(path);
     if (b->decode_only)
         die_input("%s: %s is llm.c's tokenizer file, which decodes only (it holds no merges): encoding needs a "
-                  "tokenizer made by ./tokenize train", key, path);
+                  "tokenizer made by ./tokenize train",
+                  key, path);
     return b;
 }

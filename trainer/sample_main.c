@@ -78,7 +78,8 @@ int main(int argc, char **argv) {
     if (*tok_path) {
         bpe = tokenizer_read(tok_path, err, sizeof err);
         if (!bpe)
-            die_input("tokenizer: %s%s", err, *cfg_str(&opt, "tokenizer") ? "" : " (the run's tokenizer; tokenizer=FILE names another)");
+            die_input("tokenizer: %s%s", err,
+                      *cfg_str(&opt, "tokenizer") ? "" : " (the run's tokenizer; tokenizer=FILE names another)");
         sample_require_tokenizer(bpe, tok_path, ts.tokenizer_vocab, ts.tokenizer_id, ckpt);
     }
     TokBuf pt = {0};
@@ -108,8 +109,8 @@ int main(int argc, char **argv) {
     double dt = now_seconds() - t0;
     printf("\n");
     fflush(stdout);
-    fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt, (long)ts.step,
-            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), cfg_str(&cfg, "mixer"),
+    fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt,
+            (long)ts.step, n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), cfg_str(&cfg, "mixer"),
             g->recurrent ? "step() on cached state" : "prefix re-run");
     generator_free(g);
     free(pt.v);

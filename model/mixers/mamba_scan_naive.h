@@ -8,5 +8,5 @@
 // dbc[B,T,2N] over all channels, dA[E,N] and dD[E] over all sequences.
 void mamba_scan_forward_naive(const MambaScan *s, real *ys);
 void mamba_scan_map_naive(const MambaScan *s, int b, int e, real *att);
-void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy,
-                               real *du, real *ddt, real *dbc, real *dA, real *dD);
+void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy, real *du,
+                               real *ddt, real *dbc, real *dA, real *dD);

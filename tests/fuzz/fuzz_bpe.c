@@ -31,7 +31,8 @@ static void load(void *arg) {
     TokBuf toks = {0};
     bpe_encode(b, in->text, in->size, &toks);
     for (size_t i = 0; i < toks.n; i++)
-        if (toks.v[i] >= (uint32_t)b->vocab_size || toks.v[i] == (uint32_t)b->eot) fuzz_fail("encode gave id %u", toks.v[i]);
+        if (toks.v[i] >= (uint32_t)b->vocab_size || toks.v[i] == (uint32_t)b->eot)
+            fuzz_fail("encode gave id %u", toks.v[i]);
     ByteBuf back = {0};
     bpe_decode(b, toks.v, toks.n, &back);
     if (back.n != in->size || (in->size && memcmp(back.v, in->text, in->size))) fuzz_fail("decode(encode(x)) != x");
