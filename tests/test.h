@@ -33,6 +33,12 @@ _Noreturn void test_check_fail(const char *file, int line, const char *cond, con
 
 int test_close(double a, double b, double tol);
 
+// A row of the tests' tables of bad input: what is given (arguments, a file's text or path) and
+// what the one line it makes the program print must contain.
+typedef struct {
+    const char *in, *want;
+} BadInput;
+
 // A fresh scratch folder for the running case (removed when the runner exits).
 const char *test_tmpdir(void);
 // Path inside the scratch folder (allocated; lives as long as the case).

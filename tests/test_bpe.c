@@ -432,9 +432,7 @@ TEST(bpe_missing_or_damaged_tokenizer_is_one_line_exit_2) {
     char *cut = strdupCheck(text);
     cut[len / 2] = 0;
     const char *truncated = test_write_file("cut.bpe", cut);
-    struct {
-        const char *path, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {test_path("missing.bpe"), "cannot open"},
         {flipped, "CRC32"},
         {truncated, "truncated"},
@@ -454,11 +452,11 @@ TEST(bpe_missing_or_damaged_tokenizer_is_one_line_exit_2) {
         char out[2048];
         const char *cmds[] = {"./tokenize encode %s tokenizer=%s", "./tokenize prepare %s tokenizer=%s out=%s/x"};
         for (int c = 0; c < 2; c++) {
-            int st = c == 0 ? test_run(out, sizeof out, cmds[0], input, cases[i].path)
-                            : test_run(out, sizeof out, cmds[1], input, cases[i].path, test_tmpdir());
-            CHECK(st == 2, "%s: exit %d: %s", cases[i].path, st, out);
-            CHECK(one_line(out) && strstr(out, cases[i].path) && strstr(out, cases[i].want), "%s: '%s' (want '%s')",
-                  cases[i].path, out, cases[i].want);
+            int st = c == 0 ? test_run(out, sizeof out, cmds[0], input, cases[i].in)
+                            : test_run(out, sizeof out, cmds[1], input, cases[i].in, test_tmpdir());
+            CHECK(st == 2, "%s: exit %d: %s", cases[i].in, st, out);
+            CHECK(one_line(out) && strstr(out, cases[i].in) && strstr(out, cases[i].want), "%s: '%s' (want '%s')",
+                  cases[i].in, out, cases[i].want);
         }
     }
     char err[512];
@@ -473,9 +471,7 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
     const char *tok = test_path("t.bpe");
     char out[2048];
     CHECK(test_run(out, sizeof out, "./tokenize train %s vocab_size=512 out=%s", input, tok) == 0, "%s", out);
-    struct {
-        const char *args, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {"frobnicate", "unknown command 'frobnicate'"},
         {"train IN vocab_size=100 out=OUT", "vocab_size"},
         {"train IN vocab_size=abc out=OUT", "vocab_size"},
@@ -493,7 +489,7 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         // substitute the placeholders
         char args[1024] = "", *o = args;
-        for (const char *p = cases[i].args; *p;) {
+        for (const char *p = cases[i].in; *p;) {
             const char *rep = !strncmp(p, "IN", 2) ? input
                 : !strncmp(p, "OUT", 3)            ? test_path("o.bpe")
                 : !strncmp(p, "TOK", 3)            ? tok

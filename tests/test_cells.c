@@ -294,9 +294,7 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
 TEST(cells_bad_lists_exit_2_naming_the_key) {
     const char *conf = test_write_file("bad.conf", "mixer = softmax\nmqar_cells = 4x64\n");
     char out[4096];
-    struct {
-        const char *args, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {"", "bad.conf:2: mqar_cells: cell 4x64 is 64 tokens long, above seq_len = 32"},
         {"mqar_cells=12x32", "command line: mqar_cells: cell 12x32: 12 pairs do not fit in 32 tokens"},
         {"mqar_cells=4x16,8y32", "command line: mqar_cells: entry '8y32': expected PAIRSxLENGTH such as 8x128"},
@@ -309,10 +307,9 @@ TEST(cells_bad_lists_exit_2_naming_the_key) {
         {"seq_len=99999999999", "command line: seq_len: 99999999999 is too large (at most 2147483647)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int st =
-            test_run(out, sizeof out, "./train %s " TINY " steps=1 out_dir=%s/x %s", conf, test_tmpdir(), cases[i].args);
-        CHECK(st == 2, "%s: exit %d: %s", cases[i].args, st, out);
-        CHECK(strstr(out, cases[i].want) && !strchr(strchr(out, '\n') + 1, '\n'), "%s: %s", cases[i].args, out);
+        int st = test_run(out, sizeof out, "./train %s " TINY " steps=1 out_dir=%s/x %s", conf, test_tmpdir(), cases[i].in);
+        CHECK(st == 2, "%s: exit %d: %s", cases[i].in, st, out);
+        CHECK(strstr(out, cases[i].want) && !strchr(strchr(out, '\n') + 1, '\n'), "%s: %s", cases[i].in, out);
     }
 }
 

@@ -158,9 +158,7 @@ TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
     snprintf(path, sizeof path, "%s/map_L0_H0.svg", one);
     CHECK(!path_exists(path));
     // bad choices: one line, exit 2
-    struct {
-        const char *args, *says;
-    } bad[] = {
+    BadInput bad[] = {
         {"--maps map_seq=40", "map_seq: 40 is out of range"},
         {"--maps map_layer=2", "map_layer: 2 is out of range"},
         {"--maps map_head=2", "map_head: 2 is out of range"},
@@ -168,8 +166,8 @@ TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
         {"--maps map_answers=maybe", "map_answers: expected auto, on or off"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].args);
-        CHECK(st == 2 && strstr(out, bad[i].says) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].args, st, out);
+        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].in);
+        CHECK(st == 2 && strstr(out, bad[i].want) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].in, st, out);
     }
 }
 
@@ -378,9 +376,7 @@ TEST(evaluate_bad_arguments_exit_2) {
     const char *dir = tiny_run("run", "softmax");
     const char *empty = test_path("empty");
     mkdir_p(empty);
-    struct {
-        const char *args, *says;
-    } cases[] = {
+    BadInput cases[] = {
         {"", "expected a checkpoint or a run folder"},
         {"/nonexistent/run", "/nonexistent/run: no such checkpoint or run folder"},
         {"%s", "no checkpoints"},  // the empty folder
@@ -392,13 +388,13 @@ TEST(evaluate_bad_arguments_exit_2) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[1024] = "", out[8192];
-        const char *a = cases[i].args;
+        const char *a = cases[i].in;
         if (!strncmp(a, "RUN", 3)) snprintf(args, sizeof args, "%s%s", dir, a + 3);
         else if (!strcmp(a, "%s")) snprintf(args, sizeof args, "%s", empty);
         else snprintf(args, sizeof args, "%s", a);
         int st = test_run(out, sizeof out, "./evaluate %s 2>&1 >/dev/null", args);
         CHECK(st == 2, "'%s': exit %d: %s", args, st, out);
-        CHECK(strstr(out, cases[i].says), "'%s': %s", args, out);
+        CHECK(strstr(out, cases[i].want), "'%s': %s", args, out);
         // one line on stderr (the usage text goes with no PATH at all)
         if (i > 0) CHECK(count(out, "\n") == 1, "'%s': %s", args, out);
     }

@@ -284,9 +284,7 @@ TEST(export_hf_without_mlp_writes_zero_mlp_weights) {
 
 TEST(export_hf_refuses_what_gpt2_cannot_express_and_bad_outputs) {
     char out[4096];
-    const struct {
-        const char *extra, *want;
-    } refused[] = {
+    const BadInput refused[] = {
         {"mixer=linear", "mixer: Hugging Face's GPT-2 is softmax attention in every layer, not the model's 'linear'"},
         {"mixer=softmax,linear", "(layer 1 of a hybrid stack)"},
         {"pos_emb=none", "pos_emb:"},
@@ -295,11 +293,11 @@ TEST(export_hf_refuses_what_gpt2_cannot_express_and_bad_outputs) {
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char name[32];
         snprintf(name, sizeof name, "run%zu", i);
-        const char *run = train_tiny(name, refused[i].extra);
+        const char *run = train_tiny(name, refused[i].in);
         snprintf(name, sizeof name, "hf%zu", i);
         int st = test_run(out, sizeof out, "./export %s format=hf out=%s", run, test_path(name));
         CHECK(st == 2 && one_line(out) && strstr(out, refused[i].want) && !path_exists(test_path(name)),
-              "%s: exit %d: %s", refused[i].extra, st, out);
+              "%s: exit %d: %s", refused[i].in, st, out);
     }
     const char *run = train_tiny("good", "mlp=true");
     CHECK(mkdir_p(test_path("other")) == 0);

@@ -293,17 +293,15 @@ static int one_line(const char *s) { return s[0] && strchr(s, '\n') == s + strle
 
 TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     char out[4096];
-    struct {
-        const char *path, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {write_gpt2("short.bin", 3, L, 4), "bytes, but its header"},
         {write_gpt2("v4.bin", 4, L, 0), "version 4"},
         {write_gpt2("layers.bin", 3, L + 1, 0), "bytes, but its header"},
         {write_gpt2("zero.bin", 3, 0, 0), "n_layer = 0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int st = test_run(out, sizeof out, "./sample %s n=2", cases[i].path);
-        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "%s: exit %d: %s", cases[i].path, st, out);
+        int st = test_run(out, sizeof out, "./sample %s n=2", cases[i].in);
+        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "%s: exit %d: %s", cases[i].in, st, out);
     }
     // shards of tokens < V for ./train init_from
     const char *shard = token_shard("tok.bin", 400, 7, 0, V);
@@ -482,9 +480,7 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     st = test_run(out, sizeof out, "./tokenize prepare %s tokenizer=%s out=%s", txt, test_path("tok2.bin"), test_path("tp"));
     CHECK(st == 2 && one_line(out) && strstr(out, "decodes only"), "exit %d: %s", st, out);
 
-    struct {
-        const char *path, *want;
-    } bad[] = {
+    BadInput bad[] = {
         {write_tokenizer("tok1.bin", 1, 300, 0, 0), "eot_token 50256"},
         {write_tokenizer("tok3.bin", 3, V, 0, 0), "version 3"},
         {write_tokenizer("tokcut.bin", 2, V, 0, 1), "token 99"},
@@ -492,7 +488,7 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
         {write_tokenizer("tokbig.bin", 2, 1 << 24, 0, (1 << 24) - 2), "vocab_size 16777216 needs at least 33554432 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        b = tokenizer_read(bad[i].path, err, sizeof err);
-        CHECK(!b && strstr(err, bad[i].want) && strstr(err, bad[i].path), "%s: %s", bad[i].path, b ? "loaded" : err);
+        b = tokenizer_read(bad[i].in, err, sizeof err);
+        CHECK(!b && strstr(err, bad[i].want) && strstr(err, bad[i].in), "%s: %s", bad[i].in, b ? "loaded" : err);
     }
 }

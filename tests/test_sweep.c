@@ -89,9 +89,7 @@ TEST(sweep_zip_pairs_axes_and_names_by_the_first_key) {
 
 // Every syntax error: -1 with one line naming the file and line.
 TEST(sweep_parse_errors_name_file_and_line) {
-    static const struct {
-        const char *text, *want;
-    } cases[] = {
+    static const BadInput cases[] = {
         {"steps = 3\nlr = 1e-3, , 1e-2\n", "x.sweep:2: lr: an empty value in the list"},
         {"lr = 1e-3,\n", "x.sweep:1: lr: an empty value in the list"},
         {"\n\nlr =\n", "x.sweep:3: lr: no value"},
@@ -116,7 +114,7 @@ TEST(sweep_parse_errors_name_file_and_line) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SweepFile sw;
         char err[512];
-        int rc = parse(cases[i].text, &sw, err, sizeof err);
+        int rc = parse(cases[i].in, &sw, err, sizeof err);
         CHECK(rc == -1 && strstr(err, cases[i].want) && !strchr(err, '\n'), "case %zu: rc %d, '%s' (want '%s')", i, rc,
               err, cases[i].want);
         CHECK(sw.n_points == 0 && sw.entries == NULL);
@@ -383,9 +381,7 @@ TEST(sweep_select_failed_first_stage_drops_its_second_stage_from_the_count) {
 }
 
 TEST(sweep_bad_sweep_files_exit_2_before_running) {
-    static const struct {
-        const char *body, *want;
-    } cases[] = {
+    static const BadInput cases[] = {
         {"steps = 2\nn_heads = 1, 2\n", "bad0.sweep:4: unknown key 'n_heads' (did you mean 'n_head'?)"},
         {"lr = 1e-3, 2e-3, abc\n", "bad1.sweep:3: lr: expected a positive number, got 'abc'"},
         {"mixer = softmax, nope\n", "bad2.sweep:3: mixer: expected one of softmax|"},
@@ -401,7 +397,7 @@ TEST(sweep_bad_sweep_files_exit_2_before_running) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[16];
         snprintf(name, sizeof name, "bad%zu", i);
-        const char *f = sweep_file(name, cases[i].body);
+        const char *f = sweep_file(name, cases[i].in);
         int st = test_run(out, sizeof out, "./sweep %s", f);
         char *nl = strchr(out, '\n');
         CHECK(st == 2 && strstr(out, cases[i].want) && (!nl || !nl[1]), "case %zu: exit %d: %s (want %s)", i, st, out,

@@ -197,9 +197,7 @@ TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
 // vocab_size 16777216, d_model 100000, batch_size 1e9, mqar_train_examples 1e9 allocated or
 // generated for minutes, then exited 1 "out of memory". Refused at the start, naming the key.
 TEST(train_refuses_a_run_that_cannot_fit_in_memory_naming_the_key) {
-    static const struct {
-        const char *args, *want;
-    } cases[] = {
+    static const BadInput cases[] = {
         {"mqar_train_examples=1000000000", "command line: mqar_train_examples = 1000000000: the run needs"},
         {"batch_size=1000000000", "command line: batch_size = 1000000000: the run needs at least"},
         {"d_model=100000", "command line: d_model = 100000: the run needs"},
@@ -210,9 +208,9 @@ TEST(train_refuses_a_run_that_cannot_fit_in_memory_naming_the_key) {
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int st = test_run(out, sizeof out, "./train /dev/null seq_len=64 %s out_dir=%s/big%zu 2>&1 >/dev/null",
-                          cases[i].args, test_tmpdir(), i);
+                          cases[i].in, test_tmpdir(), i);
         CHECK(st == 2 && strstr(out, cases[i].want) && strchr(out, '\n') == out + strlen(out) - 1, "%s: exit %d: %s",
-              cases[i].args, st, out);
+              cases[i].in, st, out);
         CHECK(strstr(out, "; lower "), "%s", out);
     }
     // what fits passes: the default run under a bound of 1 GB
