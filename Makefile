@@ -65,10 +65,15 @@ LDFLAGS ?=
 # here; another ARCH or NO_OMP=1 builds everything into its own folder ALT_DIR (tests/reliability.mk).
 ALT_DIR  = $(if $(filter-out native,$(ISA))$(NOOMP),build/$(ISA)$(if $(NOOMP),-noomp))
 
-LIB_SRC  = $(filter-out %_main.c,$(wildcard core/*.c model/*.c model/mixers/*.c model/kernels/*.c data/*.c eval/*.c tokenizer/*.c trainer/*.c ablation/*.c))
+# The plain (naive) references beside the fast kernels (model/mixers/*_naive.c) are what the tests
+# hold the kernels to: they are linked into the test runner only, never into the programs.
+SRC_DIRS = core model model/mixers model/kernels data eval tokenizer trainer ablation
+REF_SRC  = $(wildcard $(addsuffix /*_naive.c,$(SRC_DIRS)))
+LIB_SRC  = $(filter-out %_main.c %_naive.c,$(wildcard $(addsuffix /*.c,$(SRC_DIRS))))
+TEST_SRC = $(wildcard tests/*.c) $(REF_SRC)
 F32_OBJ  = $(LIB_SRC:%.c=build/f32/%.o)
 F64_OBJ  = $(LIB_SRC:%.c=build/f64/%.o)
-TEST_OBJ = $(patsubst %.c,build/f64/%.o,$(wildcard tests/*.c))
+TEST_OBJ = $(TEST_SRC:%.c=build/f64/%.o)
 PROGRAMS = train evaluate tokenize sample sweep export
 
 # In parallel by default, one job per core (`make -j1` or any -j given wins): a fresh clone builds
@@ -79,7 +84,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
   MAKEFLAGS += -j$(NPROC)
 endif
 
-.PHONY: all test clean asan bench gemm-check
+.PHONY: all test clean asan bench gemm-check format format-check dup-check
 ifeq ($(ALT_DIR),)
 all: $(PROGRAMS)
 else
@@ -95,7 +100,7 @@ evaluate: build/f32/eval/evaluate_main.o $(F32_OBJ)
 tokenize: build/f32/tokenizer/tokenize_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-sample: build/f32/model/sample_main.o $(F32_OBJ)
+sample: build/f32/trainer/sample_main.o $(F32_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 sweep: build/f32/ablation/sweep_main.o $(F32_OBJ)
@@ -144,6 +149,30 @@ gemm-check: $(BENCH_DIR)/bench_gemm
 bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
 	$(BENCH_DIR)/bench_gemm --quick --no-check
 	$(BENCH_DIR)/bench $(BENCH_ARGS) $(BENCH_CONF)
+
+# `make format-check`: every .c and .h as .clang-format says (clang-format 14, Debian 12's: another
+# version formats some constructs otherwise); `make format` rewrites them. CI runs format-check.
+CLANG_FORMAT ?= clang-format
+FORMAT_SKIP  ?=
+FORMAT_SRC    = $(filter-out $(FORMAT_SKIP),$(sort $(wildcard *.c $(addsuffix /*.[ch],$(SRC_DIRS) core/no_openmp \
+                bench tests tests/*))))
+format-check:
+	@$(CLANG_FORMAT) --version
+	@$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_SRC)
+	@echo "format-check: $(words $(FORMAT_SRC)) files as .clang-format says ($(words $(FORMAT_SKIP)) left out: FORMAT_SKIP)"
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_SRC)
+
+# `make dup-check`, for developers (not in CI): the number of duplicated blocks, places that share
+# DUP_MIN (8) or more lines, the same or of the same shape, then the longest of them. It needs the
+# `duplicates` tool on PATH.
+DUP_MIN ?= 8
+dup-check:
+	@command -v duplicates >/dev/null || { echo "dup-check: needs the duplicates tool on PATH"; exit 2; }
+	@mkdir -p build
+	@duplicates --min-lines $(DUP_MIN) --seconds 120 --most 20 > build/dup-check.txt
+	@awk 'NR == 1 { n = /^no duplicates/ ? 0 : $$1; print "dup-check: " n " duplicated blocks of $(DUP_MIN) or more lines" } \
+	     NR > 1' build/dup-check.txt
 
 # asan, valgrind, fuzz, faults, clang-check, arm64-test: docs/reliability.md#reliability-targets
 include tests/reliability.mk

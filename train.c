@@ -13,7 +13,7 @@
 #include "core/config.h"
 #include "core/fpu.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
@@ -28,7 +28,7 @@
 #include "model/model.h"
 #include "trainer/optim.h"
 #include "trainer/step.h"
-#include "model/sample.h"
+#include "trainer/sample_every.h"
 
 // The run-length and logging keys, read once.
 typedef struct {
@@ -56,8 +56,8 @@ typedef struct {
     Loader loader;
     char out_dir[1024];
     FILE *metrics;
-    FILE *sparsity;             // sparsity.jsonl, NULL when sparsity_every = 0 or no extractor
-    TfEvents tb;                // tensorboard = true: the records as TensorBoard events (tb.f NULL: off)
+    FILE *sparsity;  // sparsity.jsonl, NULL when sparsity_every = 0 or no extractor
+    TfEvents tb;     // tensorboard = true: the records as TensorBoard events (tb.f NULL: off)
     int B, T;
     long steps;                 // total optimizer steps of the run
     long skipped;               // steps whose update nan_policy = skip dropped
@@ -86,9 +86,10 @@ static int parent_gone(void) { return g_parent_pid > 0 && getppid() != g_parent_
 static void usage(FILE *f) {
     Config c;
     config_init_all(&c);
-    fprintf(f, "usage: ./train CONFIG [key=value ...]\n"
-               "       ./train --help\n"
-               "Trains the model a config describes; everything goes to out_dir. Keys (default):\n");
+    fprintf(f,
+            "usage: ./train CONFIG [key=value ...]\n"
+            "       ./train --help\n"
+            "Trains the model a config describes; everything goes to out_dir. Keys (default):\n");
     config_print_help(&c, f);
     config_free(&c);
 }
@@ -139,7 +140,8 @@ static void save_checkpoint(Trainer *tr) {
     char name[64], path[1200], err[512];
     snprintf(name, sizeof name, "ckpt_%08ld.safetensors", tr->step);
     snprintf(path, sizeof path, "%s/%s", tr->out_dir, name);
-    TrainState ts = {tr->step, tr->loader.pos, tr->loader.seed, tr->opt.t, tr->task.train.tok_vocab, tr->task.train.tok_id};
+    TrainState ts = {tr->step,  tr->loader.pos,           tr->loader.seed,
+                     tr->opt.t, tr->task.train.tok_vocab, tr->task.train.tok_id};
     if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0) {
         char *latest = run_dir_latest(tr->out_dir);
         die("%s: checkpoint not saved: %s (%s)", path, err,
@@ -251,7 +253,8 @@ static int run_complete(Trainer *tr, const char *resume) {
                tr->step, tr->steps);
     } else {
         printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
-               "(resume = %s trains it on)\n", tr->out_dir, tr->step, resume);
+               "(resume = %s trains it on)\n",
+               tr->out_dir, tr->step, resume);
     }
     return 1;
 }
@@ -306,7 +309,8 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
         sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
-        if (tr->tb.f) tb_write_sparsity(&tr->tb, tr->step, cfg_str(c, "mixer"), &r), flush_log(tr, tr->tb.f, tr->tb.name);
+        if (tr->tb.f)
+            tb_write_sparsity(&tr->tb, tr->step, cfg_str(c, "mixer"), &r), flush_log(tr, tr->tb.f, tr->tb.name);
         progress_break();
         sparsity_print_layers(stdout, tr->step, &r);  // S_recall and answer share per head, a line per layer
         fflush(stdout);
@@ -397,16 +401,16 @@ static void log_step(Trainer *tr, const StepResult *r, int last) {
         flush_log(tr, tr->metrics, "metrics.jsonl");
         if (tr->tb.f) tb_write_train(&tr->tb, &rec), flush_log(tr, tr->tb.f, tr->tb.name);
         if (!progress_enabled()) {
-            printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n",
-                   tr->step, tr->steps, r->loss, r->acc, r->lr, r->norm, r->tok_s);
+            printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n", tr->step, tr->steps,
+                   r->loss, r->acc, r->lr, r->norm, r->tok_s);
             fflush(stdout);
         }
     }
     double elapsed = now_seconds() - tr->t_start;
     char eta[32];
     format_duration(eta, sizeof eta, elapsed / (double)(tr->step - tr->start_step) * (double)(tr->steps - tr->step));
-    progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps,
-                  r->loss, r->acc, r->tok_s / 1e3, eta);
+    progress_line("step %ld/%ld | loss %.4f | acc %.3f | %.1fk tok/s | ETA %s", tr->step, tr->steps, r->loss, r->acc,
+                  r->tok_s / 1e3, eta);
 }
 
 // The evaluations and samples due after a step. Returns 1 when validation accuracy reached
@@ -591,11 +595,11 @@ static void setup_run_folder(Trainer *tr) {
     if (rc == -2) die_input("out_dir: cannot create %s/%s (%s)", tr->out_dir, RUN_DIR_LOCK, strerror(errno));
     if (rc == -1 && holder > 0)
         die_input("out_dir: '%s' is in use by process %ld (another ./train writing this run); wait for it to end "
-                  "or choose another out_dir", tr->out_dir, holder);
-    if (rc == -1) die_input("out_dir: '%s' is in use by another process; wait for it to end or choose another out_dir",
-                            tr->out_dir);
+                  "or choose another out_dir",
+                  tr->out_dir, holder);
+    if (rc == -1)
+        die_input("out_dir: '%s' is in use by another process; wait for it to end or choose another out_dir", tr->out_dir);
 }
-
 
 // A run that cannot fit in memory is refused at the start, naming the key (trainer/memory.h).
 static void check_memory(Trainer *tr, const TaskPlan *plan) {
@@ -676,7 +680,7 @@ static void write_run_record(Trainer *tr) {
         cells[c] = names[c];
     }
     RunlogRun rec = {cfg_str(&tr->cfg, "mixer"), m->n_params, mean_state_floats(m), by_layer, m->s.L,
-                     n_cells ? cells : NULL, n_cells};
+                     n_cells ? cells : NULL,     n_cells};
     runlog_write_run(tr->metrics, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
 }
@@ -685,12 +689,11 @@ static void print_banner(const Trainer *tr, const char *config_path) {
     const Config *c = &tr->cfg;
     printf("%s: %s, %d layer%s, d_model %d, %d head%s, %zu parameters, %.1f MiB activations, %d thread%s\n",
            config_path, cfg_str(c, "mixer"), tr->model->s.L, tr->model->s.L == 1 ? "" : "s", tr->model->s.C,
-           tr->model->s.H, tr->model->s.H == 1 ? "" : "s",
-           tr->model->n_params, model_activation_bytes(tr->model) / 1048576.0, omp_get_max_threads(),
-           omp_get_max_threads() == 1 ? "" : "s");
+           tr->model->s.H, tr->model->s.H == 1 ? "" : "s", tr->model->n_params,
+           model_activation_bytes(tr->model) / 1048576.0, omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s");
     printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
-           cfg_str(c, "task"), tr->task.train.n, tr->task.has_val ? tr->task.val.n : 0L, tr->T,
-           tr->task.vocab_size, tr->steps, tr->B, tr->out_dir);
+           cfg_str(c, "task"), tr->task.train.n, tr->task.has_val ? tr->task.val.n : 0L, tr->T, tr->task.vocab_size,
+           tr->steps, tr->B, tr->out_dir);
     const Dataset *tv = &tr->task.train, *vv = &tr->task.val;
     if (tv->n_cells > 1 || (tr->task.has_val && vv->n_cells > 1)) {
         char cells[1024];

@@ -1,4 +1,4 @@
-#include "ablation/summary.h"
+#include "ablation/run_summary.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -17,11 +17,11 @@ typedef struct {
     RunSummary *r;
     double prev_train_step, last_ms, ms_total, tok_sum;
     long n_train, n_tok;
-    int done_last;  // the last record is the done record
+    int done_last;    // the last record is the done record
     char reason[16];  // of the last done record ("steps", "stop_at_acc")
     long n_eval, eval_cap;
     double *eval_step, *eval_acc, *eval_minutes;  // every eval record of the run's own, in order
-    int cells_at_best;  // the eval record whose cells were kept (the best so far)
+    int cells_at_best;                            // the eval record whose cells were kept (the best so far)
 } MetricsScan;
 
 // The fields prefix<cell> of a record (acc_kv4_L64, S_recall_kv4_L64): cell names into name[],
@@ -41,7 +41,8 @@ static int metrics_record(const RunlogRecord *rec, void *ctx) {
     RunSummary *r = m->r;
     double step = (double)rec->step;
     m->done_last = rec->type == RUNLOG_DONE;
-    if (m->done_last && runlog_str(rec, "reason")) snprintf(m->reason, sizeof m->reason, "%s", runlog_str(rec, "reason"));
+    if (m->done_last && runlog_str(rec, "reason"))
+        snprintf(m->reason, sizeof m->reason, "%s", runlog_str(rec, "reason"));
     if (rec->type == RUNLOG_UNKNOWN || step < 0 || *rec->options) return 0;
     if (rec->step > r->step) r->step = rec->step;
     if (rec->type == RUNLOG_TRAIN) {
@@ -65,7 +66,9 @@ static int metrics_record(const RunlogRecord *rec, void *ctx) {
             m->eval_minutes = reallocCheck(m->eval_minutes, sizeof(double) * (size_t)m->eval_cap);
         }
         // the training time up to this step (the steps since the last train record at its pace)
-        m->eval_minutes[m->n_eval] = step == 0 ? 0 : m->n_train ? (m->ms_total + (step - m->prev_train_step) * m->last_ms) / 60000.0 : NAN;
+        m->eval_minutes[m->n_eval] = step == 0 ? 0
+            : m->n_train                       ? (m->ms_total + (step - m->prev_train_step) * m->last_ms) / 60000.0
+                                               : NAN;
         m->eval_step[m->n_eval] = step, m->eval_acc[m->n_eval++] = acc;
         if (isfinite(loss)) r->final_loss = loss;
         // the cells of the best record so far (the curve's best, eval/derived.h: the first on ties)
@@ -179,7 +182,8 @@ static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r
     double *share = mallocCheck(sizeof(double) * (size_t)(L * H + 1));
     for (int i = 0; i < L * H; i++) share[i] = NAN;
     for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->head[i] >= 0 && s->head[i] < H) share[s->layer[i] * H + s->head[i]] = s->ans_share[i];
+        if (s->step[i] == step && s->head[i] >= 0 && s->head[i] < H)
+            share[s->layer[i] * H + s->head[i]] = s->ans_share[i];
     int best = derived_recall_layer(share, L, H);  // as the trainer stars it
     free(share);
     r->recall_layer = best;
@@ -198,7 +202,8 @@ static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r
     for (long i = 0; i < s->n; i++)
         if (s->step[i] == step && s->layer[i] == best)
             for (int c = 0; c < s->n_cells; c++)
-                if (isfinite(s->cell_S[i * SUMMARY_MAX_CELLS + c])) cell_sum[c] += s->cell_S[i * SUMMARY_MAX_CELLS + c], cell_n[c]++;
+                if (isfinite(s->cell_S[i * SUMMARY_MAX_CELLS + c]))
+                    cell_sum[c] += s->cell_S[i * SUMMARY_MAX_CELLS + c], cell_n[c]++;
     // the cells of the eval records name the columns; sparsity's are matched to them by name
     for (int c = 0; c < r->n_cells; c++) {
         r->cell_S_recall[c] = NAN;
@@ -324,7 +329,6 @@ int run_finished(const char *dir) {
     runlog_each(path, done_last, &done);  // a finished run's last record is its done record
     return done;
 }
-
 
 int run_records_lost(const char *dir) {
     char path[1200];

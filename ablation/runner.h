@@ -5,8 +5,8 @@
 #pragma once
 
 typedef struct {
-    char **argv;      // NULL-terminated; argv[0] is the program's path
-    const char *log;  // the child's stdout and stderr are appended to this file
+    char **argv;         // NULL-terminated; argv[0] is the program's path
+    const char *log;     // the child's stdout and stderr are appended to this file
     const char *header;  // written to the log before the child starts (NULL: nothing)
 } RunnerJob;
 

@@ -161,9 +161,10 @@ char *selection_markdown(const SweepFile *sw, const Selection *s) {
         int k = sweep_entry_index(sw, sw->group_over[g]);
         if (k >= 0) fprintf(f, "%s `%s = %s`", g ? "," : "", sw->group_over[g], sweep_value(sw, 0, k));
     }
-    fprintf(f, "; each group took the value with the best accuracy there (ties: the smaller), and the second "
-               "stage ran the other values of `%s` at that value only.\n\n| group | best accuracy per `%s` | chosen | why |\n"
-               "|---|---|---|---|\n",
+    fprintf(f,
+            "; each group took the value with the best accuracy there (ties: the smaller), and the second "
+            "stage ran the other values of `%s` at that value only.\n\n| group | best accuracy per `%s` | chosen | why |\n"
+            "|---|---|---|---|\n",
             sw->n_group_over ? sw->group_over[0] : "", sw->select);
     for (int i = 0; i < s->n; i++) {
         if (s->rep[i] != i) continue;  // once per group

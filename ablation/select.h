@@ -7,20 +7,20 @@
 #pragma once
 #include <stdio.h>
 
-#include "ablation/summary.h"
+#include "ablation/run_summary.h"
 #include "ablation/sweep_file.h"
 
 typedef struct {
-    int on;         // the sweep has select = KEY
-    int n;          // points
-    int *stage;     // [n] 1: every group_over key at its first value; 2: the others
-    int *value;     // [n] the point's value index on the select axis
-    int *rep;       // [n] the point with its select and group_over choices at 0 (names its group)
-    int *choice;    // [n] the value index chosen for the point's group; -1 while a first-stage run
-                    // of the group is unfinished
-    double *acc;    // [n] best accuracy of a finished first-stage point (NAN otherwise)
-    char *unread;   // [n] 1: a finished first-stage point whose log has no accuracy (its eval
-                    // records lost): its group's choice is not made (-1), never a guess
+    int on;        // the sweep has select = KEY
+    int n;         // points
+    int *stage;    // [n] 1: every group_over key at its first value; 2: the others
+    int *value;    // [n] the point's value index on the select axis
+    int *rep;      // [n] the point with its select and group_over choices at 0 (names its group)
+    int *choice;   // [n] the value index chosen for the point's group; -1 while a first-stage run
+                   // of the group is unfinished
+    double *acc;   // [n] best accuracy of a finished first-stage point (NAN otherwise)
+    char *unread;  // [n] 1: a finished first-stage point whose log has no accuracy (its eval
+                   // records lost): its group's choice is not made (-1), never a guess
 } Selection;
 
 // Reads the first-stage run folders dirs[] and makes the choices. A finished first-stage run

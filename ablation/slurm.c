@@ -51,11 +51,12 @@ void slurm_write_script(const SlurmArray *a, FILE *f) {
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
     fprintf(f, "#!/bin/bash\n");
-    fprintf(f, "# The sweep %s as a Slurm job array: a task per point not finished on %s (%d of %d),\n", sw->name,
-            when, a->n, sw->n_points);
+    fprintf(f, "# The sweep %s as a Slurm job array: a task per point not finished on %s (%d of %d),\n", sw->name, when,
+            a->n, sw->n_points);
     fprintf(f, "# written by: %s\n", a->written_by);
-    fprintf(f, "# Submit it with sbatch (from any folder). Submitting it again is safe: a finished point's task\n"
-               "# exits at once and an interrupted one resumes from its checkpoint.\n");
+    fprintf(f,
+            "# Submit it with sbatch (from any folder). Submitting it again is safe: a finished point's task\n"
+            "# exits at once and an interrupted one resumes from its checkpoint.\n");
     fprintf(f, "# When the tasks are done, the summary: %s\n", a->collect);
     fprintf(f, "#SBATCH --job-name=");
     for (const char *c = sw->name; *c; c++) fputc(*c == ' ' ? '_' : *c, f);
@@ -89,8 +90,9 @@ void slurm_write_script(const SlurmArray *a, FILE *f) {
         free(line);
         free(dir);
     }
-    fprintf(f, "*) echo \"task '${SLURM_ARRAY_TASK_ID:-}': expected 1 to %d (submit this script with sbatch)\" >&2\n"
-               "   exit 2 ;;\nesac\n",
+    fprintf(f,
+            "*) echo \"task '${SLURM_ARRAY_TASK_ID:-}': expected 1 to %d (submit this script with sbatch)\" >&2\n"
+            "   exit 2 ;;\nesac\n",
             a->n);
     // the done record's pattern is the run log's (core/runlog.h)
     fprintf(f, "finished() { tail -n 1 \"$dir/metrics.jsonl\" 2>/dev/null | grep -Eq '%s'; }\n", runlog_done_regex());

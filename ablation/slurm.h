@@ -10,15 +10,15 @@
 
 typedef struct {
     const SweepFile *sw;
-    const int *points;          // [n] the points that get a task, in order (task k runs points[k-1])
+    const int *points;  // [n] the points that get a task, in order (task k runs points[k-1])
     int n;
-    char ***argv;               // [n] each task's ./train command (sweep_point_argv)
-    int cpus;                   // --cpus-per-task
-    int throttle;               // at most this many tasks at once (sbatch --array=...%N); 0: no limit
-    const char *workdir;        // absolute: the folder the commands' relative paths start from
-    const char *log_dir;        // absolute: where Slurm writes each task's own output
-    const char *collect;        // the command that builds the summary afterwards
-    const char *written_by;     // the command that wrote the script
+    char ***argv;            // [n] each task's ./train command (sweep_point_argv)
+    int cpus;                // --cpus-per-task
+    int throttle;            // at most this many tasks at once (sbatch --array=...%N); 0: no limit
+    const char *workdir;     // absolute: the folder the commands' relative paths start from
+    const char *log_dir;     // absolute: where Slurm writes each task's own output
+    const char *collect;     // the command that builds the summary afterwards
+    const char *written_by;  // the command that wrote the script
 } SlurmArray;
 
 // Writes the sbatch script.

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ablation/summary_data.h"
+#include "ablation/summary_figures.h"
 #include "core/io.h"
 
 // --- tables ----------------------------------------------------------------------------------------
@@ -14,11 +15,6 @@ static double stat_sd(const Stat *s) {
     if (s->n < 2) return NAN;
     double var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
     return var > 0 ? sqrt(var) : 0;
-}
-
-static void stat_add(Stat *s, double v) {
-    if (!isfinite(v)) return;
-    s->sum += v, s->sum2 += v * v, s->n++;
 }
 
 static void fmt(char *b, size_t n, const char *f, double v) {
@@ -69,8 +65,11 @@ static const char *status_text(const RunSummary *r, char *b, size_t n) {
     static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not selected", "running"};
     if (r->status == RUN_FAILED) snprintf(b, n, "failed (exit %d)", r->exit_code);
     else if (r->status == RUN_RUNNING && r->running_pid > 0) snprintf(b, n, "running (process %ld)", r->running_pid);
-    else snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
-                  r->selected == SEL_CHOSEN ? ", chosen" : r->selected == SEL_NOT_CHOSEN ? ", not chosen" : "");
+    else
+        snprintf(b, n, "%s%s%s", names[r->status], r->capped_improving ? " (step cap, still improving)" : "",
+                 r->selected == SEL_CHOSEN           ? ", chosen"
+                     : r->selected == SEL_NOT_CHOSEN ? ", not chosen"
+                                                     : "");
     return b;
 }
 
@@ -84,18 +83,6 @@ static void fmt_layers(char *b, size_t n, const double *v, int L) {
         fmt(c, sizeof c, "%.3f", v[l]);
         k += (size_t)snprintf(b + k, n - k, "%s%s", l ? " " : "", c);
     }
-}
-
-// A value of an entry as a table shows it: a base by its file name without .conf.
-void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n) {
-    const char *v = sweep_value(sw, point, e);
-    if (e == sw->base_entry) {
-        const char *slash = strrchr(v, '/');
-        if (slash) v = slash + 1;
-        size_t len = strlen(v);
-        if (len > 5 && !strcmp(v + len - 5, ".conf")) len -= 5;
-        snprintf(b, n, "%.*s", (int)len, v);
-    } else snprintf(b, n, "%s", v);
 }
 
 static int key_in(const char *key, char **list, int n) {
@@ -153,39 +140,11 @@ static void summary_free(Summary *s) {
     free(s->series_of);
 }
 
-static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc", "steps_to_0.99", "minutes_to_0.99",
-                                          "S_min", "S_mean", "S_recall_min", "tok_per_s",
-                                          "recall_S", "recall_ans_share", "recall_ans_hit", "state_floats"};
-static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f", "%.3f", "%.0f",
-                                       "%.3f", "%.3f", "%.3f", "%.0f"};
-
-GroupStats summary_group_stats(const Summary *s, int g) {
-    GroupStats gs;
-    memset(&gs, 0, sizeof gs);
-    for (int i = 0; i < s->sw->n_points; i++) {
-        if (s->group_of[i] != g) continue;
-        const RunSummary *r = &s->runs[i];
-        if (!counts(r)) continue;
-        gs.points++;
-        if (r->status != RUN_DONE) continue;
-        gs.finished++;
-        gs.reached += r->steps_to_target >= 0;
-        gs.capped += r->capped_improving;
-        stat_add(&gs.st[G_LOSS], r->final_loss);
-        stat_add(&gs.st[G_ACC], r->best_acc);
-        if (r->steps_to_target >= 0) stat_add(&gs.st[G_STEPS], (double)r->steps_to_target);
-        stat_add(&gs.st[G_MIN], r->minutes_to_target);
-        stat_add(&gs.st[G_SMIN], r->S_min_all);
-        stat_add(&gs.st[G_SMEAN], r->S_mean_all);
-        stat_add(&gs.st[G_SRECALL], r->S_recall_min_all);
-        stat_add(&gs.st[G_TOKS], r->tok_per_s);
-        stat_add(&gs.st[G_RS], r->recall_S);
-        stat_add(&gs.st[G_ANS], r->recall_ans_share);
-        stat_add(&gs.st[G_HIT], r->recall_ans_hit);
-        stat_add(&gs.st[G_STATE], r->state_floats);
-    }
-    return gs;
-}
+static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc",         "steps_to_0.99",  "minutes_to_0.99",
+                                          "S_min",          "S_mean",           "S_recall_min",   "tok_per_s",
+                                          "recall_S",       "recall_ans_share", "recall_ans_hit", "state_floats"};
+static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f",
+                                       "%.3f", "%.0f", "%.3f", "%.3f", "%.3f", "%.0f"};
 
 static int grouping_matters(const Summary *s) { return s->n_groups < s->sw->n_points; }
 
@@ -240,7 +199,8 @@ static void write_points_md(const Summary *s, FILE *f) {
         fmt(b, sizeof b, "%.0f", r->state_floats);
         md_cell(f, b);
         if (r->recall_layer >= 0 && isfinite(r->recall_ans_share))
-            snprintf(b, sizeof b, "L%d: %.3f, %.3f, %.3f", r->recall_layer, r->recall_S, r->recall_ans_share, r->recall_ans_hit);
+            snprintf(b, sizeof b, "L%d: %.3f, %.3f, %.3f", r->recall_layer, r->recall_S, r->recall_ans_share,
+                     r->recall_ans_hit);
         else snprintf(b, sizeof b, "-");
         md_cell(f, b);
         fputc('\n', f);
@@ -253,7 +213,8 @@ static void write_groups_md(const Summary *s, FILE *f) {
     int cols = 0;
     fputs("|", f);
     for (int k = 0; k < s->n_varied; k++)
-        if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
+        if (group_column(s, s->varied[k]) && md_column(s, s->varied[k]))
+            md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
     fputs(" finished | reached 0.99 | capped, improving | val loss | best acc | steps to 0.99 | min to 0.99 |"
           " S min | S mean | S_recall min | tok/s | recall layer S_recall | answer share | argmax hit | state |\n|",
@@ -384,8 +345,7 @@ static int open_out(const SweepFile *sw, const char *name, char *path, size_t n,
     return atomic_open(a, path, NULL, 0);
 }
 
-int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md,
-                        FILE *log) {
+int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *runs, const char *selection_md, FILE *log) {
     if (mkdir_p(sw->out) != 0) return -1;
     Summary s;
     summary_init(&s, sw, configs, runs);
@@ -440,11 +400,12 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     char running[64] = "";
     if (count[RUN_RUNNING]) snprintf(running, sizeof running, ", %d running elsewhere", count[RUN_RUNNING]);
     fprintf(f, "`%s`: %d point%s (%d done, %d partial, %d failed, %d missing%s%s); run folders in `%s/`.\n\n", sw->file,
-            sw->n_points, sw->n_points == 1 ? "" : "s", count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED], count[RUN_MISSING], unselected, running,
-            sw->out);
-    fprintf(f, "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
-               "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
-               "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
+            sw->n_points, sw->n_points == 1 ? "" : "s", count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED],
+            count[RUN_MISSING], unselected, running, sw->out);
+    fprintf(f,
+            "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
+            "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
+            "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
             SUMMARY_TARGET_ACC);
     if (grouping_matters(&s)) {
         fputs("## Grouped over", f);

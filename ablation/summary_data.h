@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ablation/summary.h"
+#include "ablation/run_summary.h"
+#include "ablation/sweep_file.h"
+#include "core/config.h"
 
 typedef struct {
     double sum, sum2;
@@ -19,13 +21,13 @@ typedef struct {
     const SweepFile *sw;
     Config *configs;
     const RunSummary *runs;
-    int *varied;     // entries that vary, in file order
+    int *varied;  // entries that vary, in file order
     int n_varied;
-    int mixer_col;   // 1: the CSV files add a mixer column (mixer is not a varied key of the file)
-    int mixer_md;    // 1: the markdown tables add one (mixer does not name the points)
-    int *grouped;    // [n_dims] 1: the dim is averaged over (its keys are in group_over)
-    int *group_of;   // [n_points] index into groups
-    int *groups;     // representative point of each group (the point with grouped dims at 0)
+    int mixer_col;  // 1: the CSV files add a mixer column (mixer is not a varied key of the file)
+    int mixer_md;   // 1: the markdown tables add one (mixer does not name the points)
+    int *grouped;   // [n_dims] 1: the dim is averaged over (its keys are in group_over)
+    int *group_of;  // [n_points] index into groups
+    int *groups;    // representative point of each group (the point with grouped dims at 0)
     int n_groups;
     int max_layers;
     char cells[SUMMARY_MAX_CELLS][24];  // the MQAR test cells of the runs (first seen order)
@@ -58,27 +60,15 @@ enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, 
 
 // 1 when a point counts in the grouped table and figures: not a first-stage candidate the
 // selection passed over, not a second-stage point it never ran.
-static inline int counts(const RunSummary *r) {
-    return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN;
-}
+static inline int counts(const RunSummary *r) { return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN; }
 
 typedef struct {
     int points, finished, reached, capped;  // capped: finished at the step cap while still improving
     Stat st[G_N];
 } GroupStats;
 
+// The statistics of group g over its points that count.
 GroupStats summary_group_stats(const Summary *s, int g);
 
 // A value of an entry as a table shows it: a base by its file name without .conf.
 void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n);
-
-// The figures, each 1 when drawn, 0 when there is nothing to draw (the caller removes the file),
-// -1 when the file cannot be written; what they wrote goes to log.
-// Each point's plot_series value as the figures name it: the value, then any zip partner that
-// varies with it ("linear, short_conv=4"). For Summary.series_of.
-char **summary_point_series(const Summary *s);
-int plot_accuracy(const Summary *s, const char *path, FILE *log);
-int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log);
-int plot_acc_vs_state(const Summary *s, const char *path, FILE *log);
-int plot_cells(const Summary *s, const char *path, int what, FILE *log);
-

@@ -1,7 +1,8 @@
 // The summary's figures (docs/sweeps.md#the-summary), SVG through eval/svg_plot.
-#include "ablation/summary_data.h"
+#include "ablation/summary_figures.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/io.h"
 #include "eval/svg_plot.h"
@@ -41,7 +42,7 @@ static void series_name(const Summary *s, int point, char *b, size_t n) {
             int varies = 0;
             for (int i = 0; i < sw->n_points && !varies; i++)
                 varies = !strcmp(cfg_value(s, i, sw->plot_series), v) &&
-                         strcmp(cfg_value(s, i, key), cfg_value(s, point, key));
+                    strcmp(cfg_value(s, i, key), cfg_value(s, point, key));
             if (varies && k + 4 < n) k += (size_t)snprintf(b + k, n - k, ", %s=%s", key, cfg_value(s, point, key));
         }
     }
@@ -133,8 +134,8 @@ int plot_accuracy(const Summary *s, const char *path, FILE *log) {
     int *panel_dim = mallocCheck(sizeof(int) * (size_t)(sw->n_dims + 1));
     for (int d = 0; d < sw->n_dims; d++)
         panel_dim[d] = !s->grouped[d] && !dim_has_key(sw, d, sw->plot_x) && !dim_has_key(sw, d, sw->plot_series) &&
-                       !dim_has_key(sw, d, sw->plot_best_over) && !dim_determines(s, d, sw->plot_series) &&
-                       !dim_determines(s, d, sw->plot_x);
+            !dim_has_key(sw, d, sw->plot_best_over) && !dim_determines(s, d, sw->plot_series) &&
+            !dim_determines(s, d, sw->plot_x);
     char **panels = NULL, **series = NULL;
     int n_panels = 0, n_series = 0;
     int *pi = mallocCheck(sizeof(int) * (size_t)np), *si = mallocCheck(sizeof(int) * (size_t)np);
@@ -167,8 +168,8 @@ int plot_accuracy(const Summary *s, const char *path, FILE *log) {
     for (int p = 0; p < n_panels; p++) {
         for (int k = 0; k < n_series; k++)
             ps[p * n_series + k] = (PlotSeries){xs, &y[((long)p * n_series + k) * nx], nx, series[k], k, k >= 10};
-        pp[p] = (PlotPanel){panels[p][0] ? panels[p] : sw->name, sw->plot_x, "best accuracy", &ps[p * n_series],
-                            n_series, 0, 1.02, 0};
+        pp[p] = (PlotPanel){
+            panels[p][0] ? panels[p] : sw->name, sw->plot_x, "best accuracy", &ps[p * n_series], n_series, 0, 1.02, 0};
     }
     char title[512];
     snprintf(title, sizeof title, "%s: best accuracy vs %s per %s (max over %s, mean over %s)", sw->name, sw->plot_x,
@@ -228,15 +229,17 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
             if (n_groups > before) in_group[g] = 0;
             label_of(s, i, line_dim, 1, label, sizeof label);
             labels[n] = label[0] ? strdupCheck(label) : NULL;
-            ps[n] = (PlotSeries){r->curve_step, recall ? r->curve_recall : r->curve_S, r->n_curve, labels[n], g,
+            ps[n] = (PlotSeries){r->curve_step,    recall ? r->curve_recall : r->curve_S, r->n_curve, labels[n], g,
                                  in_group[g]++ % 3};
             n++;
         }
         free_strings(groups, n_groups);
         char title[600];
         snprintf(title, sizeof title, "%s = %s", sw->plot_series, panels[p]);
+        // clang-format off
         pp[p] = (PlotPanel){strdupCheck(title), "step", recall ? "S_recall (recall layer)" : "S (most focused layer)",
                             &ps[first], n - first, 0, 1.02, 0};
+        // clang-format on
     }
     char title[512];
     snprintf(title, sizeof title, "%s: %s (mean over heads) over steps", sw->name,
@@ -272,8 +275,7 @@ int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
         int first = n;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            if (strcmp(s->series_of[i], series[k]) || !isfinite(r->state_floats) ||
-                !isfinite(r->best_acc) || !counts(r))
+            if (strcmp(s->series_of[i], series[k]) || !isfinite(r->state_floats) || !isfinite(r->best_acc) || !counts(r))
                 continue;
             int j = n++;  // insertion by state size
             while (j > first && x[j - 1] > r->state_floats) x[j] = x[j - 1], y[j] = y[j - 1], j--;
@@ -281,8 +283,10 @@ int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
         }
         ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, k >= 10};  // past the palette: dashed
     }
+    // clang-format off
     PlotPanel pp = {sw->name, "state per layer (floats carried between tokens)", "best accuracy (mean over cells)",
                     ps, n_series, 0, 1.02, 1};
+    // clang-format on
     char title[512];
     snprintf(title, sizeof title, "%s: accuracy vs state size per %s", sw->name, sw->plot_series);
     int rc = svg_line_figure(path, title, &pp, 1, 1);
@@ -351,8 +355,10 @@ int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
             }
             ps[p * n_series + k] = (PlotSeries){xv + at, yv + at, n, p == 0 ? series[k] : NULL, k, k >= 10};
         }
+        // clang-format off
         pp[p] = (PlotPanel){panels[p], "key-value pairs", what ? "S_recall (recall layer)" : "accuracy",
                             &ps[p * n_series], n_series, 0, 1.02, 1};
+        // clang-format on
     }
     char title[512];
     snprintf(title, sizeof title, "%s: %s per test cell (at the best evaluation; S at the last)", sw->name,
@@ -364,4 +370,3 @@ int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     free_strings(series, n_series);
     return rc ? -1 : drawn;
 }
-

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 
-static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",        "out",         "jobs",           "group_over",
-                                                       "plot_x",      "plot_series", "plot_best_over", "select"};
+static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",   "out",         "jobs",           "group_over",
+                                                       "plot_x", "plot_series", "plot_best_over", "select"};
 
 typedef struct {
     int line;
@@ -144,7 +144,8 @@ static int parse_directive(Parser *p, int d, char **vals, int n, int line) {
     case SWEEP_DIR_NAME:
         for (const char *c = v; *c; c++)
             if (!is_name_char(*c)) return fail(p, line, "name: expected letters, digits and . _ - +, got '%s'", v);
-        if (!*v || !strcmp(v, ".") || !strcmp(v, "..")) return fail(p, line, "name: expected a folder name, got '%s'", v);
+        if (!*v || !strcmp(v, ".") || !strcmp(v, ".."))
+            return fail(p, line, "name: expected a folder name, got '%s'", v);
         free(sw->name);
         sw->name = strdupCheck(v);
         break;
@@ -168,18 +169,22 @@ static int parse_directive(Parser *p, int d, char **vals, int n, int line) {
         sw->n_group_over = 0;
         if (n == 1 && !strcmp(v, "none")) break;
         for (int i = 0; i < n; i++) {
-            if (!valid_key(vals[i])) return fail(p, line, "group_over: expected config keys or none, got '%s'", vals[i]);
+            if (!valid_key(vals[i]))
+                return fail(p, line, "group_over: expected config keys or none, got '%s'", vals[i]);
             sw->group_over = reallocCheck(sw->group_over, sizeof(char *) * (size_t)(i + 1));
             sw->group_over[sw->n_group_over++] = strdupCheck(vals[i]);
         }
         break;
     case SWEEP_DIR_SELECT:
-        if (n != 1 || !valid_key(v)) return fail(p, line, "select: expected one config key (an axis of the sweep), got '%s'", v);
+        if (n != 1 || !valid_key(v))
+            return fail(p, line, "select: expected one config key (an axis of the sweep), got '%s'", v);
         free(sw->select);
         sw->select = strdupCheck(v);
         break;
     default: {
-        char **slot = d == SWEEP_DIR_PLOT_X ? &sw->plot_x : d == SWEEP_DIR_PLOT_SERIES ? &sw->plot_series : &sw->plot_best_over;
+        char **slot = d == SWEEP_DIR_PLOT_X ? &sw->plot_x
+            : d == SWEEP_DIR_PLOT_SERIES    ? &sw->plot_series
+                                            : &sw->plot_best_over;
         if (!valid_key(v)) return fail(p, line, "%s: expected a config key, got '%s'", key, v);
         free(*slot);
         *slot = strdupCheck(v);
@@ -519,8 +524,8 @@ void sweep_free(SweepFile *sw) {
     sw->base_entry = -1;
 }
 
-// Removes "dir/../" pairs and "./" from a path, by text (so commands read configs/x.conf rather
-// than configs/ablations/../x.conf).
+// Removes "dir/../" pairs and "./" from a path, by text (so commands read
+// configs/mqar_base.conf rather than configs/ablations/../mqar_base.conf).
 static void tidy_path(char *p) {
     char *out = p, *seg = p;
     int absolute = *p == '/';
@@ -549,7 +554,7 @@ static void tidy_path(char *p) {
         if (last) break;
         seg = end + 1;
     }
-    if (out > start && out[-1] == '/' ) out--;
+    if (out > start && out[-1] == '/') out--;
     if (out == start && !absolute) *out++ = '.';
     *out = 0;
 }
@@ -618,8 +623,7 @@ void sweep_free_argv(char **argv) {
 
 void sweep_print_arg(const char *a, FILE *f) {
     int plain = *a != 0;
-    for (const char *c = a; *c && plain; c++)
-        plain = is_name_char(*c) || strchr("/:=,@%", *c) != NULL;
+    for (const char *c = a; *c && plain; c++) plain = is_name_char(*c) || strchr("/:=,@%", *c) != NULL;
     if (plain) {
         fputs(a, f);
         return;

@@ -34,40 +34,42 @@ typedef struct {
     char **values;  // [n_values] as written, quotes removed
     int n_values;
     int line;
-    int dim;        // the dimension it varies along; -1 when fixed (one value, not zipped)
-    int named;      // 1: its values are part of the point names
+    int dim;    // the dimension it varies along; -1 when fixed (one value, not zipped)
+    int named;  // 1: its values are part of the point names
 } SweepEntry;
 
 // A dimension of the grid: one axis, or a zip group of axes with the same number of values.
 typedef struct {
-    int *entries;   // entry indices, in file order
+    int *entries;  // entry indices, in file order
     int n_entries;
     int n_values;
-    long stride;    // point index = sum over dims of choice * stride (the first dim varies slowest)
+    long stride;  // point index = sum over dims of choice * stride (the first dim varies slowest)
 } SweepDim;
 
 typedef struct {
-    char *file;            // the sweep file as named (base paths are relative to it)
-    char *name;            // sweep name
-    char *out;             // folder of the sweep's run folders and summary
-    int jobs;              // points run at once
-    SweepEntry *entries;   // in file order
+    char *file;           // the sweep file as named (base paths are relative to it)
+    char *name;           // sweep name
+    char *out;            // folder of the sweep's run folders and summary
+    int jobs;             // points run at once
+    SweepEntry *entries;  // in file order
     int n_entries;
-    SweepDim *dims;        // in the order of their first line
+    SweepDim *dims;  // in the order of their first line
     int n_dims;
-    int base_entry;        // index of `base` in entries, -1 without one
-    char **group_over;     // keys the summary's grouped table averages over (default: seed)
+    int base_entry;     // index of `base` in entries, -1 without one
+    char **group_over;  // keys the summary's grouped table averages over (default: seed)
     int n_group_over;
     char *plot_x, *plot_series, *plot_best_over;  // accuracy figure (default d_model, mixer, lr)
-    char *select;          // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
-    int directive_line[8]; // line of each directive (0: not given), indexed by SweepDirective
+    char *select;           // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
+    int directive_line[8];  // line of each directive (0: not given), indexed by SweepDirective
     int n_points;
-    char **point_names;    // [n_points] folder names, from the varied keys
+    char **point_names;  // [n_points] folder names, from the varied keys
 } SweepFile;
 
 typedef enum {
+    // clang-format off
     SWEEP_DIR_NAME, SWEEP_DIR_OUT, SWEEP_DIR_JOBS, SWEEP_DIR_GROUP_OVER, SWEEP_DIR_PLOT_X,
     SWEEP_DIR_PLOT_SERIES, SWEEP_DIR_PLOT_BEST_OVER, SWEEP_DIR_SELECT, SWEEP_N_DIRECTIVES
+    // clang-format on
 } SweepDirective;
 
 // Parses text[0..len) (it may hold any bytes) named file_name in messages. 0 on success; -1 with

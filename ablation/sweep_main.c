@@ -18,7 +18,7 @@
 #include "core/config.h"
 #include "core/io.h"
 #include "model/model.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/progress.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
@@ -30,18 +30,19 @@
 #include "ablation/sweep_file.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: ./sweep FILE [--jobs N] [--threads N] [--out DIR]   run every point not yet finished, then the summary\n"
-               "       ./sweep FILE --print [--unfinished] [--jobs N] [--threads N] [--out DIR]\n"
-               "                                             one ./train command per point, one a line\n"
-               "       ./sweep FILE --collect [--out DIR]    the summary from the points' run folders\n"
-               "       ./sweep FILE --slurm [--threads N] [--jobs N] [--out DIR]\n"
-               "                                             <out>/slurm.sbatch: a Slurm job array, a task per unfinished point\n"
-               "  --jobs N      points run at once (default: the file's `jobs`, else 1)\n"
-               "                (with --slurm: at most N tasks at once; default: no limit)\n"
-               "  --threads N   threads shared by the running points: each gets threads=floor(N/jobs)\n"
-               "                (default: the number of CPUs; with --slurm: each task's CPUs, default 1)\n"
-               "  --out DIR     the sweep's folder (default: the file's `out`, else checkpoints/<sweep name>)\n"
-               "  --unfinished  with --print: only the points whose run is not finished\n");
+    fprintf(f,
+            "usage: ./sweep FILE [--jobs N] [--threads N] [--out DIR]   run every point not yet finished, then the summary\n"
+            "       ./sweep FILE --print [--unfinished] [--jobs N] [--threads N] [--out DIR]\n"
+            "                                             one ./train command per point, one a line\n"
+            "       ./sweep FILE --collect [--out DIR]    the summary from the points' run folders\n"
+            "       ./sweep FILE --slurm [--threads N] [--jobs N] [--out DIR]\n"
+            "                                             <out>/slurm.sbatch: a Slurm job array, a task per unfinished point\n"
+            "  --jobs N      points run at once (default: the file's `jobs`, else 1)\n"
+            "                (with --slurm: at most N tasks at once; default: no limit)\n"
+            "  --threads N   threads shared by the running points: each gets threads=floor(N/jobs)\n"
+            "                (default: the number of CPUs; with --slurm: each task's CPUs, default 1)\n"
+            "  --out DIR     the sweep's folder (default: the file's `out`, else checkpoints/<sweep name>)\n"
+            "  --unfinished  with --print: only the points whose run is not finished\n");
 }
 
 static long parse_count(const char *flag, const char *v) {
@@ -187,10 +188,12 @@ static void lock_sweep_folder(const SweepFile *sw) {
     if (rc == -2) die_input("sweep: cannot write in '%s' (%s)", sw->out, strerror(errno));
     if (rc == -1 && holder > 0)
         die_input("sweep: '%s' is in use by process %ld (another ./sweep running this sweep); wait for it to end or "
-                  "choose another --out", sw->out, holder);
+                  "choose another --out",
+                  sw->out, holder);
     if (rc == -1)
         die_input("sweep: '%s' is in use by another process (another ./sweep running this sweep); wait for it to end "
-                  "or choose another --out", sw->out);
+                  "or choose another --out",
+                  sw->out);
 }
 
 // --- the command line -------------------------------------------------------------------------
@@ -199,10 +202,10 @@ typedef enum { MODE_RUN, MODE_PRINT, MODE_COLLECT, MODE_SLURM } Mode;
 
 typedef struct {
     const char *file;
-    const char *out;      // --out; NULL when not given
+    const char *out;  // --out; NULL when not given
     Mode mode;
     int unfinished;
-    long jobs, threads;   // 0 when not given
+    long jobs, threads;  // 0 when not given
     int argc;
     char **argv;
 } Args;
@@ -308,21 +311,22 @@ static void check_point_records(const Plan *p, int collect) {
         if (run_records_lost(p->dirs[i]))
             die_input("sweep: %s: checkpoints but no metrics.jsonl: the records of point '%s' are lost (a resume "
                       "would log only what follows its checkpoint); restore metrics.jsonl, or remove the folder "
-                      "to run the point again", p->dirs[i], sw->point_names[i]);
+                      "to run the point again",
+                      p->dirs[i], sw->point_names[i]);
     if (!sw->select) return;
     for (int i = 0; i < sw->n_points; i++)
         if (cfg_int(&p->configs[i], "eval_every") <= 0)
             die_input("%s:%d: select: the choice of %s is by validation accuracy, but point '%s' has eval_every = 0 "
-                      "(expected eval_every > 0)", sw->file, sw->directive_line[SWEEP_DIR_SELECT], sw->select,
-                      sw->point_names[i]);
+                      "(expected eval_every > 0)",
+                      sw->file, sw->directive_line[SWEEP_DIR_SELECT], sw->select, sw->point_names[i]);
     Selection sel;
     selection_make(sw, p->dirs, &sel);
     int bad = selection_unread(&sel);
     selection_free(&sel);
     if (bad >= 0)
         die_input("sweep: %s/metrics.jsonl: point '%s' is finished but its log has no validation accuracy (no eval "
-                  "record), which the choice of %s needs; remove the folder to run the point again", p->dirs[bad],
-                  sw->point_names[bad], sw->select);
+                  "record), which the choice of %s needs; remove the folder to run the point again",
+                  p->dirs[bad], sw->point_names[bad], sw->select);
 }
 
 // The threads a point's run uses.
@@ -338,8 +342,11 @@ static int point_threads(const Plan *p, int point) {
 // stdout stay a list to run).
 static void note_pending(const Selection *sel, const SweepFile *sw) {
     int n = selection_pending(sel);
-    if (n) fprintf(stderr, "sweep %s: %d second-stage point%s wait for the choice of %s (the first stage is not finished); "
-                           "run this again when it is\n", sw->name, n, n == 1 ? "" : "s", sw->select);
+    if (n)
+        fprintf(stderr,
+                "sweep %s: %d second-stage point%s wait for the choice of %s (the first stage is not finished); "
+                "run this again when it is\n",
+                sw->name, n, n == 1 ? "" : "s", sw->select);
 }
 
 static void print_commands(const Plan *p, int unfinished) {
@@ -408,8 +415,11 @@ static void write_slurm(const Plan *p, const Args *a) {
         char *log_dir = mallocCheck(strlen(out) + 8);
         sprintf(log_dir, "%s/slurm", out);
         // sbatch takes #SBATCH lines as they are (no quotes) and reads % in --output as a pattern
-        if (strpbrk(workdir, " \t\n%")) die_input("sweep: --slurm: the current folder's path '%s' holds a space or a %%, which #SBATCH lines cannot", workdir);
-        if (strpbrk(out, " \t\n%")) die_input("sweep: --slurm: the sweep's folder '%s' holds a space or a %%, which #SBATCH lines cannot", out);
+        if (strpbrk(workdir, " \t\n%"))
+            die_input("sweep: --slurm: the current folder's path '%s' holds a space or a %%, which #SBATCH lines cannot",
+                      workdir);
+        if (strpbrk(out, " \t\n%"))
+            die_input("sweep: --slurm: the sweep's folder '%s' holds a space or a %%, which #SBATCH lines cannot", out);
         if (mkdir_p(log_dir) != 0) die_input("sweep: cannot create '%s' (%s)", log_dir, strerror(errno));
         char *written_by = command_line(a->argv, a->argc);
         int throttle = a->jobs ? (int)a->jobs : 0;  // only a --jobs flag: the file's jobs is for one machine
@@ -427,7 +437,8 @@ static void write_slurm(const Plan *p, const Args *a) {
         printf("submit it (again after a failure or a time limit: finished points exit at once):\n  sbatch ");
         sweep_print_arg(path, stdout);
         printf("\neach task's own output: %s/slurm/<job>_<task>.out; each point's log: %s/<point>/train.log\n"
-               "when the tasks are done, the summary:\n  %s\n", sw->out, sw->out, collect);
+               "when the tasks are done, the summary:\n  %s\n",
+               sw->out, sw->out, collect);
         free(written_by);
         free(log_dir);
         free(out);
@@ -487,8 +498,8 @@ typedef struct {
     int *point_of;     // [n_points] job -> point
     LivePoint *live;   // [n_points] the running ones, for the live line
     int n_jobs, done, skipped, running;
-    int planned;       // runs this sweep will start when none fails (for "[done/planned run]")
-    int width;         // digits of n_points
+    int planned;  // runs this sweep will start when none fails (for "[done/planned run]")
+    int width;    // digits of n_points
 } RunState;
 
 // The runs this sweep will have started when it ends: those started, the unfinished points not
@@ -504,7 +515,8 @@ static int planned_runs(const RunState *st) {
         if (sel->on && sel->stage[i] == 2 && sel->choice[i] < 0) {
             int blocked = 0;
             for (int j = 0; j < p->sw.n_points && !blocked; j++)
-                blocked = sel->rep[j] == sel->rep[i] && sel->stage[j] == 1 && st->status[j] != POINT_NOT_RUN && st->status[j] != 0;
+                blocked = sel->rep[j] == sel->rep[i] && sel->stage[j] == 1 && st->status[j] != POINT_NOT_RUN &&
+                    st->status[j] != 0;
             n += sel->value[i] == 0 && !blocked;
         } else {
             n += selection_runs(sel, i) && !run_finished(p->dirs[i]);
@@ -550,7 +562,8 @@ static int next_point(RunnerJob *job, void *ctx) {
             if (!selection_runs(&st->sel, i)) continue;  // its group's choice is not made, or not this value
             st->considered[i] = 1;
             if (run_finished(p->dirs[i])) {
-                printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points, sw->point_names[i]);
+                printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points,
+                       sw->point_names[i]);
                 st->skipped++;
                 continue;
             }
@@ -563,7 +576,8 @@ static int next_point(RunnerJob *job, void *ctx) {
             }
             // A folder that cannot be made fails this point alone (the runner cannot open its
             // log), while the others go on.
-            if (mkdir_p(p->dirs[i]) != 0) fprintf(stderr, "sweep: cannot create '%s' (%s)\n", p->dirs[i], strerror(errno));
+            if (mkdir_p(p->dirs[i]) != 0)
+                fprintf(stderr, "sweep: cannot create '%s' (%s)\n", p->dirs[i], strerror(errno));
             st->argv[i] = sweep_point_argv(sw, i, p->train, p->threads);
             st->header[i] = log_header(sw, i, st->argv[i]);
             *job = (RunnerJob){st->argv[i], st->logs[i], st->header[i]};
@@ -613,8 +627,9 @@ static void on_tick(void *ctx) {
         if (lp->step >= 0 && lp->first_step < 0) lp->first_step = lp->step, lp->first_time = now_seconds();
         char eta[32] = "?";
         if (lp->step > lp->first_step && lp->first_step >= 0)
-            format_duration(eta, sizeof eta, (now_seconds() - lp->first_time) / (double)(lp->step - lp->first_step) *
-                                                 (double)(steps - lp->step));
+            format_duration(eta, sizeof eta,
+                            (now_seconds() - lp->first_time) / (double)(lp->step - lp->first_step) *
+                                (double)(steps - lp->step));
         k += (size_t)snprintf(line + k, sizeof line - k, "%s%s: step %ld/%ld", n++ ? " | " : "", p->sw.point_names[i],
                               lp->step < 0 ? 0 : lp->step, steps);
         if (isfinite(lp->acc)) k += (size_t)snprintf(line + k, sizeof line - k, " acc %.3f", lp->acc);
@@ -675,7 +690,8 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
 static int run_points(RunState *st) {
     const Plan *p = st->plan;
     const SweepFile *sw = &p->sw;
-    if (access(p->train, X_OK) != 0) die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
+    if (access(p->train, X_OK) != 0)
+        die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
     lock_sweep_folder(sw);
     int n = sw->n_points;
     st->width = 1;
@@ -685,8 +701,7 @@ static int run_points(RunState *st) {
     time_t now = time(NULL);
     strftime(started, sizeof started, "%Y-%m-%d %H:%M:%S", localtime(&now));
     printf("sweep %s: %d point%s, %d at a time, threads=%d each -> %s/ (%s)\n", sw->name, n, n == 1 ? "" : "s", sw->jobs,
-           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out,
-           started);
+           sweep_entry_index(sw, "threads") >= 0 ? (int)cfg_int(&p->configs[0], "threads") : p->threads, sw->out, started);
     selection_make(sw, p->dirs, &st->sel);
     if (st->sel.on)
         printf("sweep %s: first stage: every %s at the first %s; a group's other %ss start once its %s is chosen\n",
@@ -737,8 +752,7 @@ static int collect_summary(const Plan *p, const int *status, const long *holder,
     selection_free(&sel);
     int written = sweep_write_summary(sw, p->configs, runs, selection_md, stdout);
     free(selection_md);
-    if (written != 0)
-        die("sweep: cannot write the summary into %s/ (%s)", sw->out, strerror(errno));
+    if (written != 0) die("sweep: cannot write the summary into %s/ (%s)", sw->out, strerror(errno));
     if (print_md) {
         char path[1200];
         snprintf(path, sizeof path, "%s/summary.md", sw->out);
@@ -749,7 +763,8 @@ static int collect_summary(const Plan *p, const int *status, const long *holder,
     if (failed) {
         printf("failed points:\n");
         for (int i = 0; i < sw->n_points; i++)
-            if (is_failure(status[i])) printf("  %s (exit %d): %s/train.log\n", sw->point_names[i], status[i], p->dirs[i]);
+            if (is_failure(status[i]))
+                printf("  %s (exit %d): %s/train.log\n", sw->point_names[i], status[i], p->dirs[i]);
     }
     for (int i = 0; i < sw->n_points; i++) run_summary_free(&runs[i]);
     free(runs);

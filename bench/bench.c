@@ -43,7 +43,7 @@
 #include "core/config.h"
 #include "core/fpu.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/rng.h"
 #include "data/task.h"
 #include "eval/sparsity.h"
@@ -55,6 +55,7 @@
 #error "the bench measures the float build"
 #endif
 
+// clang-format off
 static const KeyDef g_bench_keys[] = {
     {"bench_data", KEY_ENUM, "task", 0, "task|lm", 0, "bench", "task: the config's task (MQAR); lm: random tokens, a loss at every position"},
     {"bench_mixers", KEY_STRING, "all", 0, 0, 0, "bench", "comma list of mixers, or all (the registry)"},
@@ -68,18 +69,19 @@ static const KeyDef g_bench_keys[] = {
     {"bench_timeout", KEY_INT, "900", RANGE_POS, 0, 0, "bench", "seconds before a row is abandoned"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
+// clang-format on
 
 typedef struct {
-    int ok;                  // 0: the child died (err says how)
+    int ok;  // 0: the child died (err says how)
     char err[200];
     int threads, B, T, V, C, L, H, mlp;
     double ms_best, ms_median, fwd_ms, bwd_ms, opt_ms;  // per step; phases at the best step
-    double cpu_ms;           // least CPU time of the process in one step (all threads)
-    double flop_step;        // FLOPs of one training step (model + mixer)
-    int mixer_flops;         // 1: the mixer counted its own work
-    double act_mb, rss_mb;   // activation arena, peak resident set
-    double probe_lo;         // lowest quick peak probe around the timed steps (GFLOP/s)
-    double others;           // share of the CPUs other processes used during the timed steps
+    double cpu_ms;                                      // least CPU time of the process in one step (all threads)
+    double flop_step;                                   // FLOPs of one training step (model + mixer)
+    int mixer_flops;                                    // 1: the mixer counted its own work
+    double act_mb, rss_mb;                              // activation arena, peak resident set
+    double probe_lo;                                    // lowest quick peak probe around the timed steps (GFLOP/s)
+    double others;                                      // share of the CPUs other processes used during the timed steps
     int attempts, busy;
     double loss;
     // the sparsity pass (bench_sparsity): the first of the process (it also fills the S(a) tables)
@@ -90,7 +92,7 @@ typedef struct {
 typedef struct {
     const char *only, *mixers, *python, *out;
     int steps, warmup, quick, threads, torch;
-    double wait_quiet;       // seconds to wait for a quiet machine before each row
+    double wait_quiet;  // seconds to wait for a quiet machine before each row
     int n_over;
     char **over;             // key=value overrides
     double peak, peak_bf16;  // measured at start (threads of the run)
@@ -140,8 +142,8 @@ static CpuMark cpu_mark(void) {
     FILE *f = fopen("/proc/stat", "r");
     unsigned long long v[8] = {0};
     if (f) {
-        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7]) == 8)  // user nice system idle iowait irq softirq steal
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                   &v[7]) == 8)  // user nice system idle iowait irq softirq steal
             k.machine = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
         fclose(f);
     }
@@ -149,7 +151,7 @@ static CpuMark cpu_mark(void) {
         struct rusage ru;
         getrusage(who ? RUSAGE_CHILDREN : RUSAGE_SELF, &ru);
         k.self += (double)ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-                  1e-6 * ru.ru_stime.tv_usec;
+            1e-6 * ru.ru_stime.tv_usec;
     }
     return k;
 }
@@ -268,10 +270,9 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
         double best = 1e30, fwd = 0, bwd = 0, upd = 0, cpu_best = 1e30;
         for (int it = 0; it < warm + steps; it++) {
             if (lm)
-                for (int i = 0; i < B * T; i++) in[i] = (int32_t)(rng_below(&rng, (uint64_t)V)),
-                                                 tg[i] = (int32_t)(rng_below(&rng, (uint64_t)V));
-            else
-                loader_next(&ld, in, tg);
+                for (int i = 0; i < B * T; i++)
+                    in[i] = (int32_t)(rng_below(&rng, (uint64_t)V)), tg[i] = (int32_t)(rng_below(&rng, (uint64_t)V));
+            else loader_next(&ld, in, tg);
             double c0 = cpu_seconds(), t0 = peak_now();
             StepStats st;  // the trainer's step (trainer/step.h), at a constant learning rate
             train_step(m, &opt, in, tg, B, T, lr, clip, &st);
@@ -339,9 +340,9 @@ static Result run_row_isolated(const char *conf, const char *mixer, int T, int B
     if (got != (ssize_t)sizeof r || !r.ok) {
         memset(&r, 0, sizeof r);
         if (WIFSIGNALED(st))
-            snprintf(r.err, sizeof r.err, "%s", WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)));
-        else
-            snprintf(r.err, sizeof r.err, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+            snprintf(r.err, sizeof r.err, "%s",
+                     WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)));
+        else snprintf(r.err, sizeof r.err, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }
     return r;
 }
@@ -380,17 +381,16 @@ static void measure_peaks(Options *o) {
 
 static int g_torch_missing;
 
-static double torch_tokens_per_s(const Options *o, const Config *c, const Result *r, int per_seq_targets,
-                                 char *note, size_t nn) {
+static double torch_tokens_per_s(const Options *o, const Config *c, const Result *r, int per_seq_targets, char *note,
+                                 size_t nn) {
     *note = 0;
     if (g_torch_missing) return 0;
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "%s bench/torch_ref.py --V %d --T %d --B %d --C %d --L %d --H %d --mlp %d --pos-emb %d "
              "--targets %d --threads %d --steps %d --warmup %d --lr %g --weight-decay %g --clip %g 2>&1",
-             o->python, r->V, r->T, r->B, r->C, r->L, r->H, r->mlp,
-             !strcmp(cfg_str(c, "pos_emb"), "learned"), per_seq_targets, r->threads,
-             o->steps > 0 ? o->steps : (int)cfg_int(c, "bench_steps"),
+             o->python, r->V, r->T, r->B, r->C, r->L, r->H, r->mlp, !strcmp(cfg_str(c, "pos_emb"), "learned"),
+             per_seq_targets, r->threads, o->steps > 0 ? o->steps : (int)cfg_int(c, "bench_steps"),
              o->warmup >= 0 ? o->warmup : (int)cfg_int(c, "bench_warmup"), cfg_float(c, "lr"),
              cfg_float(c, "weight_decay"), cfg_float(c, "grad_clip"));
     fflush(stdout);
@@ -466,8 +466,9 @@ static int parse_list(const char *s, char out[][64], int cap) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: build/bench [--only S] [--mixers A,B] [--steps N] [--warmup N] [--quick] "
-                    "[--threads N] [--no-torch] [--python PATH] [--out FILE] [--wait-quiet S] CONF... [key=value ...]\n");
+    fprintf(stderr,
+            "usage: build/bench [--only S] [--mixers A,B] [--steps N] [--warmup N] [--quick] "
+            "[--threads N] [--no-torch] [--python PATH] [--out FILE] [--wait-quiet S] CONF... [key=value ...]\n");
     exit(2);
 }
 
@@ -511,8 +512,8 @@ typedef struct {
 
 // The softmax row's PyTorch figure (best of up to 3 tries when another process was busy);
 // *busy when even the best try shared the CPUs.
-static double torch_compare(const Options *o, const Config *cfg, const Result *r, int per_seq, char *note,
-                            size_t nn, int *busy) {
+static double torch_compare(const Options *o, const Config *cfg, const Result *r, int per_seq, char *note, size_t nn,
+                            int *busy) {
     double torch = 0, share = 0;
     *busy = 0;
     for (int attempt = 0; attempt < 3 && (attempt == 0 || *busy); attempt++) {
@@ -530,9 +531,9 @@ static double torch_compare(const Options *o, const Config *cfg, const Result *r
     return torch;
 }
 
-static void write_json_row(const RunInfo *ri, const Options *o, const char *cname, const char *mixer,
-                           const char *prec, const Result *r, double tok, double gf, double torch,
-                           int torch_busy, double llmc, double vs_llmc) {
+static void write_json_row(const RunInfo *ri, const Options *o, const char *cname, const char *mixer, const char *prec,
+                           const Result *r, double tok, double gf, double torch, int torch_busy, double llmc,
+                           double vs_llmc) {
     FILE *out = ri->out;
     fputc('{', out);
     json_str(out, "date", ri->date);
@@ -540,16 +541,16 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
     json_str(out, "config", cname);
     json_str(out, "mixer", mixer);
     json_str(out, "precision", prec);
-    fprintf(out, "\"threads\":%d,\"B\":%d,\"T\":%d,\"V\":%d,\"d_model\":%d,\"n_layer\":%d,"
-                 "\"n_head\":%d,\"mlp\":%d,\"tokens_per_s\":%.1f,\"ms_per_step\":%.3f,"
-                 "\"ms_median\":%.3f,\"cpu_ms\":%.3f,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,\"opt_ms\":%.3f,"
-                 "\"gflop_per_step\":%.4f,\"gflops\":%.2f,\"peak_gflops\":%.1f,"
-                 "\"pct_peak\":%.2f,\"mixer_flops\":%s,\"act_mb\":%.1f,\"peak_rss_mb\":%.1f,"
-                 "\"busy\":%s,\"others_cpu\":%.3f,\"attempts\":%d,\"load1\":%.2f,",
-            r->threads, r->B, r->T, r->V, r->C, r->L, r->H, r->mlp, tok, r->ms_best, r->ms_median, r->cpu_ms,
-            r->fwd_ms, r->bwd_ms, r->opt_ms, r->flop_step * 1e-9, gf, o->peak, 100 * gf / o->peak,
-            r->mixer_flops ? "true" : "false", r->act_mb, r->rss_mb, r->busy ? "true" : "false",
-            r->others, r->attempts, load1());
+    fprintf(out,
+            "\"threads\":%d,\"B\":%d,\"T\":%d,\"V\":%d,\"d_model\":%d,\"n_layer\":%d,"
+            "\"n_head\":%d,\"mlp\":%d,\"tokens_per_s\":%.1f,\"ms_per_step\":%.3f,"
+            "\"ms_median\":%.3f,\"cpu_ms\":%.3f,\"fwd_ms\":%.3f,\"bwd_ms\":%.3f,\"opt_ms\":%.3f,"
+            "\"gflop_per_step\":%.4f,\"gflops\":%.2f,\"peak_gflops\":%.1f,"
+            "\"pct_peak\":%.2f,\"mixer_flops\":%s,\"act_mb\":%.1f,\"peak_rss_mb\":%.1f,"
+            "\"busy\":%s,\"others_cpu\":%.3f,\"attempts\":%d,\"load1\":%.2f,",
+            r->threads, r->B, r->T, r->V, r->C, r->L, r->H, r->mlp, tok, r->ms_best, r->ms_median, r->cpu_ms, r->fwd_ms,
+            r->bwd_ms, r->opt_ms, r->flop_step * 1e-9, gf, o->peak, 100 * gf / o->peak, r->mixer_flops ? "true" : "false",
+            r->act_mb, r->rss_mb, r->busy ? "true" : "false", r->others, r->attempts, load1());
     if (torch > 0)
         fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", torch, tok / torch,
                 torch_busy ? "true" : "false");
@@ -563,8 +564,8 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
 
 // One row (mixer, seq_len) of a conf: runs it, prints it, appends it to the results file;
 // returns its tokens/s and (in *cpu_tok) its tokens per CPU second (0 when it failed).
-static double bench_row(const RunInfo *ri, const Options *o, const char *conf, const char *cname,
-                        const Config *cfg, const char *mixer, int T, int first_len, double *cpu_tok) {
+static double bench_row(const RunInfo *ri, const Options *o, const char *conf, const char *cname, const Config *cfg,
+                        const char *mixer, int T, int first_len, double *cpu_tok) {
     *cpu_tok = 0;
     long tokens = cfg_int(cfg, "bench_tokens");
     int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(cfg, "batch_size");
@@ -589,18 +590,19 @@ static double bench_row(const RunInfo *ri, const Options *o, const char *conf, c
     char ts[16] = "-", vt[16] = "-", vl[16] = "-";
     if (torch > 0) snprintf(ts, sizeof ts, "%.0f", torch), snprintf(vt, sizeof vt, "%.2fx", tok / torch);
     if (vs_llmc > 0) snprintf(vl, sizeof vl, "%.1fx", vs_llmc);
-    printf("%-9s %5d %4d %3d %9.0f %8.1f %8.1f %5.1f%% %7.1f %7.1f %9s %7s %7s%s%s\n", mixer, T, B, r.threads,
-           tok, r.ms_best, gf, 100 * gf / o->peak, r.act_mb, r.rss_mb, ts, vt, vl,
+    printf("%-9s %5d %4d %3d %9.0f %8.1f %8.1f %5.1f%% %7.1f %7.1f %9s %7s %7s%s%s\n", mixer, T, B, r.threads, tok,
+           r.ms_best, gf, 100 * gf / o->peak, r.act_mb, r.rss_mb, ts, vt, vl,
            r.mixer_flops ? "" : "  (mixer has no flops(): its work is not counted)", r.busy ? "  busy" : "");
     if (r.busy)
-        printf("%-9s %5s      busy: other processes used %.0f%% of the CPUs while timing (best of %d tries)\n",
-               "", "", 100 * r.others, r.attempts);
+        printf("%-9s %5s      busy: other processes used %.0f%% of the CPUs while timing (best of %d tries)\n", "", "",
+               100 * r.others, r.attempts);
     printf("%-9s %5s      fwd %.1f ms, bwd %.1f ms, grad norm + optimizer %.1f ms; median step %.1f ms; "
            "CPU %.1f ms/step (%.0f tok/CPU-s); loss %.3f\n",
            "", "", r.fwd_ms, r.bwd_ms, r.opt_ms, r.ms_median, r.cpu_ms, (double)B * T / (r.cpu_ms * 1e-3), r.loss);
     if (r.sparsity_ms > 0)
         printf("%-9s %5s      sparsity pass %.0f ms = %.1f steps (the first of a process, which fills the S(a) "
-               "tables: %.0f ms)%s\n", "", "", r.sparsity_ms, r.sparsity_ms / r.ms_best, r.sparsity_first_ms,
+               "tables: %.0f ms)%s\n",
+               "", "", r.sparsity_ms, r.sparsity_ms / r.ms_best, r.sparsity_first_ms,
                r.sparsity_others > 0.05 ? "  busy" : "");
     if (*note) printf("%-9s %5s      torch: %s\n", "", "", note);
     fflush(stdout);
@@ -649,12 +651,11 @@ static void bench_conf(const RunInfo *ri, const Options *o, const char *conf) {
     if (o->quick) n_len = 1;
     const char *prec = config_find(&cfg, "precision") ? cfg_str(&cfg, "precision") : "fp32";
     int per_seq = !strcmp(cfg_str(&cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(&cfg, "mqar_kv_pairs");
-    printf("\n== %s (%s): V=%ld d=%ld L=%ld H=%ld mlp=%s, %s, precision %s\n", cname, conf,
-           cfg_int(&cfg, "vocab_size"), cfg_int(&cfg, "d_model"), cfg_int(&cfg, "n_layer"), cfg_int(&cfg, "n_head"),
-           cfg_bool(&cfg, "mlp") ? "yes" : "no", per_seq < 0 ? "loss at every position" : "MQAR (loss at the queries)",
-           prec);
-    printf("%-9s %5s %4s %3s %9s %8s %8s %6s %7s %7s %9s %7s %7s\n", "mixer", "T", "B", "thr", "tok/s",
-           "ms/step", "GFLOP/s", "%peak", "act MB", "RSS MB", "torch", "x torch", "x llm.c");
+    printf("\n== %s (%s): V=%ld d=%ld L=%ld H=%ld mlp=%s, %s, precision %s\n", cname, conf, cfg_int(&cfg, "vocab_size"),
+           cfg_int(&cfg, "d_model"), cfg_int(&cfg, "n_layer"), cfg_int(&cfg, "n_head"), cfg_bool(&cfg, "mlp") ? "yes" : "no",
+           per_seq < 0 ? "loss at every position" : "MQAR (loss at the queries)", prec);
+    printf("%-9s %5s %4s %3s %9s %8s %8s %6s %7s %7s %9s %7s %7s\n", "mixer", "T", "B", "thr", "tok/s", "ms/step",
+           "GFLOP/s", "%peak", "act MB", "RSS MB", "torch", "x torch", "x llm.c");
     double base_tok[16] = {0};  // softmax tokens/s per seq_len, for the sweep summary
     double tok_of[32][16], cpu_of[32][16], base_cpu[16] = {0};
     memset(tok_of, 0, sizeof tok_of);
@@ -690,15 +691,15 @@ int main(int argc, char **argv) {
     if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
     measure_peaks(&o);
     printf("%s | %s | load %.2f | OMP_WAIT_POLICY=%s\n", ri.date, ri.cpu, l0, ri.wait_policy ? ri.wait_policy : "unset");
-    printf("measured peak: fp32 FMA %.1f GFLOP/s, bf16 dot product %.1f GFLOP/s (threads as below)\n", o.peak,
-           o.peak_bf16);
+    printf("measured peak: fp32 FMA %.1f GFLOP/s, bf16 dot product %.1f GFLOP/s (threads as below)\n", o.peak, o.peak_bf16);
     if (l0 > 0.5) printf("note: load average %.2f: other processes share the cores; see 'busy' flags\n", l0);
     ri.out = strcmp(o.out, "-") ? fopen(o.out, "a") : NULL;
     if (strcmp(o.out, "-") && !ri.out) die_input("--out: cannot append to '%s'", o.out);
     for (int ci = 0; ci < n_conf; ci++) bench_conf(&ri, &o, confs[ci]);
     if (ri.out) fclose(ri.out);
     printf("\n%%peak: of the fp32 FMA peak measured above. busy: another process held a core during the\n"
-           "timing (lower bound). Results appended to %s.\n", o.out);
+           "timing (lower bound). Results appended to %s.\n",
+           o.out);
     free(o.over);
     return 0;
 }

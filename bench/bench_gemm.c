@@ -122,9 +122,9 @@ static void prob_free(Prob *p) { free(p->A), free(p->B), free(p->C0), free(p->C)
 static void prob_run(Prob *p, int beta, int serial) {
     size_t nc = (size_t)p->M * p->ldc;
     if (beta) memcpy(p->C, p->C0, nc * sizeof(float));
-    else for (size_t i = 0; i < nc; i++) p->C[i] = NAN;
-    (serial ? gemm_serial : gemm)(p->tA, p->tB, p->M, p->N, p->K, p->A, p->lda, p->B, p->ldb,
-                                  (float)beta, p->C, p->ldc);
+    else
+        for (size_t i = 0; i < nc; i++) p->C[i] = NAN;
+    (serial ? gemm_serial : gemm)(p->tA, p->tB, p->M, p->N, p->K, p->A, p->lda, p->B, p->ldb, (float)beta, p->C, p->ldc);
 }
 
 // Max over checked elements of |C - ref| / (|beta*C0| + sum_k |a b|) against a double reference;
@@ -143,8 +143,8 @@ static double prob_check(const Prob *p, int beta) {
             i = (int)(g_rng % (uint64_t)p->M);
             frand();
             j = (int)(g_rng % (uint64_t)p->N);
-            if (s < 64) i = p->M - 1 - (int)(s % 17);              // last rows
-            else if (s < 128) j = p->N - 1 - (int)(s % 37);        // last columns
+            if (s < 64) i = p->M - 1 - (int)(s % 17);        // last rows
+            else if (s < 128) j = p->N - 1 - (int)(s % 37);  // last columns
             if (i < 0) i = 0;
             if (j < 0) j = 0;
         }
@@ -161,8 +161,7 @@ static double prob_check(const Prob *p, int beta) {
     for (int i = 0; i < p->M; i++)
         for (int j = p->N; j < p->ldc; j++) {
             float got = p->C[(size_t)i * p->ldc + j];
-            if (beta ? memcmp(&got, &p->C0[(size_t)i * p->ldc + j], sizeof got) != 0 : !isnan(got))
-                worst = INFINITY;
+            if (beta ? memcmp(&got, &p->C0[(size_t)i * p->ldc + j], sizeof got) != 0 : !isnan(got)) worst = INFINITY;
         }
     return worst;
 }
@@ -188,8 +187,7 @@ static double time_gemm(Prob *p, int beta, int nthreads, double min_time) {
 // The host may be shared (VMs): the 2-thread timing is only trusted when the FMA peak measured
 // just before and just after it is close to the machine's peak; retries a few times, else the
 // best timing seen is reported with a '*'.
-static double time_gemm_quiet(Prob *p, int beta, int nthreads, double min_time, double ref_peak,
-                              int *quiet) {
+static double time_gemm_quiet(Prob *p, int beta, int nthreads, double min_time, double ref_peak, int *quiet) {
     double best = 0;
     *quiet = 0;
     for (int attempt = 0; attempt < 12; attempt++) {
@@ -214,8 +212,8 @@ static double time_gemm_quiet(Prob *p, int beta, int nthreads, double min_time, 
 // reference; and gemm with 1 and nthr threads and gemm_serial give the same bits. Returns the
 // number of failures.
 static int check_odd_sizes(int nthr) {
-    const int odd[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 129}, {97, 161, 515}, {15, 33, 300},
-                          {200, 47, 1030}, {3, 1500, 40}, {1500, 5, 40}};
+    const int odd[][3] = {{1, 1, 1},     {7, 13, 5},      {33, 65, 129}, {97, 161, 515},
+                          {15, 33, 300}, {200, 47, 1030}, {3, 1500, 40}, {1500, 5, 40}};
     double worst_all = 0;
     int failures = 0, bitid = 1;
     for (int s = 0; s < (int)(sizeof odd / sizeof odd[0]); s++)
@@ -232,8 +230,8 @@ static int check_odd_sizes(int nthr) {
                     double e = prob_check(&p, beta);
                     if (e > worst_all) worst_all = e;
                     if (!(e < 1e-6)) {
-                        printf("FAIL odd %dx%dx%d tA=%d tB=%d beta=%d pad=%d: rel err %.3g\n",
-                               odd[s][0], odd[s][1], odd[s][2], t >> 1, t & 1, beta, pad, e);
+                        printf("FAIL odd %dx%dx%d tA=%d tB=%d beta=%d pad=%d: rel err %.3g\n", odd[s][0], odd[s][1],
+                               odd[s][2], t >> 1, t & 1, beta, pad, e);
                         failures++;
                     }
                     omp_set_num_threads(nthr);
@@ -250,8 +248,8 @@ static int check_odd_sizes(int nthr) {
                 free(ref);
                 prob_free(&p);
             }
-    printf("odd sizes x 4 trans x beta 0/1 x padded: max rel err %.3g, 1 = %d threads = serial: %s %s\n",
-           worst_all, nthr, bitid ? "yes" : "NO", failures ? "FAIL" : "ok");
+    printf("odd sizes x 4 trans x beta 0/1 x padded: max rel err %.3g, 1 = %d threads = serial: %s %s\n", worst_all,
+           nthr, bitid ? "yes" : "NO", failures ? "FAIL" : "ok");
     return failures;
 }
 
@@ -293,7 +291,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-check")) check = 0;
         else if (!strcmp(argv[i], "--check-only")) check = 2;
         else {
-            fprintf(stderr, "usage: %s [--kernel NAME] [--shape SUBSTRING] [--quick] [--no-check] [--check-only]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--kernel NAME] [--shape SUBSTRING] [--quick] [--no-check] [--check-only]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -316,15 +315,13 @@ int main(int argc, char **argv) {
     int nthr2 = maxthr >= 2 ? 2 : 1;
     const char *kind;
     double peak1 = peak_fp32(1, &kind), peak2 = peak_fp32(nthr2, &kind);
-    printf("kernels: %s (first variant %s: MR=%d NR=%d KC=%d NC=%d); build ISA: %s\n",
-           gemm_kernel_name(), kd->name, kd->mr, kd->nr, kd->kc, kd->nc, gemm_build_isa());
-    printf("measured fp32 FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", kind,
-           peak1, nthr2, peak2);
-    printf("memory bandwidth (c=a+b): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", measure_bw(1),
-           nthr2, measure_bw(nthr2));
+    printf("kernels: %s (first variant %s: MR=%d NR=%d KC=%d NC=%d); build ISA: %s\n", gemm_kernel_name(), kd->name,
+           kd->mr, kd->nr, kd->kc, kd->nc, gemm_build_isa());
+    printf("measured fp32 FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", kind, peak1, nthr2, peak2);
+    printf("memory bandwidth (c=a+b): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", measure_bw(1), nthr2, measure_bw(nthr2));
     const char *wp = getenv("OMP_WAIT_POLICY");
-    printf("empty parallel region (%d threads, OMP_WAIT_POLICY=%s): %.1f us%s\n", nthr2,
-           wp ? wp : "unset", region_overhead_us(nthr2),
+    printf("empty parallel region (%d threads, OMP_WAIT_POLICY=%s): %.1f us%s\n", nthr2, wp ? wp : "unset",
+           region_overhead_us(nthr2),
            wp ? "" : "  (if this is ms, the VM punishes spin-waiting: try OMP_WAIT_POLICY=passive)");
     if (peak2 < 1.5 * peak1 && nthr2 > 1) {  // the host was busy during the first measurement
         for (int i = 0; i < 20 && peak2 < 1.5 * peak1; i++) {
@@ -338,8 +335,8 @@ int main(int argc, char **argv) {
 
     // Correctness in float: all transpose combinations, beta 0/1, padded strides, odd sizes.
     int failures = check ? check_odd_sizes(nthr2) : 0;
-    printf("\n%-36s %5s %8s %5s | %8s %6s | %8s %6s\n", "shape (MxNxK)", "trans", "relerr", "bitid",
-           "1 thr", "%peak", "2 thr", "%peak");
+    printf("\n%-36s %5s %8s %5s | %8s %6s | %8s %6s\n", "shape (MxNxK)", "trans", "relerr", "bitid", "1 thr", "%peak",
+           "2 thr", "%peak");
     double min_time = quick ? 0.05 : 0.3;
     for (int s = 0; s < NSHAPES; s++) {
         const Shape *sh = &shapes[s];
@@ -378,8 +375,7 @@ int main(int argc, char **argv) {
         prob_free(&p);
         char tr[3] = {sh->tA ? 't' : 'n', sh->tB ? 't' : 'n', 0};
         printf("%-36s %5s %8.2g %5s | %8.1f %5.0f%% | %8.1f %5.0f%%%s\n", sh->name, tr, worst,
-               check ? (bitid ? "yes" : "NO") : "-", g1, 100 * g1 / peak1, g2, 100 * g2 / peak2,
-               quiet ? "" : " *host busy");
+               check ? (bitid ? "yes" : "NO") : "-", g1, 100 * g1 / peak1, g2, 100 * g2 / peak2, quiet ? "" : " *host busy");
         fflush(stdout);
     }
     printf("\n%%peak: of the measured FMA peak for that thread count. '*host busy': the other\n"

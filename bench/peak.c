@@ -17,17 +17,15 @@ double peak_now(void) {
 #include <immintrin.h>
 #define HAVE_X86 1
 // 12 independent chains in named variables (an array would be kept in memory).
-#define FMA12(F, X, Y)                                                                            \
-    c0 = F(c0, X, Y), c1 = F(c1, X, Y), c2 = F(c2, X, Y), c3 = F(c3, X, Y), c4 = F(c4, X, Y),     \
-    c5 = F(c5, X, Y), c6 = F(c6, X, Y), c7 = F(c7, X, Y), c8 = F(c8, X, Y), c9 = F(c9, X, Y),     \
-    c10 = F(c10, X, Y), c11 = F(c11, X, Y)
-#define SUM12(ADD) ADD(ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7))), \
-                       ADD(ADD(c8, c9), ADD(c10, c11)))
+#define FMA12(F, X, Y)                                                                                                 \
+    c0 = F(c0, X, Y), c1 = F(c1, X, Y), c2 = F(c2, X, Y), c3 = F(c3, X, Y), c4 = F(c4, X, Y), c5 = F(c5, X, Y),        \
+    c6 = F(c6, X, Y), c7 = F(c7, X, Y), c8 = F(c8, X, Y), c9 = F(c9, X, Y), c10 = F(c10, X, Y), c11 = F(c11, X, Y)
+#define SUM12(ADD)                                                                                                     \
+    ADD(ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7))), ADD(ADD(c8, c9), ADD(c10, c11)))
 // Start values the compiler cannot see (clang merges chains with known constant starts).
-#define START12(SET, s0)                                                                          \
-    c0 = SET(s0), c1 = SET(s0 + 1), c2 = SET(s0 + 2), c3 = SET(s0 + 3), c4 = SET(s0 + 4),        \
-    c5 = SET(s0 + 5), c6 = SET(s0 + 6), c7 = SET(s0 + 7), c8 = SET(s0 + 8), c9 = SET(s0 + 9),    \
-    c10 = SET(s0 + 10), c11 = SET(s0 + 11)
+#define START12(SET, s0)                                                                                               \
+    c0 = SET(s0), c1 = SET(s0 + 1), c2 = SET(s0 + 2), c3 = SET(s0 + 3), c4 = SET(s0 + 4), c5 = SET(s0 + 5),            \
+    c6 = SET(s0 + 6), c7 = SET(s0 + 7), c8 = SET(s0 + 8), c9 = SET(s0 + 9), c10 = SET(s0 + 10), c11 = SET(s0 + 11)
 
 __attribute__((target("avx512f,fma"), noinline)) static double fma_loop512(long iters) {
     __m512 x = _mm512_set1_ps(0.9999999f), y = _mm512_set1_ps(1e-7f);

@@ -145,8 +145,8 @@ static char *canonical_list(const KeyDef *d, const char *value, const char *orig
             snprintf(bad, sizeof bad, "%s", item);
             free(copy);
             free(out);
-            fail("%s: %s: expected one of %s or a comma list of them, got '%s' in '%s'", where(origin),
-                 d->name, d->choices, bad, value);
+            fail("%s: %s: expected one of %s or a comma list of them, got '%s' in '%s'", where(origin), d->name,
+                 d->choices, bad, value);
         }
         if (*out) strcat(out, ",");
         strcat(out, item);
@@ -161,8 +161,8 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
     const char *o = where(origin);
     switch (d->type) {
     case KEY_INT: {
-        static const char *what[] = {"an integer", "a positive integer", "a non-negative integer",
-                                     "an integer", "0 (all cores) or 1 to 1024"};
+        static const char *what[] = {"an integer", "a positive integer", "a non-negative integer", "an integer",
+                                     "0 (all cores) or 1 to 1024"};
         char *end;
         errno = 0;
         long v = strtol(value, &end, 10);
@@ -178,8 +178,8 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
         return strdupCheck(buf);
     }
     case KEY_FLOAT: {
-        static const char *what[] = {"a number", "a positive number", "a non-negative number",
-                                     "a number in [0, 1)", "a number"};
+        static const char *what[] = {"a number", "a positive number", "a non-negative number", "a number in [0, 1)",
+                                     "a number"};
         char *end;
         errno = 0;
         double v = strtod(value, &end);
@@ -292,8 +292,7 @@ char *config_unquote(char *s, char *out, const char **why) {
             s += 2;
             break;
         }
-        default:
-            return *why = "a quoted value's escapes are \\\" \\\\ \\n \\r \\t \\xHH (a backslash is \\\\)", NULL;
+        default: return *why = "a quoted value's escapes are \\\" \\\\ \\n \\r \\t \\xHH (a backslash is \\\\)", NULL;
         }
     }
     *out = 0;
@@ -337,8 +336,7 @@ static void parse_text(Config *c, const char *text, const char *name, const char
             if (strcmp(key, "include") == 0) {
                 if (!path) fail("%s: include is not allowed here", origin);
                 if (!*value) fail("%s: include: expected a file name", origin);
-                if (c->include_depth >= 16)
-                    fail("%s: include: nested more than 16 deep (an include cycle?)", origin);
+                if (c->include_depth >= 16) fail("%s: include: nested more than 16 deep (an include cycle?)", origin);
                 char *inc = path_relative_to(path, value);
                 if (is_directory(inc)) {
                     char msg[1200];  // inc is freed before fail() leaves
@@ -348,9 +346,9 @@ static void parse_text(Config *c, const char *text, const char *name, const char
                 }
                 size_t len;
                 char *body = read_file_text_max(inc, CONFIG_MAX_BYTES, &len);
-                if (!body && errno == EFBIG) fail("%s: include: '%s' is larger than 16 MiB: not a config file", origin, inc);
-                if (!body)
-                    fail("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
+                if (!body && errno == EFBIG)
+                    fail("%s: include: '%s' is larger than 16 MiB: not a config file", origin, inc);
+                if (!body) fail("%s: include: cannot open '%s' (%s)", origin, inc, strerror(errno));
                 if (strlen(body) != len) fail("%s: a NUL byte at offset %zu: not a config file", inc, strlen(body));
                 c->include_depth++;
                 parse_text(c, body, inc, inc);
@@ -378,9 +376,7 @@ void config_load_file(Config *c, const char *path) {
     free(body);
 }
 
-void config_load_text(Config *c, const char *text, const char *origin) {
-    parse_text(c, text, origin, NULL);
-}
+void config_load_text(Config *c, const char *text, const char *origin) { parse_text(c, text, origin, NULL); }
 
 int config_try_load_text(Config *c, const char *text, const char *origin, char *err, size_t errlen) {
     jmp_buf trap;

@@ -8,7 +8,9 @@
 typedef enum { KEY_INT, KEY_FLOAT, KEY_BOOL, KEY_STRING, KEY_ENUM } KeyType;
 
 // Numeric constraints: what a value must satisfy (and how the error message says it).
+// clang-format off
 typedef enum { RANGE_ANY, RANGE_POS, RANGE_NONNEG, RANGE_UNIT /* [0,1) */, RANGE_THREADS /* 0..CONFIG_MAX_THREADS */ } KeyRange;
+// clang-format on
 
 // A thread count: 0 (OpenMP's default, all cores) or 1 to this. libgomp crashes (100000) or exits
 // with its own message (50000) far above it; no laptop or node has more cores.
@@ -21,7 +23,7 @@ typedef enum { RANGE_ANY, RANGE_POS, RANGE_NONNEG, RANGE_UNIT /* [0,1) */, RANGE
 typedef struct {
     const char *name;
     KeyType type;
-    const char *def;      // default, as text
+    const char *def;  // default, as text
     KeyRange range;
     const char *choices;  // KEY_ENUM: "a|b|c"
     int flags;

@@ -208,7 +208,10 @@ int mkdir_p(const char *path) {
     for (char *s = p + 1; *s; s++) {
         if (*s != '/') continue;
         *s = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) { free(p); return -1; }
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
         *s = '/';
     }
     int rc = mkdir(p, 0777);

@@ -9,8 +9,8 @@ typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_
 
 typedef struct JsonValue {
     JsonType type;
-    double number;            // JSON_NUMBER (and JSON_BOOL: 0/1)
-    long long integer;        // JSON_NUMBER when is_integer
+    double number;      // JSON_NUMBER (and JSON_BOOL: 0/1)
+    long long integer;  // JSON_NUMBER when is_integer
     int is_integer;
     char *string;             // JSON_STRING (NUL-terminated, unescaped)
     struct JsonValue *items;  // JSON_ARRAY / JSON_OBJECT values

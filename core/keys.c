@@ -1,11 +1,14 @@
 #include "core/keys.h"
 
-#include "model/mixers/mixer.h"
+#include <string.h>
+
+#include "core/io.h"
 
 // Sections name the groups of config.conf and of the key tables in docs/config.md.
+// clang-format off
 static KeyDef g_keys[] = {
     // model
-    {"mixer", KEY_ENUM, "softmax", 0, NULL /* set from the registry */, KEY_LIST, "model", "attention block of every layer, or a comma list of n_layer names, one per layer (a hybrid stack)"},
+    {"mixer", KEY_ENUM, "softmax", 0, NULL /* the registry's: model/keys.c */, KEY_LIST, "model", "attention block of every layer, or a comma list of n_layer names, one per layer (a hybrid stack)"},
     {"n_layer", KEY_INT, "2", RANGE_POS, 0, 0, "model", "number of blocks"},
     {"n_head", KEY_INT, "1", RANGE_POS, 0, 0, "model", "heads per mixer (d_model must divide by it)"},
     {"d_model", KEY_INT, "64", RANGE_POS, 0, 0, "model", "width of the residual stream"},
@@ -71,11 +74,20 @@ static KeyDef g_keys[] = {
     {"export_data", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "write the task's train.bin and test.bin to this folder and exit"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
+// clang-format on
 
-void config_init_all(Config *c) {
-    config_init(c);
-    g_keys[0].choices = mixer_choices();
+void keys_set_choices(const char *name, const char *choices) {
+    for (KeyDef *k = g_keys; k->name; k++)
+        if (!strcmp(k->name, name) && k->type == KEY_ENUM) {
+            k->choices = choices;
+            return;
+        }
+    die("keys_set_choices: no enum key '%s' in core/keys.c", name);
+}
+
+void keys_add(Config *c) {
+    for (const KeyDef *k = g_keys; k->name; k++)
+        if (k->type == KEY_ENUM && !k->choices)
+            die("key '%s' has no choices: they are set from above core (model/keys.c: config_init_all)", k->name);
     config_add_keys(c, g_keys);
-    for (int i = 0; i < mixer_count(); i++)
-        if (mixer_at(i)->options) config_add_keys(c, mixer_at(i)->options);
 }

@@ -40,7 +40,8 @@ double rng_normal(Rng *r) {
 uint64_t rng_below(Rng *r, uint64_t n) {
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // reject the top partial block
     uint64_t x;
-    do x = rng_u64(r); while (x >= limit);
+    do x = rng_u64(r);
+    while (x >= limit);
     return x % n;
 }
 

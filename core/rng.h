@@ -3,7 +3,9 @@
 #pragma once
 #include <stdint.h>
 
-typedef struct Rng { uint64_t s[4]; } Rng;
+typedef struct Rng {
+    uint64_t s[4];
+} Rng;
 
 void rng_seed(Rng *r, uint64_t seed);
 uint64_t rng_u64(Rng *r);

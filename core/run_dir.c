@@ -149,8 +149,10 @@ void run_dir_check_output(const char *key, const char *out, const RunDirInput *i
     const char *d = slash ? (slash == dir ? "/" : dir) : ".";
     if (is_directory(d) && run_dir_has_run(d)) {
         char msg[2048];  // dir is freed before die_input leaves
-        snprintf(msg, sizeof msg, "command line: %s: '%s' is in the run folder '%s': writing there could replace its "
-                 "checkpoints, config or logs (write it elsewhere)", key, out, d);
+        snprintf(msg, sizeof msg,
+                 "command line: %s: '%s' is in the run folder '%s': writing there could replace its "
+                 "checkpoints, config or logs (write it elsewhere)",
+                 key, out, d);
         free(dir);
         die_input("%s", msg);
     }

@@ -190,8 +190,7 @@ void runlog_write_done(FILE *f, long step, const char *reason) {
     runlog_end(&w);
 }
 
-void runlog_write_sample(FILE *f, long step, const uint8_t *prompt, size_t n_prompt, const uint8_t *text,
-                         size_t n_text) {
+void runlog_write_sample(FILE *f, long step, const uint8_t *prompt, size_t n_prompt, const uint8_t *text, size_t n_text) {
     RunlogLine w;
     runlog_begin(&w, f, RUNLOG_SAMPLE, step);
     runlog_put_bytes(&w, "prompt", prompt, n_prompt);
@@ -209,8 +208,8 @@ static void fill_record(RunlogRecord *r, const JsonValue *v, const char *line, s
     r->line = line;
     r->len = len;
     r->type = t && t->type == JSON_STRING ? runlog_type_of(t->string)
-            : json_get(v, "layer") ? RUNLOG_SPARSITY  // the trainer's sparsity.jsonl wrote no type before
-            : RUNLOG_UNKNOWN;
+        : json_get(v, "layer")            ? RUNLOG_SPARSITY  // the trainer's sparsity.jsonl wrote no type before
+                                          : RUNLOG_UNKNOWN;
     r->step = (long)runlog_num(r, "step");
     r->layer = (int)runlog_int(r, "layer", -1);
     r->head = (int)runlog_int(r, "head", -1);
@@ -263,14 +262,14 @@ long runlog_int(const RunlogRecord *r, const char *name, long dflt) {
 
 int runlog_same_key(const RunlogRecord *a, const RunlogRecord *b) {
     return a->type == b->type && a->step == b->step && a->layer == b->layer && a->head == b->head &&
-           !strcmp(a->options, b->options);
+        !strcmp(a->options, b->options);
 }
 
 // --- merging -----------------------------------------------------------------------------------
 
 typedef struct {
     long step;
-    int order;           // old records first, then fresh, each in file order
+    int order;  // old records first, then fresh, each in file order
     int drop;
     RunlogType type;
     int layer, head;
@@ -309,8 +308,8 @@ int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace 
         for (int j = m.fresh_from; j < m.n && !m.v[i].drop; j++) {
             const MergeLine *a = &m.v[i], *b = &m.v[j];
             int same_series = !strcmp(a->options, b->options);
-            int same_key = same_series && a->type == b->type && a->step == b->step && a->layer == b->layer &&
-                           a->head == b->head;
+            int same_key =
+                same_series && a->type == b->type && a->step == b->step && a->layer == b->layer && a->head == b->head;
             m.v[i].drop = replace == RUNLOG_SAME_SERIES ? same_series : same_key;
         }
     if (m.n) qsort(m.v, (size_t)m.n, sizeof *m.v, cmp_merge);

@@ -18,20 +18,20 @@
 #include "core/json.h"
 
 // X(ID, "name", "files", "when it is written")
-#define RUNLOG_TYPES(X)                                                                                          \
-    X(RUN, "run", "metrics.jsonl", "first, when the run starts (step 0): what the run is")                       \
-    X(TRAIN, "train", "metrics.jsonl", "every log_every steps and the last")                                    \
-    X(EVAL, "eval", "metrics.jsonl, eval.jsonl", "validation loss and accuracy at a step")                      \
-    X(NONFINITE, "nan", "metrics.jsonl", "a step with a non-finite loss or gradient")                                 \
-    X(SAMPLE, "sample", "metrics.jsonl", "a sample (sample_every)")                                              \
-    X(DONE, "done", "metrics.jsonl", "once, when the run is complete")                                          \
+#define RUNLOG_TYPES(X)                                                                                                \
+    X(RUN, "run", "metrics.jsonl", "first, when the run starts (step 0): what the run is")                             \
+    X(TRAIN, "train", "metrics.jsonl", "every log_every steps and the last")                                           \
+    X(EVAL, "eval", "metrics.jsonl, eval.jsonl", "validation loss and accuracy at a step")                             \
+    X(NONFINITE, "nan", "metrics.jsonl", "a step with a non-finite loss or gradient")                                  \
+    X(SAMPLE, "sample", "metrics.jsonl", "a sample (sample_every)")                                                    \
+    X(DONE, "done", "metrics.jsonl", "once, when the run is complete")                                                 \
     X(SPARSITY, "sparsity", "sparsity.jsonl, eval.jsonl", "one head's attention sparsity at a step")
 
 typedef enum {
 #define RUNLOG_ENUM(id, name, files, when) RUNLOG_##id,
     RUNLOG_TYPES(RUNLOG_ENUM)
 #undef RUNLOG_ENUM
-    RUNLOG_N_TYPES,
+        RUNLOG_N_TYPES,
     RUNLOG_UNKNOWN = RUNLOG_N_TYPES,  // a record of another program or version: readers skip it
 } RunlogType;
 
@@ -40,84 +40,84 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
 
 // F(TYPE, "field", KIND, "meaning"). Every record has "type" and "step" first. A name with
 // <K> and <L> stands for one field per MQAR test cell (acc_kv4_L64, acc_kv8_L128, ...).
-#define RUNLOG_FIELDS(F)                                                                                         \
-    F(RUN, "mixer", STR, "the mixer key (a comma list for a hybrid stack)")                                      \
-    F(RUN, "params", INT, "parameter count")                                                                     \
-    F(RUN, "state_floats", NUM, "numbers a layer carries between tokens at seq_len, mean over layers")          \
-    F(RUN, "state_floats_by_layer", INTS, "the same per layer")                                                  \
-    F(RUN, "test_cells", STRS, "an MQAR mixture: the test cells' names")                                         \
-    F(TRAIN, "loss", NUM, "training loss of the step")                                                           \
-    F(TRAIN, "acc", NUM, "training accuracy of the step")                                                        \
-    F(TRAIN, "lr", NUM, "learning rate of the step")                                                             \
-    F(TRAIN, "grad_norm", NUM, "gradient norm before clipping")                                                  \
-    F(TRAIN, "tok_per_s", NUM, "tokens per second of the step")                                                  \
-    F(TRAIN, "ms_per_step", NUM, "milliseconds the step took")                                                   \
-    F(EVAL, "split", STR, "the set measured: val")                                                               \
-    F(EVAL, "loss", NUM, "validation loss")                                                                      \
-    F(EVAL, "acc", NUM, "validation accuracy (a mixture: the mean of the cells')")                               \
-    F(EVAL, "acc_kv<K>_L<L>", NUM, "an MQAR mixture: one test cell's accuracy")                                  \
-    F(EVAL, "checkpoint", STR, "./evaluate: the checkpoint's file name")                                         \
-    F(EVAL, "mixer", STR, "./evaluate: the mixer key")                                                           \
-    F(EVAL, "sequences", INT, "./evaluate: sequences measured")                                                  \
-    F(EVAL, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")      \
+#define RUNLOG_FIELDS(F)                                                                                               \
+    F(RUN, "mixer", STR, "the mixer key (a comma list for a hybrid stack)")                                            \
+    F(RUN, "params", INT, "parameter count")                                                                           \
+    F(RUN, "state_floats", NUM, "numbers a layer carries between tokens at seq_len, mean over layers")                 \
+    F(RUN, "state_floats_by_layer", INTS, "the same per layer")                                                        \
+    F(RUN, "test_cells", STRS, "an MQAR mixture: the test cells' names")                                               \
+    F(TRAIN, "loss", NUM, "training loss of the step")                                                                 \
+    F(TRAIN, "acc", NUM, "training accuracy of the step")                                                              \
+    F(TRAIN, "lr", NUM, "learning rate of the step")                                                                   \
+    F(TRAIN, "grad_norm", NUM, "gradient norm before clipping")                                                        \
+    F(TRAIN, "tok_per_s", NUM, "tokens per second of the step")                                                        \
+    F(TRAIN, "ms_per_step", NUM, "milliseconds the step took")                                                         \
+    F(EVAL, "split", STR, "the set measured: val")                                                                     \
+    F(EVAL, "loss", NUM, "validation loss")                                                                            \
+    F(EVAL, "acc", NUM, "validation accuracy (a mixture: the mean of the cells')")                                     \
+    F(EVAL, "acc_kv<K>_L<L>", NUM, "an MQAR mixture: one test cell's accuracy")                                        \
+    F(EVAL, "checkpoint", STR, "./evaluate: the checkpoint's file name")                                               \
+    F(EVAL, "mixer", STR, "./evaluate: the mixer key")                                                                 \
+    F(EVAL, "sequences", INT, "./evaluate: sequences measured")                                                        \
+    F(EVAL, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")            \
     F(NONFINITE, "where", STR, "the first tensor that went non-finite, or the loss")                                   \
     F(NONFINITE, "action", STR, "skip or stop")                                                                        \
     F(NONFINITE, "skipped", INT, "steps skipped so far")                                                               \
-    F(SAMPLE, "prompt", STR, "the prompt")                                                                       \
-    F(SAMPLE, "text", STR, "the generated text")                                                                 \
-    F(DONE, "reason", STR, "steps or stop_at_acc")                                                               \
-    F(SPARSITY, "layer", INT, "the layer")                                                                       \
-    F(SPARSITY, "head", INT, "the head")                                                                         \
-    F(SPARSITY, "mixer", STR, "the layer's mixer")                                                               \
-    F(SPARSITY, "S", NUM, "mean S over every row (null: no rows)")                                              \
-    F(SPARSITY, "S_recall", NUM, "mean S over the query rows (null: none)")                                      \
-    F(SPARSITY, "rows", INT, "rows measured")                                                                    \
-    F(SPARSITY, "rows_recall", INT, "query rows measured")                                                       \
-    F(SPARSITY, "rows_zero", INT, "rows whose weights are all zero")                                             \
-    F(SPARSITY, "rows_recall_zero", INT, "query rows whose weights are all zero")                                \
-    F(SPARSITY, "rows_kv", INT, "MQAR key-value rows")                                                           \
-    F(SPARSITY, "rows_other", INT, "MQAR other rows")                                                            \
-    F(SPARSITY, "S_kv", NUM, "mean S of the key-value rows")                                                     \
-    F(SPARSITY, "S_other", NUM, "mean S of the other rows")                                                      \
-    F(SPARSITY, "S_norm", NUM, "length-normalised S")                                                            \
-    F(SPARSITY, "S_recall_norm", NUM, "length-normalised S of the query rows")                                   \
-    F(SPARSITY, "entropy", NUM, "mean entropy of the rows")                                                      \
-    F(SPARSITY, "max_weight", NUM, "mean largest weight")                                                        \
-    F(SPARSITY, "neg_mass", NUM, "mean negative mass")                                                           \
-    F(SPARSITY, "S_onehot", NUM, "mean 1/sqrt(n) over the rows")                                                 \
-    F(SPARSITY, "S_recall_onehot", NUM, "mean 1/sqrt(n) over the query rows")                                    \
-    F(SPARSITY, "theory", STR, "the closed form of the prediction")                                              \
-    F(SPARSITY, "rows_pred", INT, "rows with a prediction")                                                      \
-    F(SPARSITY, "S_pred", NUM, "mean prediction")                                                                \
-    F(SPARSITY, "S_pred_measured", NUM, "mean measured S over the predicted rows")                               \
-    F(SPARSITY, "S_pred_ratio", NUM, "S_pred_measured / S_pred")                                                 \
-    F(SPARSITY, "S_pred_ratio_median", NUM, "median over rows of measured / predicted")                          \
-    F(SPARSITY, "S_pred_spearman", NUM, "rank correlation of measured and predicted")                            \
-    F(SPARSITY, "S_inf", NUM, "softmax: the n -> infinity limit")                                                \
-    F(SPARSITY, "S_recall_pred", NUM, "mean prediction over the query rows")                                     \
-    F(SPARSITY, "S_recall_pred_measured", NUM, "mean measured S over the predicted query rows")                  \
-    F(SPARSITY, "S_recall_pred_ratio", NUM, "the ratio over the query rows")                                     \
-    F(SPARSITY, "S_recall_pred_ratio_median", NUM, "the median ratio over the query rows")                       \
-    F(SPARSITY, "S_recall_pred_spearman", NUM, "the rank correlation over the query rows")                       \
-    F(SPARSITY, "S_recall_inf", NUM, "softmax: the limit over the query rows")                                   \
-    F(SPARSITY, "rows_answer", INT, "query rows whose pair was found")                                           \
-    F(SPARSITY, "ans_share", NUM, "weight at the value position")                                                \
-    F(SPARSITY, "key_share", NUM, "weight at the key position")                                                  \
-    F(SPARSITY, "ans_hit", NUM, "share of query rows whose argmax is the value position")                       \
-    F(SPARSITY, "ans_rank", NUM, "mean rank of the value position")                                              \
-    F(SPARSITY, "top1", NUM, "weight of the largest")                                                            \
-    F(SPARSITY, "top4", NUM, "weight of the 4 largest")                                                          \
-    F(SPARSITY, "n90", NUM, "fewest positions holding 0.9 of the weight")                                        \
-    F(SPARSITY, "answer_window", INT, "width of the layer's answer window, when above 1")                        \
-    F(SPARSITY, "ans_window_share", NUM, "weight in the answer window")                                          \
-    F(SPARSITY, "ans_window_hit", NUM, "share of query rows whose argmax is in the answer window")               \
-    F(SPARSITY, "S_recall_kv<K>_L<L>", NUM, "a mixture: S_recall per test cell")                                 \
-    F(SPARSITY, "ans_share_kv<K>_L<L>", NUM, "a mixture: ans_share per test cell")                               \
-    F(SPARSITY, "ans_hit_kv<K>_L<L>", NUM, "a mixture: ans_hit per test cell")                                   \
-    F(SPARSITY, "ans_window_share_kv<K>_L<L>", NUM, "a mixture: ans_window_share per test cell")                 \
-    F(SPARSITY, "pos_bin_width", INT, "positions per bin of S_by_pos")                                           \
-    F(SPARSITY, "S_by_pos", NUMS, "S by query position")                                                         \
-    F(SPARSITY, "S_pred_by_pos", NUMS, "the prediction by query position")                                       \
+    F(SAMPLE, "prompt", STR, "the prompt")                                                                             \
+    F(SAMPLE, "text", STR, "the generated text")                                                                       \
+    F(DONE, "reason", STR, "steps or stop_at_acc")                                                                     \
+    F(SPARSITY, "layer", INT, "the layer")                                                                             \
+    F(SPARSITY, "head", INT, "the head")                                                                               \
+    F(SPARSITY, "mixer", STR, "the layer's mixer")                                                                     \
+    F(SPARSITY, "S", NUM, "mean S over every row (null: no rows)")                                                     \
+    F(SPARSITY, "S_recall", NUM, "mean S over the query rows (null: none)")                                            \
+    F(SPARSITY, "rows", INT, "rows measured")                                                                          \
+    F(SPARSITY, "rows_recall", INT, "query rows measured")                                                             \
+    F(SPARSITY, "rows_zero", INT, "rows whose weights are all zero")                                                   \
+    F(SPARSITY, "rows_recall_zero", INT, "query rows whose weights are all zero")                                      \
+    F(SPARSITY, "rows_kv", INT, "MQAR key-value rows")                                                                 \
+    F(SPARSITY, "rows_other", INT, "MQAR other rows")                                                                  \
+    F(SPARSITY, "S_kv", NUM, "mean S of the key-value rows")                                                           \
+    F(SPARSITY, "S_other", NUM, "mean S of the other rows")                                                            \
+    F(SPARSITY, "S_norm", NUM, "length-normalised S")                                                                  \
+    F(SPARSITY, "S_recall_norm", NUM, "length-normalised S of the query rows")                                         \
+    F(SPARSITY, "entropy", NUM, "mean entropy of the rows")                                                            \
+    F(SPARSITY, "max_weight", NUM, "mean largest weight")                                                              \
+    F(SPARSITY, "neg_mass", NUM, "mean negative mass")                                                                 \
+    F(SPARSITY, "S_onehot", NUM, "mean 1/sqrt(n) over the rows")                                                       \
+    F(SPARSITY, "S_recall_onehot", NUM, "mean 1/sqrt(n) over the query rows")                                          \
+    F(SPARSITY, "theory", STR, "the closed form of the prediction")                                                    \
+    F(SPARSITY, "rows_pred", INT, "rows with a prediction")                                                            \
+    F(SPARSITY, "S_pred", NUM, "mean prediction")                                                                      \
+    F(SPARSITY, "S_pred_measured", NUM, "mean measured S over the predicted rows")                                     \
+    F(SPARSITY, "S_pred_ratio", NUM, "S_pred_measured / S_pred")                                                       \
+    F(SPARSITY, "S_pred_ratio_median", NUM, "median over rows of measured / predicted")                                \
+    F(SPARSITY, "S_pred_spearman", NUM, "rank correlation of measured and predicted")                                  \
+    F(SPARSITY, "S_inf", NUM, "softmax: the n -> infinity limit")                                                      \
+    F(SPARSITY, "S_recall_pred", NUM, "mean prediction over the query rows")                                           \
+    F(SPARSITY, "S_recall_pred_measured", NUM, "mean measured S over the predicted query rows")                        \
+    F(SPARSITY, "S_recall_pred_ratio", NUM, "the ratio over the query rows")                                           \
+    F(SPARSITY, "S_recall_pred_ratio_median", NUM, "the median ratio over the query rows")                             \
+    F(SPARSITY, "S_recall_pred_spearman", NUM, "the rank correlation over the query rows")                             \
+    F(SPARSITY, "S_recall_inf", NUM, "softmax: the limit over the query rows")                                         \
+    F(SPARSITY, "rows_answer", INT, "query rows whose pair was found")                                                 \
+    F(SPARSITY, "ans_share", NUM, "weight at the value position")                                                      \
+    F(SPARSITY, "key_share", NUM, "weight at the key position")                                                        \
+    F(SPARSITY, "ans_hit", NUM, "share of query rows whose argmax is the value position")                              \
+    F(SPARSITY, "ans_rank", NUM, "mean rank of the value position")                                                    \
+    F(SPARSITY, "top1", NUM, "weight of the largest")                                                                  \
+    F(SPARSITY, "top4", NUM, "weight of the 4 largest")                                                                \
+    F(SPARSITY, "n90", NUM, "fewest positions holding 0.9 of the weight")                                              \
+    F(SPARSITY, "answer_window", INT, "width of the layer's answer window, when above 1")                              \
+    F(SPARSITY, "ans_window_share", NUM, "weight in the answer window")                                                \
+    F(SPARSITY, "ans_window_hit", NUM, "share of query rows whose argmax is in the answer window")                     \
+    F(SPARSITY, "S_recall_kv<K>_L<L>", NUM, "a mixture: S_recall per test cell")                                       \
+    F(SPARSITY, "ans_share_kv<K>_L<L>", NUM, "a mixture: ans_share per test cell")                                     \
+    F(SPARSITY, "ans_hit_kv<K>_L<L>", NUM, "a mixture: ans_hit per test cell")                                         \
+    F(SPARSITY, "ans_window_share_kv<K>_L<L>", NUM, "a mixture: ans_window_share per test cell")                       \
+    F(SPARSITY, "pos_bin_width", INT, "positions per bin of S_by_pos")                                                 \
+    F(SPARSITY, "S_by_pos", NUMS, "S by query position")                                                               \
+    F(SPARSITY, "S_pred_by_pos", NUMS, "the prediction by query position")                                             \
     F(SPARSITY, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")
 
 typedef struct {
@@ -182,9 +182,9 @@ void runlog_write_train(FILE *f, const RunlogTrain *r);
 typedef struct {
     long step;
     double loss, acc;
-    int n_cells;                   // an MQAR mixture: its test cells' accuracies (0: none)
-    const char *const *cell_names; // [n_cells] kv4_L64, ...
-    const double *cell_acc;        // [n_cells]
+    int n_cells;                    // an MQAR mixture: its test cells' accuracies (0: none)
+    const char *const *cell_names;  // [n_cells] kv4_L64, ...
+    const double *cell_acc;         // [n_cells]
     // ./evaluate only (NULL / -1: left out)
     const char *checkpoint, *mixer, *options;
     long sequences;
@@ -193,8 +193,7 @@ void runlog_write_eval(FILE *f, const RunlogEval *r);
 
 void runlog_write_nan(FILE *f, long step, const char *where, const char *action, long skipped);
 void runlog_write_done(FILE *f, long step, const char *reason);
-void runlog_write_sample(FILE *f, long step, const uint8_t *prompt, size_t n_prompt, const uint8_t *text,
-                         size_t n_text);
+void runlog_write_sample(FILE *f, long step, const uint8_t *prompt, size_t n_prompt, const uint8_t *text, size_t n_text);
 
 // The regular expression (grep -E) that matches a done record, for shell scripts that ask
 // whether a run is finished without parsing JSON (a Slurm task).
@@ -202,12 +201,12 @@ const char *runlog_done_regex(void);
 
 // --- reading -------------------------------------------------------------------------------------
 typedef struct {
-    RunlogType type;        // a sparsity record written without a type (old sparsity.jsonl) reads as one
+    RunlogType type;  // a sparsity record written without a type (old sparsity.jsonl) reads as one
     long step;
-    int layer, head;        // -1 when the record has none
-    const char *options;    // "" for the run's own measurements
-    const JsonValue *obj;   // every field
-    const char *line;       // the record's text, without its newline
+    int layer, head;       // -1 when the record has none
+    const char *options;   // "" for the run's own measurements
+    const JsonValue *obj;  // every field
+    const char *line;      // the record's text, without its newline
     size_t len;
 } RunlogRecord;
 

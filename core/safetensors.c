@@ -12,9 +12,12 @@
 
 #define ST_MAX_HEADER (100u << 20)  // a header above 100 MB is garbage, not a model
 
-static const struct { const char *name; int size; } g_dtypes[] = {
-    {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-    {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4}, {"U64", 8},
+static const struct {
+    const char *name;
+    int size;
+} g_dtypes[] = {
+    {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+    {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2},  {"U32", 4}, {"U64", 8},
 };
 
 static int dtype_size(const char *name) {
@@ -185,7 +188,8 @@ void st_writer_add_f32(StWriter *w, const char *name, int ndim, const int64_t *s
         uint32_t u;
         memcpy(&u, &data[i], 4);
         unsigned char *d = w->data + w->data_len + 4 * i;
-        d[0] = (unsigned char)u, d[1] = (unsigned char)(u >> 8), d[2] = (unsigned char)(u >> 16), d[3] = (unsigned char)(u >> 24);
+        d[0] = (unsigned char)u, d[1] = (unsigned char)(u >> 8), d[2] = (unsigned char)(u >> 16),
+        d[3] = (unsigned char)(u >> 24);
     }
     w->data_len += bytes;
     t->end = w->data_len;

@@ -9,10 +9,10 @@
 
 typedef struct {
     char *name;
-    char dtype[8];          // "F32", "F64", "I32", ...
+    char dtype[8];  // "F32", "F64", "I32", ...
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    size_t begin, end;      // byte offsets into the data section
+    size_t begin, end;  // byte offsets into the data section
 } StTensor;
 
 typedef struct {
@@ -20,9 +20,9 @@ typedef struct {
     int n_tensors;
     char **meta_keys, **meta_values;
     int n_meta;
-    unsigned char *data;    // the data section
+    unsigned char *data;  // the data section
     size_t data_len;
-    void *file_buf;         // the whole file (data points into it)
+    void *file_buf;  // the whole file (data points into it)
     size_t file_len;
 } SafeTensors;
 

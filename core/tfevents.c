@@ -123,10 +123,9 @@ int tfevents_open(TfEvents *w, const char *dir, long first_step) {
     char host[256] = "localhost";
     if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "localhost");
     for (char *h = host; *h; h++)  // a file name of the host's name: letters, digits, - and _ only
-        if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') || (*h >= '0' && *h <= '9') || *h == '-'))
-            *h = '_';
-    int n = snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%010lld.%s.s%08ld", dir,
-                     (long long)time(NULL), host, first_step);
+        if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') || (*h >= '0' && *h <= '9') || *h == '-')) *h = '_';
+    int n = snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%010lld.%s.s%08ld", dir, (long long)time(NULL),
+                     host, first_step);
     if (n < 0 || (size_t)n >= sizeof w->path) {
         errno = ENAMETOOLONG;
         return -1;

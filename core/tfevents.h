@@ -34,8 +34,8 @@ uint32_t crc32c_masked(const void *data, size_t n);
 typedef struct {
     FILE *f;
     char path[1200];
-    const char *name;       // the file name within path
-    uint8_t *buf;           // the event being built (its summary values)
+    const char *name;  // the file name within path
+    uint8_t *buf;      // the event being built (its summary values)
     size_t len, cap;
     long step;
 } TfEvents;

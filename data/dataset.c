@@ -95,24 +95,25 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
         uint32_t mx = shard_check_tokens(s, vocab_size);
         // vocab_size = 0 takes it from the data: a garbage token would size the embedding
         if (vocab_size == 0 && mx >= DATASET_MAX_VOCAB)
-            die_input("%s: token %u is larger than any vocabulary (at most %d tokens): a corrupted shard?",
-                      paths[i], mx, DATASET_MAX_VOCAB);
+            die_input("%s: token %u is larger than any vocabulary (at most %d tokens): a corrupted shard?", paths[i],
+                      mx, DATASET_MAX_VOCAB);
         if (mx > max_tok) max_tok = mx;
         if (i && s->tok_vocab && ds->shards[0].tok_vocab &&
             (s->tok_vocab != ds->shards[0].tok_vocab || s->tok_id != ds->shards[0].tok_id))
-            die_input("%s: prepared with another tokenizer than %s (vocabulary %d, identity %08x vs %d, %08x)", paths[i],
-                      paths[0], s->tok_vocab, s->tok_id, ds->shards[0].tok_vocab, ds->shards[0].tok_id);
+            die_input("%s: prepared with another tokenizer than %s (vocabulary %d, identity %08x vs %d, %08x)",
+                      paths[i], paths[0], s->tok_vocab, s->tok_id, ds->shards[0].tok_vocab, ds->shards[0].tok_id);
         total += s->ntok;
         if (s->ntok > largest) largest = s->ntok;
         ds->shard_first[i + 1] = ds->shard_first[i] + shard_windows(s->ntok, T);
     }
     ds->n = ds->shard_first[n];
     if (total < (long)T + 1)
-        die_input("%s: the files matching '%s' hold %ld tokens in total; seq_len = %d needs at least %d",
-                  key, glob_pattern, total, T, T + 1);
+        die_input("%s: the files matching '%s' hold %ld tokens in total; seq_len = %d needs at least %d", key,
+                  glob_pattern, total, T, T + 1);
     if (ds->n == 0)
         die_input("%s: no file matching '%s' holds seq_len + 1 = %d tokens (the largest has %ld; "
-                  "sequences do not cross files)", key, glob_pattern, T + 1, largest);
+                  "sequences do not cross files)",
+                  key, glob_pattern, T + 1, largest);
     ds->vocab_size = vocab_size > 0 ? vocab_size : (int)max_tok + 1;
     ds->tok_vocab = ds->shards[0].tok_vocab;
     ds->tok_id = ds->shards[0].tok_id;
@@ -184,8 +185,8 @@ void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t see
         long n = ds->cell_first[c + 1] - ds->cell_first[c];
         if (n < B)
             die_input("batch_size: %d is above the %ld training examples of MQAR cell %dx%d (a batch holds one "
-                      "cell; expected mqar_train_examples >= batch_size)", B, n, ds->cells[c].kv_pairs,
-                      ds->cells[c].seq_len);
+                      "cell; expected mqar_train_examples >= batch_size)",
+                      B, n, ds->cells[c].kv_pairs, ds->cells[c].seq_len);
     }
     if (ds->n_cells > 1) {  // a mixture: whole batches of one cell
         for (int c = 0; c < ds->n_cells; c++)
@@ -209,7 +210,8 @@ void loader_init(Loader *ld, const Dataset *ds, int B, int shuffle, uint64_t see
     ld->n_stream = ld->stream_first[ds->n_shards];
     if (ld->n_stream == 0)
         die_input("%s: no token shard holds one batch (batch_size * seq_len + 1 = %ld tokens; the "
-                  "largest has %ld)", ds->shards[0].path, BT + 1, largest);
+                  "largest has %ld)",
+                  ds->shards[0].path, BT + 1, largest);
 }
 
 void loader_free(Loader *ld) {
@@ -265,8 +267,7 @@ static int mixture_next(Loader *ld, int32_t *inputs, int32_t *targets) {
     while (ld->cell_batches[c + 1] <= slot) c++;
     int L = ds->cells[c].seq_len;
     const long *rows = ld->cell_perm + ds->cell_first[c] + (slot - ld->cell_batches[c]) * ld->B;
-    for (int b = 0; b < ld->B; b++)
-        dataset_get_prefix(ds, rows[b], L, inputs + (size_t)b * L, targets + (size_t)b * L);
+    for (int b = 0; b < ld->B; b++) dataset_get_prefix(ds, rows[b], L, inputs + (size_t)b * L, targets + (size_t)b * L);
     ld->pos += (uint64_t)ld->B;
     return L;
 }
@@ -298,8 +299,7 @@ int loader_next(Loader *ld, int32_t *inputs, int32_t *targets) {
     if (ld->ds->n_cells > 1) return mixture_next(ld, inputs, targets);
     int T = ld->ds->T;
     for (int b = 0; b < ld->B; b++)
-        dataset_get(ld->ds, stream_index(ld, ld->pos + (uint64_t)b), inputs + (size_t)b * T,
-                    targets + (size_t)b * T);
+        dataset_get(ld->ds, stream_index(ld, ld->pos + (uint64_t)b), inputs + (size_t)b * T, targets + (size_t)b * T);
     ld->pos += (uint64_t)ld->B;
     return T;
 }

@@ -9,10 +9,10 @@
 typedef struct Shard Shard;
 
 typedef struct {
-    int T;                 // tokens per row
-    int vocab_size;        // every token is < vocab_size
-    int mqar_kv_pairs;     // MQAR: the most key-value pairs of a sequence (0: not MQAR)
-    long n;                // number of sequences
+    int T;              // tokens per row
+    int vocab_size;     // every token is < vocab_size
+    int mqar_kv_pairs;  // MQAR: the most key-value pairs of a sequence (0: not MQAR)
+    long n;             // number of sequences
     // MQAR cells: the sequences of cell c are [cell_first[c], cell_first[c + 1]), each cells[c].seq_len
     // tokens padded to T with token 0 without labels (0 cells: not MQAR)
     int n_cells;
@@ -23,9 +23,9 @@ typedef struct {
     // token shards (text): windows of T+1 tokens at stride T, counted per shard
     Shard *shards;
     int n_shards;
-    long *shard_first;     // [n_shards + 1]: index of each shard's first window (prefix sums)
-    int tok_vocab;         // the shards' tokenizer (Shard.tok_vocab, tok_id); 0 when any shard
-    uint32_t tok_id;       // does not record it
+    long *shard_first;  // [n_shards + 1]: index of each shard's first window (prefix sums)
+    int tok_vocab;      // the shards' tokenizer (Shard.tok_vocab, tok_id); 0 when any shard
+    uint32_t tok_id;    // does not record it
 } Dataset;
 
 // An MQAR split generated in memory (dies with exit 2 naming the key if the spec is invalid): one
@@ -63,15 +63,15 @@ typedef struct {
     uint64_t seed;
     uint64_t pos;
     // private
-    long n_stream;         // sequences per epoch in the stream
-    long *perm;            // [n_stream] permutation of the current epoch (or NULL)
+    long n_stream;  // sequences per epoch in the stream
+    long *perm;     // [n_stream] permutation of the current epoch (or NULL)
     long perm_epoch;
-    long *stream_first;    // [n_shards + 1] sequential shards: stream index of each shard's first
-                           // sequence (whole batches only); NULL otherwise
+    long *stream_first;  // [n_shards + 1] sequential shards: stream index of each shard's first
+                         // sequence (whole batches only); NULL otherwise
     // mixtures: batches per cell, prefix sums [n_cells + 1], and the epoch's plan
     long cell_batches[MQAR_MAX_CELLS + 1];
-    long *batch_order;     // [batches per epoch] slot of each batch (shuffle = 1)
-    long *cell_perm;       // [n] each cell's sequences in epoch order, cells one after another
+    long *batch_order;  // [batches per epoch] slot of each batch (shuffle = 1)
+    long *cell_perm;    // [n] each cell's sequences in epoch order, cells one after another
     long plan_epoch;
 } Loader;
 

@@ -78,8 +78,8 @@ static void choice_no_replace(Mt19937 *mt, int *arr, int P, int K, int offset, i
 // Legacy choice(space, size=K, replace=False, p=p): rounds of uniform draws through the cdf of p
 // with already-found indices zeroed, keeping first occurrences, until K distinct indices exist.
 // pw [space], cdf [space], u [K] are scratch.
-static void choice_p_no_replace(Mt19937 *mt, const double *p, int space, int K, double *pw,
-                                double *cdf, double *u, int *found) {
+static void choice_p_no_replace(Mt19937 *mt, const double *p, int space, int K, double *pw, double *cdf, double *u,
+                                int *found) {
     memcpy(pw, p, (size_t)space * sizeof *pw);
     int nf = 0;
     while (nf < K) {
@@ -88,7 +88,7 @@ static void choice_p_no_replace(Mt19937 *mt, const double *p, int space, int K, 
         for (int i = 0; i < nf; i++) pw[found[i]] = 0.0;          // p[found] = 0
         double c = 0.0;                                           // cdf = cumsum(p), sequential
         for (int i = 0; i < space; i++) cdf[i] = c += pw[i];
-        double last = cdf[space - 1];                             // cdf /= cdf[-1]
+        double last = cdf[space - 1];  // cdf /= cdf[-1]
         for (int i = 0; i < space; i++) cdf[i] /= last;
         int round_start = nf;
         for (int t = 0; t < r; t++) {
@@ -106,8 +106,7 @@ static void choice_p_no_replace(Mt19937 *mt, const double *p, int space, int K, 
     }
 }
 
-void mqar_layout(int K, int L, const int *keys, const int *values, const int *gaps, int32_t *x,
-                 int32_t *y) {
+void mqar_layout(int K, int L, const int *keys, const int *values, const int *gaps, int32_t *x, int32_t *y) {
     int C = 2 * K;
     for (int t = 0; t < L; t++) x[t] = 0, y[t] = MQAR_IGNORE;
     for (int i = 0; i < K; i++) {
@@ -137,8 +136,8 @@ static void gen_progress(GenProgress *g, long done, long total) {
         g->noted = 1;
         progress_break();
         printf("generating MQAR data: %ld examples of %d pairs in %d tokens over a vocabulary of %d (about %s more; "
-               "each example permutes half the vocabulary, as numpy's draw does)\n", g->s->n_examples,
-               g->s->kv_pairs, g->s->seq_len, g->s->vocab_size, left);
+               "each example permutes half the vocabulary, as numpy's draw does)\n",
+               g->s->n_examples, g->s->kv_pairs, g->s->seq_len, g->s->vocab_size, left);
         fflush(stdout);
     }
     progress_line("generating MQAR data: %.0f%%, %s left", 100.0 * (double)done / (double)total, left);
@@ -216,8 +215,10 @@ static long capped_number(const char *d, int n, long cap) {
 
 int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size_t errlen) {
     if (has_empty_entry(text)) {
-        snprintf(err, errlen, "an empty entry in '%.60s' (two commas in a row, or a comma first or last): expected "
-                 "PAIRSxLENGTH entries such as 4x64, 8x128", text);
+        snprintf(err, errlen,
+                 "an empty entry in '%.60s' (two commas in a row, or a comma first or last): expected "
+                 "PAIRSxLENGTH entries such as 4x64, 8x128",
+                 text);
         return -1;
     }
     int n = 0;
@@ -240,10 +241,11 @@ int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size
             snprintf(err, errlen, "entry '%s': expected PAIRSxLENGTH such as 8x128", entry);
             return -1;
         }
-        long k = capped_number(entry, x_at, MQAR_MAX_CELL), l = capped_number(entry + x_at + 1, len - x_at - 1, MQAR_MAX_CELL);
+        long k = capped_number(entry, x_at, MQAR_MAX_CELL),
+             l = capped_number(entry + x_at + 1, len - x_at - 1, MQAR_MAX_CELL);
         if (k > MQAR_MAX_CELL || l > MQAR_MAX_CELL) {
-            snprintf(err, errlen, "entry '%s': %s is too large (at most %d)", entry, k > MQAR_MAX_CELL ? "the pair count" : "the length",
-                     MQAR_MAX_CELL);
+            snprintf(err, errlen, "entry '%s': %s is too large (at most %d)", entry,
+                     k > MQAR_MAX_CELL ? "the pair count" : "the length", MQAR_MAX_CELL);
             return -1;
         }
         if (k < 1 || l < 2) {

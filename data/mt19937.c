@@ -7,8 +7,7 @@
 
 void mt_init_genrand(Mt19937 *m, uint32_t seed) {
     m->mt[0] = seed;
-    for (int i = 1; i < MT_N; i++)
-        m->mt[i] = 1812433253U * (m->mt[i - 1] ^ (m->mt[i - 1] >> 30)) + (uint32_t)i;
+    for (int i = 1; i < MT_N; i++) m->mt[i] = 1812433253U * (m->mt[i - 1] ^ (m->mt[i - 1] >> 30)) + (uint32_t)i;
     m->mti = MT_N;
 }
 

@@ -6,9 +6,9 @@
 #define MT_N 624
 
 typedef struct {
-    uint32_t mt[MT_N];  // the raw state words
-    uint32_t out[MT_N]; // tempered outputs of the current block (tempering done a block at a time)
-    int mti;            // next index into out; MT_N means "twist first"
+    uint32_t mt[MT_N];   // the raw state words
+    uint32_t out[MT_N];  // tempered outputs of the current block (tempering done a block at a time)
+    int mti;             // next index into out; MT_N means "twist first"
 } Mt19937;
 
 // Matsumoto-Nishimura init_genrand (numpy's legacy np.random.seed(int) for seeds < 2^32).

@@ -32,8 +32,7 @@ void shard_open(Shard *s, const char *path) {
     if (!S_ISREG(st.st_mode)) die_input("%s: not a regular file (expected an llm.c token shard)", path);
     size_t len = (size_t)st.st_size;
     if (len < SHARD_HEADER_BYTES)
-        die_input("%s: truncated: %zu bytes, shorter than the %d-byte shard header", path, len,
-                  SHARD_HEADER_BYTES);
+        die_input("%s: truncated: %zu bytes, shorter than the %d-byte shard header", path, len, SHARD_HEADER_BYTES);
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) die("%s: mmap failed (%s)", path, strerror(errno));
     close(fd);  // the mapping stays valid
@@ -43,29 +42,28 @@ void shard_open(Shard *s, const char *path) {
     int width;
     if (magic == SHARD_MAGIC_U16) {
         if (version != SHARD_VERSION_U16)
-            die_input("%s: unsupported version %d for magic %d (expected version %d, uint16 tokens)",
-                      path, version, magic, SHARD_VERSION_U16);
+            die_input("%s: unsupported version %d for magic %d (expected version %d, uint16 tokens)", path, version,
+                      magic, SHARD_VERSION_U16);
         width = 2;
     } else if (magic == SHARD_MAGIC_U32) {
         if (version != SHARD_VERSION_U32)
-            die_input("%s: unsupported version %d for magic %d (expected version %d, uint32 tokens)",
-                      path, version, magic, SHARD_VERSION_U32);
+            die_input("%s: unsupported version %d for magic %d (expected version %d, uint32 tokens)", path, version,
+                      magic, SHARD_VERSION_U32);
         width = 4;
     } else {
-        die_input("%s: bad magic %d (expected %d for uint16 or %d for uint32 llm.c token shards)", path,
-                  magic, SHARD_MAGIC_U16, SHARD_MAGIC_U32);
+        die_input("%s: bad magic %d (expected %d for uint16 or %d for uint32 llm.c token shards)", path, magic,
+                  SHARD_MAGIC_U16, SHARD_MAGIC_U32);
     }
     if (count < 0) die_input("%s: bad header: negative token count %d", path, count);
     s->tok_vocab = header_int(m, 3) > 0 ? header_int(m, 3) : 0;
     s->tok_id = s->tok_vocab ? (uint32_t)header_int(m, 4) : 0;
     size_t want = SHARD_HEADER_BYTES + (size_t)count * (size_t)width;
     if (len < want)
-        die_input("%s: truncated: the header declares %d tokens (%zu bytes) but the file has %zu bytes",
-                  path, count, want, len);
+        die_input("%s: truncated: the header declares %d tokens (%zu bytes) but the file has %zu bytes", path, count,
+                  want, len);
     // llm.c refuses any size mismatch too: trailing bytes mean a wrong count or a wrong format.
     if (len > want)
-        die_input("%s: %zu unexpected bytes after the %d tokens the header declares", path, len - want,
-                  count);
+        die_input("%s: %zu unexpected bytes after the %d tokens the header declares", path, len - want, count);
     s->path = strdupCheck(path);
     s->map = m;
     s->map_len = len;
@@ -92,20 +90,17 @@ uint32_t shard_check_tokens(const Shard *s, int vocab_size) {
     if (vocab_size > 0 && mx >= (uint32_t)vocab_size)
         for (long i = 0; i < s->ntok; i++)
             if (shard_token(s, i) >= (uint32_t)vocab_size)
-                die_input("%s: token %u at position %ld is out of range (vocab_size = %d)", s->path,
-                          shard_token(s, i), i, vocab_size);
+                die_input("%s: token %u at position %ld is out of range (vocab_size = %d)", s->path, shard_token(s, i),
+                          i, vocab_size);
     return mx;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 char **glob_sorted(const char *pattern, const char *key, int *n) {
     glob_t g;
     int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
-    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0))
-        die_input("%s: no files match '%s'", key, pattern);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) die_input("%s: no files match '%s'", key, pattern);
     if (rc != 0) die_input("%s: cannot expand '%s' (glob error %d)", key, pattern, rc);
     // sorted by byte order, not by the locale's collation, so the order is the same everywhere
     char **paths = mallocCheck(g.gl_pathc * sizeof *paths);
@@ -145,8 +140,8 @@ void shard_write_tagged(const char *path, const uint32_t *tokens, long n, int wi
             long m = n - i < 4096 ? n - i : 4096;
             for (long j = 0; j < m; j++) {
                 if (tokens[i + j] > UINT16_MAX)
-                    die("%s: token %u at position %ld does not fit uint16 (write a uint32 shard)", path,
-                        tokens[i + j], i + j);
+                    die("%s: token %u at position %ld does not fit uint16 (write a uint32 shard)", path, tokens[i + j],
+                        i + j);
                 buf[j] = (uint16_t)tokens[i + j];
             }
             fwriteCheck(buf, sizeof *buf, (size_t)m, out.f, out.tmp);

@@ -38,7 +38,8 @@ int task_mqar_cells(const Config *c, const char *key, MqarCell *cells) {
         int K = cells[i].kv_pairs, L = cells[i].seq_len;
         if (L > T)
             die_input("%s: %s: cell %dx%d is %d tokens long, above seq_len = %d (the model's positions; "
-                      "expected lengths <= seq_len)", cfg_origin(c, key), key, K, L, L, T);
+                      "expected lengths <= seq_len)",
+                      cfg_origin(c, key), key, K, L, L, T);
         if (4 * K > L)
             die_input("%s: %s: cell %dx%d: %d pairs do not fit in %d tokens (expected 4 x pairs <= length)",
                       cfg_origin(c, key), key, K, L, K, L);

@@ -6,8 +6,8 @@
 typedef struct {
     Dataset train, val;
     int has_train, has_val;
-    int vocab_size;      // resolved (the config's vocab_size, or from the task / data when 0)
-    int targets_per_seq; // most positions with a target in one sequence (MQAR: the largest K; text: T)
+    int vocab_size;       // resolved (the config's vocab_size, or from the task / data when 0)
+    int targets_per_seq;  // most positions with a target in one sequence (MQAR: the largest K; text: T)
 } Task;
 
 // The MQAR cells of a split from the config: key is "mqar_cells" (training) or "mqar_test_cells"

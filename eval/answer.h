@@ -14,8 +14,8 @@ typedef struct {
     int n90;                 // fewest positions whose weights sum to at least 0.9
     // Behind a short convolution of width K the value is also read from the K - 1 positions after
     // it (their convolution windows hold it): the answer window [value_pos, value_pos + K - 1].
-    double window_share;     // w summed over the answer window (= ans_share for K = 1)
-    int window_hit;          // 1 when argmax_j |a_ij| lies in the answer window
+    double window_share;  // w summed over the answer window (= ans_share for K = 1)
+    int window_hit;       // 1 when argmax_j |a_ij| lies in the answer window
 } AnswerStats;
 
 // The value position of query row i of an MQAR sequence inputs[T] whose target is `target`: the

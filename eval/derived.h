@@ -18,10 +18,10 @@ int derived_recall_layer(const double *share, int L, int H);
 
 // A validation curve, eval records in log order: step[i], acc[i] (NAN: not measured).
 typedef struct {
-    long best_step;       // the step of the best accuracy (the first, on ties); -1: none
-    double best_acc;      // NAN: none
-    long steps_to_target; // the first step with acc >= target; -1: never
-    int still_improving;  // the best of the last quarter of steps beats the best before by > 0.01
-                          // (a run capped below the target that had not levelled off)
+    long best_step;        // the step of the best accuracy (the first, on ties); -1: none
+    double best_acc;       // NAN: none
+    long steps_to_target;  // the first step with acc >= target; -1: never
+    int still_improving;   // the best of the last quarter of steps beats the best before by > 0.01
+                           // (a run capped below the target that had not levelled off)
 } DerivedCurve;
 void derived_curve(const double *step, const double *acc, long n, double target, DerivedCurve *out);

@@ -19,7 +19,7 @@
 #include "core/fpu.h"
 #include "core/io.h"
 #include "core/json.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/progress.h"
 #include "core/runlog.h"
 #include "data/task.h"
@@ -34,44 +34,44 @@
 
 // Keys that may differ from the checkpoint's config: they change how it is evaluated, not what
 // the model is. (Every KEY_RESUMABLE key, plus these.)
-static const char *g_extra_keys[] = {"batch_size", "val_data", "mqar_test_examples", "mqar_test_seed",
-                                     "mqar_test_cells", NULL};
+static const char *g_extra_keys[] = {"batch_size",     "val_data",        "mqar_test_examples",
+                                     "mqar_test_seed", "mqar_test_cells", NULL};
 
 typedef struct {
-    char *path;      // as given
-    char *dir;       // run folder (eval.jsonl and the figures go here)
-    int single;      // 1: PATH is one checkpoint (its records replace those with their key)
+    char *path;          // as given
+    char *dir;           // run folder (eval.jsonl and the figures go here)
+    int single;          // 1: PATH is one checkpoint (its records replace those with their key)
     char options[1024];  // what this evaluation changed from the run's own ("": nothing)
     const char *series;  // the records the figures draw: "" (the run's own) or options
     char err[600];       // a single checkpoint that could not be read: why
-    char **ckpts;    // checkpoints in step order
+    char **ckpts;        // checkpoints in step order
     long *steps;
     int n;
-    int evaluated;   // checkpoints read and evaluated
-    int last_ok;     // index of the last checkpoint evaluated (-1: none)
+    int evaluated;  // checkpoints read and evaluated
+    int last_ok;    // index of the last checkpoint evaluated (-1: none)
     double last_loss, last_acc;
 } Target;
 
 // What --maps draws (map_* keys on the command line).
 typedef struct {
-    int on;            // --maps given
-    long seq;          // map_seq: validation sequence (default 0, the first test example)
-    int layer, head;   // map_layer, map_head: -1 = every one
-    int answers;       // map_answers: -1 auto (MQAR only), 1 required, 0 off
-    long start, len;   // map_start, map_len: the positions the SVGs draw (default 0 and 128: a
-                       // 1024 x 1024 heatmap is too large to read); maps.safetensors keeps all
+    int on;           // --maps given
+    long seq;         // map_seq: validation sequence (default 0, the first test example)
+    int layer, head;  // map_layer, map_head: -1 = every one
+    int answers;      // map_answers: -1 auto (MQAR only), 1 required, 0 off
+    long start, len;  // map_start, map_len: the positions the SVGs draw (default 0 and 128: a
+                      // 1024 x 1024 heatmap is too large to read); maps.safetensors keeps all
 } MapArgs;
 
 // --- the records of a run folder, as plotted ------------------------------------------------------
 
 typedef struct {
     char mixer[64], theory[16];
-    int n;                 // distinct steps, ascending
+    int n;  // distinct steps, ascending
     long *step;
-    double *loss, *acc;    // [n], NAN when missing
+    double *loss, *acc;  // [n], NAN when missing
     int L, H;
     double *S, *S_recall, *S_pred, *S_recall_pred;  // [n * L * H]
-    double *S_onehot, *S_recall_onehot;              // [n * L * H] mean 1/sqrt(n) of the rows
+    double *S_onehot, *S_recall_onehot;             // [n * L * H] mean 1/sqrt(n) of the rows
 } RunData;
 
 static void run_data_free(RunData *d) {
@@ -116,7 +116,8 @@ static int run_data_record(const RunlogRecord *r, void *ctx) {
             if (l + 1 > d->L) d->L = l + 1;
             if (h + 1 > d->H) d->H = h + 1;
         }
-        if (s->n_steps == s->cap) s->steps = reallocCheck(s->steps, sizeof(long) * (size_t)(s->cap = s->cap ? 2 * s->cap : 256));
+        if (s->n_steps == s->cap)
+            s->steps = reallocCheck(s->steps, sizeof(long) * (size_t)(s->cap = s->cap ? 2 * s->cap : 256));
         s->steps[s->n_steps++] = r->step;
         return 0;
     }
@@ -215,8 +216,8 @@ static void plot_steps(const RunData *d, const char *path, const char *title) {
     PlotPanel *panels = callocCheck((size_t)rows * L, sizeof(PlotPanel));
     PlotSeries *series = callocCheck((size_t)rows * L * (H * 2 + 1), sizeof(PlotSeries));
     double *ys = mallocCheck(sizeof(double) * ((size_t)rows * L * (H * 2 + 1) * n + 1));
-    char (*titles)[96] = callocCheck((size_t)rows * L, sizeof *titles);
-    char (*labels)[48] = callocCheck((size_t)H * 2, sizeof *labels);
+    char(*titles)[96] = callocCheck((size_t)rows * L, sizeof *titles);
+    char(*labels)[48] = callocCheck((size_t)H * 2, sizeof *labels);
     for (int h = 0; h < H; h++) {
         if (H > 1) {
             snprintf(labels[2 * h], sizeof labels[0], "head %d", h);
@@ -231,7 +232,8 @@ static void plot_steps(const RunData *d, const char *path, const char *title) {
     for (int r = 0; r < rows; r++)
         for (int l = 0; l < L; l++) {
             PlotPanel *p = &panels[r * L + l];
-            snprintf(titles[r * L + l], sizeof titles[0], r == 0 ? "layer %d: S over all rows" : "layer %d: S_recall over query rows", l);
+            snprintf(titles[r * L + l], sizeof titles[0],
+                     r == 0 ? "layer %d: S over all rows" : "layer %d: S_recall over query rows", l);
             p->title = titles[r * L + l];
             p->xlabel = "step";
             p->ylabel = r == 0 ? "S (1 = flat, 1/sqrt(n) = one-hot)" : "S_recall";
@@ -272,14 +274,13 @@ static void plot_heatmap(const RunData *d, const double *field, const char *path
     if (last < 0) return;
     char title[160];
     snprintf(title, sizeof title, "%s per head at step %ld (%s)", what, d->step[last], d->mixer);
-    report_write(svg_heatmap(path, title, field + (size_t)last * d->L * d->H, d->L, d->H, "layer", "head", what, 0, 1),
-                 path);
+    report_write(svg_heatmap(path, title, field + (size_t)last * d->L * d->H, d->L, d->H, "layer", "head", what, 0, 1), path);
 }
 
 // The trainer's curve of a run folder (metrics.jsonl, its own records): every train record's and
 // every validation record's step, loss and accuracy.
 typedef struct {
-    int n[2], cap[2];     // [0] train, [1] eval
+    int n[2], cap[2];  // [0] train, [1] eval
     double *x[2], *loss[2], *acc[2];
 } Curve;
 
@@ -337,8 +338,8 @@ static void plot_compare(RunData *runs, Target *tg, int n_runs, const char *path
     PlotPanel *panels = callocCheck((size_t)np, sizeof(PlotPanel));
     PlotSeries *series = callocCheck((size_t)np * n_runs * 2, sizeof(PlotSeries));
     double **bufs = callocCheck((size_t)np * n_runs * 3, sizeof(double *));
-    char (*titles)[64] = callocCheck((size_t)np, sizeof *titles);
-    char (*labels)[3][400] = callocCheck((size_t)n_runs, sizeof *labels);
+    char(*titles)[64] = callocCheck((size_t)np, sizeof *titles);
+    char(*labels)[3][400] = callocCheck((size_t)n_runs, sizeof *labels);
     int nb = 0, ns = 0;
     for (int r = 0; r < n_runs; r++) {
         snprintf(labels[r][0], sizeof labels[r][0], "%s (%s) S_recall", runs[r].mixer, base_name(tg[r].dir));
@@ -402,8 +403,8 @@ static void draw_run_figures(Target *t, RunData *d) {
     RunData tr;
     snprintf(path, sizeof path, "%s/sparsity.jsonl", t->dir);
     if (run_data_read(path, "", &tr) && tr.L > 0) {
-        snprintf(title, sizeof title, "attention sparsity S during training (sparsity.jsonl): %s (%s)", base_name(t->dir),
-                 tr.mixer);
+        snprintf(title, sizeof title, "attention sparsity S during training (sparsity.jsonl): %s (%s)",
+                 base_name(t->dir), tr.mixer);
         snprintf(path, sizeof path, "%s/sparsity_train.svg", t->dir);
         plot_steps(&tr, path, title);
     }
@@ -413,7 +414,7 @@ static void draw_run_figures(Target *t, RunData *d) {
 // --- evaluation -------------------------------------------------------------------------------------
 
 typedef struct {
-    Config cfg;     // the config the model and task were built from
+    Config cfg;  // the config the model and task were built from
     int built;
     Task task;
     Model *model;
@@ -432,7 +433,8 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
     evaluator_free(e);
     e->cfg = *c;  // takes ownership
     task_open(&e->task, &e->cfg, 0);
-    if (!e->task.has_val) die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
+    if (!e->task.has_val)
+        die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
     e->B = (int)cfg_int(&e->cfg, "batch_size");
     e->T = (int)cfg_int(&e->cfg, "seq_len");
     ModelShape s = model_shape_from_config(&e->cfg, e->task.vocab_size);
@@ -470,8 +472,8 @@ static void print_summary(long step, double loss, double acc, const SparsityResu
         k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d %.3f", l, s / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f", sr / r->H);
         if (isfinite(sr) && isfinite(ans))
-            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f", r->answer_window[l] > 1 ? "window " : "",
-                          ans / r->H);
+            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f",
+                          r->answer_window[l] > 1 ? "window " : "", ans / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, ")");
     }
     progress_break();
@@ -492,7 +494,8 @@ static void print_cells(const ValStats *v, const SparsityResult *r) {
         }
         printf("    %-12s acc %.4f", name, head_acc(&v->cell[c]));
         if (recall >= 0)
-            printf(" | L%d S_recall %.3f, answer %sshare %.3f", recall, sr, r->answer_window[recall] > 1 ? "window " : "", ans);
+            printf(" | L%d S_recall %.3f, answer %sshare %.3f", recall, sr,
+                   r->answer_window[recall] > 1 ? "window " : "", ans);
         putchar('\n');
     }
 }
@@ -543,8 +546,10 @@ static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *c
     if (!ma->on) return;
     if (ma->seq >= ev->task.val.n)
         die_input("map_seq: %ld is out of range (%s validates on %ld sequences)", ma->seq, ckpt, ev->task.val.n);
-    if (ma->layer >= ev->model->s.L) die_input("map_layer: %d is out of range (%s has %d layers)", ma->layer, ckpt, ev->model->s.L);
-    if (ma->head >= ev->model->s.H) die_input("map_head: %d is out of range (%s has %d heads)", ma->head, ckpt, ev->model->s.H);
+    if (ma->layer >= ev->model->s.L)
+        die_input("map_layer: %d is out of range (%s has %d layers)", ma->layer, ckpt, ev->model->s.L);
+    if (ma->head >= ev->model->s.H)
+        die_input("map_head: %d is out of range (%s has %d heads)", ma->head, ckpt, ev->model->s.H);
     int T = maps_seq_len(&ev->task.val, ma->seq, ev->T);
     if (ma->start >= T && T < ev->T)
         die_input("map_start: %ld is out of range (sequence %ld of %s is in an MQAR cell of %d positions)", ma->start,
@@ -613,8 +618,8 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         const char *ck = t->ckpts[i];
         char eta[32] = "?";
         if (i > 0) format_duration(eta, sizeof eta, (now_seconds() - t0) / i * (t->n - i));
-        progress_line("run %d/%d %s | checkpoint %d/%d (step %ld) | ETA %s", ti + 1, n_targets, base_name(t->dir), i + 1,
-                      t->n, t->steps[i], eta);
+        progress_line("run %d/%d %s | checkpoint %d/%d (step %ld) | ETA %s", ti + 1, n_targets, base_name(t->dir),
+                      i + 1, t->n, t->steps[i], eta);
         Config c;
         long step;
         char err[512];
@@ -634,8 +639,10 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
             for (int k = 0; k < n_over; k++)
                 if (!strncmp(over[k], "val_data=", 9)) {
                     progress_break();
-                    fprintf(stderr, "note: %s: val_data is not used: an MQAR checkpoint validates on its own test "
-                                    "set (mqar_test_examples, mqar_test_seed)\n", ck);
+                    fprintf(stderr,
+                            "note: %s: val_data is not used: an MQAR checkpoint validates on its own test "
+                            "set (mqar_test_examples, mqar_test_seed)\n",
+                            ck);
                     noted_val_data = 1;
                     break;
                 }
@@ -788,13 +795,13 @@ static char *strip_slashes(const char *path) {
 }
 
 typedef struct {
-    char **over;      // key=value overrides of the checkpoints' configs
+    char **over;  // key=value overrides of the checkpoints' configs
     int n_over;
     Target *tg;
     int n_tg;
     const char *compare;
     MapArgs maps;
-    char **owned;     // overrides written here: mqar_cells=X given is "mqar_test_cells=X"
+    char **owned;  // overrides written here: mqar_cells=X given is "mqar_test_cells=X"
     int n_owned;
 } Args;
 
@@ -845,9 +852,9 @@ static int parse_args(int argc, char **argv, Args *a) {
             char *arg = a->owned[a->n_owned++] = mallocCheck(n);
             snprintf(arg, n, "mqar_test_cells=%s", argv[i] + 11);
             a->over[a->n_over++] = arg;
-        }
-        else if (strchr(argv[i], '=') && !path_exists(argv[i])) a->over[a->n_over++] = argv[i];
-        else if (argv[i][0] == '-') die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [--maps] [key=value ...])", argv[i]);
+        } else if (strchr(argv[i], '=') && !path_exists(argv[i])) a->over[a->n_over++] = argv[i];
+        else if (argv[i][0] == '-')
+            die_input("command line: unknown option '%s' (usage: ./evaluate PATH... [--maps] [key=value ...])", argv[i]);
         else a->tg[a->n_tg++].path = strip_slashes(argv[i]);
     }
     if (a->n_tg == 0) {
@@ -873,7 +880,8 @@ static void check_overrides(const Args *a) {
         const KeyDef *k = config_find(&probe, key);
         if (k && !key_allowed(k) && !(all_llmc && !strcmp(key, "seq_len")))
             die_input("%s: fixed by the checkpoint (it changes the model or the data); ./evaluate accepts "
-                      "eval_batches, sparsity_rows, batch_size, threads, val_data and the other run keys", key);
+                      "eval_batches, sparsity_rows, batch_size, threads, val_data and the other run keys",
+                      key);
     }
     if (cfg_int(&probe, "threads") > 0) omp_set_num_threads((int)cfg_int(&probe, "threads"));
     config_free(&probe);
@@ -907,8 +915,7 @@ static void resolve_targets(Args *a) {
             // an llm.c GPT-2 file is no run folder's: its outputs go to FILE.eval/ beside it
             size_t n = strlen(t->path);
             t->dir = mallocCheck(n + 8);
-            snprintf(t->dir, n + 8, "%.*s.eval", (int)(n > 4 && !strcmp(t->path + n - 4, ".bin") ? n - 4 : n),
-                     t->path);
+            snprintf(t->dir, n + 8, "%.*s.eval", (int)(n > 4 && !strcmp(t->path + n - 4, ".bin") ? n - 4 : n), t->path);
             int existed = path_exists(t->dir);
             if (mkdir_p(t->dir) != 0)
                 die_input("%s: cannot create the output folder '%s' (%s)", t->path, t->dir, strerror(errno));

@@ -10,10 +10,12 @@
 #include "eval/answer.h"
 #include "tokenizer/bpe.h"
 #include "eval/svg_plot.h"
+#include "tokenizer/tokenizer_file.h"
 
 int maps_seq_len(const Dataset *val, long seq, int T) {
     for (int c = 0; c < val->n_cells; c++)
-        if (seq >= val->cell_first[c] && seq < val->cell_first[c + 1] && val->cells[c].seq_len < T) return val->cells[c].seq_len;
+        if (seq >= val->cell_first[c] && seq < val->cell_first[c + 1] && val->cells[c].seq_len < T)
+            return val->cells[c].seq_len;
     return T;
 }
 
@@ -22,8 +24,10 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
     for (int l = 0; l < L; l++)
         if (!m->mixer[l]->attention || !m->mixer[l]->n_maps)
             die_input("--maps: mixer '%s' has no attention extractor to draw", m->mixer[l]->name);
-    if (seq < 0 || seq >= val->n) die_input("map_seq: %ld is out of range (the validation set has %ld sequences)", seq, val->n);
-    if (layer < -1 || layer >= L) die_input("map_layer: %d is out of range (the model has %d layers; -1 = all)", layer, L);
+    if (seq < 0 || seq >= val->n)
+        die_input("map_seq: %ld is out of range (the validation set has %ld sequences)", seq, val->n);
+    if (layer < -1 || layer >= L)
+        die_input("map_layer: %d is out of range (the model has %d layers; -1 = all)", layer, L);
     if (head < -1 || head >= H) die_input("map_head: %d is out of range (the model has %d heads; -1 = all)", head, H);
     T = maps_seq_len(val, seq, T);
     memset(out, 0, sizeof *out);
@@ -67,7 +71,7 @@ void maps_extract(Model *m, const Dataset *val, int T, long seq, int layer, int 
 
 void maps_label_tokens(AttentionMaps *am, const char *tokenizer_path) {
     char err[512];
-    Bpe *b = bpe_read(tokenizer_path, err, sizeof err);
+    Bpe *b = tokenizer_read(tokenizer_path, err, sizeof err);
     if (!b) {
         fprintf(stderr, "note: maps labelled with token ids: %s\n", err);
         return;

@@ -7,15 +7,15 @@
 
 typedef struct {
     int T, L, H;
-    long seq;             // the validation sequence
+    long seq;               // the validation sequence
     int *inputs, *targets;  // [T]
-    int *answer;          // [T]: MQAR value position of query row i, else -1
-    int has_answers;      // 1 on MQAR
-    int signed_maps;      // 1 when some weight is negative (signed colour scale)
-    int n;                // maps held
-    int *layer, *head;    // [n]
-    float *a;             // [n * T * T]: map k at a + k*T*T; a head with several maps (Mamba) is their mean
-    char **token_text;    // [T] each input token's text for the labels (NULL: ids; maps_label_tokens)
+    int *answer;            // [T]: MQAR value position of query row i, else -1
+    int has_answers;        // 1 on MQAR
+    int signed_maps;        // 1 when some weight is negative (signed colour scale)
+    int n;                  // maps held
+    int *layer, *head;      // [n]
+    float *a;               // [n * T * T]: map k at a + k*T*T; a head with several maps (Mamba) is their mean
+    char **token_text;      // [T] each input token's text for the labels (NULL: ids; maps_label_tokens)
 } AttentionMaps;
 
 // Labels the maps' tokens with their text through a tokenizer file (this project's or llm.c's);

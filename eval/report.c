@@ -64,8 +64,8 @@ int report_plot_by_position(const char *dir, const StepRecords *r, const char *t
     PlotPanel *panels = callocCheck((size_t)L, sizeof(PlotPanel));
     PlotSeries *series = callocCheck((size_t)(2 * r->n + L), sizeof(PlotSeries));
     double **bufs = callocCheck((size_t)(4 * r->n + 2 * L), sizeof(double *));  // x and y of 2 series per record, floor per layer
-    char (*labels)[64] = callocCheck((size_t)(2 * r->n + L), sizeof *labels);
-    char (*titles)[64] = callocCheck((size_t)L, sizeof *titles);
+    char(*labels)[64] = callocCheck((size_t)(2 * r->n + L), sizeof *labels);
+    char(*titles)[64] = callocCheck((size_t)L, sizeof *titles);
     int ns = 0, nb = 0, drawn = 0;
     for (int l = 0; l < L; l++) {
         PlotPanel *p = &panels[l];
@@ -134,7 +134,8 @@ static int scatter_record(const RunlogRecord *r, void *ctx) {
     int l = r->layer;
     if (l + 1 > sc->L) sc->L = l + 1;
     for (int k = 0; k < 2; k++) {
-        double px = runlog_num(r, k ? "S_recall_pred" : "S_pred"), py = runlog_num(r, k ? "S_recall_pred_measured" : "S_pred_measured");
+        double px = runlog_num(r, k ? "S_recall_pred" : "S_pred"),
+               py = runlog_num(r, k ? "S_recall_pred_measured" : "S_pred_measured");
         if (!isfinite(px) || !isfinite(py)) continue;
         if (sc->n == sc->cap) {
             sc->cap = sc->cap ? 2 * sc->cap : 256;
@@ -163,8 +164,8 @@ int report_plot_scatter(const char *dir, const char *options, const char *title)
             labels[i] = lab[i];
         }
         snprintf(path, sizeof path, "%s/sparsity_scatter.svg", dir);
-        rc = svg_scatter(path, title, "predicted S (mean over rows, per head and checkpoint)",
-                         "measured S (same rows)", x, y, c, n, labels, 2 * L);
+        rc = svg_scatter(path, title, "predicted S (mean over rows, per head and checkpoint)", "measured S (same rows)",
+                         x, y, c, n, labels, 2 * L);
     }
     free(x), free(y), free(c);
     return rc;
@@ -257,7 +258,8 @@ static void other_evaluations(FILE *f, const char *dir) {
     if (!any) return;
     fputs("<h3>Other evaluations</h3>\n<p>Checkpoints evaluated under other options (other test cells or data): "
           "other measurements than the run's own, listed apart (eval.jsonl records with <code>options</code>).</p>\n"
-          "<table><tr><th>options</th><th>step</th><th>loss</th><th>accuracy</th><th>per cell</th></tr>\n", f);
+          "<table><tr><th>options</th><th>step</th><th>loss</th><th>accuracy</th><th>per cell</th></tr>\n",
+          f);
     runlog_each(path, other_eval_row, f);
     fputs("</table>\n", f);
 }
@@ -275,14 +277,16 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
           "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
           "th{background:#f0f0f0}tr.recall td{background:#eef6ee}pre{background:#f7f7f7;padding:8px;font-size:12px;"
           "max-height:320px;overflow:auto}figure{margin:12px 0}img{max-width:100%;border:1px solid #eee}"
-          "figcaption{font-size:13px;color:#555}</style>\n</head><body>\n<h1>", f);
+          "figcaption{font-size:13px;color:#555}</style>\n</head><body>\n<h1>",
+          f);
     html_text(f, mixer);
     fputs(" on ", f);
     html_text(f, dir);
     fprintf(f, "</h1>\n<p>Last checkpoint: step %ld", step);
     if (isfinite(acc)) fprintf(f, ", validation accuracy %.4f, loss %.4f", acc, loss);
     fputs(". S(a) = mean|a| / sqrt(mean a&sup2;) per row: 1 is flat, 1/sqrt(n) one-hot. "
-          "Field definitions: docs/sparsity.md.</p>\n", f);
+          "Field definitions: docs/sparsity.md.</p>\n",
+          f);
 
     fputs("<h2>Accuracy and S over steps</h2>\n", f);
     figure(f, dir, "loss_acc.svg",
@@ -312,15 +316,18 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
         free(share);
         const JsonValue *th = json_get(r->rec[0], "theory");
         fprintf(f, "<p>Theory: <b>%s</b>.", th && th->type == JSON_STRING ? th->string : "none");
-        if (recall >= 0) fprintf(f, " The recall layer (largest answer window share at the query rows) is layer %d, shaded.", recall);
+        if (recall >= 0)
+            fprintf(f, " The recall layer (largest answer window share at the query rows) is layer %d, shaded.", recall);
         fputs("</p>\n<table><tr><th>layer</th><th>head</th><th>S</th><th>S_recall</th><th>one-hot floor</th><th>S_kv</th>"
               "<th>S_other</th><th>S_norm</th><th>S_pred</th><th>S_inf</th><th>median measured/pred</th>"
               "<th>rank corr.</th><th>answer share</th><th>key share</th><th>argmax = answer</th><th>answer rank</th>"
-              "<th>top1</th><th>top4</th><th>n90</th><th>neg. mass</th></tr>\n", f);
+              "<th>top1</th><th>top4</th><th>n90</th><th>neg. mass</th></tr>\n",
+              f);
         for (int i = 0; i < r->n; i++) {
             const JsonValue *v = r->rec[i];
             int l = (int)json_number(v, "layer");
-            fprintf(f, "<tr%s><td>%d</td><td>%d</td>", l == recall ? " class=\"recall\"" : "", l, (int)json_number(v, "head"));
+            fprintf(f, "<tr%s><td>%d</td><td>%d</td>", l == recall ? " class=\"recall\"" : "", l,
+                    (int)json_number(v, "head"));
             cell(f, v, "S", 3), cell(f, v, "S_recall", 3), cell(f, v, "S_recall_onehot", 3), cell(f, v, "S_kv", 3);
             cell(f, v, "S_other", 3), cell(f, v, "S_norm", 3), cell(f, v, "S_pred", 3), cell(f, v, "S_inf", 3);
             cell(f, v, "S_pred_ratio_median", 2), cell(f, v, "S_pred_spearman", 2), cell(f, v, "ans_share", 3);

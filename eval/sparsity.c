@@ -78,7 +78,7 @@ int sparsity_row(const real *a, int n, RowStats *st) {
     for (int k = 0; k < ROW_LANES; k++) mx = mxv[k] > mx ? mxv[k] : mx;
     if (l1 == 0) return 0;
     if (l1 < 1e-30 || mx > 1e30) xlsum = xlogx_exact(a, n);
-    double ent = log(l1) - xlsum / l1;  // -sum w log w with w = |a| / l1
+    double ent = log(l1) - xlsum / l1;       // -sum w log w with w = |a| / l1
     ent = n > 1 ? ent / log((double)n) : 1;  // one weight: flat and one-hot at once, like S = 1
     st->S = (l1 / n) / sqrt(l2 / n);
     st->entropy = ent < 0 ? 0 : ent > 1 ? 1 : ent;  // rounding just past one-hot or flat
@@ -102,6 +102,7 @@ const char *theory_name(Theory t) {
 
 // Every sum is a double (counts too: exact far beyond any row count), so adding two is one loop.
 enum {
+    // clang-format off
     F_ROWS, F_S, F_ENT, F_MAXW, F_NEG, F_ONEHOT,
     F_ROWS_Q, F_S_Q, F_ONEHOT_Q,
     F_ROWS_KV, F_S_KV, F_ROWS_O, F_S_O,
@@ -109,6 +110,7 @@ enum {
     F_ROWS_P, F_PRED, F_MEASP, F_INF, F_ROWS_PQ, F_PRED_Q, F_MEASP_Q, F_INF_Q,
     F_ZERO, F_ZERO_Q,
     F_ROWS_A, F_ANS, F_KEY, F_HIT, F_RANK, F_TOP1, F_TOP4, F_N90, F_WIN, F_WIN_HIT,
+    // clang-format on
     F_BIN_ROWS,
     F_BIN_S = F_BIN_ROWS + SPARSITY_POS_BINS,
     F_BIN_PROWS = F_BIN_S + SPARSITY_POS_BINS,
@@ -136,9 +138,9 @@ typedef struct {
     long n, cap;
 } PairList;
 
-typedef struct {     // per-thread scratch
-    real *a;         // [T*T] one map
-    real *q, *k;     // [T*4C] theory queries and keys
+typedef struct {                             // per-thread scratch
+    real *a;                                 // [T*T] one map
+    real *q, *k;                             // [T*4C] theory queries and keys
     double *pred, *inf, *beta, *gamma2, *w;  // [T]
 } Scratch;
 
@@ -377,7 +379,8 @@ long sparsity_sequences(const Dataset *val, int B, int T, long eval_batches, lon
         if (want < m) m = want;
     }
     *seq = mallocCheck(sizeof(long) * (size_t)(m + 1));
-    for (long k = 0; k < m; k++) (*seq)[k] = (long)((unsigned __int128)k * (unsigned long long)n_seq / (unsigned long long)m);
+    for (long k = 0; k < m; k++)
+        (*seq)[k] = (long)((unsigned __int128)k * (unsigned long long)n_seq / (unsigned long long)m);
     return m;
 }
 
@@ -441,13 +444,13 @@ typedef struct {
     Model *m;
     int B, T, L, H;
     int n_maps[MAX_LAYERS];
-    MapSums *head_sums;  // [L * H]
-    MapSums *cell_sums;  // [n_cells * L * H] on a mixture, else NULL
-    PairList *head_pairs;  // [L * H]
-    MapSums *map_sums;   // [B * most maps of a layer]
-    RowPair *map_pairs;  // [B * most maps * T], NULL when no layer has a theory
+    MapSums *head_sums;     // [L * H]
+    MapSums *cell_sums;     // [n_cells * L * H] on a mixture, else NULL
+    PairList *head_pairs;   // [L * H]
+    MapSums *map_sums;      // [B * most maps of a layer]
+    RowPair *map_pairs;     // [B * most maps * T], NULL when no layer has a theory
     int *inputs, *targets;  // [B * T]
-    Scratch *scr;        // [threads]
+    Scratch *scr;           // [threads]
     int n_threads;
 } Pass;
 
@@ -518,7 +521,8 @@ static void measure_batch(Pass *p, const SparsityResult *out, int b, int kv_pair
             for (int i = 0; pairs && i < T; i++) {
                 const RowPair *rp = &pairs[(size_t)task * T + i];
                 if (!(rp->flags & ROW_PRED)) continue;
-                if (pl->n == pl->cap) pl->v = reallocCheck(pl->v, sizeof(RowPair) * (size_t)(pl->cap = pl->cap ? 2 * pl->cap : 1024));
+                if (pl->n == pl->cap)
+                    pl->v = reallocCheck(pl->v, sizeof(RowPair) * (size_t)(pl->cap = pl->cap ? 2 * pl->cap : 1024));
                 pl->v[pl->n++] = *rp;
             }
         }
@@ -552,8 +556,7 @@ static void result_init(SparsityResult *out, const Model *m, const Dataset *val,
     }
 }
 
-void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
-                   SparsityResult *out) {
+void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows, SparsityResult *out) {
     if (!sparsity_supported(m)) die("sparsity: a layer's mixer has no attention extractor");
     result_init(out, m, val, T);
     Pass p;

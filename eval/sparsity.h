@@ -31,18 +31,18 @@ int sparsity_row(const real *a, int n, RowStats *st);
 // Per (layer, head) means over the rows evaluated (NAN where a set has no rows).
 typedef struct {
     long rows, rows_recall, rows_kv, rows_other;  // rows evaluated (maps of a head averaged: rows per map)
-    long rows_zero, rows_recall_zero;  // rows (query rows) with no weight at all: skipped by every mean
+    long rows_zero, rows_recall_zero;             // rows (query rows) with no weight at all: skipped by every mean
     double S, S_recall, S_kv, S_other;
-    double S_norm, S_recall_norm;      // mean S_norm over the (query) rows with n >= 2
+    double S_norm, S_recall_norm;  // mean S_norm over the (query) rows with n >= 2
     double entropy, max_weight, neg_mass;
     double S_onehot, S_recall_onehot;  // mean of 1/sqrt(n) over the same rows: S of one-hot rows
     // theory, over the rows that have a prediction
     long rows_pred, rows_recall_pred;
-    double S_pred, S_recall_pred;             // mean prediction
-    double S_meas_pred, S_recall_meas_pred;   // mean measured S over the same rows
+    double S_pred, S_recall_pred;                            // mean prediction
+    double S_meas_pred, S_recall_meas_pred;                  // mean measured S over the same rows
     double S_pred_ratio_median, S_recall_pred_ratio_median;  // median over rows of measured / predicted
     double S_pred_spearman, S_recall_pred_spearman;          // rank correlation over rows
-    double S_inf, S_recall_inf;               // softmax: mean n -> infinity limit exp(-gamma^2/2)
+    double S_inf, S_recall_inf;                              // softmax: mean n -> infinity limit exp(-gamma^2/2)
     // MQAR query rows whose matching pair was found (eval/answer.h)
     long rows_answer;
     double ans_share, key_share, ans_hit, ans_rank, top1, top4, n90;
@@ -57,7 +57,7 @@ typedef struct {
     Theory theory[MAX_LAYERS];      // of each layer's mixer
     const char *mixer[MAX_LAYERS];  // each layer's mixer name
     int hybrid;                     // the layers' mixers differ: records name each layer's own
-    int kv_pairs;         // MQAR key-value pairs (0: not MQAR: no kv/other sets, no answer metrics)
+    int kv_pairs;                   // MQAR key-value pairs (0: not MQAR: no kv/other sets, no answer metrics)
     int answer_window[MAX_LAYERS];  // per layer, the answer window's width (sparsity_answer_window)
     int n_bins, bin_width;
     HeadSparsity *heads;  // [L * H], heads[l * H + h]
@@ -65,8 +65,8 @@ typedef struct {
     int n_cells;
     MqarCell cells[MQAR_MAX_CELLS];
     HeadSparsity *cell_heads;  // [n_cells * L * H], cell_heads[(c * L + l) * H + h]
-    ValStats stats;       // val loss and accuracy of the same forward passes
-    long sequences;       // sequences run through the model
+    ValStats stats;            // val loss and accuracy of the same forward passes
+    long sequences;            // sequences run through the model
 } SparsityResult;
 
 // The width of layer l's answer window: the positions from the value on where the value is still
@@ -90,8 +90,7 @@ long sparsity_sequences(const Dataset *val, int B, int T, long eval_batches, lon
 // safe to call concurrently for different (b, m) after one forward. out->stats holds the loss
 // and accuracy sums of the same forward passes: with sparsity_rows = 0 they are bit-identical to
 // val_eval(m, val, B, T, eval_batches), so a step that does both can skip val_eval.
-void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
-                   SparsityResult *out);
+void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows, SparsityResult *out);
 void sparsity_result_free(SparsityResult *r);
 
 // Writes one sparsity record per (layer, head) (core/runlog.h; fields: docs/sparsity.md):

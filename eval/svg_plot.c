@@ -51,8 +51,10 @@ static void fmt_tick(char *buf, size_t n, double v, double step) {
 static FILE *open_figure(AtomicFile *a, const char *path) { return atomic_open(a, path, NULL, 0) == 0 ? a->f : NULL; }
 
 static void svg_begin(FILE *f, double w, double h, const char *title) {
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-               "font-family=\"Helvetica, Arial, sans-serif\">\n", w, h, w, h);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+            "font-family=\"Helvetica, Arial, sans-serif\">\n",
+            w, h, w, h);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     if (title) text(f, w / 2, 24, "middle", 16, "font-weight=\"bold\"", title);
 }
@@ -101,15 +103,17 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
     double x0, x1, y0, y1;
     data_range(p, &x0, &x1, &y0, &y1);
     double ax = ox + ML, ay = oy + MT, aw = PW - ML - MR, ah = PH - MT - MB;
-#define SX(v) (ax + ((v) - x0) / (x1 - x0) * aw)
-#define SY(v) (ay + ah - ((v) - y0) / (y1 - y0) * ah)
+#define SX(v) (ax + ((v)-x0) / (x1 - x0) * aw)
+#define SY(v) (ay + ah - ((v)-y0) / (y1 - y0) * ah)
     if (p->title) text(f, ax + aw / 2, oy + 22, "middle", 13, "font-weight=\"bold\"", p->title);
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", ax, ay, aw, ah);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", ax, ay,
+            aw, ah);
     char buf[64];
     double st = nice_step(x0, x1, 5);
     for (double v = ceil(x0 / st) * st; !p->logx && v <= x1 + st * 1e-9; v += st) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v), ay + ah + 4);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v),
+                ay + ah + 4);
         fmt_tick(buf, sizeof buf, v, st);
         text(f, SX(v), ay + ah + 17, "middle", 11, NULL, buf);
     }
@@ -119,7 +123,8 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
     for (double t = ceil(lo / lst) * lst; p->logx && x1 - x0 < 1 && t <= hi; t += lst) {
         double v = log10(t);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v), ay + ah + 4);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v),
+                ay + ah + 4);
         fmt_tick(buf, sizeof buf, t, lst);
         text(f, SX(v), ay + ah + 17, "middle", 11, NULL, buf);
     }
@@ -128,8 +133,10 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
             double v = k + log10((double)m);
             int shown = m == 1 || (x1 - x0 <= 3 && (m == 2 || m == 5));
             if (v < x0 || v > x1 || !shown) continue;
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v), ay + ah);
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah, SX(v), ay + ah + 4);
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", SX(v), ay, SX(v),
+                    ay + ah);
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SX(v), ay + ah,
+                    SX(v), ay + ah + 4);
             double x = m * pow(10, k);
             if (x >= 1e5 || x < 1e-2) snprintf(buf, sizeof buf, "%.0fe%d", (double)m, k);
             else fmt_tick(buf, sizeof buf, x, x < 1 ? x : 1);
@@ -151,8 +158,8 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
     // series, clipped to the axes box
     static int clip_id;
     clip_id++;
-    fprintf(f, "<clipPath id=\"c%d\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/></clipPath>\n", clip_id,
-            ax, ay, aw, ah);
+    fprintf(f, "<clipPath id=\"c%d\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/></clipPath>\n",
+            clip_id, ax, ay, aw, ah);
     fprintf(f, "<g clip-path=\"url(#c%d)\">\n", clip_id);
     for (int s = 0; s < p->n_series; s++) {
         const PlotSeries *se = &p->series[s];
@@ -162,8 +169,7 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
             double xv = axis_x(p, se->x[i]);
             int ok = isfinite(xv) && isfinite(se->y[i]);
             if (ok && !open) {
-                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col,
-                        dash(se->dashed));
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col, dash(se->dashed));
                 open = 1;
             }
             if (ok) fprintf(f, "%.1f,%.1f ", SX(xv), SY(se->y[i]));
@@ -217,8 +223,8 @@ int svg_line_figure(const char *path, const char *title, const PlotPanel *panels
 
 // viridis at 9 stops, interpolated linearly
 static void viridis(double t, int rgb[3]) {
-    static const int stops[9][3] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},   {44, 113, 142}, {33, 144, 141},
-                                    {39, 173, 129}, {92, 200, 99},  {170, 220, 50},  {253, 231, 37}};
+    static const int stops[9][3] = {{68, 1, 84},    {71, 44, 122}, {59, 81, 139},  {44, 113, 142}, {33, 144, 141},
+                                    {39, 173, 129}, {92, 200, 99}, {170, 220, 50}, {253, 231, 37}};
     if (!(t >= 0)) t = 0;
     if (t > 1) t = 1;
     double u = t * 8;
@@ -254,8 +260,8 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
             int rgb[3];
             double t = (val - vmin) / (vmax - vmin);
             viridis(t, rgb);
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,%d)\"><title>",
-                    x, y, cw, ch, rgb[0], rgb[1], rgb[2]);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,%d)\"><title>", x,
+                    y, cw, ch, rgb[0], rgb[1], rgb[2]);
             fprintf(f, "%s %d, %s %d: %.4g</title></rect>\n", row_label ? row_label : "row", r,
                     col_label ? col_label : "col", c, val);
             if (cw >= 36 && ch >= 18) {
@@ -263,7 +269,8 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
                 text(f, x + cw / 2, y + ch / 2 + 4, "middle", 11, t < 0.6 ? "fill=\"white\"" : "fill=\"black\"", buf);
             }
         }
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", gx, gy, gw, gh);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", gx, gy,
+            gw, gh);
     int every_c = cols > 16 ? (cols + 15) / 16 : 1, every_r = rows > 16 ? (rows + 15) / 16 : 1;
     for (int c = 0; c < cols; c += every_c) {
         snprintf(buf, sizeof buf, "%d", c);
@@ -287,7 +294,8 @@ int svg_heatmap(const char *path, const char *title, const double *v, int rows, 
         fprintf(f, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"rgb(%d,%d,%d)\"/>\n", bx,
                 gy + bh - (i + 1) * bh / 32, bw, bh / 32 + 0.3, rgb[0], rgb[1], rgb[2]);
     }
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", bx, gy, bw, bh);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", bx, gy,
+            bw, bh);
     double st = nice_step(vmin, vmax, 4);
     for (double t = ceil(vmin / st) * st; t <= vmax + st * 1e-9; t += st) {
         double y = gy + bh - (t - vmin) / (vmax - vmin) * bh;
@@ -319,10 +327,9 @@ static void map_colour(double v, double vmax, int signed_scale, int rgb[3]) {
 }
 
 int svg_attention_map(const char *path, const char *title, const float *a, int T, int pos0, const int *tokens,
-                      const char *const *token_text, const unsigned char *mark_row, const int *answer,
-                      int signed_scale) {
+                      const char *const *token_text, const unsigned char *mark_row, const int *answer, int signed_scale) {
     double cs = T <= 16 ? 28 : T <= 32 ? 18 : T <= 64 ? 11 : 720.0 / T;  // cell size
-    double lab = 74;  // room for "pos:token" labels
+    double lab = 74;                                                     // room for "pos:token" labels
     double gx = lab + 10, gy = 48 + lab, gw = T * cs;
     double w = gx + gw + 120, h = gy + gw + 40;
     double vmax = 0;
@@ -342,15 +349,19 @@ int svg_attention_map(const char *path, const char *title, const float *a, int T
             double v = (double)a[(size_t)i * T + j];
             int rgb[3];
             map_colour(v, vmax, signed_scale, rgb);
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,%d)\"><title>"
-                       "row %d (token %d), col %d (token %d): %.4g</title></rect>\n",
+            fprintf(f,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,%d)\"><title>"
+                    "row %d (token %d), col %d (token %d): %.4g</title></rect>\n",
                     gx + j * cs, gy + i * cs, cs, cs, rgb[0], rgb[1], rgb[2], pos0 + i, tokens[i], pos0 + j, tokens[j], v);
         }
     for (int i = 0; i < T; i++)
         if (answer && answer[i] >= 0)
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#2ca02c\" "
-                       "stroke-width=\"2\"/>\n", gx + answer[i] * cs, gy + i * cs, cs, cs);
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", gx, gy, gw, gw);
+            fprintf(f,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#2ca02c\" "
+                    "stroke-width=\"2\"/>\n",
+                    gx + answer[i] * cs, gy + i * cs, cs, cs);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", gx, gy,
+            gw, gw);
     int fs = cs >= 11 ? 9 : 7, every = cs >= 8 ? 1 : (int)ceil(8 / cs);
     for (int i = 0; i < T; i += every) {
         int mark = mark_row && mark_row[i];
@@ -403,9 +414,10 @@ int svg_scatter(const char *path, const char *title, const char *xlabel, const c
     FILE *f = open_figure(&out, path);
     if (!f) return -1;
     svg_begin(f, w, h, title);
-#define SX(v) (ax + ((v) - lo) / (hi - lo) * aw)
-#define SY(v) (ay + ah - ((v) - lo) / (hi - lo) * ah)
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", ax, ay, aw, ah);
+#define SX(v) (ax + ((v)-lo) / (hi - lo) * aw)
+#define SY(v) (ay + ah - ((v)-lo) / (hi - lo) * ah)
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n", ax, ay,
+            aw, ah);
     double st = nice_step(lo, hi, 5);
     for (double v = ceil(lo / st) * st; v <= hi + st * 1e-9; v += st) {
         fmt_tick(buf, sizeof buf, v, st);
@@ -425,7 +437,8 @@ int svg_scatter(const char *path, const char *title, const char *xlabel, const c
     snprintf(rot, sizeof rot, "transform=\"rotate(-90 %.1f %.1f)\"", ax - 48, ay + ah / 2);
     text(f, ax - 48, ay + ah / 2, "middle", 12, rot, ylabel);
     for (int c = 0; c < n_labels; c++) {
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", ax + aw + 20, ay + 10 + c * 18.0, svg_color(c));
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", ax + aw + 20, ay + 10 + c * 18.0,
+                svg_color(c));
         text(f, ax + aw + 30, ay + 14 + c * 18.0, "start", 11, NULL, labels[c]);
     }
     text(f, ax + aw + 20, ay + 14 + n_labels * 18.0, "start", 11, "fill=\"#888\"", "- - measured = predicted");

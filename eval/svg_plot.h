@@ -6,17 +6,17 @@
 typedef struct {
     const double *x, *y;  // [n] points; a non-finite y leaves a gap in the line
     int n;
-    const char *label;    // legend entry (NULL: not in the legend)
-    int color;            // index into the palette (10 colours, then repeats); -1: grey
-    int dashed;           // 0: solid line with markers, 1: dashed with markers, 2: dotted, no markers
+    const char *label;  // legend entry (NULL: not in the legend)
+    int color;          // index into the palette (10 colours, then repeats); -1: grey
+    int dashed;         // 0: solid line with markers, 1: dashed with markers, 2: dotted, no markers
 } PlotSeries;
 
 typedef struct {
     const char *title, *xlabel, *ylabel;
     const PlotSeries *series;
     int n_series;
-    double ymin, ymax;    // fixed y range when ymin < ymax; otherwise taken from the data
-    int logx;             // 1: a logarithmic x axis (ticks at 1, 2, 5 x 10^k; x <= 0 not drawn)
+    double ymin, ymax;  // fixed y range when ymin < ymax; otherwise taken from the data
+    int logx;           // 1: a logarithmic x axis (ticks at 1, 2, 5 x 10^k; x <= 0 not drawn)
 } PlotPanel;
 
 // A figure of n_panels line plots, `cols` per row, under a title. 0, or -1 when it cannot write.
@@ -37,8 +37,7 @@ const char *svg_color(int i);
 // token_text (may be NULL: ids only) labels position i as "i:text" instead of "i:id"; pos0 is
 // the position of row and column 0 (a window of a longer sequence), for the labels.
 int svg_attention_map(const char *path, const char *title, const float *a, int T, int pos0, const int *tokens,
-                      const char *const *token_text, const unsigned char *mark_row, const int *answer,
-                      int signed_scale);
+                      const char *const *token_text, const unsigned char *mark_row, const int *answer, int signed_scale);
 
 // A scatter plot: points (x[i], y[i]) coloured by color[i] (palette index), with the y = x line,
 // legend entries labels[c] for colours 0..n_labels-1.

@@ -43,8 +43,7 @@ int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
         snprintf(tag, sizeof tag, "sparsity/L%d_H%d/answer_share", r->layer, r->head);
         n += emit(tag, derived_window_share(r), fn, ctx);
         break;
-    default:
-        break;
+    default: break;
     }
     return n;
 }

@@ -11,10 +11,12 @@ double theory_softmax_Sinf(double gamma2) { return exp(-gamma2 / 2); }
 // --- softmax at finite n: a table per n, filled on first use -----------------------------------
 
 #define SN_POINTS THEORY_SN_POINTS
-#define SN_FINE 64       // grid points 0..64: gamma = g * STEP (0 to 8)
-#define SN_COARSE 0.5    // above: gamma = 8 + (g - 64) * 0.5, to 32 (S changes slowly there)
+#define SN_FINE 64     // grid points 0..64: gamma = g * STEP (0 to 8)
+#define SN_COARSE 0.5  // above: gamma = 8 + (g - 64) * 0.5, to 32 (S changes slowly there)
 
-static double sn_gamma(int g) { return g <= SN_FINE ? g * THEORY_SN_STEP : SN_FINE * THEORY_SN_STEP + (g - SN_FINE) * SN_COARSE; }
+static double sn_gamma(int g) {
+    return g <= SN_FINE ? g * THEORY_SN_STEP : SN_FINE * THEORY_SN_STEP + (g - SN_FINE) * SN_COARSE;
+}
 #define SN_EXACT_N 64  // every n up to here has its own table; above, n on a grid of 2^(1/4) steps
 
 typedef struct SnTable {
@@ -174,7 +176,7 @@ double theory_relu2_S(double beta, double gamma) {
 double theory_identity_S(double beta, double gamma) {
     if (!(gamma > 0)) return beta != 0 ? 1 : NAN;
     return (sqrt(2 / M_PI) * gamma * exp(-beta * beta / (2 * gamma * gamma)) + beta * erf(beta / (sqrt(2.0) * gamma))) /
-           sqrt(beta * beta + gamma * gamma);
+        sqrt(beta * beta + gamma * gamma);
 }
 
 double theory_decay_S(double lambda, int n) {

@@ -11,8 +11,8 @@
 #include "model/model.h"
 
 typedef struct {
-    HeadStats all;                   // summed over every sequence evaluated
-    int n_cells;                     // MQAR cells measured (0: not MQAR)
+    HeadStats all;  // summed over every sequence evaluated
+    int n_cells;    // MQAR cells measured (0: not MQAR)
     MqarCell cells[MQAR_MAX_CELLS];
     HeadStats cell[MQAR_MAX_CELLS];  // per cell
 } ValStats;

@@ -22,8 +22,7 @@ Generator *generator_create(Model *m, int recurrent) {
         for (int l = 0; l < m->s.L; l++)
             g->state_off[l + 1] = g->state_off[l] + m->mixer[l]->state_size(m->mixer_state[l]);
         g->state = callocCheck(g->state_off[m->s.L], sizeof(real));
-        if (m->s.short_conv > 1)
-            g->conv_state = callocCheck((size_t)m->s.L * (m->s.short_conv - 1) * C, sizeof(real));
+        if (m->s.short_conv > 1) g->conv_state = callocCheck((size_t)m->s.L * (m->s.short_conv - 1) * C, sizeof(real));
     }
     g->ctx = callocCheck((size_t)m->s.T, sizeof(int));
     g->x = callocCheck((size_t)C, sizeof(real));
@@ -56,7 +55,8 @@ void generator_free(Generator *g) {
 void generator_reset(Generator *g) {
     g->n = 0;
     if (g->recurrent) memset(g->state, 0, sizeof(real) * g->state_off[g->m->s.L]);
-    if (g->conv_state) memset(g->conv_state, 0, sizeof(real) * (size_t)g->m->s.L * (g->m->s.short_conv - 1) * g->m->s.C);
+    if (g->conv_state)
+        memset(g->conv_state, 0, sizeof(real) * (size_t)g->m->s.L * (g->m->s.short_conv - 1) * g->m->s.C);
 }
 
 // One token at position t through every block, each mixer stepping its state; logits at the end.
@@ -71,7 +71,8 @@ static void step_token(Generator *g, int token, int t) {
         layernorm_forward(g->ln, &mean, &rstd, g->x, p->ln1_w, p->ln1_b, 1, C);
         const real *in = g->ln;  // the mixer's input
         if (K) {
-            short_conv_step(g->conv, g->conv_state ? g->conv_state + (size_t)l * (K - 1) * C : NULL, g->ln, p->sc_w, p->sc_b, C, K);
+            short_conv_step(g->conv, g->conv_state ? g->conv_state + (size_t)l * (K - 1) * C : NULL, g->ln, p->sc_w,
+                            p->sc_b, C, K);
             in = g->conv;
         }
         m->mixer[l]->step(m->mixer_state[l], p->mix, g->state + g->state_off[l], t, in, g->mix);

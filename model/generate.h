@@ -12,16 +12,16 @@
 
 typedef struct {
     Model *m;
-    int recurrent;        // 1: mixer step(); 0: prefix re-run with model_forward
+    int recurrent;                     // 1: mixer step(); 0: prefix re-run with model_forward
     size_t state_off[MAX_LAYERS + 1];  // layer l's state is state[state_off[l] .. state_off[l+1])
-    real *state;          // every layer's state, one after the other (sizes differ in a hybrid)
-    real *conv_state;     // [L, K-1, C] the short convolution's last K-1 inputs (short_conv = K > 1)
-    int *ctx;             // [T] the tokens of the current window
-    int n;                // tokens in the window = the position of the next token
-    real *x, *ln, *mix, *branch;  // [C] residual stream, normed input, mixer out, MLP out
-    real *conv;                   // [C] short convolution output: the mixer's input (short_conv)
-    real *fch, *fch_gelu;         // [4C]
-    real *logits;         // [V]
+    real *state;                       // every layer's state, one after the other (sizes differ in a hybrid)
+    real *conv_state;                  // [L, K-1, C] the short convolution's last K-1 inputs (short_conv = K > 1)
+    int *ctx;                          // [T] the tokens of the current window
+    int n;                             // tokens in the window = the position of the next token
+    real *x, *ln, *mix, *branch;       // [C] residual stream, normed input, mixer out, MLP out
+    real *conv;                        // [C] short convolution output: the mixer's input (short_conv)
+    real *fch, *fch_gelu;              // [4C]
+    real *logits;                      // [V]
 } Generator;
 
 // recurrent: 1 uses step() (refused with exit 2 when a layer's mixer has none), 0 the prefix

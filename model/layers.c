@@ -11,8 +11,7 @@
 // Row-chunk size of every reduction over rows: fixed, so sums do not depend on the thread count.
 #define ROW_CHUNK 256
 
-void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w,
-                       const real *b, int N, int C) {
+void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b, int N, int C) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const real *x = inp + (size_t)n * C;
@@ -30,8 +29,8 @@ void layernorm_forward(real *out, real *mean, real *rstd, const real *inp, const
     }
 }
 
-void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp,
-                        const real *w, const real *mean, const real *rstd, int N, int C) {
+void layernorm_backward(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                        const real *mean, const real *rstd, int N, int C) {
     int n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     real *partial = callocCheck((size_t)n_chunks * 2 * C, sizeof(real));  // [chunk][dw | db]
 #pragma omp parallel for schedule(static)
@@ -97,8 +96,7 @@ void residual_forward(real *out, const real *a, const real *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-void embedding_forward(real *out, const int *tokens, const real *wte, const real *wpe, int B, int T,
-                       int C) {
+void embedding_forward(real *out, const int *tokens, const real *wte, const real *wpe, int B, int T, int C) {
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
         const real *e = wte + (size_t)tokens[bt] * C;
@@ -112,8 +110,7 @@ void embedding_forward(real *out, const int *tokens, const real *wte, const real
     }
 }
 
-void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tokens, int B, int T,
-                        int C) {
+void embedding_backward(real *dwte, real *dwpe, const real *dout, const int *tokens, int B, int T, int C) {
     // Parallel over channel slices: each thread owns whole columns, rows are added in order.
     int n_slices = (C + 15) / 16;
 #pragma omp parallel for schedule(static)
@@ -143,8 +140,8 @@ Precision precision_parse(const char *name) {
     return PRECISION_BF16;
 }
 
-void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
-                 int ldb, real beta, real *C, int ldc, Precision prec) {
+void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B, int ldb, real beta,
+                 real *C, int ldc, Precision prec) {
 #ifndef REAL_DOUBLE
     if (prec == PRECISION_BF16) {
         gemm_bf16(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
@@ -155,8 +152,7 @@ void matmul_gemm(int transA, int transB, int M, int N, int K, const real *A, int
     gemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
-void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC,
-                    int OC, Precision prec) {
+void matmul_forward(real *out, const real *inp, const real *w, const real *bias, int N, int IC, int OC, Precision prec) {
     matmul_gemm(0, 1, N, OC, IC, inp, IC, w, IC, 0, out, OC, prec);
     if (!bias) return;
 #pragma omp parallel for schedule(static)
@@ -166,8 +162,8 @@ void matmul_forward(real *out, const real *inp, const real *w, const real *bias,
     }
 }
 
-void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
-                     const real *w, int N, int IC, int OC, Precision prec) {
+void matmul_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int N, int IC,
+                     int OC, Precision prec) {
     if (dinp) matmul_gemm(0, 0, N, IC, OC, dout, OC, w, IC, 1, dinp, IC, prec);
     if (dw) matmul_gemm(1, 0, OC, IC, N, dout, OC, inp, IC, 1, dw, IC, prec);
     if (dbias) colsum_accumulate(dbias, dout, N, OC);
@@ -188,8 +184,7 @@ void colsum_accumulate(real *out, const real *x, int N, int C) {
     free(partial);
 }
 
-void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T,
-                        int C, int K) {
+void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T, int C, int K) {
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
@@ -204,8 +199,8 @@ void short_conv_forward(real *out, const real *inp, const real *w, const real *b
     }
 }
 
-void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
-                         const real *w, int B, int T, int C, int K) {
+void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
+                         int T, int C, int K) {
     int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     // dinp: each row gathers from the K outputs it fed (parallel over rows, no races)
 #pragma omp parallel for schedule(static)
@@ -247,8 +242,7 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
     free(partial);
 }
 
-void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C,
-                     int K) {
+void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C, int K) {
     for (int c = 0; c < C; c++) {
         real o = bias ? bias[c] : 0;
         for (int k = 0; k < K - 1; k++) o += w[(size_t)c * K + k] * state[(size_t)k * C + c];

@@ -18,8 +18,8 @@ static size_t align_up(size_t n) { return (n + ALIGN_REALS - 1) / ALIGN_REALS * 
 // ---------------------------------------------------------------------------------------------
 // Parameter table
 
-static void add_tensor(Model *m, int cap, const char *name, int ndim, const int *shape, InitKind init,
-                       double arg, int decay, int layer, int slot) {
+static void add_tensor(Model *m, int cap, const char *name, int ndim, const int *shape, InitKind init, double arg,
+                       int decay, int layer, int slot) {
     if (m->n_tensors == cap) die("internal error: tensor table full");
     TensorInfo *t = &m->tensors[m->n_tensors++];
     memset(t, 0, sizeof *t);
@@ -78,8 +78,7 @@ static void build_param_table(Model *m) {
 }
 
 // Points the named fields of `lp` (parameters or gradients) into `arena`.
-static void point_params(Model *m, real *arena, real **wte, real **wpe, real **lnf_w, real **lnf_b,
-                         LayerParams *lp) {
+static void point_params(Model *m, real *arena, real **wte, real **wpe, real **lnf_w, real **lnf_b, LayerParams *lp) {
     *wpe = NULL;
     for (int i = 0; i < m->n_tensors; i++) {
         const TensorInfo *t = &m->tensors[i];
@@ -97,11 +96,14 @@ static void point_params(Model *m, real *arena, real **wte, real **wpe, real **l
             continue;
         }
         const char *suffix = strchr(strchr(t->name, '.') + 1, '.') + 1;  // after "h.<l>."
-        struct { const char *name; real **field; } fields[] = {
-            {"ln_1.weight", &L->ln1_w}, {"ln_1.bias", &L->ln1_b},     {"ln_2.weight", &L->ln2_w},
-            {"ln_2.bias", &L->ln2_b},   {"mlp.fc.weight", &L->fc_w},  {"mlp.fc.bias", &L->fc_b},
-            {"mlp.proj.weight", &L->proj_w}, {"mlp.proj.bias", &L->proj_b},
-            {"short_conv.weight", &L->sc_w}, {"short_conv.bias", &L->sc_b},
+        struct {
+            const char *name;
+            real **field;
+        } fields[] = {
+            {"ln_1.weight", &L->ln1_w},      {"ln_1.bias", &L->ln1_b},      {"ln_2.weight", &L->ln2_w},
+            {"ln_2.bias", &L->ln2_b},        {"mlp.fc.weight", &L->fc_w},   {"mlp.fc.bias", &L->fc_b},
+            {"mlp.proj.weight", &L->proj_w}, {"mlp.proj.bias", &L->proj_b}, {"short_conv.weight", &L->sc_w},
+            {"short_conv.bias", &L->sc_b},
         };
         for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
             if (!strcmp(suffix, fields[k].name)) *fields[k].field = p;
@@ -244,7 +246,8 @@ void model_check_mixer_options(const Config *c) {
         for (const KeyDef *d = k->options; d->name; d++)
             if (!is_default_value(d, cfg_str(c, d->name)))
                 die_input("%s: %s is an option of mixer '%s', and no layer of this run is one (mixer = %s); "
-                          "remove it or choose that mixer", cfg_origin(c, d->name), d->name, k->name, cfg_str(c, "mixer"));
+                          "remove it or choose that mixer",
+                          cfg_origin(c, d->name), d->name, k->name, cfg_str(c, "mixer"));
     }
 }
 
@@ -347,9 +350,11 @@ void model_init_weights(Model *m, uint64_t seed) {
         real *w = m->params + t->offset;
         double std = t->arg > 0 ? t->arg : 0.02;
         switch (t->init) {
+        // clang-format off
         case INIT_ZERO: for (size_t k = 0; k < t->count; k++) w[k] = 0; break;
         case INIT_ONE: for (size_t k = 0; k < t->count; k++) w[k] = 1; break;
         case INIT_NORMAL: for (size_t k = 0; k < t->count; k++) w[k] = (real)(std * rng_normal(&rng)); break;
+        // clang-format on
         case INIT_NORMAL_OUT:
             for (size_t k = 0; k < t->count; k++) w[k] = (real)(out_std * rng_normal(&rng));
             break;
@@ -365,9 +370,11 @@ void model_zero_grad(Model *m) { memset(m->grads, 0, sizeof(real) * m->n_params)
 
 MixerIO model_mixer_io(Model *m, int l) {
     LayerActs *a = &m->la[l];
+    // clang-format off
     MixerIO io = {.B = m->cur_B, .T = m->cur_T, .p = m->lp[l].mix, .g = m->lg[l].mix,
                   .act = a->mixer_act, .tmp = m->mixer_tmp, .x = a->conv ? a->conv : a->ln1,
                   .y = a->mix_out};
+    // clang-format on
     return io;
 }
 
@@ -377,8 +384,7 @@ MixerIO model_mixer_io(Model *m, int l) {
 static HeadStats head_forward(Model *m, int want_grad) {
     int C = m->s.C, V = m->s.V, M = m->n_rows;
     HeadStats st = {0, M, 0};
-    for (int r = 0; r < M; r++)
-        memcpy(m->h_rows + (size_t)r * C, m->lnf + (size_t)m->rows[r] * C, sizeof(real) * C);
+    for (int r = 0; r < M; r++) memcpy(m->h_rows + (size_t)r * C, m->lnf + (size_t)m->rows[r] * C, sizeof(real) * C);
     real inv_M = M ? (real)1 / (real)M : 0;
     for (int r0 = 0; r0 < M; r0 += m->head_chunk) {
         int n = M - r0 < m->head_chunk ? M - r0 : m->head_chunk;

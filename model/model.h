@@ -22,32 +22,32 @@ typedef struct {
 } ModelShape;
 
 typedef struct {
-    char name[64];      // docs/design.md#tensor-names, e.g. "h.0.attn.qkv.weight"
+    char name[64];  // docs/design.md#tensor-names, e.g. "h.0.attn.qkv.weight"
     int ndim, shape[4];
     size_t offset, count;  // in reals, into the parameter arena (offsets 64-byte aligned)
     InitKind init;
     double arg;
-    int decay;          // AdamW weight decay applies (2-D weights unless the mixer says no)
-    int layer;          // -1 outside the blocks
-    int mixer_slot;     // index among the layer's mixer declarations, or -1
+    int decay;       // AdamW weight decay applies (2-D weights unless the mixer says no)
+    int layer;       // -1 outside the blocks
+    int mixer_slot;  // index among the layer's mixer declarations, or -1
 } TensorInfo;
 
 typedef struct {
     real *ln1_w, *ln1_b, *ln2_w, *ln2_b;  // [C]
-    real *sc_w, *sc_b;                     // [C, K], [C] short convolution (short_conv = K > 0)
-    real *fc_w, *fc_b;                     // [4C, C], [4C]
-    real *proj_w, *proj_b;                 // [C, 4C], [C]
-    real *mix[MIXER_MAX_TENSORS];          // the mixer's tensors in declaration order
+    real *sc_w, *sc_b;                    // [C, K], [C] short convolution (short_conv = K > 0)
+    real *fc_w, *fc_b;                    // [4C, C], [4C]
+    real *proj_w, *proj_b;                // [C, 4C], [C]
+    real *mix[MIXER_MAX_TENSORS];         // the mixer's tensors in declaration order
 } LayerParams;
 
 typedef struct {
-    real *res_in;                    // [B,T,C] residual stream entering the layer
-    real *ln1, *ln1_mean, *ln1_rstd; // [B,T,C], [B,T], [B,T]
-    real *conv;                      // [B,T,C] short convolution of ln1: the mixer's input (short_conv)
-    real *mix_out;                   // [B,T,C] mixer output
-    real *res_mid;                   // [B,T,C] after the mixer's residual add
-    real *ln2, *ln2_mean, *ln2_rstd; // [B,T,C], [B,T], [B,T]       (mlp)
-    real *fch, *fch_gelu;            // [B,T,4C], [B,T,4C]          (mlp)
+    real *res_in;                     // [B,T,C] residual stream entering the layer
+    real *ln1, *ln1_mean, *ln1_rstd;  // [B,T,C], [B,T], [B,T]
+    real *conv;                       // [B,T,C] short convolution of ln1: the mixer's input (short_conv)
+    real *mix_out;                    // [B,T,C] mixer output
+    real *res_mid;                    // [B,T,C] after the mixer's residual add
+    real *ln2, *ln2_mean, *ln2_rstd;  // [B,T,C], [B,T], [B,T]       (mlp)
+    real *fch, *fch_gelu;             // [B,T,4C], [B,T,4C]          (mlp)
     real *mixer_act[MIXER_MAX_BUFFERS];
 } LayerActs;
 
@@ -60,39 +60,39 @@ typedef struct {
 
 typedef struct {
     ModelShape s;
-    int B_max, rows_max;        // largest batch; most positions with a target in one batch
-    int threads_max;            // OpenMP threads at creation: the mixers' per-thread scratch is sized for them
-    Precision precision;        // of every matmul (config key `precision`; fp32 without a config)
+    int B_max, rows_max;                 // largest batch; most positions with a target in one batch
+    int threads_max;                     // OpenMP threads at creation: the mixers' per-thread scratch is sized for them
+    Precision precision;                 // of every matmul (config key `precision`; fp32 without a config)
     const MixerKind *mixer[MAX_LAYERS];  // layer l's mixer (a hybrid stack mixes kinds)
     void *mixer_state[MAX_LAYERS];       // its state (options and shapes)
 
-    TensorInfo *tensors;        // the parameter table
+    TensorInfo *tensors;  // the parameter table
     int n_tensors;
     size_t n_params;
-    real *params, *grads;       // arenas [n_params]
-    real *wte, *wpe, *lnf_w, *lnf_b;  // wte [V,C], wpe [T,C] or NULL, lnf [C]
-    real *g_wte, *g_wpe, *g_lnf_w, *g_lnf_b;  // their gradients
+    real *params, *grads;                        // arenas [n_params]
+    real *wte, *wpe, *lnf_w, *lnf_b;             // wte [V,C], wpe [T,C] or NULL, lnf [C]
+    real *g_wte, *g_wpe, *g_lnf_w, *g_lnf_b;     // their gradients
     LayerParams lp[MAX_LAYERS], lg[MAX_LAYERS];  // parameter and gradient pointers
 
-    real *acts;                 // activation arena
+    real *acts;  // activation arena
     size_t n_acts;
     LayerActs la[MAX_LAYERS];
-    real *res_out;              // [B,T,C] residual stream after the last block
+    real *res_out;                    // [B,T,C] residual stream after the last block
     real *lnf, *lnf_mean, *lnf_rstd;  // [B,T,C], [B,T], [B,T]
-    real *h_rows, *dh_rows;     // [rows_max, C] final features at counted positions, and grads
-    real *logits;               // [head_chunk, V] one chunk of head rows
-    real *row_loss;             // [rows_max] cross-entropy of each counted row
+    real *h_rows, *dh_rows;           // [rows_max, C] final features at counted positions, and grads
+    real *logits;                     // [head_chunk, V] one chunk of head rows
+    real *row_loss;                   // [rows_max] cross-entropy of each counted row
     int head_chunk;
     // scratch shared by layers
     real *branch, *dres, *dln;  // [B,T,C]
     real *dconv;                // [B,T,C] gradient of the mixer's input (short_conv)
     real *dfch_a, *dfch_b;      // [B,T,4C] (mlp)
     real *mixer_tmp[MIXER_MAX_BUFFERS];
-    int *inputs, *targets;      // [B,T] copies of the last forward's batch
-    int *rows;                  // [rows_max] flat indices b*T+t with target >= 0
+    int *inputs, *targets;  // [B,T] copies of the last forward's batch
+    int *rows;              // [rows_max] flat indices b*T+t with target >= 0
     int n_rows;
     int cur_B, cur_T;
-    int have_grad;              // the last forward computed the head gradient
+    int have_grad;  // the last forward computed the head gradient
 } Model;
 
 // The shape the config's model keys give (d_model, n_layer, n_head, seq_len, mlp, pos_emb) with
@@ -103,8 +103,7 @@ ModelShape model_shape_from_config(const Config *cfg, int V);
 // positions. `mixer` is every layer's mixer, or NULL to take them from cfg's `mixer` key (one
 // name for every layer, or a comma list of n_layer names: a hybrid stack). Dies with exit 2
 // naming the key when the shape or the list is invalid.
-Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B,
-                    int rows_max);
+Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *cfg, int B, int rows_max);
 // What model_create(s, NULL, cfg, B, rows_max) would allocate, in bytes (parameters, gradients,
 // activations, batch copies), counted without allocating the arenas; *n_params (if not NULL) gets
 // the parameter count. Exits 2 on the shapes model_create refuses.

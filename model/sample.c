@@ -5,8 +5,6 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/progress.h"
-#include "core/runlog.h"
 
 int sample_next(const real *logits, int limit, double temperature, int top_k, Rng *rng) {
     if (temperature <= 0 || top_k == 1) {
@@ -71,8 +69,7 @@ size_t unescape_prompt(const char *s, uint8_t *out, const char *key) {
                 break;
             }
             // fall through
-        default:
-            die_input("%s: unknown escape '\\%.3s' (expected \\n, \\t, \\r, \\\\ or \\xNN)", key, p);
+        default: die_input("%s: unknown escape '\\%.3s' (expected \\n, \\t, \\r, \\\\ or \\xNN)", key, p);
         }
     }
     return n;
@@ -111,8 +108,8 @@ void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, Tok
                       out->v[i], vocab);
 }
 
-void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature,
-                     int top_k, int limit, Rng *rng, token_fn fn, void *ctx) {
+void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
+                     int limit, Rng *rng, token_fn fn, void *ctx) {
     const real *logits = NULL;
     generator_reset(g);
     for (size_t i = 0; i < n_prompt; i++) logits = generator_feed(g, (int)prompt[i]);
@@ -123,91 +120,22 @@ void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int 
     }
 }
 
-static void collect(void *ctx, uint32_t tok) { tokbuf_push(ctx, tok); }
-
-// Token ids as text: "12 7 0".
-static void ids_text(const uint32_t *t, size_t n, ByteBuf *out) {
-    for (size_t i = 0; i < n; i++) {
-        char s[16];
-        int k = snprintf(s, sizeof s, i ? " %u" : "%u", t[i]);
-        bytebuf_append(out, s, (size_t)k);
-    }
-}
-
-// The config's tokenizer, loaded once (NULL when the key is empty); a bad file exits 2.
-static Bpe *training_tokenizer(const Config *cfg) {
-    static char *loaded_path;
-    static Bpe *bpe;
-    const char *path = cfg_str(cfg, "tokenizer");
-    if (*path && (!loaded_path || strcmp(loaded_path, path))) {
-        bpe_free(bpe);
-        free(loaded_path);
-        char err[1024];
-        bpe = bpe_read(path, err, sizeof err);
-        if (!bpe) die_input("tokenizer: %s", err);
-        loaded_path = strdupCheck(path);
-    }
-    return *path ? bpe : NULL;
-}
-
 void sample_require_tokenizer(const Bpe *b, const char *path, int vocab, uint32_t id, const char *where) {
     if (!b || vocab <= 0) return;
     uint32_t have = bpe_identity(b);
     if (b->vocab_size != vocab || have != id)
         die_input("tokenizer: %s (vocabulary %d, identity %08x) is not the tokenizer the model was trained with "
-                  "(vocabulary %d, identity %08x, recorded in %s)", path, b->vocab_size, have, vocab, id, where);
-}
-
-void sample_check_tokenizer(const Config *cfg, int vocab, uint32_t id) {
-    sample_require_tokenizer(training_tokenizer(cfg), cfg_str(cfg, "tokenizer"), vocab, id, "the training shards");
+                  "(vocabulary %d, identity %08x, recorded in %s)",
+                  path, b->vocab_size, have, vocab, id, where);
 }
 
 int sample_token_limit(const Bpe *b, const char *path, int vocab) {
     if (!b || b->vocab_size >= vocab) return vocab;
     static int warned;
     if (!warned++)
-        fprintf(stderr, "note: tokenizer %s has %d tokens, the model's vocabulary %d: samples draw from the first %d "
-                "(the others have no text)\n", path, b->vocab_size, vocab, b->vocab_size);
+        fprintf(stderr,
+                "note: tokenizer %s has %d tokens, the model's vocabulary %d: samples draw from the first %d "
+                "(the others have no text)\n",
+                path, b->vocab_size, vocab, b->vocab_size);
     return b->vocab_size;
-}
-
-void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
-    Bpe *b = training_tokenizer(cfg);
-    const char *prompt = cfg_str(cfg, "sample_prompt");
-    TokBuf pt = {0}, gen = {0};
-    prompt_tokens(b, prompt, m->s.V, "sample_prompt", &pt);
-    int limit = sample_token_limit(b, cfg_str(cfg, "tokenizer"), m->s.V);
-    Rng rng;
-    rng_seed(&rng, seed_mix((uint64_t)cfg_int(cfg, "seed"), (uint64_t)step));
-    Generator *g = generator_create(m, -1);
-    sample_generate(g, pt.v, pt.n, (int)cfg_int(cfg, "sample_tokens"), cfg_float(cfg, "sample_temperature"),
-                    (int)cfg_int(cfg, "sample_top_k"), limit, &rng, collect, &gen);
-    generator_free(g);
-    ByteBuf ptext = {0}, text = {0};
-    if (b) {
-        bpe_decode(b, pt.v + 1, pt.n - 1, &ptext);  // the prompt without the leading <|endoftext|>
-        bpe_decode(b, gen.v, gen.n, &text);
-    } else {
-        ids_text(pt.v, pt.n, &ptext);
-        ids_text(gen.v, gen.n, &text);
-    }
-    progress_break();
-    if (b) {  // text: on lines of its own, as it would read
-        printf("step %6ld | sample:\n", step);
-        if (ptext.n) fwrite(ptext.v, 1, ptext.n, stdout);  // .v is NULL when empty
-        if (text.n) fwrite(text.v, 1, text.n, stdout);
-        if (!text.n || text.v[text.n - 1] != '\n') fputc('\n', stdout);
-    } else {
-        printf("step %6ld | sample: %.*s | %.*s\n", step, (int)ptext.n, ptext.n ? (char *)ptext.v : "", (int)text.n,
-               text.n ? (char *)text.v : "");
-    }
-    fflush(stdout);
-    if (log) {
-        runlog_write_sample(log, step, ptext.v, ptext.n, text.v, text.n);
-        fflush(log);
-    }
-    free(pt.v);
-    free(gen.v);
-    free(ptext.v);
-    free(text.v);
 }

@@ -1,10 +1,9 @@
-// Sampling text from a model: the next-token rule (temperature, top-k), prompts, generation
-// through model/generate.h, and the trainer's `sample_every` hook.
+// Sampling text from a model: the next-token rule (temperature, top-k), prompts and generation
+// through model/generate.h (the trainer's `sample_every` hook: trainer/sample_every.h).
 #pragma once
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/config.h"
 #include "core/rng.h"
 #include "model/generate.h"
 #include "tokenizer/bpe.h"
@@ -25,22 +24,12 @@ void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, Tok
 
 typedef void (*token_fn)(void *ctx, uint32_t token);
 // Feeds prompt[n_prompt] (n_prompt >= 1), then draws n tokens, calling fn on each as it comes.
-void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature,
-                     int top_k, int limit, Rng *rng, token_fn fn, void *ctx);
+void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
+                     int limit, Rng *rng, token_fn fn, void *ctx);
 
-// The trainer's hook for `sample_every`: draws `sample_tokens` tokens after `sample_prompt`
-// (temperature `sample_temperature`, `sample_top_k`, seeded by seed and step, so training itself
-// is unaffected), prints them and appends {"type":"sample","step":..,"prompt":..,"text":..} to
-// log. Text through the `tokenizer` file (loaded once; a bad one exits 2); token ids without
-// one. Call it between optimizer steps: the prefix fallback overwrites the model's activations.
-// The tokens sampling draws from: the model's vocabulary, or a smaller tokenizer's (llm.c's GPT-2
-// pads 50257 tokens to 50304 rows), said once on stderr.
-int sample_token_limit(const Bpe *b, const char *path, int vocab);
-void sample_during_training(Model *m, const Config *cfg, long step, FILE *log);
-// Loads the `tokenizer` file now, so a bad one stops the trainer before any work (exit 2); with
-// the identity of the tokenizer the training shards were prepared with (vocab > 0), refuses
-// another one (exit 2) instead of sampling garbage.
-void sample_check_tokenizer(const Config *cfg, int vocab, uint32_t id);
 // Exits 2 when tokenizer b (read from path) is not the one a model was trained with (vocab,
 // id: bpe_identity; vocab = 0: unknown, no check). where: what recorded it, for the message.
 void sample_require_tokenizer(const Bpe *b, const char *path, int vocab, uint32_t id, const char *where);
+// The tokens sampling draws from: the model's vocabulary, or a smaller tokenizer's (llm.c's GPT-2
+// pads 50257 tokens to 50304 rows), said once on stderr.
+int sample_token_limit(const Bpe *b, const char *path, int vocab);

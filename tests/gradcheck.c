@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "tests/test.h"
 
 void fill_normal(real *x, size_t n, Rng *rng, double scale) {
@@ -42,8 +42,7 @@ static double excess_over(double a, double num, double rtol, double atol) {
     return fabs(a - num) - (atol + rtol * fmax(fabs(a), fabs(num)));
 }
 
-void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h,
-                double rtol, double atol) {
+void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h, double rtol, double atol) {
     double worst = 0;
     size_t worst_i = 0;
     double worst_a = 0, worst_n = 0, worst_n4 = 0;
@@ -62,8 +61,8 @@ void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, 
         if (excess4 > 0 && excess > worst) worst = excess, worst_i = i, worst_a = a, worst_n = num, worst_n4 = num4;
     }
     if (worst > 0)
-        test_fail(__FILE__, __LINE__, "%s[%zu]: analytic %.12g vs numeric %.12g (five-point %.12g)", what,
-                  worst_i, worst_a, worst_n, worst_n4);
+        test_fail(__FILE__, __LINE__, "%s[%zu]: analytic %.12g vs numeric %.12g (five-point %.12g)", what, worst_i,
+                  worst_a, worst_n, worst_n4);
 }
 
 void test_config(Config *c, const char *overrides) {
@@ -77,8 +76,8 @@ void test_config(Config *c, const char *overrides) {
     free(copy);
 }
 
-void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer,
-              int n_layer, uint64_t seed) {
+void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer, int n_layer,
+              uint64_t seed) {
     memset(r, 0, sizeof *r);
     r->kind = mixer_find(mixer);
     if (!r->kind) test_fail(__FILE__, __LINE__, "no mixer '%s'", mixer);
@@ -136,16 +135,15 @@ void rig_free(MixerRig *r) {
     if (r->own_cfg) config_free(r->own_cfg), free(r->own_cfg);
 }
 
-void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer,
-               int n_layer, uint64_t seed) {
+void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
+               uint64_t seed) {
     Config *cfg = mallocCheck(sizeof *cfg);
     test_config(cfg, opts);
     rig_init(r, mixer, cfg, C, H, B, T, layer, n_layer, seed);
     r->own_cfg = cfg;
 }
 
-void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
-                   uint64_t seed) {
+void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer, uint64_t seed) {
     MixerRig r;
     rig_setup(&r, mixer, opts, C, H, B, T, layer, n_layer, seed);
     rig_check_grads(&r, 1e-6, 1e-8);
@@ -197,8 +195,7 @@ int rig_create_status(const char *mixer, const char *opts, int C, int H, int T, 
 }
 
 MixerIO rig_io(MixerRig *r) {
-    MixerIO io = {.B = r->B, .T = r->T, .p = r->p, .g = r->g, .act = r->act, .tmp = r->tmp,
-                  .x = r->x, .y = r->y};
+    MixerIO io = {.B = r->B, .T = r->T, .p = r->p, .g = r->g, .act = r->act, .tmp = r->tmp, .x = r->x, .y = r->y};
     return io;
 }
 
@@ -269,7 +266,8 @@ void rig_check_attention(MixerRig *r, double tol) {
             int W = r->kind->attention_values(r->st, &io, b, m, v, o);
             for (int i = 0; i < T; i++) {
                 for (int j = i + 1; j < T; j++)
-                    CHECK(a[i * T + j] == 0, "%s map %d: a[%d][%d] = %g above the diagonal", r->kind->name, m, i, j, (double)a[i * T + j]);
+                    CHECK(a[i * T + j] == 0, "%s map %d: a[%d][%d] = %g above the diagonal", r->kind->name, m, i, j,
+                          (double)a[i * T + j]);
                 for (int w = 0; w < W; w++) {
                     double s = 0, mag = 0;
                     for (int j = 0; j <= i; j++) {
@@ -277,8 +275,8 @@ void rig_check_attention(MixerRig *r, double tol) {
                         mag += fabs((double)a[i * T + j] * (double)v[j * W + w]);
                     }
                     CHECK(fabs(s - (double)o[i * W + w]) <= tol * (1 + mag),
-                          "%s b %d map %d row %d col %d: sum_j a_ij v_j = %.15g, output %.15g",
-                          r->kind->name, b, m, i, w, s, (double)o[i * W + w]);
+                          "%s b %d map %d row %d col %d: sum_j a_ij v_j = %.15g, output %.15g", r->kind->name, b, m, i,
+                          w, s, (double)o[i * W + w]);
                 }
             }
         }
@@ -332,8 +330,8 @@ void rig_check_qk(MixerRig *r, double tol) {
                 if (r->kind->theory == THEORY_RELU2) {  // unnormalised: a_ij = relu(q'_i.k'_j)^2 itself
                     for (int j = 0; j <= i; j++) {
                         double x = w[j] > 0 ? w[j] * w[j] : 0;
-                        CHECK(fabs(x - (double)a[i * T + j]) <= tol * (1 + fabs(x)), "%s qk row %d col %d: %.15g vs map %.15g",
-                              r->kind->name, i, j, x, (double)a[i * T + j]);
+                        CHECK(fabs(x - (double)a[i * T + j]) <= tol * (1 + fabs(x)),
+                              "%s qk row %d col %d: %.15g vs map %.15g", r->kind->name, i, j, x, (double)a[i * T + j]);
                     }
                     continue;
                 }
@@ -374,4 +372,30 @@ void rig_check_thread_invariance(MixerRig *r) {
     }
     CHECK(!memcmp(out[0], out[1], sizeof(real) * total), "%s: 1 and 2 threads differ", r->kind->name);
     free(out[0]), free(out[1]);
+}
+
+double model_rig_loss(void *rig) {
+    ModelRig *r = rig;
+    HeadStats s = model_forward(r->m, r->inputs, r->targets, r->B, r->T, 0);
+    return s.loss_sum / (double)s.n_counted;
+}
+
+void model_rig_tokens(ModelRig *r, Rng *rng, int V) {
+    for (int i = 0; i < r->B * r->T; i++) {
+        r->inputs[i] = (int)rng_below(rng, (uint64_t)V);
+        r->targets[i] = i % 3 == 1 ? -100 : (int)rng_below(rng, (uint64_t)V);
+    }
+}
+
+void model_rig_check_grads(ModelRig *r, const char *label, int (*keep)(const char *name)) {
+    model_zero_grad(r->m);
+    model_forward(r->m, r->inputs, r->targets, r->B, r->T, 1);
+    model_backward(r->m);
+    for (int i = 0; i < r->m->n_tensors; i++) {
+        const TensorInfo *t = &r->m->tensors[i];
+        if (keep && !keep(t->name)) continue;
+        char what[256];
+        snprintf(what, sizeof what, "%s%s%s", label ? label : "", label && *label ? " " : "", t->name);
+        check_grad(what, model_rig_loss, r, r->m->params + t->offset, r->m->grads + t->offset, t->count, 1e-6, 1e-6, 1e-9);
+    }
 }

@@ -7,6 +7,7 @@
 #include "core/real.h"
 #include "core/rng.h"
 #include "model/mixers/mixer.h"
+#include "model/model.h"
 
 void fill_normal(real *x, size_t n, Rng *rng, double scale);
 // Central difference of f with respect to x[i] (step h), restoring x[i].
@@ -15,8 +16,7 @@ double numeric_grad(loss_fn f, void *ctx, real *x, size_t i, double h);
 // Compares analytic gradient g[n] of parameter `what` with central differences of f over every
 // element of x; fails the test when |g - num| > atol + rtol * max(|g|, |num|) both for the
 // central difference at step h and for the five-point estimate at step min(100 h, 1e-4).
-void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h,
-                double rtol, double atol);
+void check_grad(const char *what, loss_fn f, void *ctx, real *x, const real *g, size_t n, double h, double rtol, double atol);
 
 // A mixer built for tests: its parameters, gradients and buffers, for one layer.
 typedef struct {
@@ -36,16 +36,15 @@ typedef struct {
 void test_config(Config *c, const char *overrides);
 // Builds a mixer with random parameters: weights N(0, 1/sqrt(fan_in)), norms 1 + N(0, 0.3), biases
 // N(0, 0.3), custom tensors from the mixer's init; x ~ N(0, 1), R ~ N(0, 1).
-void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer,
-              int n_layer, uint64_t seed);
+void rig_init(MixerRig *r, const char *mixer, const Config *cfg, int C, int H, int B, int T, int layer, int n_layer,
+              uint64_t seed);
 void rig_free(MixerRig *r);
 // rig_init with its own config: every key at its default plus `opts` (may be NULL).
-void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer,
-               int n_layer, uint64_t seed);
+void rig_setup(MixerRig *r, const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
+               uint64_t seed);
 // The checks a mixer's own tests run at lengths past one block or chunk: finite differences
 // (rtol 1e-6, atol 1e-8), maps (1e-9) and step (1e-10) of a rig_setup rig, then frees it.
-void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer,
-                   uint64_t seed);
+void rig_check_all(const char *mixer, const char *opts, int C, int H, int B, int T, int layer, int n_layer, uint64_t seed);
 // q, k, v [D] of token t of batch row b for head h, in fp64 from the attn.qkv tensors and the
 // input (the q/k/v mixers' projection), so tests can rebuild weights from their definitions.
 void rig_qkv(MixerRig *r, int b, int t, int h, double *q, double *k, double *v);
@@ -74,3 +73,18 @@ void rig_check_qk(MixerRig *r, double tol);
 // forward and backward (output, input gradient, every parameter gradient) give the same bits
 // with 1 and 2 OpenMP threads. Build the rig with 2 threads set: buffers are sized for them.
 void rig_check_thread_invariance(MixerRig *r);
+
+// A whole model for finite-difference checks of the loss: B sequences of T tokens (B * T <= 64).
+typedef struct {
+    Model *m;
+    int B, T;
+    int inputs[64], targets[64];
+} ModelRig;
+// The mean cross-entropy over the counted targets (a forward pass only): a loss_fn of a ModelRig.
+double model_rig_loss(void *rig);
+// Draws each position's input and target below V from rng, in that order; every third target
+// from the second is ignored (-100).
+void model_rig_tokens(ModelRig *r, Rng *rng, int V);
+// One forward and backward, then every tensor for which keep(name) is nonzero (keep NULL: all)
+// against central differences (h 1e-6, rtol 1e-6, atol 1e-9); failures name "label tensor".
+void model_rig_check_grads(ModelRig *r, const char *label, int (*keep)(const char *name));

@@ -33,7 +33,7 @@ $($(1)_DIR)/f64/%.o: %.c
 	@mkdir -p $$(@D)
 	$($(1)_CC) $($(1)_FLAGS) -DREAL_DOUBLE -MMD -MP -c $$< -o $$@
 $(foreach p,$(PROGRAMS),$(eval $(call variant_program,$(1),$(p),$(call main_obj,$(p)),f32)))
-$(eval $(call variant_program,$(1),run_tests,$(patsubst %.c,%.o,$(wildcard tests/*.c)),f64))
+$(eval $(call variant_program,$(1),run_tests,$(patsubst %.c,%.o,$(TEST_SRC)),f64))
 $($(1)_DIR)/ready: $(addprefix $($(1)_DIR)/$(if $($(1)_RUNNER),bin/),$(PROGRAMS) run_tests)
 	ln -sfn $(addprefix ../../,$(VARIANT_LINKS)) $($(1)_DIR)/
 	$(if $($(1)_RUNNER),for p in $(PROGRAMS) run_tests; do printf '#!/bin/sh\nexec $($(1)_RUNNER) -0 "$$$$0" "$$$$(dirname "$$$$0")/bin/%s" "$$$$@"\n' $$$$p > $($(1)_DIR)/$$$$p; chmod +x $($(1)_DIR)/$$$$p; done)

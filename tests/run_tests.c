@@ -15,7 +15,10 @@
 
 #include "core/io.h"
 
-typedef struct { const char *name, *file; test_fn fn; } TestCase;
+typedef struct {
+    const char *name, *file;
+    test_fn fn;
+} TestCase;
 static TestCase g_tests[1024];
 static int g_ntests;
 static char g_tmpdir[256];

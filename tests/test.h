@@ -6,34 +6,38 @@
 typedef void (*test_fn)(void);
 void test_register(const char *name, const char *file, test_fn fn);
 
-#define TEST(name)                                                                 \
-    static void test_##name(void);                                                 \
-    __attribute__((constructor)) static void register_test_##name(void) {          \
-        test_register(#name, __FILE__, test_##name);                               \
-    }                                                                              \
+#define TEST(name)                                                                                                     \
+    static void test_##name(void);                                                                                     \
+    __attribute__((constructor)) static void register_test_##name(void) {                                              \
+        test_register(#name, __FILE__, test_##name);                                                                   \
+    }                                                                                                                  \
     static void test_##name(void)
 
-_Noreturn void test_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+_Noreturn void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 _Noreturn void test_check_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 // CHECK(cond) or CHECK(cond, "format", args...)
-#define CHECK(cond, ...)                                                           \
-    do {                                                                           \
-        if (!(cond)) test_check_fail(__FILE__, __LINE__, #cond, " " __VA_ARGS__);  \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) test_check_fail(__FILE__, __LINE__, #cond, " " __VA_ARGS__);                                      \
     } while (0)
 
 // |a - b| <= tol * max(1, |a|, |b|)
-#define CHECK_CLOSE(a, b, tol)                                                     \
-    do {                                                                           \
-        double a_ = (double)(a), b_ = (double)(b);                                 \
-        if (!test_close(a_, b_, (tol)))                                            \
-            test_fail(__FILE__, __LINE__, "%s = %.17g vs %s = %.17g (tol %g)", #a, a_, #b, b_, \
-                      (double)(tol));                                              \
+#define CHECK_CLOSE(a, b, tol)                                                                                         \
+    do {                                                                                                               \
+        double a_ = (double)(a), b_ = (double)(b);                                                                     \
+        if (!test_close(a_, b_, (tol)))                                                                                \
+            test_fail(__FILE__, __LINE__, "%s = %.17g vs %s = %.17g (tol %g)", #a, a_, #b, b_, (double)(tol));         \
     } while (0)
 
 int test_close(double a, double b, double tol);
+
+// A row of the tests' tables of bad input: what is given (arguments, a file's text or path) and
+// what the one line it makes the program print must contain.
+typedef struct {
+    const char *in, *want;
+} BadInput;
 
 // A fresh scratch folder for the running case (removed when the runner exits).
 const char *test_tmpdir(void);

@@ -13,6 +13,7 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chunks.h"
+#include "tokenizer/tokenizer_file.h"
 
 static int one_line(const char *s) { return *s && strchr(s, '\n') == s + strlen(s) - 1; }
 
@@ -226,9 +227,9 @@ TEST(bpe_round_trip_random_bytes) {
         size_t len = rng_below(&rng, 20000);
         int mode = rep % 4;
         for (size_t i = 0; i < len; i++) {
-            if (mode == 0) buf[i] = (uint8_t)rng_below(&rng, 256);              // any byte
+            if (mode == 0) buf[i] = (uint8_t)rng_below(&rng, 256);             // any byte
             else if (mode == 1) buf[i] = " \n\t\r\0\xff"[rng_below(&rng, 6)];  // whitespace, NUL, 0xff
-            else if (mode == 2) buf[i] = rng_below(&rng, 50) ? ' ' : 'a';     // runs longer than CHUNK_MAX
+            else if (mode == 2) buf[i] = rng_below(&rng, 50) ? ' ' : 'a';      // runs longer than CHUNK_MAX
             else buf[i] = (uint8_t)k_sample_text[rng_below(&rng, n)];
         }
         char what[32];
@@ -335,7 +336,7 @@ TEST(bpe_file_round_trip_and_deterministic_training) {
     char *ta = read_file_text(pa, &la), *tb = read_file_text(pb, &lb);
     CHECK(la == lb && !memcmp(ta, tb, la), "two trainings on the same text wrote different files");
     char err[512];
-    Bpe *c = bpe_read(pa, err, sizeof err);
+    Bpe *c = tokenizer_read(pa, err, sizeof err);
     CHECK(c, "%s", err);
     CHECK(c->vocab_size == a->vocab_size && c->n_merges == a->n_merges && c->eot == a->eot);
     CHECK(!memcmp(c->merges, a->merges, sizeof *a->merges * (size_t)a->n_merges));
@@ -376,12 +377,13 @@ TEST(bpe_gzip_and_plain_input_give_the_same_tokens) {
     size_t l1, l2;
     char *b1 = read_file_text(test_path("p.bpe"), &l1), *b2 = read_file_text(test_path("g.bpe"), &l2);
     CHECK(l1 == l2 && !memcmp(b1, b2, l1), "gzip and plain training differ");
-    st = test_run(out, sizeof out, "./tokenize encode %s tokenizer=%s > %s && ./tokenize encode %s tokenizer=%s > %s && cmp %s %s",
+    st = test_run(out, sizeof out,
+                  "./tokenize encode %s tokenizer=%s > %s && ./tokenize encode %s tokenizer=%s > %s && cmp %s %s",
                   plain, test_path("p.bpe"), test_path("p.ids"), gz, test_path("p.bpe"), test_path("g.ids"),
                   test_path("p.ids"), test_path("g.ids"));
     CHECK(st == 0, "gzip and plain encode differ: %s", out);
     // and the program's ids equal the library's
-    Bpe *b = bpe_load(test_path("p.bpe"));
+    Bpe *b = tokenizer_load(test_path("p.bpe"));
     TokBuf t = {0};
     bpe_encode(b, big.v, big.n, &t);
     char *ids = read_file_text(test_path("p.ids"), NULL);
@@ -430,9 +432,7 @@ TEST(bpe_missing_or_damaged_tokenizer_is_one_line_exit_2) {
     char *cut = strdupCheck(text);
     cut[len / 2] = 0;
     const char *truncated = test_write_file("cut.bpe", cut);
-    struct {
-        const char *path, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {test_path("missing.bpe"), "cannot open"},
         {flipped, "CRC32"},
         {truncated, "truncated"},
@@ -452,15 +452,15 @@ TEST(bpe_missing_or_damaged_tokenizer_is_one_line_exit_2) {
         char out[2048];
         const char *cmds[] = {"./tokenize encode %s tokenizer=%s", "./tokenize prepare %s tokenizer=%s out=%s/x"};
         for (int c = 0; c < 2; c++) {
-            int st = c == 0 ? test_run(out, sizeof out, cmds[0], input, cases[i].path)
-                            : test_run(out, sizeof out, cmds[1], input, cases[i].path, test_tmpdir());
-            CHECK(st == 2, "%s: exit %d: %s", cases[i].path, st, out);
-            CHECK(one_line(out) && strstr(out, cases[i].path) && strstr(out, cases[i].want), "%s: '%s' (want '%s')",
-                  cases[i].path, out, cases[i].want);
+            int st = c == 0 ? test_run(out, sizeof out, cmds[0], input, cases[i].in)
+                            : test_run(out, sizeof out, cmds[1], input, cases[i].in, test_tmpdir());
+            CHECK(st == 2, "%s: exit %d: %s", cases[i].in, st, out);
+            CHECK(one_line(out) && strstr(out, cases[i].in) && strstr(out, cases[i].want), "%s: '%s' (want '%s')",
+                  cases[i].in, out, cases[i].want);
         }
     }
     char err[512];
-    CHECK(bpe_read(good, err, sizeof err) != NULL, "%s", err);
+    CHECK(tokenizer_read(good, err, sizeof err) != NULL, "%s", err);
     free(text);
     free(flip);
     free(cut);
@@ -471,9 +471,7 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
     const char *tok = test_path("t.bpe");
     char out[2048];
     CHECK(test_run(out, sizeof out, "./tokenize train %s vocab_size=512 out=%s", input, tok) == 0, "%s", out);
-    struct {
-        const char *args, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {"frobnicate", "unknown command 'frobnicate'"},
         {"train IN vocab_size=100 out=OUT", "vocab_size"},
         {"train IN vocab_size=abc out=OUT", "vocab_size"},
@@ -491,9 +489,11 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         // substitute the placeholders
         char args[1024] = "", *o = args;
-        for (const char *p = cases[i].args; *p;) {
-            const char *rep = !strncmp(p, "IN", 2) ? input : !strncmp(p, "OUT", 3) ? test_path("o.bpe")
-                              : !strncmp(p, "TOK", 3) ? tok : NULL;
+        for (const char *p = cases[i].in; *p;) {
+            const char *rep = !strncmp(p, "IN", 2) ? input
+                : !strncmp(p, "OUT", 3)            ? test_path("o.bpe")
+                : !strncmp(p, "TOK", 3)            ? tok
+                                                   : NULL;
             if (rep) {
                 o += sprintf(o, "%s", rep);
                 p += !strncmp(p, "IN", 2) ? 2 : 3;
@@ -503,7 +503,7 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
             }
         }
         int st = test_run(out, sizeof out, "./tokenize %s", args);
-        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "./tokenize %s: exit %d: '%s' (want '%s')", args, st,
-              out, cases[i].want);
+        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "./tokenize %s: exit %d: '%s' (want '%s')", args,
+              st, out, cases[i].want);
     }
 }

@@ -86,7 +86,8 @@ TEST(cells_mixture_is_each_cell_generated_alone_then_padded) {
     dataset_mqar(&one, &spec);
     int32_t *x = mallocCheck(sizeof(int32_t) * 5 * 32), *y = mallocCheck(sizeof(int32_t) * 5 * 32);
     mqar_generate(&spec, x, y);
-    CHECK(one.n_cells == 1 && !memcmp(one.inputs, x, sizeof(int32_t) * 5 * 32) && !memcmp(one.labels, y, sizeof(int32_t) * 5 * 32));
+    CHECK(one.n_cells == 1 && !memcmp(one.inputs, x, sizeof(int32_t) * 5 * 32) &&
+          !memcmp(one.labels, y, sizeof(int32_t) * 5 * 32));
     free(x), free(y);
     dataset_free(&one);
 }
@@ -133,7 +134,8 @@ TEST(cells_loader_batches_hold_one_cell_at_its_length) {
         for (int k = 0; k < 3; k++) loader_next(&ld, x, y);
         for (int k = 0; k < 6; k++) {
             int a = loader_next(&ld, x, y), b = loader_next(&again, x2, y2);
-            CHECK(a == b && !memcmp(x, x2, sizeof(int32_t) * 3 * (size_t)a), "shuffle %d: batch %d differs on resume", shuffle, k);
+            CHECK(a == b && !memcmp(x, x2, sizeof(int32_t) * 3 * (size_t)a), "shuffle %d: batch %d differs on resume",
+                  shuffle, k);
         }
         loader_free(&ld);
         loader_free(&again);
@@ -159,8 +161,10 @@ TEST(cells_accuracy_is_the_mean_over_cells) {
     RunlogEval rec = {.sequences = -1};
     val_write_record(f, 7, &v, &rec);
     fclose(f);
-    CHECK(!strcmp(text, "{\"type\":\"eval\",\"step\":7,\"split\":\"val\",\"loss\":0.45,\"acc\":0.4375,"
-                        "\"acc_kv4_L64\":0.75,\"acc_kv16_L256\":0.125}\n"), "%s", text);
+    CHECK(!strcmp(text,
+                  "{\"type\":\"eval\",\"step\":7,\"split\":\"val\",\"loss\":0.45,\"acc\":0.4375,"
+                  "\"acc_kv4_L64\":0.75,\"acc_kv16_L256\":0.125}\n"),
+          "%s", text);
     free(text);
     char buf[128];
     val_format_cells(buf, sizeof buf, &v);
@@ -170,8 +174,9 @@ TEST(cells_accuracy_is_the_mean_over_cells) {
     CHECK(val_acc(&v) == 0.75);
 }
 
-#define TINY "vocab_size=64 seq_len=32 mqar_train_examples=128 mqar_test_examples=24 d_model=16 n_layer=2 " \
-             "n_head=2 batch_size=16 lr=3e-3 log_every=0 threads=1 mlp=false"
+#define TINY                                                                                                           \
+    "vocab_size=64 seq_len=32 mqar_train_examples=128 mqar_test_examples=24 d_model=16 n_layer=2 "                     \
+    "n_head=2 batch_size=16 lr=3e-3 log_every=0 threads=1 mlp=false"
 
 // The last line of path that starts with prefix (allocated), or NULL.
 static char *last_line(const char *path, const char *prefix) {
@@ -216,7 +221,8 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
     char out[8192];
     int st = test_run(out, sizeof out,
                       "./train %s " TINY " steps=4 eval_every=2 sparsity_every=4 save_every=4 out_dir=%s "
-                      "mqar_cells='2x16, 4x32' mqar_test_cells='2x16,4x32,3x24'", conf, dir);
+                      "mqar_cells='2x16, 4x32' mqar_test_cells='2x16,4x32,3x24'",
+                      conf, dir);
     CHECK(st == 0, "%s", out);
     CHECK(strstr(out, "MQAR cells (pairs x length, padded to 32): train 2x16 4x32; test 2x16 4x32 3x24"), "%s", out);
     char p[512];
@@ -260,7 +266,8 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
         CHECK(st_read(p, &sf, err, sizeof err) == 0, "%s", err);
         const StTensor *m = st_find(&sf, "L1.H0"), *in = st_find(&sf, "inputs");
         int want = k ? 24 : 16;
-        CHECK(m && m->shape[0] == want && m->shape[1] == want && in && in->shape[0] == want, "map of sequence %d", k ? 71 : 0);
+        CHECK(m && m->shape[0] == want && m->shape[1] == want && in && in->shape[0] == want, "map of sequence %d",
+              k ? 71 : 0);
         st_free(&sf);
     }
     // a map_start past the cell's length is refused like one past seq_len
@@ -287,9 +294,7 @@ TEST(cells_mixture_run_reports_per_cell_and_evaluates_on_other_cells) {
 TEST(cells_bad_lists_exit_2_naming_the_key) {
     const char *conf = test_write_file("bad.conf", "mixer = softmax\nmqar_cells = 4x64\n");
     char out[4096];
-    struct {
-        const char *args, *want;
-    } cases[] = {
+    BadInput cases[] = {
         {"", "bad.conf:2: mqar_cells: cell 4x64 is 64 tokens long, above seq_len = 32"},
         {"mqar_cells=12x32", "command line: mqar_cells: cell 12x32: 12 pairs do not fit in 32 tokens"},
         {"mqar_cells=4x16,8y32", "command line: mqar_cells: entry '8y32': expected PAIRSxLENGTH such as 8x128"},
@@ -302,9 +307,9 @@ TEST(cells_bad_lists_exit_2_naming_the_key) {
         {"seq_len=99999999999", "command line: seq_len: 99999999999 is too large (at most 2147483647)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int st = test_run(out, sizeof out, "./train %s " TINY " steps=1 out_dir=%s/x %s", conf, test_tmpdir(), cases[i].args);
-        CHECK(st == 2, "%s: exit %d: %s", cases[i].args, st, out);
-        CHECK(strstr(out, cases[i].want) && !strchr(strchr(out, '\n') + 1, '\n'), "%s: %s", cases[i].args, out);
+        int st = test_run(out, sizeof out, "./train %s " TINY " steps=1 out_dir=%s/x %s", conf, test_tmpdir(), cases[i].in);
+        CHECK(st == 2, "%s: exit %d: %s", cases[i].in, st, out);
+        CHECK(strstr(out, cases[i].want) && !strchr(strchr(out, '\n') + 1, '\n'), "%s: %s", cases[i].in, out);
     }
 }
 
@@ -325,7 +330,8 @@ TEST(cells_sweep_summary_draws_state_and_cells) {
     char p[512];
     snprintf(p, sizeof p, "%s/sw/summary.csv", test_tmpdir());
     char *csv = read_file_text(p, NULL);
-    CHECK(csv && strstr(csv, ",state_floats,") && strstr(csv, ",acc_kv2_L16,S_recall_kv2_L16,acc_kv4_L16,"), "%s", csv ? csv : "none");
+    CHECK(csv && strstr(csv, ",state_floats,") && strstr(csv, ",acc_kv2_L16,S_recall_kv2_L16,acc_kv4_L16,"), "%s",
+          csv ? csv : "none");
     CHECK(strstr(csv, ",1024,") && strstr(csv, ",64,"), "%s", csv);  // softmax 2 x 32 x 16; gla H dk dv = 2 x 4 x 8
     free(csv);
     const char *figs[] = {"acc_vs_state.svg", "acc_by_cell.svg", "S_recall_by_cell.svg"};

@@ -6,14 +6,15 @@
 
 #include "core/io.h"
 #include "core/json.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/safetensors.h"
 #include "trainer/checkpoint.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
-#define TINY "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=300 mqar_test_examples=64 " \
-             "d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=4 save_every=5"
+#define TINY                                                                                                           \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=300 mqar_test_examples=64 "                          \
+    "d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=4 save_every=5"
 
 static Model *small_model(Config *cfg, int d_model) {
     char over[64];
@@ -269,7 +270,8 @@ TEST(keep_last_and_init_from) {
     CHECK(last_eval);
     char *loss1 = strstr(last_eval, "\"loss\":"), *loss2 = strstr(strstr(m2, "{\"type\":\"eval\",\"step\":0"), "\"loss\":");
     CHECK(!strncmp(loss1, loss2, 20), "%.30s vs %.30s", loss1, loss2);
-    st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=2 d_model=32 out_dir=%s/f init_from=%s", test_tmpdir(), paths[1]);
+    st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=2 d_model=32 out_dir=%s/f init_from=%s",
+                  test_tmpdir(), paths[1]);
     CHECK(st == 2 && strstr(out, "init_from:") && strstr(out, "shape"), "%d %s", st, out);
     // the same init_from command run again after an interruption resumes; it does not start over
     const char *g = strdupCheck(test_path("g")), *h = strdupCheck(test_path("h"));

@@ -44,7 +44,8 @@ static void check_layer(const char *opts, int layer, int softmax) {
                 neg += a[i] < 0;
             }
         }
-    if (softmax) CHECK(diff < 1e-13 && neg == 0, "layer %d: outputs differ by %g, %d negative weights", layer, diff, neg);
+    if (softmax)
+        CHECK(diff < 1e-13 && neg == 0, "layer %d: outputs differ by %g, %d negative weights", layer, diff, neg);
     else CHECK(diff > 1e-3 && neg > 0, "layer %d: outputs differ by %g, %d negative weights", layer, diff, neg);
     free(a), free(p);
     rig_free(&c), rig_free(&s);

@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/rng.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
@@ -65,7 +65,8 @@ TEST(config_unknown_key_suggests_nearest) {
 }
 
 TEST(config_bad_values_name_line_and_expectation) {
-    expect_error(test_write_file("a.conf", "mixer = softmax\nlr = abc\n"), "a.conf:2: lr: expected a positive number, got 'abc'");
+    expect_error(test_write_file("a.conf", "mixer = softmax\nlr = abc\n"),
+                 "a.conf:2: lr: expected a positive number, got 'abc'");
     expect_error(test_write_file("b.conf", "d_model = -3\n"), "b.conf:1: d_model: expected a positive integer, got '-3'");
     expect_error(test_write_file("c.conf", "mlp = yes\n"), "c.conf:1: mlp: expected true or false, got 'yes'");
     expect_error(test_write_file("d.conf", "mixer = nope\n"), "d.conf:1: mixer: expected one of softmax");
@@ -135,9 +136,10 @@ static void check_round_trip(const Config *a, const char *what) {
 // value with an unmatched '"', a '#', a backslash, a line break or edge spaces made a run whose
 // config.conf and checkpoints could not be read back (resume, ./evaluate, ./sample refused them).
 TEST(config_any_accepted_value_reads_back_from_the_written_config) {
-    static const char *cases[] = {"1 2\"3", "a\"b", "\"hi\" there", "say \"#1\"", "x\ny", "\"", "\\",
-                                  "\\\"", "a # b", " lead", "trail\t", "\r", "\"a\" # \"b\"", "\\x41",
-                                  "\x01\x1f\x7f", "#", "=", "a = b", "\xEF\xBB\xBF", "\xff\xfe"};
+    static const char *cases[] = {"1 2\"3",  "a\"b", "\"hi\" there",  "say \"#1\"",   "x\ny",
+                                  "\"",      "\\",   "\\\"",          "a # b",        " lead",
+                                  "trail\t", "\r",   "\"a\" # \"b\"", "\\x41",        "\x01\x1f\x7f",
+                                  "#",       "=",    "a = b",         "\xEF\xBB\xBF", "\xff\xfe"};
     Config a;
     config_init_all(&a);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -172,24 +174,33 @@ TEST(config_quoted_values_read_escapes_and_refuse_bad_ones) {
     CHECK(!strcmp(cfg_str(&c, "sample_prompt"), "a\"b\\c\nd\te\x01 # f"), "'%s'", cfg_str(&c, "sample_prompt"));
     CHECK(!strcmp(cfg_str(&c, "out_dir"), "x\"y"), "'%s'", cfg_str(&c, "out_dir"));  // bare: literal
     config_free(&c);
-    expect_error(test_write_file("e1.conf", "sample_prompt = \"a\\qb\"\n"), "e1.conf:1: sample_prompt: a quoted value's escapes are");
-    expect_error(test_write_file("e2.conf", "\nsample_prompt = \"a\\x0\"\n"), "e2.conf:2: sample_prompt: \\x in a quoted value needs two hex digits");
-    expect_error(test_write_file("e3.conf", "sample_prompt = \"a\\x00\"\n"), "e3.conf:1: sample_prompt: \\x in a quoted value needs two hex digits (not 00)");
-    expect_error(test_write_file("e4.conf", "sample_prompt = \"a\" b\n"), "e4.conf:1: sample_prompt: text after the closing '\"'");
-    expect_error(test_write_file("e5.conf", "sample_prompt = \"ab\\\"\n"), "e5.conf:1: sample_prompt: a value that starts with '\"' must end");
+    expect_error(test_write_file("e1.conf", "sample_prompt = \"a\\qb\"\n"),
+                 "e1.conf:1: sample_prompt: a quoted value's escapes are");
+    expect_error(test_write_file("e2.conf", "\nsample_prompt = \"a\\x0\"\n"),
+                 "e2.conf:2: sample_prompt: \\x in a quoted value needs two hex digits");
+    expect_error(test_write_file("e3.conf", "sample_prompt = \"a\\x00\"\n"),
+                 "e3.conf:1: sample_prompt: \\x in a quoted value needs two hex digits (not 00)");
+    expect_error(test_write_file("e4.conf", "sample_prompt = \"a\" b\n"),
+                 "e4.conf:1: sample_prompt: text after the closing '\"'");
+    expect_error(test_write_file("e5.conf", "sample_prompt = \"ab\\\"\n"),
+                 "e5.conf:1: sample_prompt: a value that starts with '\"' must end");
     // a value with a line break in a message stays one line
     char err[512];
     CHECK(test_fork(apply_bad_arg, "lr=1\n2", err, sizeof err) == 2);
-    CHECK(strstr(err, "command line: lr: expected a positive number, got '1 2'\n") && strchr(err, '\n') == err + strlen(err) - 1, "%s", err);
+    CHECK(strstr(err, "command line: lr: expected a positive number, got '1 2'\n") &&
+              strchr(err, '\n') == err + strlen(err) - 1,
+          "%s", err);
 }
 
 // The issue's repro end to end: the run trains, and its config.conf and checkpoints read back.
 TEST(config_quoted_prompt_run_evaluates_samples_and_resumes) {
     char out[8192];
     const char *run = test_path("q\"p\nx");
-    int st = test_run(out, sizeof out, "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=64 "
+    int st = test_run(out, sizeof out,
+                      "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=64 "
                       "mqar_test_examples=16 batch_size=8 d_model=16 steps=2 sample_every=0 threads=1 "
-                      "'out_dir=%s' 'sample_prompt=1 2\"3' 2>&1", run);
+                      "'out_dir=%s' 'sample_prompt=1 2\"3' 2>&1",
+                      run);
     CHECK(st == 0, "train exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./evaluate '%s' 2>&1", run);
     CHECK(st == 0, "evaluate exit %d: %s", st, out);

@@ -240,8 +240,8 @@ static void map_vs_one_hot(const char *opts, int C, int H, int B, int T, uint64_
             delta_rule_naive(T, D, T, q, k, eye, beta, A);
             r.kind->attention(r.st, &io, b, h, a);
             for (int i = 0; i < T * T; i++) {
-                CHECK(fabs(a[i] - A[i]) <= 1e-12 * (1 + fabs(A[i])), "b %d h %d a[%d][%d] %.15g, one-hot recurrence %.15g",
-                      b, h, i / T, i % T, (double)a[i], A[i]);
+                CHECK(fabs(a[i] - A[i]) <= 1e-12 * (1 + fabs(A[i])),
+                      "b %d h %d a[%d][%d] %.15g, one-hot recurrence %.15g", b, h, i / T, i % T, (double)a[i], A[i]);
                 worst = fmax(worst, fabs(a[i] - A[i]));
             }
         }
@@ -280,8 +280,8 @@ TEST(deltanet_tensor_names_shapes_and_window) {
     CHECK(r.n_params == 5, "%d tensors", r.n_params);
     for (int i = 0; i < 5 && i < r.n_params; i++) {
         const ParamDecl *d = &r.decl[i];
-        CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init,
-              "tensor %d is %s", i, d->name);
+        CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init, "tensor %d is %s",
+              i, d->name);
         for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j]);
     }
     CHECK(r.kind->n_maps(r.st) == H && r.kind->value_window(r.st) == 4 && r.kind->flops && !r.kind->length_bound);

@@ -1,7 +1,7 @@
 // The documentation follows the code: docs/config.md documents every config key, docs/mixers.md
 // has a section for every registered mixer, and every reference to a docs page (and heading)
-// anywhere in the repository resolves. The repository owns its design: nothing cites a document
-// that lives outside it.
+// anywhere in the repository resolves, as does every source path a code comment names. The
+// repository owns its design: nothing cites a document that lives outside it.
 #include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "model/mixers/mixer.h"
 #include "tests/test.h"
 
@@ -103,8 +103,7 @@ TEST(docs_config_documents_every_key) {
     Config c;
     config_init_all(&c);
     for (int i = 0; i < c.n_keys; i++)
-        CHECK(table_row_names(md, c.keys[i]->name), "docs/config.md has no table row for the key `%s`",
-              c.keys[i]->name);
+        CHECK(table_row_names(md, c.keys[i]->name), "docs/config.md has no table row for the key `%s`", c.keys[i]->name);
     free(md);
 }
 
@@ -151,12 +150,28 @@ TEST(readme_links_every_docs_page) {
     free(readme);
 }
 
+// The README's Results table is generated: results/readme_table.sh prints it from the committed
+// sweep's summary, and README.md and docs/results.md show exactly that.
+TEST(readme_results_table_is_what_readme_table_sh_prints) {
+    static char table[16384];
+    int rc = test_run(table, sizeof table, "bash results/readme_table.sh results/mqar_results");
+    CHECK(rc == 0, "results/readme_table.sh (exit %d): %s", rc, table);
+    CHECK(strlen(table) > 500 && strstr(table, "| `softmax` |"), "%s", table);
+    const char *pages[] = {"README.md", "docs/results.md"};
+    for (int i = 0; i < 2; i++) {
+        char *md = read_file_text(pages[i], NULL);
+        CHECK(md, "%s not found", pages[i]);
+        CHECK(strstr(md, table), "%s does not show the table results/readme_table.sh prints:\n%s", pages[i], table);
+        free(md);
+    }
+}
+
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {
     int files, refs, keys;
     const char *docs;  // every docs page, for the key check
-    char bad[4096];  // the first problems found, one a line
+    char bad[4096];    // the first problems found, one a line
     size_t bad_len;
 } Scan;
 
@@ -239,6 +254,61 @@ static void scan_text(Scan *s, const char *file, const char *text) {
     }
 }
 
+// Every repository path a comment of a .c or .h file names ("see model/mixers/gla.c",
+// "(tests/layers.sh)") must exist: a path from the root, starting with one of the folders below
+// and ending in a file extension. String literals are not comments (tests name files to make).
+static void check_comment_path(Scan *s, const char *file, const char *p, const char *end) {
+    static const char *roots[] = {"core/",  "data/",  "tokenizer/", "model/",   "trainer/", "eval/", "ablation/",
+                                  "bench/", "tests/", "configs/",   "results/", "docs/",    ".ci/",  NULL};
+    static const char *exts[] = {".c", ".h", ".md", ".sh", ".mk", ".conf", ".sweep", ".py", ".svg", ".csv", NULL};
+    int root = -1;
+    for (int i = 0; roots[i]; i++)
+        if (!strncmp(p, roots[i], strlen(roots[i]))) root = i;
+    if (root < 0) return;
+    const char *q = p;
+    while (q < end && (isalnum((unsigned char)*q) || strchr("_./-", *q))) q++;
+    while (q > p && (q[-1] == '.' || q[-1] == '/')) q--;  // a sentence's full stop
+    const char *dot = NULL;
+    for (const char *r = p; r < q; r++)
+        if (*r == '.' && r > p && r[-1] != '/') dot = r;
+    if (!dot) return;  // a folder or a name without extension
+    int known = 0;
+    for (int i = 0; exts[i]; i++)
+        known |= (size_t)(q - dot) == strlen(exts[i]) && !strncmp(dot, exts[i], strlen(exts[i]));
+    if (!known || (size_t)(q - p) >= 512) return;
+    char path[512];
+    snprintf(path, sizeof path, "%.*s", (int)(q - p), p);
+    s->refs++;
+    struct stat st;
+    if (stat(path, &st)) report(s, "%s: a comment names '%s': no such file%s\n", file, path, "");
+}
+
+// The comments of C source: each path in them (check_comment_path).
+static void scan_comments(Scan *s, const char *file, const char *text) {
+    size_t fl = strlen(file);
+    if (fl < 3 || (strcmp(file + fl - 2, ".c") && strcmp(file + fl - 2, ".h"))) return;
+    for (const char *p = text; *p;) {
+        if (*p == '"' || *p == '\'') {  // a string or character literal
+            char quote = *p++;
+            while (*p && *p != quote && *p != '\n') p += (*p == '\\' && p[1]) ? 2 : 1;
+            if (*p == quote) p++;
+            continue;
+        }
+        const char *end = NULL;
+        if (p[0] == '/' && p[1] == '/') end = strchr(p, '\n');
+        else if (p[0] == '/' && p[1] == '*') end = strstr(p + 2, "*/");
+        else {
+            p++;
+            continue;
+        }
+        if (!end) end = p + strlen(p);
+        for (const char *q = p + 2; q < end; q++)
+            if (q == p + 2 || !(isalnum((unsigned char)q[-1]) || strchr("_./-", q[-1])))
+                check_comment_path(s, file, q, end);
+        p = *end ? end + 1 : end;
+    }
+}
+
 // Words no file may contain: the design lives in docs/, not in documents outside the repository.
 // (Spelled in two pieces so that this file does not match itself.)
 static void check_outside_citations(Scan *s, const char *file, const char *text) {
@@ -279,6 +349,7 @@ static void walk(Scan *s, const char *dir, int top, Visit visit) {
 static void visit_references(Scan *s, const char *path, const char *text) {
     s->files++;
     scan_text(s, path, text);
+    scan_comments(s, path, text);
     check_outside_citations(s, path, text);
 }
 
@@ -349,7 +420,22 @@ TEST(docs_anchor_rules) {
     CHECK(!strcmp(anchors, "\nt\nsparsityjsonl\na-b\na-b-1\n"), "%s", anchors);
     free(anchors);
     Scan *s = callocCheck(1, sizeof *s);
-    scan_text(s, "x.c", "see " "docs" "/design.md#no-such-heading and " "docs" "/nope.md");
+    scan_text(s, "x.c",
+              "see "
+              "docs"
+              "/design.md#no-such-heading and "
+              "docs"
+              "/nope.md");
     CHECK(s->refs == 2 && strstr(s->bad, "no-such-heading") && strstr(s->bad, "nope.md"), "%s", s->bad);
+    free(s);
+    // paths in comments: a missing one is reported, one in a string literal or without a root is not
+    s = callocCheck(1, sizeof *s);
+    scan_comments(s, "x.c",
+                  "int a; // see "
+                  "model"
+                  "/nope.c and core/io.h.\n"
+                  "char *t = \"model"
+                  "/string.c\"; /* (tests/layers.sh) gla.c model/ */\n");
+    CHECK(s->refs == 3 && strstr(s->bad, "model/nope.c") && !strstr(s->bad, "string.c"), "%d refs: %s", s->refs, s->bad);
     free(s);
 }

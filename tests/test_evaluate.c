@@ -13,8 +13,9 @@
 #include "data/shards.h"
 #include "tests/test.h"
 
-#define TINY "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=40 " \
-             "d_model=16 n_layer=2 n_head=2 batch_size=16 lr=3e-3 log_every=0 eval_every=0 threads=1"
+#define TINY                                                                                                           \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=40 "                          \
+    "d_model=16 n_layer=2 n_head=2 batch_size=16 lr=3e-3 log_every=0 eval_every=0 threads=1"
 
 // A run of 6 steps with checkpoints at 0, 2, 4, 6 in tmp/name.
 static const char *tiny_run(const char *name, const char *mixer) {
@@ -66,7 +67,8 @@ static void check_records(const char *dir, const long *steps, int n_steps, int L
             double S = json_get(v, "S")->number;
             CHECK(S > 0 && S <= 1, "%s", line);
             CHECK(json_get(v, "rows")->number == 40 * 32 && json_get(v, "rows_recall")->number == 40 * 4, "%s", line);
-            CHECK(json_get(v, "S_pred") && json_get(v, "S_pred_ratio_median") && !strcmp(json_get(v, "mixer")->string, "softmax"),
+            CHECK(json_get(v, "S_pred") && json_get(v, "S_pred_ratio_median") &&
+                      !strcmp(json_get(v, "mixer")->string, "softmax"),
                   "%s", line);
             // the row sets, the answer metrics and S by position
             CHECK(json_get(v, "rows_kv")->number == 40 * 8 && json_get(v, "rows_other")->number == 40 * 20, "%s", line);
@@ -79,7 +81,8 @@ static void check_records(const char *dir, const long *steps, int n_steps, int L
     CHECK(n_sp == n_steps * L * H, "%d sparsity records", n_sp);
     for (int s = 0; s < n_steps; s++)
         for (int l = 0; l < L; l++)
-            for (int h = 0; h < H; h++) CHECK(seen[s][l][h] == 1, "step %ld layer %d head %d: %d records", steps[s], l, h, seen[s][l][h]);
+            for (int h = 0; h < H; h++)
+                CHECK(seen[s][l][h] == 1, "step %ld layer %d head %d: %d records", steps[s], l, h, seen[s][l][h]);
     free(text);
 }
 
@@ -100,8 +103,10 @@ static void check_report(const char *dir, int with_maps) {
     char *t = read_file_text(path, NULL);
     CHECK(t, "no %s", path);
     CHECK(!strncmp(t, "<!DOCTYPE html>", 15) && strstr(t, "</html>\n"), "%.200s", t);
-    CHECK(strstr(t, "data:image/svg+xml;base64,") && strstr(t, "alt=\"sparsity_steps.svg\"") && strstr(t, "alt=\"loss_acc.svg\""));
-    CHECK(strstr(t, "alt=\"sparsity_by_pos.svg\"") && strstr(t, "alt=\"sparsity_scatter.svg\"") && strstr(t, "<th>answer share</th>"));
+    CHECK(strstr(t, "data:image/svg+xml;base64,") && strstr(t, "alt=\"sparsity_steps.svg\"") &&
+          strstr(t, "alt=\"loss_acc.svg\""));
+    CHECK(strstr(t, "alt=\"sparsity_by_pos.svg\"") && strstr(t, "alt=\"sparsity_scatter.svg\"") &&
+          strstr(t, "<th>answer share</th>"));
     CHECK(strstr(t, "mixer = softmax"), "the config is on the page");
     CHECK(!strstr(t, "http:") && !strstr(t, "https:") && !strstr(t, "<script"), "the page must not reach out");
     CHECK(!!strstr(t, "alt=\"map_L1_H1.svg\"") == with_maps, "heatmaps %d", with_maps);
@@ -144,15 +149,16 @@ TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
     // another checkpoint, one layer and head, another sequence: given as key=value
     const char *one = test_path("one");
     mkdir_p(one);
-    st = test_run(out, sizeof out, "cp %s/ckpt_00000002.safetensors %s/ && ./evaluate %s/ckpt_00000002.safetensors --maps "
-                  "map_layer=1 map_head=0 map_seq=3 threads=1", dir, one, one);
-    CHECK(st == 0 && strstr(out, "wrote 1 attention map ") && strstr(out, "step 2, validation sequence 3"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out,
+                  "cp %s/ckpt_00000002.safetensors %s/ && ./evaluate %s/ckpt_00000002.safetensors --maps "
+                  "map_layer=1 map_head=0 map_seq=3 threads=1",
+                  dir, one, one);
+    CHECK(st == 0 && strstr(out, "wrote 1 attention map ") && strstr(out, "step 2, validation sequence 3"),
+          "exit %d: %s", st, out);
     snprintf(path, sizeof path, "%s/map_L0_H0.svg", one);
     CHECK(!path_exists(path));
     // bad choices: one line, exit 2
-    struct {
-        const char *args, *says;
-    } bad[] = {
+    BadInput bad[] = {
         {"--maps map_seq=40", "map_seq: 40 is out of range"},
         {"--maps map_layer=2", "map_layer: 2 is out of range"},
         {"--maps map_head=2", "map_head: 2 is out of range"},
@@ -160,8 +166,8 @@ TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
         {"--maps map_answers=maybe", "map_answers: expected auto, on or off"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].args);
-        CHECK(st == 2 && strstr(out, bad[i].says) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].args, st, out);
+        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].in);
+        CHECK(st == 2 && strstr(out, bad[i].want) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].in, st, out);
     }
 }
 
@@ -174,12 +180,14 @@ TEST(evaluate_maps_on_a_text_run) {
     const char *conf = test_write_file("text.conf", "mixer = softmax\nmlp = false\n");
     const char *dir = test_path("textrun");
     char out[8192];
-    int st = test_run(out, sizeof out, "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
+    int st = test_run(out, sizeof out,
+                      "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
                       "n_layer=1 n_head=1 batch_size=4 steps=2 save_every=2 eval_every=0 log_every=0 threads=1 out_dir=%s",
                       conf, shard, shard, dir);
     CHECK(st == 0, "train: %s", out);
     st = test_run(out, sizeof out, "./evaluate %s --maps map_answers=on eval_batches=1 threads=1 2>&1 >/dev/null", dir);
-    CHECK(st == 2 && strstr(out, "map_answers: ") && strstr(out, "is not an MQAR run") && count(out, "\n") == 1, "exit %d: %s", st, out);
+    CHECK(st == 2 && strstr(out, "map_answers: ") && strstr(out, "is not an MQAR run") && count(out, "\n") == 1,
+          "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./evaluate %s --maps eval_batches=1 threads=1", dir);
     CHECK(st == 0 && strstr(out, "wrote 1 attention map "), "exit %d: %s", st, out);
     check_svg(dir, "map_L0_H0.svg", "a_ij");
@@ -198,7 +206,8 @@ TEST(evaluate_run_folder_gives_one_record_per_checkpoint_per_head) {
     FILE *f = fopen(p, "w");
     for (int s = 0; s <= 6; s += 3)
         for (int l = 0; l < 2; l++)
-            fprintf(f, "{\"step\":%d,\"layer\":%d,\"head\":0,\"mixer\":\"softmax\",\"S\":0.%d,\"S_recall\":0.5,\"rows\":9}\n", s, l, 9 - s);
+            fprintf(f, "{\"step\":%d,\"layer\":%d,\"head\":0,\"mixer\":\"softmax\",\"S\":0.%d,\"S_recall\":0.5,\"rows\":9}\n",
+                    s, l, 9 - s);
     fclose(f);
     char out[16384];
     int st = test_run(out, sizeof out, "./evaluate %s threads=1", dir);
@@ -249,7 +258,8 @@ TEST(evaluate_skips_a_damaged_checkpoint) {
     fclose(f);
     int st = test_run(out, sizeof out, "./evaluate %s threads=1", dir);
     CHECK(st == 0, "exit %d: %s", st, out);
-    CHECK(strstr(out, "ckpt_00000002.safetensors: skipped: ") && strstr(out, "ckpt_00000005.safetensors: skipped: "), "%s", out);
+    CHECK(strstr(out, "ckpt_00000002.safetensors: skipped: ") && strstr(out, "ckpt_00000005.safetensors: skipped: "),
+          "%s", out);
     long steps[] = {0, 4, 6};
     check_records(dir, steps, 3, 2, 2);
     // a single damaged checkpoint is an error (exit 2, one line naming it)
@@ -333,10 +343,12 @@ TEST(evaluate_on_other_cells_leaves_the_runs_records_byte_identical) {
     // the report still shows the run's own last step and accuracy
     snprintf(p, sizeof p, "%s/report.html", dir);
     char *report_after = read_file_text(p, NULL);
-    const char *a = strstr(report_before, "Last checkpoint:"), *b = report_after ? strstr(report_after, "Last checkpoint:") : NULL;
+    const char *a = strstr(report_before, "Last checkpoint:"),
+               *b = report_after ? strstr(report_after, "Last checkpoint:") : NULL;
     CHECK(a && b && !strncmp(a, b, 80), "report.html changed its run: %.80s / %.80s", a, b ? b : "");
     CHECK(strstr(report_after, "<h3>Other evaluations</h3>") && strstr(report_after, "mqar_test_cells=2x16,6x32") &&
-              strstr(report_after, "kv6_L32"), "report.html does not list the other evaluations");
+              strstr(report_after, "kv6_L32"),
+          "report.html does not list the other evaluations");
     // the same evaluation again replaces only its own records
     st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000004.safetensors mqar_cells=2x16,6x32 threads=1", dir);
     CHECK(st == 0, "%s", out);
@@ -351,7 +363,8 @@ TEST(evaluate_loss_figure_draws_the_training_curve) {
     const char *c = test_write_file("curve.conf", "mixer = softmax\nmlp = false\n");
     const char *dir = test_path("curve");
     char out[16384];
-    int st = test_run(out, sizeof out, "./train %s " TINY " steps=6 save_every=3 log_every=1 eval_every=2 out_dir=%s", c, dir);
+    int st =
+        test_run(out, sizeof out, "./train %s " TINY " steps=6 save_every=3 log_every=1 eval_every=2 out_dir=%s", c, dir);
     CHECK(st == 0, "%s", out);
     st = test_run(out, sizeof out, "./evaluate %s threads=1", dir);
     CHECK(st == 0, "%s", out);
@@ -382,9 +395,7 @@ TEST(evaluate_bad_arguments_exit_2) {
     const char *dir = tiny_run("run", "softmax");
     const char *empty = test_path("empty");
     mkdir_p(empty);
-    struct {
-        const char *args, *says;
-    } cases[] = {
+    BadInput cases[] = {
         {"", "expected a checkpoint or a run folder"},
         {"/nonexistent/run", "/nonexistent/run: no such checkpoint or run folder"},
         {"%s", "no checkpoints"},  // the empty folder
@@ -396,13 +407,13 @@ TEST(evaluate_bad_arguments_exit_2) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[1024] = "", out[8192];
-        const char *a = cases[i].args;
+        const char *a = cases[i].in;
         if (!strncmp(a, "RUN", 3)) snprintf(args, sizeof args, "%s%s", dir, a + 3);
         else if (!strcmp(a, "%s")) snprintf(args, sizeof args, "%s", empty);
         else snprintf(args, sizeof args, "%s", a);
         int st = test_run(out, sizeof out, "./evaluate %s 2>&1 >/dev/null", args);
         CHECK(st == 2, "'%s': exit %d: %s", args, st, out);
-        CHECK(strstr(out, cases[i].says), "'%s': %s", args, out);
+        CHECK(strstr(out, cases[i].want), "'%s': %s", args, out);
         // one line on stderr (the usage text goes with no PATH at all)
         if (i > 0) CHECK(count(out, "\n") == 1, "'%s': %s", args, out);
     }
@@ -419,8 +430,10 @@ TEST(evaluate_float_row_statistics_match_the_saved_maps) {
         snprintf(name, sizeof name, "rows_%s", mixers[k]);
         const char *dir = tiny_run(name, mixers[k]);
         char out[16384], path[512];
-        int st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000006.safetensors --maps map_seq=0 eval_batches=1 "
-                          "batch_size=1 threads=1", dir);
+        int st = test_run(out, sizeof out,
+                          "./evaluate %s/ckpt_00000006.safetensors --maps map_seq=0 eval_batches=1 "
+                          "batch_size=1 threads=1",
+                          dir);
         CHECK(st == 0, "exit %d: %s", st, out);
         snprintf(path, sizeof path, "%s/maps.safetensors", dir);
         SafeTensors sf;
@@ -504,9 +517,11 @@ TEST(evaluate_sampled_rows_match_all_rows_on_a_trained_model) {
     const char *conf = test_write_file("t.conf", "mixer = softmax\nmlp = false\n");
     const char *dir = test_path("trained");
     char out[8192];
-    int st = test_run(out, sizeof out, "./train %s vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 "
+    int st = test_run(out, sizeof out,
+                      "./train %s vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 "
                       "mqar_test_examples=400 d_model=32 n_layer=2 n_head=2 batch_size=32 lr=3e-3 steps=80 save_every=80 "
-                      "eval_every=0 log_every=0 sparsity_every=0 threads=1 out_dir=%s", conf, dir);
+                      "eval_every=0 log_every=0 sparsity_every=0 threads=1 out_dir=%s",
+                      conf, dir);
     CHECK(st == 0, "train: %s", out);
     double all[4], sampled[4];
     long rows_all[4], rows_sampled[4];

@@ -46,8 +46,9 @@ static const float *hf_tensor(const SafeTensors *st, const char *name, int64_t d
     const StTensor *t = st_find(st, name);
     CHECK(t, "model.safetensors has no '%s'", name);
     CHECK(!strcmp(t->dtype, "F32"), "%s: dtype %s", name, t->dtype);
-    CHECK(t->ndim == (d1 ? 2 : 1) && t->shape[0] == d0 && (!d1 || t->shape[1] == d1), "%s: shape [%lld,%lld], expected [%lld,%lld]",
-          name, (long long)t->shape[0], t->ndim == 2 ? (long long)t->shape[1] : 0LL, (long long)d0, (long long)d1);
+    CHECK(t->ndim == (d1 ? 2 : 1) && t->shape[0] == d0 && (!d1 || t->shape[1] == d1),
+          "%s: shape [%lld,%lld], expected [%lld,%lld]", name, (long long)t->shape[0],
+          t->ndim == 2 ? (long long)t->shape[1] : 0LL, (long long)d0, (long long)d1);
     return (const float *)(st->data + t->begin);
 }
 
@@ -57,10 +58,12 @@ static const struct {
     const char *name;
     int64_t d0, d1;
 } k_block[] = {
+    // clang-format off
     {"ln_1.weight", C, 0},        {"ln_1.bias", C, 0},          {"attn.c_attn.weight", C, 3 * C},
     {"attn.c_attn.bias", 3 * C, 0}, {"attn.c_proj.weight", C, C}, {"attn.c_proj.bias", C, 0},
     {"ln_2.weight", C, 0},        {"ln_2.bias", C, 0},          {"mlp.c_fc.weight", C, 4 * C},
     {"mlp.c_fc.bias", 4 * C, 0},  {"mlp.c_proj.weight", 4 * C, C}, {"mlp.c_proj.bias", C, 0},
+    // clang-format on
 };
 
 static const float *block(const SafeTensors *st, int l, int k) {
@@ -169,9 +172,13 @@ static void check_folder(const char *dir, const char *run, int mlp) {
     char *ck = ckpt_resolve(run);
     Model *m = ckpt_open_model(ck, &cfg, 1, T, NULL);
     // the model-wide tensors: the same layout as ours
-    const struct { const char *hf, *ours; int64_t d0, d1; } global[] = {
-        {"transformer.wte.weight", "wte", V, C}, {"transformer.wpe.weight", "wpe", T, C},
-        {"transformer.ln_f.weight", "ln_f.weight", C, 0}, {"transformer.ln_f.bias", "ln_f.bias", C, 0}};
+    const struct {
+        const char *hf, *ours;
+        int64_t d0, d1;
+    } global[] = {{"transformer.wte.weight", "wte", V, C},
+                  {"transformer.wpe.weight", "wpe", T, C},
+                  {"transformer.ln_f.weight", "ln_f.weight", C, 0},
+                  {"transformer.ln_f.bias", "ln_f.bias", C, 0}};
     for (int g = 0; g < 4; g++) {
         const float *x = hf_tensor(&st, global[g].hf, global[g].d0, global[g].d1);
         size_t cols = global[g].d1 ? (size_t)global[g].d1 : 1;
@@ -179,9 +186,9 @@ static void check_folder(const char *dir, const char *run, int mlp) {
             CHECK(x[k] == (float)ours(m, global[g].ours, k / cols, k % cols, cols), "%s[%zu]", global[g].hf, k);
     }
     // per layer: Conv1D weights [in, out] = ours [out, in] transposed; vectors as they are
-    const char *src[12] = {"ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
-                           "attn.proj.bias", "ln_2.weight", "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias",
-                           "mlp.proj.weight", "mlp.proj.bias"};
+    const char *src[12] = {"ln_1.weight",      "ln_1.bias",      "attn.qkv.weight", "attn.qkv.bias",
+                           "attn.proj.weight", "attn.proj.bias", "ln_2.weight",     "ln_2.bias",
+                           "mlp.fc.weight",    "mlp.fc.bias",    "mlp.proj.weight", "mlp.proj.bias"};
     char name[96];
     for (int l = 0; l < L; l++)
         for (int k = 0; k < 12; k++) {
@@ -192,7 +199,8 @@ static void check_folder(const char *dir, const char *run, int mlp) {
             for (size_t i = 0; i < d0; i++)
                 for (size_t j = 0; j < (d1 ? d1 : 1); j++) {
                     double want = !is_mlp || mlp ? (d1 ? ours(m, name, j, i, d0) : ours(m, name, i, 0, 1))
-                                : k == 6 ? 1 : 0;  // no MLP: ln_2 ones and zeros, the MLP zeros
+                        : k == 6                 ? 1
+                                                 : 0;  // no MLP: ln_2 ones and zeros, the MLP zeros
                     CHECK(x[d1 ? i * d1 + j : i] == (float)want, "transformer.h.%d.%s[%zu,%zu] = %g, expected %g", l,
                           k_block[k].name, i, j, (double)x[d1 ? i * d1 + j : i], want);
                 }
@@ -204,9 +212,12 @@ static void check_folder(const char *dir, const char *run, int mlp) {
     CHECK(text, "no %s", path);
     JsonValue *j = json_parse(text, len, err, sizeof err);
     CHECK(j, "config.json: %s", err);
-    const struct { const char *key; double v; } nums[] = {
-        {"vocab_size", V}, {"n_positions", T}, {"n_ctx", T}, {"n_embd", C}, {"n_layer", L}, {"n_head", NH},
-        {"layer_norm_epsilon", 1e-5}, {"resid_pdrop", 0}, {"embd_pdrop", 0}, {"attn_pdrop", 0}};
+    const struct {
+        const char *key;
+        double v;
+    } nums[] = {
+        {"vocab_size", V}, {"n_positions", T},           {"n_ctx", T},       {"n_embd", C},     {"n_layer", L},
+        {"n_head", NH},    {"layer_norm_epsilon", 1e-5}, {"resid_pdrop", 0}, {"embd_pdrop", 0}, {"attn_pdrop", 0}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         CHECK(json_number(j, nums[i].key) == nums[i].v, "config.json %s = %g, expected %g", nums[i].key,
               json_number(j, nums[i].key), nums[i].v);
@@ -273,7 +284,7 @@ TEST(export_hf_without_mlp_writes_zero_mlp_weights) {
 
 TEST(export_hf_refuses_what_gpt2_cannot_express_and_bad_outputs) {
     char out[4096];
-    const struct { const char *extra, *want; } refused[] = {
+    const BadInput refused[] = {
         {"mixer=linear", "mixer: Hugging Face's GPT-2 is softmax attention in every layer, not the model's 'linear'"},
         {"mixer=softmax,linear", "(layer 1 of a hybrid stack)"},
         {"pos_emb=none", "pos_emb:"},
@@ -282,16 +293,18 @@ TEST(export_hf_refuses_what_gpt2_cannot_express_and_bad_outputs) {
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char name[32];
         snprintf(name, sizeof name, "run%zu", i);
-        const char *run = train_tiny(name, refused[i].extra);
+        const char *run = train_tiny(name, refused[i].in);
         snprintf(name, sizeof name, "hf%zu", i);
         int st = test_run(out, sizeof out, "./export %s format=hf out=%s", run, test_path(name));
         CHECK(st == 2 && one_line(out) && strstr(out, refused[i].want) && !path_exists(test_path(name)),
-              "%s: exit %d: %s", refused[i].extra, st, out);
+              "%s: exit %d: %s", refused[i].in, st, out);
     }
     const char *run = train_tiny("good", "mlp=true");
     CHECK(mkdir_p(test_path("other")) == 0);
     test_write_file("other/notes.txt", "mine\n");
-    const struct { const char *args, *want; } bad[] = {
+    const struct {
+        const char *args, *want;
+    } bad[] = {
         {"format=onnx out=%s/x", "format: expected one of llmc|hf|safetensors, got 'onnx'"},
         {"format=hf", "out: expected the folder"},
         {"format=hf out=%s/good", "is a run folder"},
@@ -343,9 +356,11 @@ TEST(export_safetensors_is_the_weights_only_and_opens_as_a_checkpoint) {
     CHECK(st == 0, "./sample: exit %d: %s", st, out);
     // init_from: a new run's step-0 checkpoint holds these weights
     char base[1024];
-    snprintf(base, sizeof base, "./train configs/quickstart.conf steps=1 n_layer=%d n_head=%d d_model=%d vocab_size=%d "
+    snprintf(base, sizeof base,
+             "./train configs/quickstart.conf steps=1 n_layer=%d n_head=%d d_model=%d vocab_size=%d "
              "seq_len=%d mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 batch_size=8 eval_every=0 "
-             "sparsity_every=0 sample_every=0 threads=1 mlp=true", L, NH, C, V, T);
+             "sparsity_every=0 sample_every=0 threads=1 mlp=true",
+             L, NH, C, V, T);
     st = test_run(out, sizeof out, "%s resume=never init_from=%s out_dir=%s", base, file, test_path("init"));
     CHECK(st == 0, "init_from: exit %d: %s", st, out);
     char ck0[4096];

@@ -17,7 +17,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/safetensors.h"
 #include "data/shards.h"
 #include "model/model.h"
@@ -26,9 +26,10 @@
 #include "tests/test.h"
 
 // 1 thread (bit-identical resume), a checkpoint after every step.
-#define RUN "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 " \
-            "mqar_test_examples=64 d_model=32 n_head=2 batch_size=16 lr=3e-3 eval_every=20 "      \
-            "sparsity_every=0 log_every=1 save_every=1 threads=1"
+#define RUN                                                                                                            \
+    "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 "                              \
+    "mqar_test_examples=64 d_model=32 n_head=2 batch_size=16 lr=3e-3 eval_every=20 "                                   \
+    "sparsity_every=0 log_every=1 save_every=1 threads=1"
 
 // The data section of a safetensors file (the tensors; headers differ by out_dir).
 static char *data_section(const char *path, size_t *n) {
@@ -106,7 +107,7 @@ TEST(faults_disk_full_while_saving_keeps_the_previous_checkpoint) {
     st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 64; " RUN " steps=6 out_dir=%s/run > /dev/null", d);
     CHECK(st == 1, "exit %d: %s", st, out);
     CHECK(strstr(out, "ckpt_00000003.safetensors: checkpoint not saved: cannot write ") &&
-          strstr(out, "(File too large) (the previous checkpoint is intact)\n") && strchr(out, '\n')[1] == 0,
+              strstr(out, "(File too large) (the previous checkpoint is intact)\n") && strchr(out, '\n')[1] == 0,
           "%s", out);
     char p[512];
     snprintf(p, sizeof p, "%s/run/latest", d);
@@ -128,7 +129,8 @@ TEST(faults_unwritable_out_dir_is_refused_before_training) {
     const char *file = test_write_file("plain_file", "x\n");
     int st = test_run(out, sizeof out, RUN " steps=2 out_dir=%s/sub", file);
     CHECK(st == 2 && strstr(out, "out_dir: cannot create '") && strstr(out, "plain_file/sub' (Not a directory)\n") &&
-          !strstr(out, "step"), "exit %d: %s", st, out);
+              !strstr(out, "step"),
+          "exit %d: %s", st, out);
     CHECK(strchr(out, '\n')[1] == 0, "more than one line: %s", out);
     st = test_run(out, sizeof out, RUN " steps=2 out_dir=%s", file);
     CHECK(st == 2 && strstr(out, "plain_file' is a file, expected a folder\n"), "exit %d: %s", st, out);
@@ -192,8 +194,8 @@ TEST(faults_atomic_writer_returns_the_reason_and_leaves_nothing_behind) {
     CHECK(mkdir_p(path) == 0);
     FILE *f = fopenCheck(inside, "w");
     fclose(f);
-    CHECK(atomic_commit(&a, err, sizeof err) == -1 && strstr(err, "/b: cannot rename ") && strstr(err, "/b.tmp ("), "%s",
-          err);
+    CHECK(atomic_commit(&a, err, sizeof err) == -1 && strstr(err, "/b: cannot rename ") && strstr(err, "/b.tmp ("),
+          "%s", err);
     CHECK(!path_exists(tmp) && is_directory(path) && path_exists(inside) && !a.tmp);
 }
 
@@ -230,7 +232,8 @@ TEST(faults_long_value_survives_the_effective_config) {
     char *text = config_to_text(&a);
     config_init_all(&b);
     config_load_text(&b, text, "effective config");
-    CHECK(strlen(cfg_str(&b, "sample_prompt")) == strlen(value), "%zu characters back", strlen(cfg_str(&b, "sample_prompt")));
+    CHECK(strlen(cfg_str(&b, "sample_prompt")) == strlen(value), "%zu characters back",
+          strlen(cfg_str(&b, "sample_prompt")));
     free(text);
     config_free(&a);
     config_free(&b);
@@ -240,9 +243,12 @@ TEST(faults_garbage_token_in_a_shard_is_bad_input_naming_the_file) {
     // vocab_size = 0 took the vocabulary from the largest token: 2312681882 sized the embedding
     // table; now refused naming the file (docs/reliability.md's table runs the command line too)
     char out[4096];
-    int st = test_run(out, sizeof out, RUN " task=shards vocab_size=0 train_data=tests/fuzz/regress/shards/token_beyond_any_vocabulary.bin "
-                      "val_data=tests/fuzz/regress/shards/token_beyond_any_vocabulary.bin out_dir=%s/g", test_tmpdir());
-    CHECK(st == 2 && strstr(out, "token_beyond_any_vocabulary.bin: token 2312681882 is larger than any vocabulary"), "exit %d: %s", st, out);
+    int st = test_run(out, sizeof out,
+                      RUN " task=shards vocab_size=0 train_data=tests/fuzz/regress/shards/token_beyond_any_vocabulary.bin "
+                          "val_data=tests/fuzz/regress/shards/token_beyond_any_vocabulary.bin out_dir=%s/g",
+                      test_tmpdir());
+    CHECK(st == 2 && strstr(out, "token_beyond_any_vocabulary.bin: token 2312681882 is larger than any vocabulary"),
+          "exit %d: %s", st, out);
 }
 
 // --- docs/reliability.md#bad-input: every row with exit 2 whose command cell is a plain command ---
@@ -315,7 +321,8 @@ TEST(faults_docs_bad_input_table_is_what_the_programs_print) {
         out[n - 1] = 0;
         mask_crc(out);
         mask_crc(want);
-        CHECK(st == 2 && !strcmp(out, want), "%s:\n  docs/reliability.md: %s (exit 2)\n  prints: %s (exit %d)", cmd, want, out, st);
+        CHECK(st == 2 && !strcmp(out, want), "%s:\n  docs/reliability.md: %s (exit 2)\n  prints: %s (exit %d)", cmd,
+              want, out, st);
         rows++;
     }
     CHECK(rows >= 40, "only %d rows checked", rows);
@@ -422,11 +429,15 @@ TEST(faults_checkpoint_header_edits_are_refused) {
     CHECK(st_read(good, &st, err, sizeof err) == 0, "%s", err);
     const StTensor *a = st_find(&st, "optim.m.wte"), *b = st_find(&st, "optim.v.wte");
     char oa[128], ob[128], tmp_path[600];
-    snprintf(oa, sizeof oa, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin, a->end);
-    snprintf(ob, sizeof ob, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin, b->end);
+    snprintf(oa, sizeof oa, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin,
+             a->end);
+    snprintf(ob, sizeof ob, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin,
+             b->end);
     char na[128], nb[128];
-    snprintf(na, sizeof na, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin, b->end);
-    snprintf(nb, sizeof nb, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin, a->end);
+    snprintf(na, sizeof na, "\"optim.m.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", b->begin,
+             b->end);
+    snprintf(nb, sizeof nb, "\"optim.v.wte\":{\"dtype\":\"F32\",\"shape\":[16,8],\"data_offsets\":[%zu,%zu]}", a->begin,
+             a->end);
     st_free(&st);
     snprintf(tmp_path, sizeof tmp_path, "%s", test_path("half.safetensors"));
     write_edited(good, tmp_path, oa, na);
@@ -491,9 +502,12 @@ TEST(faults_checkpoint_of_format_1_loads_with_one_warning) {
     char err[1024];
     int st = test_fork(load_twice, (void *)v1, err, sizeof err);
     CHECK(st == 0, "exit %d: %s", st, err);
-    CHECK(strstr(err, "warning: ") && strstr(err, "v1.safetensors: a checkpoint of format attnscope-checkpoint-1, "
-                                                  "whose CRC does not cover its header") &&
-          strchr(err, '\n')[1] == 0, "not one warning line: '%s'", err);
+    CHECK(strstr(err, "warning: ") &&
+              strstr(err,
+                     "v1.safetensors: a checkpoint of format attnscope-checkpoint-1, "
+                     "whose CRC does not cover its header") &&
+              strchr(err, '\n')[1] == 0,
+          "not one warning line: '%s'", err);
     // its data is still checked
     size_t len;
     char *buf = read_file_text(v1, &len);
@@ -519,7 +533,8 @@ TEST(faults_threads_beyond_1024_are_refused_by_every_program) {
         }
     const char *conf = test_write_file("t.conf", "threads = 50000\n");
     int st = test_run(out, sizeof out, "./train %s 2>&1 > /dev/null", conf);
-    CHECK(st == 2 && strstr(out, "t.conf:1: threads: expected 0 (all cores) or 1 to 1024, got '50000'\n"), "exit %d: %s", st, out);
+    CHECK(st == 2 && strstr(out, "t.conf:1: threads: expected 0 (all cores) or 1 to 1024, got '50000'\n"),
+          "exit %d: %s", st, out);
 }
 
 // Two ./train in one run folder interleaved their logs and checkpoints, each exiting 0: the
@@ -530,18 +545,19 @@ TEST(faults_second_trainer_on_a_run_folder_is_refused) {
     int st = test_run(out, sizeof out,
                       RUN " save_every=50 steps=100000 out_dir=%s/run > /dev/null 2>&1 & p=$!; "
                           "for i in $(seq 2000); do [ -s %s/run/latest ] && break; sleep 0.01; done; "
-                          "echo pid $p; " RUN " steps=10 out_dir=%s/run 2>&1 >/dev/null; echo exit $?; "
-                          RUN " steps=10 out_dir=%s/run resume=never overwrite=true 2>&1 >/dev/null; echo exit $?; "
+                          "echo pid $p; " RUN " steps=10 out_dir=%s/run 2>&1 >/dev/null; echo exit $?; " RUN
+                          " steps=10 out_dir=%s/run resume=never overwrite=true 2>&1 >/dev/null; echo exit $?; "
                           "./evaluate %s/run eval_batches=1 > /dev/null 2>&1; echo evaluate $?; "
-                          "kill -9 $p; wait $p 2>/dev/null; "
-                          RUN " steps=3 out_dir=%s/run > /dev/null; echo exit $?",
+                          "kill -9 $p; wait $p 2>/dev/null; " RUN " steps=3 out_dir=%s/run > /dev/null; echo exit $?",
                       d, d, d, d, d, d);
     CHECK(st == 0, "%s", out);
     long pid = 0;
     CHECK(sscanf(out, "pid %ld", &pid) == 1, "%s", out);
     char want[600];
-    snprintf(want, sizeof want, "out_dir: '%s/run' is in use by process %ld (another ./train writing this run); wait "
-             "for it to end or choose another out_dir\nexit 2\n", d, pid);
+    snprintf(want, sizeof want,
+             "out_dir: '%s/run' is in use by process %ld (another ./train writing this run); wait "
+             "for it to end or choose another out_dir\nexit 2\n",
+             d, pid);
     const char *first = strstr(out, want);
     CHECK(first && strstr(first + 1, want), "not refused twice with the holder's pid:\n%s", out);
     // ./evaluate reads the live run without the lock; after kill -9 the lock is gone with its
@@ -585,9 +601,10 @@ TEST(faults_sweep_killed_ends_its_trainers) {
     const char *d = test_tmpdir();
     char cwd[1024];
     CHECK(getcwd(cwd, sizeof cwd));
-    test_write_file("b.conf", "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\n"
-                              "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
-                              "save_every = 100000\nsteps = 1000000\n");
+    test_write_file("b.conf",
+                    "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\n"
+                    "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
+                    "save_every = 100000\nsteps = 1000000\n");
     test_write_file("k.sweep", "base = b.conf\nseed = 1, 2\n");
     int st = test_run(out, sizeof out,
                       "cd %s && %s/sweep k.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; "
@@ -611,7 +628,8 @@ TEST(faults_sweep_killed_ends_its_trainers) {
 TEST(faults_trainer_stops_when_its_sweep_is_gone_without_pdeathsig) {
     char out[4096];
     int st = test_run(out, sizeof out, "ATTNSCOPE_PARENT_PID=1 " RUN " steps=1000 out_dir=%s/o", test_tmpdir());
-    CHECK(st == 128 + 15 && strstr(out, "the ./sweep that started this run has ended\ninterrupted: saving step 1 and stopping"),
+    CHECK(st == 128 + 15 &&
+              strstr(out, "the ./sweep that started this run has ended\ninterrupted: saving step 1 and stopping"),
           "exit %d: %s", st, out);
 }
 
@@ -619,7 +637,8 @@ TEST(faults_key_combinations_refused_or_noted) {
     char out[4096];
     const char *d = test_tmpdir();
     int st = test_run(out, sizeof out, RUN " lr=1e-3 min_lr=0.01 steps=2 out_dir=%s/a 2>&1 >/dev/null", d);
-    CHECK(st == 2 && !strcmp(out, "command line: min_lr: 0.01 is above lr = 0.001 (expected min_lr <= lr: the schedule decays to it)\n"),
+    CHECK(st == 2 &&
+              !strcmp(out, "command line: min_lr: 0.01 is above lr = 0.001 (expected min_lr <= lr: the schedule decays to it)\n"),
           "exit %d: %s", st, out);
     st = test_run(out, sizeof out, RUN " stop_at_acc=1.5 steps=2 out_dir=%s/a 2>&1 >/dev/null", d);
     CHECK(st == 2 && !strcmp(out, "command line: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '1.5'\n"),
@@ -629,7 +648,8 @@ TEST(faults_key_combinations_refused_or_noted) {
     st = test_run(out, sizeof out, RUN " task=shards train_data=%s/none*.bin steps=2 out_dir=%s/b 2>&1 >/dev/null", d, d);
     CHECK(st == 2 && !path_exists(test_path("b")), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, RUN " overwrite=true steps=1 out_dir=%s/c 2>&1 >/dev/null", d);
-    CHECK(st == 0 && !strcmp(out, "note: command line: overwrite = true does nothing unless resume = never (resume is 'auto')\n"),
+    CHECK(st == 0 &&
+              !strcmp(out, "note: command line: overwrite = true does nothing unless resume = never (resume is 'auto')\n"),
           "exit %d: %s", st, out);
 }
 
@@ -639,22 +659,28 @@ TEST(faults_failed_saves_say_what_is_left) {
     // the first save fails: there is no earlier checkpoint to speak of
     int st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 64; " RUN " steps=6 out_dir=%s/run > /dev/null", d);
     CHECK(st == 1 && strstr(out, "ckpt_00000000.safetensors: checkpoint not saved: cannot write ") &&
-          strstr(out, "(File too large) (there is no earlier checkpoint)\n"), "exit %d: %s", st, out);
+              strstr(out, "(File too large) (there is no earlier checkpoint)\n"),
+          "exit %d: %s", st, out);
     // `latest` cannot be replaced (a folder in its place): the reason is given
     char p[600];
     snprintf(p, sizeof p, "%s/l/latest", d);
     CHECK(mkdir_p(p) == 0);
     st = test_run(out, sizeof out, RUN " steps=2 out_dir=%s/l > /dev/null", d);
-    CHECK(st == 1 && strstr(out, "/l/latest: cannot point it at ckpt_00000000.safetensors (Is a directory); the checkpoint itself is saved\n"),
+    CHECK(st == 1 &&
+              strstr(out, "/l/latest: cannot point it at ckpt_00000000.safetensors (Is a directory); the checkpoint itself is saved\n"),
           "exit %d: %s", st, out);
 }
 
 // MQAR with vocab_size = 2147483647 printed nothing and shuffled 4 GB for minutes.
 TEST(faults_vocab_size_beyond_the_shard_bound_is_refused) {
     char out[4096];
-    int st = test_run(out, sizeof out, "./train /dev/null vocab_size=2147483647 out_dir=%s/v/w 2>&1 >/dev/null", test_tmpdir());
-    CHECK(st == 2 && !strcmp(out, "command line: vocab_size: expected at most 16777216 (the largest vocabulary of shards "
-                                  "and tokenizers), got 2147483647\n"), "exit %d: %s", st, out);
+    int st =
+        test_run(out, sizeof out, "./train /dev/null vocab_size=2147483647 out_dir=%s/v/w 2>&1 >/dev/null", test_tmpdir());
+    CHECK(st == 2 &&
+              !strcmp(out,
+                      "command line: vocab_size: expected at most 16777216 (the largest vocabulary of shards "
+                      "and tokenizers), got 2147483647\n"),
+          "exit %d: %s", st, out);
     CHECK(!path_exists(test_path("v")), "an empty out_dir (or its parent) was left behind");
 }
 
@@ -679,11 +705,16 @@ TEST(faults_tokenize_never_writes_over_its_inputs) {
     char out[4096], *cwd = getcwd(NULL, 0);
     char *before = read_file_text(test_path("text.txt"), NULL);
     const char *cmds[][2] = {
-        {"encode text.txt tokenizer=a.bpe out=text.txt", "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
-        {"encode text.txt tokenizer=a.bpe out=./text.txt", "command line: out: './text.txt' is the input 'text.txt': writing it would replace it\n"},
-        {"encode text.txt tokenizer=a.bpe out=link.txt", "command line: out: 'link.txt' is the input 'text.txt': writing it would replace it\n"},
-        {"encode text.txt tokenizer=a.bpe out=a.bpe", "command line: out: 'a.bpe' is the tokenizer 'a.bpe': writing it would replace it\n"},
-        {"train text.txt vocab_size=270 out=text.txt", "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=text.txt",
+         "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=./text.txt",
+         "command line: out: './text.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=link.txt",
+         "command line: out: 'link.txt' is the input 'text.txt': writing it would replace it\n"},
+        {"encode text.txt tokenizer=a.bpe out=a.bpe",
+         "command line: out: 'a.bpe' is the tokenizer 'a.bpe': writing it would replace it\n"},
+        {"train text.txt vocab_size=270 out=text.txt",
+         "command line: out: 'text.txt' is the input 'text.txt': writing it would replace it\n"},
         {"encode text.txt tokenizer=a.bpe out=sub", "command line: out: 'sub' is a folder, expected a file name\n"},
         {"train text.txt vocab_size=270 out=sub", "command line: out: 'sub' is a folder, expected a file name\n"},
     };
@@ -697,8 +728,10 @@ TEST(faults_tokenize_never_writes_over_its_inputs) {
     CHECK(after && !strcmp(before, after), "text.txt changed");
     CHECK(!path_exists(test_path("sub.tmp")) && !path_exists(test_path("text.txt.tmp")), "a .tmp file was left");
     // an empty input: exit 2, and earlier shards under the prefix stay
-    st = test_run(out, sizeof out, "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x > /dev/null && : > empty.txt && "
-                  "%s/tokenize prepare empty.txt tokenizer=a.bpe out=d/x 2>&1 >/dev/null", d, cwd, cwd);
+    st = test_run(out, sizeof out,
+                  "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x > /dev/null && : > empty.txt && "
+                  "%s/tokenize prepare empty.txt tokenizer=a.bpe out=d/x 2>&1 >/dev/null",
+                  d, cwd, cwd);
     CHECK(st == 2 && !strcmp(out, "empty.txt: no text to prepare (0 documents): no shard written\n"), "exit %d: %s", st, out);
     CHECK(path_exists(test_path("d/x_train_000.bin")), "the earlier shards were removed");
     free(cwd);
@@ -709,10 +742,13 @@ TEST(faults_tokenize_never_writes_over_its_inputs) {
 TEST(faults_wrong_tokenizer_is_refused_by_sample_and_sample_every) {
     const char *d = text_fixture();
     char out[8192], *cwd = getcwd(NULL, 0);
-#define SHARDS_RUN "%s/train /dev/null task=shards train_data='d/x_train_*.bin' seq_len=16 d_model=16 n_head=2 " \
-                   "batch_size=4 steps=3 threads=1 sparsity_every=0 eval_every=0"
-    int st = test_run(out, sizeof out, "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x val_fraction=0 > /dev/null && "
-                      SHARDS_RUN " tokenizer=a.bpe out_dir=run > /dev/null", d, cwd, cwd);
+#define SHARDS_RUN                                                                                                     \
+    "%s/train /dev/null task=shards train_data='d/x_train_*.bin' seq_len=16 d_model=16 n_head=2 "                      \
+    "batch_size=4 steps=3 threads=1 sparsity_every=0 eval_every=0"
+    int st = test_run(out, sizeof out,
+                      "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x val_fraction=0 > /dev/null && " SHARDS_RUN
+                      " tokenizer=a.bpe out_dir=run > /dev/null",
+                      d, cwd, cwd);
     CHECK(st == 0, "%s", out);
     Shard s;
     shard_open(&s, test_path("d/x_train_000.bin"));
@@ -722,19 +758,24 @@ TEST(faults_wrong_tokenizer_is_refused_by_sample_and_sample_every) {
     CHECK(st == 0, "the right tokenizer: %s", out);
     st = test_run(out, sizeof out, "cd %s && %s/sample run n=4 tokenizer=b.bpe 2>&1 >/dev/null", d, cwd);
     CHECK(st == 2 && strstr(out, "tokenizer: b.bpe (vocabulary 280, identity ") &&
-          strstr(out, ") is not the tokenizer the model was trained with (vocabulary 29") &&
-          strstr(out, "recorded in run/ckpt_00000003.safetensors)\n") && strchr(out, '\n')[1] == 0, "exit %d: %s", st, out);
-    st = test_run(out, sizeof out, "cd %s && " SHARDS_RUN " sample_every=1 tokenizer=b.bpe out_dir=run2 2>&1 >/dev/null", d, cwd);
-    CHECK(st == 2 && strstr(out, "is not the tokenizer the model was trained with") && strstr(out, "recorded in the training shards)\n"),
+              strstr(out, ") is not the tokenizer the model was trained with (vocabulary 29") &&
+              strstr(out, "recorded in run/ckpt_00000003.safetensors)\n") && strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out,
+                  "cd %s && " SHARDS_RUN " sample_every=1 tokenizer=b.bpe out_dir=run2 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "is not the tokenizer the model was trained with") &&
+              strstr(out, "recorded in the training shards)\n"),
           "exit %d: %s", st, out);
     // shards without the record (llm.c's own) are accepted as before, with no check
     uint32_t toks[64];
     for (int i = 0; i < 64; i++) toks[i] = (uint32_t)(i * 7 % 250);
     CHECK(mkdir_p(test_path("u")) == 0);
     shard_write(test_path("u/y_000.bin"), toks, 64, 0);
-    st = test_run(out, sizeof out, "cd %s && %s/train /dev/null task=shards train_data=u/y_000.bin vocab_size=300 seq_len=16 "
+    st = test_run(out, sizeof out,
+                  "cd %s && %s/train /dev/null task=shards train_data=u/y_000.bin vocab_size=300 seq_len=16 "
                   "d_model=16 n_head=2 batch_size=2 steps=2 threads=1 sparsity_every=0 eval_every=0 out_dir=run3 > /dev/null && "
-                  "%s/sample run3 n=4 tokenizer=b.bpe > /dev/null", d, cwd, cwd);
+                  "%s/sample run3 n=4 tokenizer=b.bpe > /dev/null",
+                  d, cwd, cwd);
     CHECK(st == 0, "%s", out);
     free(cwd);
 }
@@ -752,7 +793,8 @@ TEST(faults_config_bom_include_folder_and_quoted_hash) {
     Config back;
     config_init_all(&back);
     config_load_text(&back, text, "effective config");
-    CHECK(!strcmp(cfg_str(&back, "sample_prompt"), "a # b") && !config_first_difference(&c, &back), "%s", cfg_str(&back, "sample_prompt"));
+    CHECK(!strcmp(cfg_str(&back, "sample_prompt"), "a # b") && !config_first_difference(&c, &back), "%s",
+          cfg_str(&back, "sample_prompt"));
     free(text);
     config_free(&back);
     config_free(&c);
@@ -777,12 +819,15 @@ TEST(faults_sweep_values_equal_as_numbers_are_one_point) {
     char out[4096];
     test_write_file("b.conf", "d_model = 16\n");
     const char *cases[][2] = {
-        {"base = b.conf\nlr = 1e-3, 0.001\n", "d1.sweep:2: lr: '1e-3' and '0.001' are the same value: points 'lr=1e-3' and 'lr=0.001' would be one run\n"},
-        {"base = b.conf\nd_model = 16, 016\nseed = 1, 2\n", "d1.sweep:2: d_model: '16' and '016' are the same value: points 'd_model=16,seed=1' and 'd_model=016,seed=1' would be one run\n"},
+        {"base = b.conf\nlr = 1e-3, 0.001\n",
+         "d1.sweep:2: lr: '1e-3' and '0.001' are the same value: points 'lr=1e-3' and 'lr=0.001' would be one run\n"},
+        {"base = b.conf\nd_model = 16, 016\nseed = 1, 2\n",
+         "d1.sweep:2: d_model: '16' and '016' are the same value: points 'd_model=16,seed=1' and 'd_model=016,seed=1' would be one run\n"},
     };
     for (int i = 0; i < 2; i++) {
         const char *sweep = test_write_file("d1.sweep", cases[i][0]);
-        int st = test_run(out, sizeof out, "cd %s && %s/sweep d1.sweep --print 2>&1 >/dev/null", test_tmpdir(), getcwd((char[1024]){0}, 1024));
+        int st = test_run(out, sizeof out, "cd %s && %s/sweep d1.sweep --print 2>&1 >/dev/null", test_tmpdir(),
+                          getcwd((char[1024]){0}, 1024));
         (void)sweep;
         CHECK(st == 2 && !strcmp(out, cases[i][1]), "exit %d: %s", st, out);
     }
@@ -822,13 +867,17 @@ TEST(faults_evaluate_text_run_cells_read_only_and_failed_llmc_file) {
 TEST(faults_mixer_option_without_its_mixer_is_refused) {
     char out[4096];
     int st = test_run(out, sizeof out, RUN " mixer=softmax h3_d_state=4 out_dir=%s/x 2>&1 >/dev/null", test_tmpdir());
-    CHECK(st == 2 && !strcmp(out, "command line: h3_d_state is an option of mixer 'h3', and no layer of this run is one "
-                                  "(mixer = softmax); remove it or choose that mixer\n"), "exit %d: %s", st, out);
+    CHECK(st == 2 &&
+              !strcmp(out,
+                      "command line: h3_d_state is an option of mixer 'h3', and no layer of this run is one "
+                      "(mixer = softmax); remove it or choose that mixer\n"),
+          "exit %d: %s", st, out);
     st = test_run(out, sizeof out, RUN " mixer=h3,softmax n_layer=2 h3_d_state=4 steps=1 out_dir=%s/y 2>&1", test_tmpdir());
     CHECK(st == 0, "a hybrid with an h3 layer: exit %d: %s", st, out);
     // a sweep that zips an option across mixers at its default is fine; another value is refused
-    const char *sw = test_write_file("m.sweep", "steps = 1\nmixer = softmax, cog\ncog_softmax_ends = true, false\n"
-                                                "zip = mixer, cog_softmax_ends\n");
+    const char *sw = test_write_file("m.sweep",
+                                     "steps = 1\nmixer = softmax, cog\ncog_softmax_ends = true, false\n"
+                                     "zip = mixer, cog_softmax_ends\n");
     st = test_run(out, sizeof out, "./sweep %s --print", sw);
     CHECK(st == 0, "exit %d: %s", st, out);
     sw = test_write_file("n.sweep", "steps = 1\nmixer = softmax, cog\ncog_softmax_ends = false\n");
@@ -872,8 +921,10 @@ TEST(faults_summary_cut_while_writing_keeps_the_earlier_one) {
             CHECK(mkdir_p(dir) == 0);
             snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
             FILE *f = fopenCheck(p, "w");
-            fprintf(f, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":0.%d5}\n"
-                       "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n", s);
+            fprintf(f,
+                    "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":0.%d5}\n"
+                    "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n",
+                    s);
             fcloseCheck(f, p);
         }
     int st = test_run(out, sizeof out, "./sweep %s --collect > /dev/null", sweep);
@@ -891,7 +942,8 @@ TEST(faults_summary_cut_while_writing_keeps_the_earlier_one) {
     // files may not grow past 1 KiB: write() fails with EFBIG
     st = test_run(out, sizeof out, "trap '' XFSZ; ulimit -f 1; ./sweep %s --collect 2>&1 > /dev/null", sweep);
     CHECK(st == 1 && strstr(out, "sweep: cannot write the summary into ") && strstr(out, "(File too large)\n") &&
-              strchr(out, '\n')[1] == 0, "exit %d: %s", st, out);
+              strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
     for (int i = 0; i < 3; i++) {
         char p[600];
         snprintf(p, sizeof p, "%s/out/%s", d, files[i]);
@@ -912,18 +964,20 @@ TEST(faults_sweep_duplicate_cells_are_refused_up_front) {
     test_write_file("b.conf", "d_model = 16\nseq_len = 64\n");
     const char *cases[][2] = {
         {"base = b.conf\nmqar_cells = \"4x16, 4x16\", 4x32\n", "c.sweep:2: mqar_cells: entry '4x16' is listed twice\n"},
-        {"base = b.conf\nseed = 1, 2\nmqar_test_cells = \"4x16 8x32 4x16\"\n", "c.sweep:3: mqar_test_cells: entry '4x16' is listed twice\n"},
+        {"base = b.conf\nseed = 1, 2\nmqar_test_cells = \"4x16 8x32 4x16\"\n",
+         "c.sweep:3: mqar_test_cells: entry '4x16' is listed twice\n"},
         {"base = b.conf\nmqar_cells = \"4x16, 8x32\", \"04x16,8x32\"\n",
          "c.sweep:2: mqar_cells: '4x16, 8x32' and '04x16,8x32' are the same value: points 'mqar_cells=4x16__8x32' and "
          "'mqar_cells=04x16_8x32' would be one run\n"},
-        {"base = b.conf\nmqar_cells = 4x16, 4x128\n", "c.sweep:2: mqar_cells: cell 4x128 is 128 tokens long, above seq_len = 64"},
+        {"base = b.conf\nmqar_cells = 4x16, 4x128\n",
+         "c.sweep:2: mqar_cells: cell 4x128 is 128 tokens long, above seq_len = 64"},
     };
     char cwd[1024];
     CHECK(getcwd(cwd, sizeof cwd));
     for (int i = 0; i < 4; i++) {
         test_write_file("c.sweep", cases[i][0]);
         int st = test_run(out, sizeof out, "cd %s && %s/sweep c.sweep --print 2>&1 >/dev/null", test_tmpdir(), cwd);
-        CHECK(st == 2 && !strncmp(out, cases[i][1], strlen(cases[i][1])) && strchr(out, '\n')[1] == 0, "case %d: exit %d: %s",
-              i, st, out);
+        CHECK(st == 2 && !strncmp(out, cases[i][1], strlen(cases[i][1])) && strchr(out, '\n')[1] == 0,
+              "case %d: exit %d: %s", i, st, out);
     }
 }

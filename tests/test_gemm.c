@@ -59,10 +59,8 @@ static real *case_run(const Case *c, int beta, int serial) {
     real *C = malloc((n ? n : 1) * sizeof(real));
     CHECK(C != NULL);
     for (size_t i = 0; i < n; i++) C[i] = beta ? c->C0[i] : (real)NAN;
-    if (serial)
-        gemm_serial(c->tA, c->tB, c->M, c->N, c->K, c->A, c->lda, c->B, c->ldb, (real)beta, C, c->ldc);
-    else
-        gemm(c->tA, c->tB, c->M, c->N, c->K, c->A, c->lda, c->B, c->ldb, (real)beta, C, c->ldc);
+    if (serial) gemm_serial(c->tA, c->tB, c->M, c->N, c->K, c->A, c->lda, c->B, c->ldb, (real)beta, C, c->ldc);
+    else gemm(c->tA, c->tB, c->M, c->N, c->K, c->A, c->lda, c->B, c->ldb, (real)beta, C, c->ldc);
     return C;
 }
 
@@ -72,8 +70,8 @@ static void case_check(const Case *c, int beta, const real *C) {
             double want = ref_elem(c, i, j) + (beta ? (double)c->C0[(size_t)i * c->ldc + j] : 0.0);
             double got = C[(size_t)i * c->ldc + j];
             if (!test_close(got, want, 1e-12))
-                test_fail(__FILE__, __LINE__, "tA=%d tB=%d M=%d N=%d K=%d beta=%d: C[%d,%d] = %.17g, want %.17g",
-                          c->tA, c->tB, c->M, c->N, c->K, beta, i, j, got, want);
+                test_fail(__FILE__, __LINE__, "tA=%d tB=%d M=%d N=%d K=%d beta=%d: C[%d,%d] = %.17g, want %.17g", c->tA,
+                          c->tB, c->M, c->N, c->K, beta, i, j, got, want);
         }
         // Padding columns of C must be untouched.
         for (int j = c->N; j < c->ldc; j++) {
@@ -95,8 +93,7 @@ static void check_shape(int M, int N, int K, int pad) {
                 real *Cs = case_run(&c, beta, 1);
                 case_check(&c, beta, Cp);
                 CHECK(memcmp(Cp, Cs, (size_t)M * c.ldc * sizeof(real)) == 0,
-                      "gemm and gemm_serial differ: tA=%d tB=%d M=%d N=%d K=%d beta=%d", tA, tB, M, N,
-                      K, beta);
+                      "gemm and gemm_serial differ: tA=%d tB=%d M=%d N=%d K=%d beta=%d", tA, tB, M, N, K, beta);
                 free(Cp), free(Cs);
             }
             case_free(&c);

@@ -13,6 +13,7 @@
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chunks.h"
 #include "model/sample.h"
+#include "trainer/sample_every.h"
 
 static Model *tiny_model(const char *mixer, int mlp, int pos_emb, int T, const Config *cfg, uint64_t seed) {
     ModelShape s = {.V = 13, .C = 8, .L = 2, .H = 2, .T = T, .mlp = mlp, .pos_emb = pos_emb};

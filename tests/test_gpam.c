@@ -24,8 +24,8 @@ static void check_blocks(int C, int H, uint64_t seed, double rho0, double rho1) 
 }
 
 TEST(gpam_backward_across_query_blocks) {
-    check_blocks(4, 1, 71, 0, 0);      // lambda 0.1 (init)
-    check_blocks(8, 2, 72, 1.5, -1);   // lambda 1.70 and 0.31: strongly signed rows
+    check_blocks(4, 1, 71, 0, 0);     // lambda 0.1 (init)
+    check_blocks(8, 2, 72, 1.5, -1);  // lambda 1.70 and 0.31: strongly signed rows
 }
 
 TEST(gpam_weights_are_the_affine_combination_of_two_softmaxes) {
@@ -91,7 +91,7 @@ TEST(gpam_tensor_names_and_shapes) {
     MixerRig r;
     int C = 12, H = 3;
     rig_setup(&r, "gpam", NULL, C, H, 1, 3, 0, 2, 75);
-    const char *names[] = {"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+    const char *names[] = {"attn.qkv.weight",   "attn.qkv.bias",   "attn.proj.weight", "attn.proj.bias",
                            "attn.q_neg.weight", "attn.q_neg.bias", "attn.lambda_rho"};
     const int rows[] = {3 * C, 3 * C, C, C, C, C, H};
     CHECK(r.n_params == 7, "%d tensors", r.n_params);

@@ -48,7 +48,8 @@ TEST(h3_shift_rows_match_the_per_channel_filter) {
         real *wT = mallocCheck(sizeof(real) * N * C), *Dk = mallocCheck(sizeof(real) * C);
         real *ks = mallocCheck(sizeof(real) * T * C), *dks = mallocCheck(sizeof(real) * T * C);
         real *dk = mallocCheck(sizeof(real) * T * ld), *dk0 = mallocCheck(sizeof(real) * T * ld);
-        real *dwT = mallocCheck(sizeof(real) * N * C), *dDk = mallocCheck(sizeof(real) * C), *tmp = mallocCheck(sizeof(real) * C);
+        real *dwT = mallocCheck(sizeof(real) * N * C), *dDk = mallocCheck(sizeof(real) * C),
+             *tmp = mallocCheck(sizeof(real) * C);
         real col[20], ksc[20], dksc[20], dkc[20], dw[16];
         Rng rng;
         rng_seed(&rng, 86 + k);
@@ -68,7 +69,8 @@ TEST(h3_shift_rows_match_the_per_channel_filter) {
         h3_shift_forward_rows(T, N, C, wT, Dk, in + 1, ld, ks);
         h3_shift_backward_rows(T, N, C, wT, Dk, in + 1, ld, dks, dk + 1, ld, dwT, dDk, tmp);
         for (int c = 0; c < C; c++) {
-            for (int t = 0; t < T; t++) col[t] = in[t * ld + 1 + c], dksc[t] = dks[t * C + c], dkc[t] = dk0[t * ld + 1 + c];
+            for (int t = 0; t < T; t++)
+                col[t] = in[t * ld + 1 + c], dksc[t] = dks[t * C + c], dkc[t] = dk0[t * ld + 1 + c];
             for (int l = 0; l < N; l++) dw[l] = dwT0[l * C + c];
             real dd = dDk0;
             h3_shift_forward(T, N, w + c * N, Dk[c], col, ksc);
@@ -83,7 +85,8 @@ TEST(h3_shift_rows_match_the_per_channel_filter) {
         for (int t = 0; t < T; t++)  // outside the rows' lanes: untouched
             for (int c = 0; c < ld; c++)
                 if (c < 1 || c > C) CHECK(dk[t * ld + c] == dk0[t * ld + c]);
-        free(in), free(w), free(wT), free(Dk), free(ks), free(dks), free(dk), free(dk0), free(dwT), free(dDk), free(tmp), free(dwT0);
+        free(in), free(w), free(wT), free(Dk), free(ks), free(dks), free(dk), free(dk0), free(dwT), free(dDk),
+            free(tmp), free(dwT0);
     }
 }
 
@@ -97,7 +100,8 @@ TEST(h3_conv_rows_match_the_per_sequence_convolution) {
         int M = cases[k][0], T = cases[k][1], m0 = cases[k][2], m1 = cases[k][3], n = M * T;
         real *KE = mallocCheck(sizeof(real) * n), *U = mallocCheck(sizeof(real) * n), *Y = mallocCheck(sizeof(real) * n);
         real *dY = mallocCheck(sizeof(real) * n), *dU = mallocCheck(sizeof(real) * n), *dKE = mallocCheck(sizeof(real) * n);
-        real *dKE0 = mallocCheck(sizeof(real) * n), *Y0 = mallocCheck(sizeof(real) * n), *dU0 = mallocCheck(sizeof(real) * n);
+        real *dKE0 = mallocCheck(sizeof(real) * n), *Y0 = mallocCheck(sizeof(real) * n),
+             *dU0 = mallocCheck(sizeof(real) * n);
         Rng rng;
         rng_seed(&rng, 88 + k);
         fill_normal(KE, n, &rng, 1);
@@ -138,7 +142,8 @@ TEST(h3_conv_fft_matches_the_direct_convolution) {
         CHECK(L >= 2 * T && (L & (L - 1)) == 0);
         real *KE = mallocCheck(sizeof(real) * n), *U = mallocCheck(sizeof(real) * n), *dY = mallocCheck(sizeof(real) * n);
         real *Y = mallocCheck(sizeof(real) * n), *Yf = mallocCheck(sizeof(real) * n), *dU = mallocCheck(sizeof(real) * n);
-        real *dUf = mallocCheck(sizeof(real) * n), *dKE = mallocCheck(sizeof(real) * n), *dKEf = mallocCheck(sizeof(real) * n);
+        real *dUf = mallocCheck(sizeof(real) * n), *dKE = mallocCheck(sizeof(real) * n),
+             *dKEf = mallocCheck(sizeof(real) * n);
         real *tw = mallocCheck(sizeof(real) * L), *KF = mallocCheck(sizeof(real) * 2 * L * M);
         real *work = mallocCheck(sizeof(real) * h3_fft_work(T));
         Rng rng;
@@ -161,7 +166,8 @@ TEST(h3_conv_fft_matches_the_direct_convolution) {
             CHECK_CLOSE(dUf[i], dU[i], 1e-12);
             CHECK_CLOSE(dKEf[i], dKE[i], 1e-12);
         }
-        free(KE), free(U), free(dY), free(Y), free(Yf), free(dU), free(dUf), free(dKE), free(dKEf), free(tw), free(KF), free(work);
+        free(KE), free(U), free(dY), free(Y), free(Yf), free(dU), free(dUf), free(dKE), free(dKEf), free(tw), free(KF),
+            free(work);
     }
 }
 
@@ -202,7 +208,8 @@ TEST(h3_conv_fft_keeps_small_signals_exact) {
             }
             CHECK(sqrt(e) <= 1e-12 * sqrt(nrm), "output %d lane %d: error %g of norm %g", k, m, sqrt(e), sqrt(nrm));
         }
-    free(KE), free(U), free(dY), free(Y), free(Yf), free(dU), free(dUf), free(dKE), free(dKEf), free(tw), free(KF), free(work);
+    free(KE), free(U), free(dY), free(Y), free(Yf), free(dU), free(dUf), free(dKE), free(dKEf), free(tw), free(KF),
+        free(work);
 }
 
 typedef struct {
@@ -222,7 +229,8 @@ TEST(h3_kernel_backward_matches_finite_differences) {
     KernelCase k = {.N = 5, .T = 40, .log_dt = (real)log(0.02), .D = (real)0.3};
     Rng rng;
     rng_seed(&rng, 81);
-    for (int n = 0; n < k.N; n++) k.A_log[n] = (real)(log(n + 1.0) + 0.2 * rng_normal(&rng)), k.C[n] = (real)rng_normal(&rng);
+    for (int n = 0; n < k.N; n++)
+        k.A_log[n] = (real)(log(n + 1.0) + 0.2 * rng_normal(&rng)), k.C[n] = (real)rng_normal(&rng);
     fill_normal(k.R, k.T, &rng, 1);
     real dlog_dt = 0, dA[5] = {0}, dC[5] = {0}, dD = 0;
     h3_ssm_kernel_backward(k.N, k.T, k.log_dt, k.A_log, k.C, k.R, &dlog_dt, dA, dC, &dD);
@@ -247,9 +255,9 @@ TEST(h3_heads_of_two_bit_identical_for_one_and_two_threads) {
 }
 
 TEST(h3_backward_heads_and_lengths) {
-    rig_check_all("h3", "h3_d_state=5", 4, 1, 1, 70, 0, 2, 82);            // past 64 tokens
-    rig_check_all("h3", "h3_d_state=3 h3_head_dim=2", 8, 2, 2, 9, 0, 2, 83);  // 4 heads of 2
-    rig_check_all("h3", "h3_d_state=4 h3_head_dim=4", 8, 1, 1, 11, 0, 2, 84); // 2 heads of 4
+    rig_check_all("h3", "h3_d_state=5", 4, 1, 1, 70, 0, 2, 82);                // past 64 tokens
+    rig_check_all("h3", "h3_d_state=3 h3_head_dim=2", 8, 2, 2, 9, 0, 2, 83);   // 4 heads of 2
+    rig_check_all("h3", "h3_d_state=4 h3_head_dim=4", 8, 1, 1, 11, 0, 2, 84);  // 2 heads of 4
     // the convolution by FFT: finite differences, maps and steps through it
     rig_check_all("h3", "h3_d_state=5 h3_conv=fft", 4, 1, 1, 70, 0, 2, 90);
     rig_check_all("h3", "h3_d_state=3 h3_head_dim=2 h3_conv=fft", 8, 2, 2, 9, 0, 2, 91);
@@ -269,7 +277,8 @@ TEST(h3_map_is_the_kernel_times_q_dot_shifted_k) {
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++) {
             qv[t][c] = bias[c], kv[t][c] = bias[C + c];
-            for (int i = 0; i < C; i++) qv[t][c] += (double)w[c * C + i] * r.x[t * C + i], kv[t][c] += (double)w[(C + c) * C + i] * r.x[t * C + i];
+            for (int i = 0; i < C; i++)
+                qv[t][c] += (double)w[c * C + i] * r.x[t * C + i], kv[t][c] += (double)w[(C + c) * C + i] * r.x[t * C + i];
         }
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++) {
@@ -302,9 +311,9 @@ TEST(h3_init_names_and_shapes) {
     MixerRig r;
     int C = 8, N = 64;
     rig_setup(&r, "h3", NULL, C, 2, 1, 3, 0, 2, 86);  // defaults: d_state 64, head_dim 1
-    const char *names[] = {"attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
-                           "attn.ssm_k.weight", "attn.ssm_k.D", "attn.ssm.log_dt", "attn.ssm.A_log",
-                           "attn.ssm.C", "attn.ssm.D"};
+    const char *names[] = {"attn.qkv.weight",   "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+                           "attn.ssm_k.weight", "attn.ssm_k.D",  "attn.ssm.log_dt",  "attn.ssm.A_log",
+                           "attn.ssm.C",        "attn.ssm.D"};
     const int rows[] = {3 * C, 3 * C, C, C, C, C, C, C, C, C};
     CHECK(r.n_params == 10, "%d tensors", r.n_params);
     for (int i = 0; i < 10; i++)

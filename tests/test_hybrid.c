@@ -50,9 +50,7 @@ static ConvCtx conv_ctx(int B, int T, int C, int K, uint64_t seed) {
     return c;
 }
 
-static void conv_free(ConvCtx *c) {
-    free(c->x), free(c->out), free(c->R), free(c->w), free(c->b);
-}
+static void conv_free(ConvCtx *c) { free(c->x), free(c->out), free(c->R), free(c->w), free(c->b); }
 
 TEST(short_conv_backward_matches_finite_differences) {
     int shapes[][4] = {{2, 5, 3, 3}, {1, 4, 2, 1}, {2, 3, 2, 4}, {1, 6, 3, 6}};  // K = 1, K > T, K = T
@@ -129,18 +127,6 @@ TEST(short_conv_same_bits_with_1_and_2_threads) {
 
 // --- models -----------------------------------------------------------------------------------
 
-typedef struct {
-    Model *m;
-    int B, T;
-    int inputs[64], targets[64];
-} ModelCtx;
-
-static double model_loss(void *p) {
-    ModelCtx *c = p;
-    HeadStats s = model_forward(c->m, c->inputs, c->targets, c->B, c->T, 0);
-    return s.loss_sum / (double)s.n_counted;
-}
-
 // A 2-layer model whose `mixer` and `short_conv` come from cfg, with weights larger than the init
 // so every path carries signal.
 static Model *tiny_model(const Config *cfg, int mlp, int pos_emb, int B, int T, uint64_t seed) {
@@ -161,28 +147,21 @@ static Model *tiny_model(const Config *cfg, int mlp, int pos_emb, int B, int T, 
 // Every tensor with `all`; otherwise the tensors where the composition shows (the short
 // convolution, ln_1, wte: their gradients pass through both layers' mixers and the convolution),
 // which keeps the Mamba and GLA cases affordable (their own tests check every mixer tensor).
+static int composition_tensor(const char *name) {
+    return strstr(name, "short_conv") || strstr(name, "ln_1") || !strcmp(name, "wte");
+}
+
 static void check_model_grads(const char *overrides, int mlp, int all) {
     Config cfg;
     test_config(&cfg, overrides);
-    ModelCtx c = {.B = 2, .T = 5};
+    ModelRig c = {.B = 2, .T = 5};
     c.m = tiny_model(&cfg, mlp, 1, c.B, c.T, 3);
     Rng rng;
     rng_seed(&rng, 8);
-    for (int i = 0; i < c.B * c.T; i++) {
-        c.inputs[i] = (int)rng_below(&rng, 11);
-        c.targets[i] = i % 3 == 1 ? -100 : (int)rng_below(&rng, 11);
-    }
-    model_zero_grad(c.m);
-    model_forward(c.m, c.inputs, c.targets, c.B, c.T, 1);
-    model_backward(c.m);
-    for (int i = 0; i < c.m->n_tensors; i++) {
-        const TensorInfo *t = &c.m->tensors[i];
-        if (!all && !strstr(t->name, "short_conv") && !strstr(t->name, "ln_1") && strcmp(t->name, "wte")) continue;
-        char what[200];
-        snprintf(what, sizeof what, "%s mlp=%d %s", overrides, mlp, t->name);
-        check_grad(what, model_loss, &c, c.m->params + t->offset, c.m->grads + t->offset, t->count,
-                   1e-6, 1e-6, 1e-9);
-    }
+    model_rig_tokens(&c, &rng, 11);
+    char label[200];
+    snprintf(label, sizeof label, "%s mlp=%d", overrides, mlp);
+    model_rig_check_grads(&c, label, all ? NULL : composition_tensor);
     model_free(c.m);
     config_free(&cfg);
 }
@@ -192,7 +171,7 @@ TEST(hybrid_and_short_conv_model_gradients_every_tensor) {
     check_model_grads("mixer=softmax short_conv=3", 1, 1);
     check_model_grads("mixer=decay short_conv=1", 1, 1);
     check_model_grads("mixer=gla,softmax", 1, 0);
-    check_model_grads("mixer=mamba,linear", 0, 0);  // different scratch and map counts per layer
+    check_model_grads("mixer=mamba,linear", 0, 0);        // different scratch and map counts per layer
     check_model_grads("mixer=mamba short_conv=2", 0, 0);  // stacks with Mamba's own conv
 }
 
@@ -203,11 +182,8 @@ TEST(answer_window_composes_the_short_conv_and_the_mixer_conv) {
         const char *args;
         int want0, want1;
     } cases[] = {
-        {"mixer=softmax", 1, 1},
-        {"mixer=softmax short_conv=4", 4, 4},
-        {"mixer=mamba", 4, 4},
-        {"mixer=mamba d_conv=3", 3, 3},
-        {"mixer=mamba,linear short_conv=2", 5, 2},
+        {"mixer=softmax", 1, 1},        {"mixer=softmax short_conv=4", 4, 4},      {"mixer=mamba", 4, 4},
+        {"mixer=mamba d_conv=3", 3, 3}, {"mixer=mamba,linear short_conv=2", 5, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Config cfg;
@@ -227,8 +203,8 @@ TEST(hybrid_layers_carry_their_own_mixer_and_tensors) {
     CHECK(m->mixer[0] == mixer_find("linear") && m->mixer[1] == mixer_find("softmax"));
     CHECK(model_is_hybrid(m));
     // the per-layer scheme: h.<l>.ln_1, h.<l>.short_conv, then the layer's mixer tensors
-    const char *names[] = {"wte", "wpe", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.short_conv.weight",
-                           "h.0.short_conv.bias"};
+    const char *names[] = {
+        "wte", "wpe", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.short_conv.weight", "h.0.short_conv.bias"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         CHECK(!strcmp(m->tensors[i].name, names[i]), "tensor %zu is %s, expected %s", i, m->tensors[i].name, names[i]);
     const TensorInfo *w = model_find_tensor(m, "h.1.short_conv.weight"), *b = model_find_tensor(m, "h.1.short_conv.bias");
@@ -287,9 +263,8 @@ static double rel_err(const real *a, const real *b, int V) {
 // step() per layer, each with its own state size (KV cache beside a recurrent state), and the
 // short convolution's state, give model_forward's logits; so does the prefix re-run.
 TEST(hybrid_and_short_conv_generation_equals_forward) {
-    const char *cases[] = {"mixer=linear,softmax", "mixer=mamba,gla", "mixer=softmax short_conv=3",
-                           "mixer=gla,decay short_conv=2", "mixer=mamba short_conv=1",
-                           "mixer=linear short_conv=9"};
+    const char *cases[] = {"mixer=linear,softmax",         "mixer=mamba,gla",          "mixer=softmax short_conv=3",
+                           "mixer=gla,decay short_conv=2", "mixer=mamba short_conv=1", "mixer=linear short_conv=9"};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (int recurrent = 1; recurrent >= 0; recurrent--) {
             Config cfg;
@@ -359,8 +334,8 @@ TEST(hybrid_short_conv_maps_reproduce_each_layer) {
 static void build_from_args(void *arg) {
     Config cfg;
     test_config(&cfg, arg);
-    ModelShape s = {.V = 11, .C = 8, .L = (int)cfg_int(&cfg, "n_layer"), .H = 2,
-                    .T = (int)cfg_int(&cfg, "seq_len"), .mlp = 0, .pos_emb = 1};
+    ModelShape s = {
+        .V = 11, .C = 8, .L = (int)cfg_int(&cfg, "n_layer"), .H = 2, .T = (int)cfg_int(&cfg, "seq_len"), .mlp = 0, .pos_emb = 1};
     model_create(&s, NULL, &cfg, 1, 4);
 }
 
@@ -373,7 +348,8 @@ static void expect_model_error(const char *args, const char *want) {
 }
 
 TEST(hybrid_and_short_conv_bad_input_names_the_key) {
-    expect_model_error("n_layer=3 mixer=gla,softmax", "mixer: expected one name or a list of n_layer = 3 names, got 2 names in 'gla,softmax'");
+    expect_model_error("n_layer=3 mixer=gla,softmax",
+                       "mixer: expected one name or a list of n_layer = 3 names, got 2 names in 'gla,softmax'");
     expect_model_error("n_layer=1 mixer=gla,softmax", "mixer: expected one name or a list of n_layer = 1 names, got 2");
     expect_model_error("n_layer=2 mixer=gla,nope", "mixer: expected one of softmax|");
     expect_model_error("n_layer=2 seq_len=8 short_conv=9", "short_conv: expected 0 (off) to seq_len = 8, got 9");
@@ -388,8 +364,9 @@ TEST(hybrid_and_short_conv_bad_input_names_the_key) {
 
 // --- the programs on a hybrid ------------------------------------------------------------------
 
-#define TINY "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=32 " \
-             "d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=4 save_every=4 threads=1"
+#define TINY                                                                                                           \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=32 "                          \
+    "d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=4 save_every=4 threads=1"
 
 TEST(hybrid_trains_resumes_evaluates_and_samples) {
     const char *conf = test_write_file("hy.conf", "mixer = linear, softmax\nshort_conv = 3\nmlp = false\n");
@@ -402,7 +379,8 @@ TEST(hybrid_trains_resumes_evaluates_and_samples) {
     CHECK(st == 0, "train half: %s", out);
     st = test_run(out, sizeof out, "./train %s " TINY " steps=8 out_dir=%s/half", conf, d);
     CHECK(st == 0, "resume: %s", out);
-    char *a = read_file_text(test_path("full/metrics.jsonl"), NULL), *b = read_file_text(test_path("half/metrics.jsonl"), NULL);
+    char *a = read_file_text(test_path("full/metrics.jsonl"), NULL),
+         *b = read_file_text(test_path("half/metrics.jsonl"), NULL);
     CHECK(a && b);
     const char *key = "\"type\":\"train\",\"step\":8,\"loss\":";
     const char *la = strstr(a, key), *lb = strstr(b, key);
@@ -410,14 +388,17 @@ TEST(hybrid_trains_resumes_evaluates_and_samples) {
     free(a), free(b);
     // per-layer sparsity records name each layer's own mixer
     char *sp = read_file_text(test_path("full/sparsity.jsonl"), NULL);
-    CHECK(sp && strstr(sp, "\"layer\":0,\"head\":0,\"mixer\":\"linear\"") && strstr(sp, "\"layer\":1,\"head\":0,\"mixer\":\"softmax\""),
+    CHECK(sp && strstr(sp, "\"layer\":0,\"head\":0,\"mixer\":\"linear\"") &&
+              strstr(sp, "\"layer\":1,\"head\":0,\"mixer\":\"softmax\""),
           "%.300s", sp ? sp : "(none)");
     free(sp);
     // a different layer list is refused like any model change
     st = test_run(out, sizeof out, "./train %s " TINY " steps=12 mixer=softmax,linear out_dir=%s/full", conf, d);
-    CHECK(st == 2 && strstr(out, "mixer is 'linear,softmax' in the checkpoint but 'softmax,linear' now"), "exit %d: %s", st, out);
+    CHECK(st == 2 && strstr(out, "mixer is 'linear,softmax' in the checkpoint but 'softmax,linear' now"), "exit %d: %s",
+          st, out);
     // init_from a hybrid checkpoint
-    st = test_run(out, sizeof out, "./train %s " TINY " steps=4 init_from=%s/full/ckpt_00000008.safetensors out_dir=%s/init", conf, d, d);
+    st = test_run(out, sizeof out,
+                  "./train %s " TINY " steps=4 init_from=%s/full/ckpt_00000008.safetensors out_dir=%s/init", conf, d, d);
     CHECK(st == 0, "init_from: %s", out);
     // ./evaluate and ./sample read the hybrid checkpoint
     st = test_run(out, sizeof out, "./evaluate %s/full", d);

@@ -46,8 +46,8 @@ TEST(linear_chunked_form_matches_recurrence) {
                 for (int w = 0; w < D; w++) {
                     att[t * C + h * D + w] = want[t * D + w];
                     // relative to sum_j |a_ij v_j|: o can be tiny by cancellation
-                    CHECK(fabs(o[t * D + w] - want[t * D + w]) <= 1e-13 * mag[t * D + w], "b %d h %d t %d: %.17g vs %.17g",
-                          b, h, t, (double)o[t * D + w], want[t * D + w]);
+                    CHECK(fabs(o[t * D + w] - want[t * D + w]) <= 1e-13 * mag[t * D + w],
+                          "b %d h %d t %d: %.17g vs %.17g", b, h, t, (double)o[t * D + w], want[t * D + w]);
                 }
             }
         }
@@ -135,11 +135,10 @@ TEST(linear_tensor_names_and_shapes) {
     CHECK(r.n_params == 4, "%d tensors", r.n_params);
     for (int i = 0; i < 4; i++) {
         const ParamDecl *d = &r.decl[i];
-        CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init,
-              "tensor %d is %s", i, d->name);
+        CHECK(!strcmp(d->name, want[i].name) && d->ndim == want[i].ndim && d->init == want[i].init, "tensor %d is %s",
+              i, d->name);
         for (int j = 0; j < d->ndim; j++) CHECK(d->shape[j] == want[i].shape[j]);
     }
     CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == H && r.kind->step && r.kind->attention_values && r.kind->flops);
     rig_free(&r);
 }
-

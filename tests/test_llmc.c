@@ -20,10 +20,12 @@
 #include "trainer/ckpt_open.h"
 #include "trainer/llmc.h"
 #include "tests/test.h"
+#include "tokenizer/tokenizer_file.h"
 
 enum { MAXT = 8, V = 100, VP = 128, L = 2, NH = 2, C = 8 };
 
 // Elements of file tensor i (per layer for the per-layer ones), in llm.c's order.
+// clang-format off
 static const size_t k_count[16] = {VP * C, MAXT * C, C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C,
                                    4 * C * C, C, C, C};
 static const int k_per_layer[16] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
@@ -31,6 +33,7 @@ static const char *const k_name[16] = {"wte", "wpe", "ln_1.weight", "ln_1.bias",
                                        "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "ln_2.weight",
                                        "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight",
                                        "mlp.proj.bias", "ln_f.weight", "ln_f.bias"};
+// clang-format on
 
 // Element k (over all layers) of tensor i: distinct per tensor and place, exact in fp32. Layer
 // norm gains sit near 1 so the forward stays well scaled; padded wte rows are zero, as llm.c
@@ -145,7 +148,8 @@ static void matvec(double *out, const float *W, const float *b, const double *x,
 static double gpt2_loss(const float *P, const int *inputs, const int *targets, int T) {
     double x[MAXT][C], ln[MAXT][C], qkv[MAXT][3 * C], att[MAXT][C], tmp[C], h4[4 * C], h[C];
     for (int t = 0; t < T; t++)
-        for (int c = 0; c < C; c++) x[t][c] = (double)file_tensor(P, 0, 0)[inputs[t] * C + c] + file_tensor(P, 1, 0)[t * C + c];
+        for (int c = 0; c < C; c++)
+            x[t][c] = (double)file_tensor(P, 0, 0)[inputs[t] * C + c] + file_tensor(P, 1, 0)[t * C + c];
     int hs = C / NH;
     for (int l = 0; l < L; l++) {
         for (int t = 0; t < T; t++) {
@@ -236,7 +240,8 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
 
     // a model trained here -> llm.c file -> the same model, bit for bit
     char out[4096];
-    int st = test_run(out, sizeof out, "./train configs/quickstart.conf steps=3 d_model=16 n_head=2 vocab_size=300 "
+    int st = test_run(out, sizeof out,
+                      "./train configs/quickstart.conf steps=3 d_model=16 n_head=2 vocab_size=300 "
                       "seq_len=16 mlp=true mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 batch_size=8 "
                       "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never out_dir=%s",
                       test_path("rt_run"));
@@ -249,15 +254,16 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
     for (int i = 0; i < m1->n_tensors; i++) {
         const TensorInfo *t1 = &m1->tensors[i], *t2 = model_find_tensor(m2, t1->name);
         CHECK(t2 && t2->count == t1->count, "%s", t1->name);
-        CHECK(!memcmp(m1->params + t1->offset, m2->params + t2->offset, sizeof(real) * t1->count), "%s differs",
-              t1->name);
+        CHECK(!memcmp(m1->params + t1->offset, m2->params + t2->offset, sizeof(real) * t1->count), "%s differs", t1->name);
     }
     model_free(m1), model_free(m2), config_free(&c1), config_free(&c2), free(ck);
 
     // a vocabulary below 128 with d_model 64: mlp.fc (4C x C) is larger than the padded wte
-    st = test_run(out, sizeof out, "./train configs/quickstart.conf steps=1 d_model=64 n_head=2 vocab_size=100 "
+    st = test_run(out, sizeof out,
+                  "./train configs/quickstart.conf steps=1 d_model=64 n_head=2 vocab_size=100 "
                   "seq_len=64 mlp=true mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=4 "
-                  "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never out_dir=%s", test_path("wide"));
+                  "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never out_dir=%s",
+                  test_path("wide"));
     CHECK(st == 0, "%s", out);
     CHECK(test_run(out, sizeof out, "./export %s out=%s", test_path("wide"), test_path("wide.bin")) == 0, "%s", out);
     ck = ckpt_resolve(test_path("wide"));
@@ -287,21 +293,22 @@ static int one_line(const char *s) { return s[0] && strchr(s, '\n') == s + strle
 
 TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     char out[4096];
-    struct { const char *path, *want; } cases[] = {
+    BadInput cases[] = {
         {write_gpt2("short.bin", 3, L, 4), "bytes, but its header"},
         {write_gpt2("v4.bin", 4, L, 0), "version 4"},
         {write_gpt2("layers.bin", 3, L + 1, 0), "bytes, but its header"},
         {write_gpt2("zero.bin", 3, 0, 0), "n_layer = 0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int st = test_run(out, sizeof out, "./sample %s n=2", cases[i].path);
-        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "%s: exit %d: %s", cases[i].path, st, out);
+        int st = test_run(out, sizeof out, "./sample %s n=2", cases[i].in);
+        CHECK(st == 2 && one_line(out) && strstr(out, cases[i].want), "%s: exit %d: %s", cases[i].in, st, out);
     }
     // shards of tokens < V for ./train init_from
     const char *shard = token_shard("tok.bin", 400, 7, 0, V);
     const char *gpt = write_gpt2("init.bin", 3, L, 0);
     // a config that leaves the shape to the file (the MQAR configs name n_head and mlp)
-    const char *conf = test_write_file("gpt.conf", "task = shards\nbatch_size = 2\nsteps = 1\neval_every = 0\n"
+    const char *conf = test_write_file("gpt.conf",
+                                       "task = shards\nbatch_size = 2\nsteps = 1\neval_every = 0\n"
                                        "sparsity_every = 0\nthreads = 1\nresume = never\n");
     char base[512];
     snprintf(base, sizeof base, "./train %s train_data=%%s val_data=%%s init_from=%%s %%s out_dir=%%s", conf);
@@ -313,8 +320,7 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     CHECK(st == 2 && one_line(out) && strstr(out, "mixer"), "exit %d: %s", st, out);
 
     // init_from the file: the run's step-0 checkpoint holds the file's weights; it then trains
-    st = test_run(out, sizeof out, base, shard, shard, gpt, "seq_len=8 steps=2 save_every=1 lr=1e-3",
-                  test_path("good_init"));
+    st = test_run(out, sizeof out, base, shard, shard, gpt, "seq_len=8 steps=2 save_every=1 lr=1e-3", test_path("good_init"));
     CHECK(st == 0, "exit %d: %s", st, out);
     char ck0[4096];
     snprintf(ck0, sizeof ck0, "%s/ckpt_00000000.safetensors", test_path("good_init"));
@@ -325,9 +331,11 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     config_free(&cfg);
 
     // export refuses a model llm.c cannot run
-    st = test_run(out, sizeof out, "./train configs/quickstart.conf mixer=linear mlp=true steps=1 d_model=16 seq_len=16 "
+    st = test_run(out, sizeof out,
+                  "./train configs/quickstart.conf mixer=linear mlp=true steps=1 d_model=16 seq_len=16 "
                   "vocab_size=300 mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=8 "
-                  "eval_every=0 sparsity_every=0 threads=1 resume=never out_dir=%s", test_path("lin"));
+                  "eval_every=0 sparsity_every=0 threads=1 resume=never out_dir=%s",
+                  test_path("lin"));
     CHECK(st == 0, "%s", out);
     st = test_run(out, sizeof out, "./export %s out=%s", test_path("lin"), test_path("lin.bin"));
     CHECK(st == 2 && one_line(out) && strstr(out, "mixer 'linear'") && !path_exists(test_path("lin.bin")),
@@ -355,7 +363,8 @@ TEST(llmc_bad_magic_and_resume_from_a_model_file_are_named) {
     fclose(f);
     char out[4096];
     const char *shard = token_shard("mtok.bin", 400, 7, 0, V);
-    const char *conf = test_write_file("m.conf", "task = shards\nbatch_size = 2\nsteps = 1\neval_every = 0\n"
+    const char *conf = test_write_file("m.conf",
+                                       "task = shards\nbatch_size = 2\nsteps = 1\neval_every = 0\n"
                                        "sparsity_every = 0\nthreads = 1\nseq_len = 8\n");
     const char *cmds[] = {"./sample %s n=2", "./export %s out=%s/magic_out.bin"};
     for (int i = 0; i < 2; i++) {
@@ -368,8 +377,8 @@ TEST(llmc_bad_magic_and_resume_from_a_model_file_are_named) {
     CHECK(st == 2 && one_line(out) && strstr(out, "init_from") && strstr(out, "magic 20240327, expected 20240326"),
           "exit %d: %s", st, out);
     const char *gpt = write_gpt2("resume.bin", 3, L, 0);
-    st = test_run(out, sizeof out, "./train %s train_data=%s val_data=%s resume=%s out_dir=%s", conf, shard, shard,
-                  gpt, test_path("res_bin"));
+    st = test_run(out, sizeof out, "./train %s train_data=%s val_data=%s resume=%s out_dir=%s", conf, shard, shard, gpt,
+                  test_path("res_bin"));
     CHECK(st == 2 && one_line(out) && strstr(out, "resume.bin") && strstr(out, "use it as init_from"), "exit %d: %s",
           st, out);
 }
@@ -392,22 +401,27 @@ TEST(llmc_evaluate_real_text_per_head) {
     snprintf(path, sizeof path, "%s/ev.eval/report.html", test_tmpdir());
     CHECK(path_exists(path));
     // heatmaps of a window of positions (maps.safetensors keeps every position)
-    st = test_run(out, sizeof out, "./evaluate %s val_data=%s --maps map_layer=0 map_head=1 map_start=2 map_len=4 "
-                  "threads=1", gpt, shard);
+    st = test_run(out, sizeof out,
+                  "./evaluate %s val_data=%s --maps map_layer=0 map_head=1 map_start=2 map_len=4 "
+                  "threads=1",
+                  gpt, shard);
     CHECK(st == 0, "exit %d: %s", st, out);
     snprintf(path, sizeof path, "%s/ev.eval/map_L0_H1.svg", test_tmpdir());
     char *svg = read_file_text(path, NULL);
     CHECK(svg && strstr(svg, "positions 2 to 5 of 8") && strstr(svg, ">2:") && strstr(svg, ">5:") &&
-          !strstr(svg, ">6:") && !strstr(svg, ">1:"), "%s", path);
+              !strstr(svg, ">6:") && !strstr(svg, ">1:"),
+          "%s", path);
     free(svg);
     st = test_run(out, sizeof out, "./evaluate %s val_data=%s --maps map_start=8 threads=1", gpt, shard);
     CHECK(st == 2 && strstr(out, "map_start: 8 is out of range"), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./evaluate %s val_data=%s seq_len=9 threads=1", gpt, shard);
     CHECK(st == 2 && strstr(out, "max_seq_len 8"), "exit %d: %s", st, out);
     // seq_len stays fixed for this project's checkpoints
-    st = test_run(out, sizeof out, "./train configs/quickstart.conf steps=1 d_model=16 seq_len=16 vocab_size=300 "
+    st = test_run(out, sizeof out,
+                  "./train configs/quickstart.conf steps=1 d_model=16 seq_len=16 vocab_size=300 "
                   "mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=8 eval_every=0 "
-                  "sparsity_every=0 threads=1 resume=never out_dir=%s", test_path("sl"));
+                  "sparsity_every=0 threads=1 resume=never out_dir=%s",
+                  test_path("sl"));
     CHECK(st == 0, "%s", out);
     st = test_run(out, sizeof out, "./evaluate %s seq_len=8", test_path("sl"));
     CHECK(st == 2 && strstr(out, "seq_len: fixed by the checkpoint"), "exit %d: %s", st, out);
@@ -432,7 +446,7 @@ static const char *write_tokenizer(const char *name, int version, int vocab, int
 
 TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     char err[512];
-    Bpe *b = bpe_read(write_tokenizer("tok2.bin", 2, V, V - 1, 0), err, sizeof err);
+    Bpe *b = tokenizer_read(write_tokenizer("tok2.bin", 2, V, V - 1, 0), err, sizeof err);
     CHECK(b && b->decode_only && b->vocab_size == V && b->eot == V - 1, "%s", b ? "" : err);
     uint32_t toks[3] = {5, 42, V - 1};
     ByteBuf text = {0};
@@ -463,11 +477,10 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
     st = test_run(out, sizeof out, "./tokenize encode %s tokenizer=%s out=%s", txt, test_path("tok2.bin"),
                   test_path("t.bin"));
     CHECK(st == 2 && one_line(out) && strstr(out, "decodes only"), "exit %d: %s", st, out);
-    st = test_run(out, sizeof out, "./tokenize prepare %s tokenizer=%s out=%s", txt, test_path("tok2.bin"),
-                  test_path("tp"));
+    st = test_run(out, sizeof out, "./tokenize prepare %s tokenizer=%s out=%s", txt, test_path("tok2.bin"), test_path("tp"));
     CHECK(st == 2 && one_line(out) && strstr(out, "decodes only"), "exit %d: %s", st, out);
 
-    struct { const char *path, *want; } bad[] = {
+    BadInput bad[] = {
         {write_tokenizer("tok1.bin", 1, 300, 0, 0), "eot_token 50256"},
         {write_tokenizer("tok3.bin", 3, V, 0, 0), "version 3"},
         {write_tokenizer("tokcut.bin", 2, V, 0, 1), "token 99"},
@@ -475,8 +488,8 @@ TEST(llmc_tokenizer_file_decodes_and_bad_ones_are_refused) {
         {write_tokenizer("tokbig.bin", 2, 1 << 24, 0, (1 << 24) - 2), "vocab_size 16777216 needs at least 33554432 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        b = bpe_read(bad[i].path, err, sizeof err);
-        CHECK(!b && strstr(err, bad[i].want) && strstr(err, bad[i].path), "%s: %s", bad[i].path, b ? "loaded" : err);
+        b = tokenizer_read(bad[i].in, err, sizeof err);
+        CHECK(!b && strstr(err, bad[i].want) && strstr(err, bad[i].in), "%s: %s", bad[i].in, b ? "loaded" : err);
     }
 }
 
@@ -488,7 +501,8 @@ TEST(llmc_finetune_config_of_the_walkthrough_trains_and_exports) {
     const char *train = token_shard("tiny_shakespeare_train.bin", 2000, 7, 1, 90);
     const char *val = token_shard("tiny_shakespeare_val.bin", 400, 3, 2, 90);
     char out[8192];
-    int st = test_run(out, sizeof out, "./train configs/gpt2_finetune.conf init_from=%s train_data=%s val_data=%s "
+    int st = test_run(out, sizeof out,
+                      "./train configs/gpt2_finetune.conf init_from=%s train_data=%s val_data=%s "
                       "tokenizer= sample_every=0 seq_len=8 steps=4 eval_every=2 save_every=4 threads=1 out_dir=%s 2>&1",
                       model, train, val, test_path("ft"));
     CHECK(st == 0, "exit %d: %s", st, out);

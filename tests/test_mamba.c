@@ -10,6 +10,7 @@
 #include "core/io.h"
 #include "model/kernels/vmath.h"
 #include "model/mixers/mamba_scan.h"
+#include "model/mixers/mamba_scan_naive.h"
 #include "model/model.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
@@ -29,23 +30,6 @@ static void mamba_rig(MixerRig *r, Config *cfg, const char *opts, int C, int B, 
     rng_seed(&rng, seed + 100);
     real *A_log = rig_param(r, "mamba.A_log");
     for (size_t i = 0; i < param_count(r, "mamba.A_log"); i++) A_log[i] += (real)(0.5 * rng_normal(&rng));
-}
-
-// rig_check_grads with a chosen finite-difference step: at extreme step sizes the outputs are
-// ~40x larger and the roundoff of a 1e-6 step (~eps |loss| / h) exceeds the tolerance, while
-// 1e-5 keeps both truncation and roundoff near 3e-8.
-static void check_grads_step(MixerRig *r, double h, double rtol, double atol) {
-    size_t n = (size_t)r->B * r->T * r->dims.C;
-    rig_loss(r);
-    MixerIO io = rig_io(r);
-    io.dy = r->R;
-    io.dx = r->dx;
-    memset(r->dx, 0, sizeof(real) * n);
-    for (int k = 0; k < r->n_params; k++) memset(r->g[k], 0, sizeof(real) * r->count[k]);
-    r->kind->backward(r->st, &io);
-    check_grad("mamba d(input)", rig_loss, r, r->x, r->dx, n, h, rtol, atol);
-    for (int k = 0; k < r->n_params; k++)
-        check_grad(r->decl[k].name, rig_loss, r, r->p[k], r->g[k], r->count[k], h, rtol, atol);
 }
 
 TEST(mamba_backward_options_chunks_and_blocks) {
@@ -76,7 +60,7 @@ TEST(mamba_backward_both_softplus_branches) {
         above += dt[i] > 20, below += dt[i] <= 20;
     }
     CHECK(above > 0 && below > 0);
-    check_grads_step(&r, 1e-5, 1e-6, 1e-7);
+    rig_check_grads_h(&r, 1e-5, 1e-6, 1e-7);
     rig_free(&r);
 }
 
@@ -88,7 +72,8 @@ static int all_finite(const real *x, size_t n) {
 
 // Large steps (dt bias 10: exp(delta A) underflows towards 0, the state forgets at once) and tiny
 // ones (dt bias -10: delta ~ 5e-5, the state barely moves): finite outputs and gradients that
-// still match finite differences.
+// still match finite differences, at a step of 1e-5: the outputs are ~40x larger and the roundoff
+// of a 1e-6 step (~eps |loss| / h) would exceed the tolerance.
 TEST(mamba_extreme_step_sizes) {
     double biases[] = {10, -10};
     for (int k = 0; k < 2; k++) {
@@ -97,7 +82,7 @@ TEST(mamba_extreme_step_sizes) {
         mamba_rig(&r, &cfg, "d_state=4", 8, 1, 20, 24 + k);
         real *bias = rig_param(&r, "mamba.dt_proj.bias");
         for (size_t e = 0; e < param_count(&r, "mamba.dt_proj.bias"); e++) bias[e] = (real)biases[k];
-        check_grads_step(&r, 1e-5, 1e-6, 1e-7);
+        rig_check_grads_h(&r, 1e-5, 1e-6, 1e-7);
         size_t n = (size_t)r.B * r.T * r.dims.C;
         CHECK(all_finite(r.y, n) && all_finite(r.dx, n), "dt bias %g", biases[k]);
         for (int i = 0; i < r.n_params; i++)
@@ -172,7 +157,10 @@ TEST(mamba_init_and_tensor_names) {
     ModelShape s = {.V = 16, .C = 32, .L = 2, .H = 2, .T = 8, .mlp = 0, .pos_emb = 1};
     Model *m = model_create(&s, mixer_find("mamba"), &cfg, 2, 16);
     model_init_weights(m, 5);
-    struct { const char *name; int ndim, s0, s1, decay; } want[] = {
+    struct {
+        const char *name;
+        int ndim, s0, s1, decay;
+    } want[] = {
         {"h.1.mamba.in_proj.weight", 2, 128, 32, 1}, {"h.1.mamba.conv.weight", 2, 64, 4, 1},
         {"h.1.mamba.conv.bias", 1, 64, 0, 0},        {"h.1.mamba.x_proj.weight", 2, 2 + 32, 64, 1},
         {"h.1.mamba.dt_proj.weight", 2, 64, 2, 1},   {"h.1.mamba.dt_proj.bias", 1, 64, 0, 0},
@@ -196,12 +184,14 @@ TEST(mamba_init_and_tensor_names) {
         CHECK(dt >= 1e-3 * (1 - 1e-12) && dt <= 1e-1 * (1 + 1e-12), "dt %g", dt);
         CHECK(D[e] == 1);
     }
+    // clang-format off
     struct { const char *name; double bound; } uni[] = {
         {"h.0.mamba.in_proj.weight", 1 / sqrt(32.0)}, {"h.0.mamba.conv.weight", 0.5},
         {"h.0.mamba.conv.bias", 0.5}, {"h.0.mamba.x_proj.weight", 1 / sqrt(64.0)},
         {"h.0.mamba.dt_proj.weight", 1 / sqrt(2.0)},
         {"h.0.mamba.out_proj.weight", 1 / sqrt(64.0) / sqrt(2.0)},  // / sqrt(n_layer), no MLP
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof uni / sizeof uni[0]; i++) {
         const TensorInfo *t = model_find_tensor(m, uni[i].name);
         double mx = 0;
@@ -274,8 +264,8 @@ static void scan_vs_naive(int B, int T, int E, int N, uint64_t seed) {
     mamba_scan_forward_naive(&s, ys0);
     mamba_scan_backward(&s, hs, raw, D, dy, du, ddt, dbc, dA, dD, work);
     mamba_scan_backward_naive(&s, raw, D, dy, du0, ddt0, dbc0, dA0, dD0);
-#define CLOSE(got, want, what, i) \
-    CHECK(fabs((double)(got) - (double)(want)) <= 1e-11 * (1 + fabs((double)(want))), \
+#define CLOSE(got, want, what, i)                                                                                      \
+    CHECK(fabs((double)(got) - (double)(want)) <= 1e-11 * (1 + fabs((double)(want))),                                  \
           "B%d T%d E%d N%d: %s[%zu] %.15g vs %.15g", B, T, E, N, what, (size_t)(i), (double)(got), (double)(want))
     for (size_t i = 0; i < BT * E; i++) {
         CLOSE(ys[i], ys0[i], "ys", i);
@@ -381,8 +371,7 @@ TEST(float_exp_accuracy) {
 #ifdef __AVX512F__
 // Outside AddressSanitizer: its fake stack (detect_stack_use_after_return) gives frames 32-byte
 // alignment, and GCC 12 spills an __m512 there with an aligned 64-byte store, which faults.
-__attribute__((noinline, no_sanitize_address))
-static void exp16_nonpos(float out[16], const float in[16]) {
+__attribute__((noinline, no_sanitize_address)) static void exp16_nonpos(float out[16], const float in[16]) {
     _mm512_storeu_ps(out, vexp16f_nonpos(_mm512_loadu_ps(in)));
 }
 

@@ -18,13 +18,13 @@ TEST(every_registered_mixer_passes_mixer_validate) {
 }
 
 // Softmax with one slot taken away: mixer_validate refuses it naming that slot.
-#define CHECK_MISSING(slot, base)                                                                  \
-    do {                                                                                           \
-        MixerKind k_ = *mixer_find(base);                                                          \
-        k_.slot = NULL;                                                                            \
-        char err_[160] = "";                                                                       \
-        CHECK(mixer_validate(&k_, err_, sizeof err_) == -1 && strstr(err_, "'" #slot "'"),         \
-              "%s without " #slot ": '%s'", base, err_);                                           \
+#define CHECK_MISSING(slot, base)                                                                                      \
+    do {                                                                                                               \
+        MixerKind k_ = *mixer_find(base);                                                                              \
+        k_.slot = NULL;                                                                                                \
+        char err_[160] = "";                                                                                           \
+        CHECK(mixer_validate(&k_, err_, sizeof err_) == -1 && strstr(err_, "'" #slot "'"),                             \
+              "%s without " #slot ": '%s'", base, err_);                                                               \
     } while (0)
 
 TEST(mixer_validate_names_a_missing_required_slot) {
@@ -52,8 +52,10 @@ TEST(mixer_validate_takes_optional_groups_whole) {
     CHECK_MISSING(state_size, "softmax");
     CHECK_MISSING(step, "softmax");
     const MixerKind *s = mixer_find("softmax");
+    // clang-format off
     MixerKind bare = {.name = s->name, .summary = s->summary, .create = s->create, .destroy = s->destroy,
                       .params = s->params, .buffers = s->buffers, .forward = s->forward, .backward = s->backward};
+    // clang-format on
     char err[160] = "";
     CHECK(mixer_validate(&bare, err, sizeof err) == 0, "the required slots alone: '%s'", err);
 }
@@ -103,14 +105,18 @@ TEST(every_mixer_state_floats_match_their_formula) {
         const char *name;
         size_t floats;
     } want[] = {
-        {"softmax", 2 * T * C}, {"cog", 2 * T * C}, {"relu2", 2 * T * C}, {"gpam", 2 * T * C},  // K and V caches
-        {"linear", H * D * (D + 1)},                      // S [D, D] and z [D] per head
-        {"cosformer", H * 2 * D * (D + 1)},               // the same for the cos and the sin half
-        {"identity", H * D * D}, {"decay", H * D * D},    // S [D, D] per head
-        {"gla", H * (C / 2 / H) * (C / H)},               // S [dk, dv] per head, dk = C/2/H, dv = C/H
-        {"mamba", (4 - 1) * (2 * C) + (2 * C) * 16},      // conv window (d_conv - 1) x E, h [E, d_state]
-        {"h3", C * 64 + C * 1 * 64},                      // shift window [C, N], diagonal states [C, P, N]
-        {"deltanet", H * D * D + (4 - 1) * 3 * C},        // S [D, D] per head (Zoology's count), conv window [3, 3C]
+        {"softmax", 2 * T * C},
+        {"cog", 2 * T * C},
+        {"relu2", 2 * T * C},
+        {"gpam", 2 * T * C},                 // K and V caches
+        {"linear", H * D * (D + 1)},         // S [D, D] and z [D] per head
+        {"cosformer", H * 2 * D * (D + 1)},  // the same for the cos and the sin half
+        {"identity", H * D * D},
+        {"decay", H * D * D},                         // S [D, D] per head
+        {"gla", H * (C / 2 / H) * (C / H)},           // S [dk, dv] per head, dk = C/2/H, dv = C/H
+        {"mamba", (4 - 1) * (2 * C) + (2 * C) * 16},  // conv window (d_conv - 1) x E, h [E, d_state]
+        {"h3", C * 64 + C * 1 * 64},                  // shift window [C, N], diagonal states [C, P, N]
+        {"deltanet", H * D * D + (4 - 1) * 3 * C},    // S [D, D] per head (Zoology's count), conv window [3, 3C]
     };
     Config cfg;
     test_config(&cfg, NULL);

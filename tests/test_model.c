@@ -12,21 +12,9 @@
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
-typedef struct {
-    Model *m;
-    int B, T;
-    int inputs[64], targets[64];
-} ModelCtx;
-
-static double model_loss(void *p) {
-    ModelCtx *c = p;
-    HeadStats s = model_forward(c->m, c->inputs, c->targets, c->B, c->T, 0);
-    return s.loss_sum / (double)s.n_counted;
-}
-
-static ModelCtx tiny_model(const char *mixer, int mlp, int pos_emb, Config *cfg) {
+static ModelRig tiny_model(const char *mixer, int mlp, int pos_emb, Config *cfg) {
     ModelShape s = {.V = 11, .C = 8, .L = 2, .H = 2, .T = 5, .mlp = mlp, .pos_emb = pos_emb};
-    ModelCtx c = {.B = 2, .T = 5};
+    ModelRig c = {.B = 2, .T = 5};
     c.m = model_create(&s, mixer_find(mixer), cfg, c.B, c.B * c.T);
     model_init_weights(c.m, 3);
     // Larger weights than the 0.02 init so that every path carries signal.
@@ -38,27 +26,17 @@ static ModelCtx tiny_model(const char *mixer, int mlp, int pos_emb, Config *cfg)
         if (t->init == INIT_CUSTOM) continue;
         for (size_t k = 0; k < t->count; k++) w[k] += (real)(0.3 * rng_normal(&rng));
     }
-    for (int i = 0; i < c.B * c.T; i++) {
-        c.inputs[i] = (int)rng_below(&rng, 11);
-        c.targets[i] = i % 3 == 1 ? -100 : (int)rng_below(&rng, 11);  // some positions ignored
-    }
+    model_rig_tokens(&c, &rng, 11);
     return c;
 }
 
 static void check_model_grads(const char *mixer, int mlp, int pos_emb, const char *opts) {
     Config cfg;
     test_config(&cfg, opts);
-    ModelCtx c = tiny_model(mixer, mlp, pos_emb, &cfg);
-    model_zero_grad(c.m);
-    model_forward(c.m, c.inputs, c.targets, c.B, c.T, 1);
-    model_backward(c.m);
-    for (int i = 0; i < c.m->n_tensors; i++) {
-        const TensorInfo *t = &c.m->tensors[i];
-        char what[160];
-        snprintf(what, sizeof what, "%s %s mlp=%d pos=%d %s", mixer, opts ? opts : "", mlp, pos_emb, t->name);
-        check_grad(what, model_loss, &c, c.m->params + t->offset, c.m->grads + t->offset, t->count,
-                   1e-6, 1e-6, 1e-9);
-    }
+    ModelRig c = tiny_model(mixer, mlp, pos_emb, &cfg);
+    char label[160];
+    snprintf(label, sizeof label, "%s %s mlp=%d pos=%d", mixer, opts ? opts : "", mlp, pos_emb);
+    model_rig_check_grads(&c, label, NULL);
     model_free(c.m);
 }
 
@@ -79,11 +57,13 @@ TEST(model_gradients_without_mlp_and_position_embedding) {
 TEST(model_tensor_names_follow_design) {
     Config cfg;
     test_config(&cfg, NULL);
-    ModelCtx c = tiny_model("softmax", 1, 1, &cfg);
+    ModelRig c = tiny_model("softmax", 1, 1, &cfg);
+    // clang-format off
     const char *names[] = {"wte", "wpe", "h.0.ln_1.weight", "h.0.ln_1.bias", "h.0.attn.qkv.weight",
                            "h.0.attn.qkv.bias", "h.0.attn.proj.weight", "h.0.attn.proj.bias",
                            "h.0.ln_2.weight", "h.0.ln_2.bias", "h.0.mlp.fc.weight", "h.0.mlp.fc.bias",
                            "h.0.mlp.proj.weight", "h.0.mlp.proj.bias", "h.1.ln_1.weight"};
+    // clang-format on
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         CHECK(!strcmp(c.m->tensors[i].name, names[i]), "tensor %zu is %s, expected %s", i, c.m->tensors[i].name, names[i]);
     }
@@ -99,7 +79,7 @@ TEST(model_tensor_names_follow_design) {
 TEST(cross_entropy_counts_only_labelled_positions) {
     Config cfg;
     test_config(&cfg, NULL);
-    ModelCtx c = tiny_model("softmax", 1, 1, &cfg);
+    ModelRig c = tiny_model("softmax", 1, 1, &cfg);
     HeadStats s = model_forward(c.m, c.inputs, c.targets, c.B, c.T, 0);
     int V = 11, C = 8;
     double loss = 0;
@@ -137,7 +117,7 @@ TEST(forward_with_smaller_batch_and_length_matches_prefix) {
     // A model built for B=2, T=5 run on B=1, T=3 gives the first row's first 3 positions' loss.
     Config cfg;
     test_config(&cfg, NULL);
-    ModelCtx c = tiny_model("softmax", 1, 1, &cfg);
+    ModelRig c = tiny_model("softmax", 1, 1, &cfg);
     int in[3], tg[3];
     for (int t = 0; t < 3; t++) in[t] = c.inputs[t], tg[t] = c.targets[t];
     HeadStats small = model_forward(c.m, in, tg, 1, 3, 0);
@@ -153,7 +133,7 @@ TEST(forward_with_smaller_batch_and_length_matches_prefix) {
 TEST(adamw_matches_hand_computed_update) {
     Config cfg;
     test_config(&cfg, NULL);
-    ModelCtx c = tiny_model("softmax", 1, 1, &cfg);
+    ModelRig c = tiny_model("softmax", 1, 1, &cfg);
     Model *m = c.m;
     Optimizer o;
     double lr = 0.01, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.1;
@@ -173,7 +153,7 @@ TEST(adamw_matches_hand_computed_update) {
         pw = pw * (1 - lr * wd) - lr * (mw / bc1) / (sqrt(vw / bc2) + eps);  // decayed: 2-D weight
         g = gs[step - 1][1];
         mb = b1 * mb + (1 - b1) * g, vb = b2 * vb + (1 - b2) * g * g;
-        pb = pb - lr * (mb / bc1) / (sqrt(vb / bc2) + eps);                   // bias: no decay
+        pb = pb - lr * (mb / bc1) / (sqrt(vb / bc2) + eps);  // bias: no decay
         CHECK_CLOSE(m->params[iw], pw, 1e-12);
         CHECK_CLOSE(m->params[ib], pb, 1e-12);
     }
@@ -184,7 +164,7 @@ TEST(adamw_matches_hand_computed_update) {
 TEST(sgd_matches_hand_computed_update) {
     Config cfg;
     test_config(&cfg, NULL);
-    ModelCtx c = tiny_model("softmax", 1, 1, &cfg);
+    ModelRig c = tiny_model("softmax", 1, 1, &cfg);
     Model *m = c.m;
     Optimizer o;
     optim_init(&o, OPT_SGD, m->n_params, 0.9, 0.999, 1e-8, 0.5);
@@ -210,7 +190,7 @@ TEST(grad_clip_and_norm) {
 }
 
 TEST(lr_schedules) {
-    CHECK_CLOSE(lr_at(LR_COSINE, 0, 100, 10, 1.0, 0.1), 0.1, 1e-15);    // warmup 1/10
+    CHECK_CLOSE(lr_at(LR_COSINE, 0, 100, 10, 1.0, 0.1), 0.1, 1e-15);  // warmup 1/10
     CHECK_CLOSE(lr_at(LR_COSINE, 9, 100, 10, 1.0, 0.1), 1.0, 1e-15);
     CHECK_CLOSE(lr_at(LR_COSINE, 10, 100, 10, 1.0, 0.1), 1.0, 1e-15);
     CHECK_CLOSE(lr_at(LR_COSINE, 55, 100, 10, 1.0, 0.1), 0.55, 1e-12);  // half way
@@ -228,7 +208,7 @@ TEST(lr_schedules) {
 TEST(train_step_is_the_calls_by_hand_and_skips_a_non_finite_loss) {
     Config cfg;
     test_config(&cfg, NULL);
-    ModelCtx a = tiny_model("softmax", 1, 1, &cfg), b = tiny_model("softmax", 1, 1, &cfg);
+    ModelRig a = tiny_model("softmax", 1, 1, &cfg), b = tiny_model("softmax", 1, 1, &cfg);
     Optimizer oa, ob;
     optim_init(&oa, OPT_ADAMW, a.m->n_params, 0.9, 0.99, 1e-8, 0.1);
     optim_init(&ob, OPT_ADAMW, b.m->n_params, 0.9, 0.99, 1e-8, 0.1);

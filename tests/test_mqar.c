@@ -24,8 +24,8 @@ static uint64_t fnv1a_i32(const int32_t *a, size_t n) {
 }
 
 static MqarSpec spec(int V, int L, int K, long N, uint32_t seed) {
-    return (MqarSpec){.vocab_size = V, .seq_len = L, .kv_pairs = K, .power_a = 0.01,
-                      .random_filler = 0, .seed = seed, .n_examples = N};
+    return (MqarSpec){
+        .vocab_size = V, .seq_len = L, .kv_pairs = K, .power_a = 0.01, .random_filler = 0, .seed = seed, .n_examples = N};
 }
 
 // inputs/labels [N, L]
@@ -138,10 +138,9 @@ TEST(mqar_matches_numpy_v128_k16) {
     gen(&s, &x, &y);
     CHECK(fnv1a_i32(x, 500 * 64) == 0x6ee5c4d087e94eefULL, "inputs differ from numpy");
     CHECK(fnv1a_i32(y, 500 * 64) == 0xf04ba0288766df4fULL, "labels differ from numpy");
-    const int32_t ex0[64] = {7, 111, 55, 96, 50, 65, 60, 109, 48, 99, 24, 92, 32, 67, 35, 79,
-                             26, 74, 14, 93, 29, 118, 13, 89, 61, 115, 49, 80, 5, 104, 37, 86,
-                             7, 0, 48, 0, 50, 0, 55, 0, 60, 0, 14, 0, 29, 0, 61, 0,
-                             26, 0, 37, 0, 32, 0, 24, 0, 49, 0, 35, 0, 13, 0, 5, 0};
+    const int32_t ex0[64] = {7,  111, 55, 96,  50, 65, 60, 109, 48, 99, 24, 92, 32, 67, 35, 79, 26, 74, 14, 93, 29, 118,
+                             13, 89,  61, 115, 49, 80, 5,  104, 37, 86, 7,  0,  48, 0,  50, 0,  55, 0,  60, 0,  14, 0,
+                             29, 0,   61, 0,   26, 0,  37, 0,   32, 0,  24, 0,  49, 0,  35, 0,  13, 0,  5,  0};
     check_row(x, ex0, 64, "example 0");
     free(x), free(y);
 }
@@ -170,8 +169,7 @@ TEST(mqar_layout_docstring_example) {
     mqar_layout(2, 16, keys, values, gaps, x, y);
     const int32_t want[16] = {2, 8, 4, 7, 0, 0, 4, 0, 0, 0, 0, 0, 2, 0, 0, 0};
     check_row(x, want, 16, "docstring example");
-    for (int t = 0; t < 16; t++)
-        CHECK(y[t] == (t == 6 ? 7 : t == 12 ? 8 : MQAR_IGNORE), "label at %d is %d", t, y[t]);
+    for (int t = 0; t < 16; t++) CHECK(y[t] == (t == 6 ? 7 : t == 12 ? 8 : MQAR_IGNORE), "label at %d is %d", t, y[t]);
 }
 
 // Invariants of one example (inputs x[L], labels y[L]); filler says whether 0s were replaced.
@@ -206,15 +204,13 @@ static void check_invariants(const MqarSpec *s, const int32_t *x, const int32_t 
 }
 
 TEST(mqar_layout_invariants) {
-    const MqarSpec specs[] = {spec(8192, 64, 4, 2000, 1), spec(300, 128, 8, 2000, 2),
-                              spec(65, 64, 16, 2000, 3), spec(9, 8, 2, 2000, 4),
-                              spec(1000, 256, 64, 200, 5)};
+    const MqarSpec specs[] = {spec(8192, 64, 4, 2000, 1), spec(300, 128, 8, 2000, 2), spec(65, 64, 16, 2000, 3),
+                              spec(9, 8, 2, 2000, 4), spec(1000, 256, 64, 200, 5)};
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         const MqarSpec *s = &specs[k];
         int32_t *x, *y;
         gen(s, &x, &y);
-        for (long n = 0; n < s->n_examples; n++)
-            check_invariants(s, x + n * s->seq_len, y + n * s->seq_len, 0);
+        for (long n = 0; n < s->n_examples; n++) check_invariants(s, x + n * s->seq_len, y + n * s->seq_len, 0);
         free(x), free(y);
     }
 }
@@ -247,18 +243,17 @@ TEST(mqar_spec_errors) {
     CHECK(mqar_spec_error(&ok) == NULL, "valid spec refused: %s", mqar_spec_error(&ok));
     MqarSpec edge = spec(17, 16, 4, 10, 0);  // V = L + 1, 4K = L
     CHECK(mqar_spec_error(&edge) == NULL, "edge spec refused: %s", mqar_spec_error(&edge));
-    struct { MqarSpec s; const char *word; } bad[] = {
-        {spec(8192, 63, 4, 10, 0), "even"},
-        {spec(64, 64, 4, 10, 0), "vocab_size"},
-        {spec(8192, 64, 0, 10, 0), "mqar_kv_pairs"},
-        {spec(8192, 64, 17, 10, 0), "mqar_kv_pairs"},
-        {spec(8192, 0, 4, 10, 0), "seq_len"},
-        {spec(8192, 64, 4, 0, 0), "examples"},
+    struct {
+        MqarSpec s;
+        const char *word;
+    } bad[] = {
+        {spec(8192, 63, 4, 10, 0), "even"},          {spec(64, 64, 4, 10, 0), "vocab_size"},
+        {spec(8192, 64, 0, 10, 0), "mqar_kv_pairs"}, {spec(8192, 64, 17, 10, 0), "mqar_kv_pairs"},
+        {spec(8192, 0, 4, 10, 0), "seq_len"},        {spec(8192, 64, 4, 0, 0), "examples"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *e = mqar_spec_error(&bad[i].s);
-        CHECK(e && strstr(e, bad[i].word), "case %zu: got '%s', want a message about %s", i,
-              e ? e : "(null)", bad[i].word);
+        CHECK(e && strstr(e, bad[i].word), "case %zu: got '%s', want a message about %s", i, e ? e : "(null)", bad[i].word);
     }
     const double bad_a[] = {0.0, -0.5, NAN, INFINITY, 2000.0};
     for (size_t i = 0; i < sizeof bad_a / sizeof bad_a[0]; i++) {

@@ -28,8 +28,8 @@ static float urand(uint64_t *s) {
 
 TEST(bf16_gemm_matches_rounded_operands_and_is_thread_invariant) {
     if (!gemm_bf16_supported()) return;  // nothing to run on this CPU (the refusal test covers it)
-    const int sizes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 129}, {15, 33, 300}, {97, 161, 515},
-                            {3, 200, 40}, {200, 5, 41}, {29, 64, 33}};
+    const int sizes[][3] = {{1, 1, 1},      {7, 13, 5},   {33, 65, 129}, {15, 33, 300},
+                            {97, 161, 515}, {3, 200, 40}, {200, 5, 41},  {29, 64, 33}};
     uint64_t seed = 88172645463325252ull;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int t = 0; t < 4; t++)
@@ -59,7 +59,8 @@ TEST(bf16_gemm_matches_rounded_operands_and_is_thread_invariant) {
                             ref += a * b, mag += fabs(a * b);
                         }
                         double err = fabs(C1[(size_t)i * ldc + j] - ref) / (mag + 1e-30);
-                        CHECK(err <= tol, "%dx%dx%d tA=%d tB=%d beta=%d C[%d,%d]: rel err %g", M, N, K, tA, tB, beta, i, j, err);
+                        CHECK(err <= tol, "%dx%dx%d tA=%d tB=%d beta=%d C[%d,%d]: rel err %g", M, N, K, tA, tB, beta, i,
+                              j, err);
                     }
                     for (int j = N; j < ldc; j++)
                         CHECK(C1[(size_t)i * ldc + j] == C0[(size_t)i * ldc + j], "padding column written");
@@ -69,8 +70,9 @@ TEST(bf16_gemm_matches_rounded_operands_and_is_thread_invariant) {
 }
 
 // MQAR, 2 layers with the MLP so every kind of matmul (qkv, proj, fc, LM head) runs in bf16.
-#define MQAR_ARGS "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 " \
-    "mqar_test_examples=64 d_model=32 n_head=2 mlp=true batch_size=32 lr=3e-3 log_every=5 " \
+#define MQAR_ARGS                                                                                                      \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 "                                               \
+    "mqar_test_examples=64 d_model=32 n_head=2 mlp=true batch_size=32 lr=3e-3 log_every=5 "                            \
     "eval_every=0 save_every=0 steps=80 threads=2"
 
 static void train_losses(const char *dir, double *loss, int *n) {
@@ -101,8 +103,8 @@ TEST(bf16_mqar_loss_curve_tracks_fp32) {
     int differ = 0;
     for (int k = 0; k < n[0]; k++) {
         // bf16 keeps 8 bits of mantissa: the curves drift apart slowly, never by much
-        CHECK(fabs(loss[1][k] - loss[0][k]) <= 0.03 * loss[0][k] + 0.02, "step %d: fp32 %.4f, bf16 %.4f",
-              5 * (k + 1), loss[0][k], loss[1][k]);
+        CHECK(fabs(loss[1][k] - loss[0][k]) <= 0.03 * loss[0][k] + 0.02, "step %d: fp32 %.4f, bf16 %.4f", 5 * (k + 1),
+              loss[0][k], loss[1][k]);
         differ |= loss[1][k] != loss[0][k];
     }
     CHECK(differ, "bf16 losses are identical to fp32: the bf16 path did not run");

@@ -214,8 +214,8 @@ TEST(text_pipeline_tokenize_prepare_train_sample) {
     // a missing or damaged tokenizer: one line, exit 2
     st = test_run(out, sizeof out, "./sample %s/run tokenizer=%s/missing.bpe", dir, dir);
     CHECK(st == 2 && one_line(out) && strstr(out, "missing.bpe"), "exit %d: %s", st, out);
-    st = test_run(out, sizeof out, "head -c 300 %s/tok.bpe > %s/cut.bpe && ./sample %s/run tokenizer=%s/cut.bpe", dir, dir,
-                  dir, dir);
+    st = test_run(out, sizeof out, "head -c 300 %s/tok.bpe > %s/cut.bpe && ./sample %s/run tokenizer=%s/cut.bpe", dir,
+                  dir, dir, dir);
     CHECK(st == 2 && one_line(out) && strstr(out, "cut.bpe"), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "mv %s/tok.bpe %s/moved.bpe && ./sample %s/run", dir, dir, dir);
     CHECK(st == 2 && one_line(out) && strstr(out, "tok.bpe"), "the run's tokenizer is gone: exit %d: %s", st, out);
@@ -225,12 +225,12 @@ TEST(text_pipeline_tokenize_prepare_train_sample) {
     CHECK(st == 2 && one_line(out), "exit %d: %s", st, out);
 }
 
-// Needs train.c to call sample_during_training (model/sample.h) every sample_every steps.
+// Needs train.c to call sample_during_training (trainer/sample_every.h) every sample_every steps.
 TEST(train_prints_and_logs_samples_every_sample_every) {
     const char *dir = test_tmpdir();
     const char *out = tiny_text_run(dir);
-    CHECK(strstr(out, "step      2 | sample:\n"), "no sample printed at step 2 (does train.c call sample_during_training?): %s",
-          out);
+    CHECK(strstr(out, "step      2 | sample:\n"),
+          "no sample printed at step 2 (does train.c call sample_during_training?): %s", out);
     char path[600];
     snprintf(path, sizeof path, "%s/run/metrics.jsonl", dir);
     char *metrics = read_file_text(path, NULL);

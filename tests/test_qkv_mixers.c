@@ -22,10 +22,8 @@ TEST(qkv_mixers_tensor_names_and_shapes) {
         int norm = !strcmp(g_names[k], "decay") || !strcmp(g_names[k], "identity");
         CHECK(r.n_params == 4 + norm, "%s: %d tensors", g_names[k], r.n_params);
         const ParamDecl want[] = {
-            {"attn.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0},
-            {"attn.qkv.bias", 1, {3 * C}, INIT_ZERO, 0, 0},
-            {"attn.proj.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0},
-            {"attn.proj.bias", 1, {C}, INIT_ZERO, 0, 0},
+            {"attn.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0},  {"attn.qkv.bias", 1, {3 * C}, INIT_ZERO, 0, 0},
+            {"attn.proj.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0}, {"attn.proj.bias", 1, {C}, INIT_ZERO, 0, 0},
             {"attn.norm.weight", 1, {D}, INIT_ONE, 0, 0},
         };
         for (int i = 0; i < r.n_params; i++) {
@@ -39,38 +37,17 @@ TEST(qkv_mixers_tensor_names_and_shapes) {
     }
 }
 
-typedef struct {
-    Model *m;
-    int inputs[10], targets[10];
-} ModelCtx;
-
-static double model_loss(void *p) {
-    ModelCtx *c = p;
-    HeadStats s = model_forward(c->m, c->inputs, c->targets, 2, 5, 0);
-    return s.loss_sum / (double)s.n_counted;
-}
-
 TEST(model_gradients_with_signed_cog_layers) {
     Config cfg;
     test_config(&cfg, "cog_softmax_ends=false");
     ModelShape s = {.V = 11, .C = 8, .L = 2, .H = 2, .T = 5, .mlp = 1, .pos_emb = 1};
-    ModelCtx c;
+    ModelRig c = {.B = 2, .T = 5};
     c.m = model_create(&s, mixer_find("cog"), &cfg, 2, 10);
     model_init_weights(c.m, 3);
     Rng rng;
     rng_seed(&rng, 4);
     for (size_t i = 0; i < c.m->n_params; i++) c.m->params[i] += (real)(0.3 * rng_normal(&rng));
-    for (int i = 0; i < 10; i++) {
-        c.inputs[i] = (int)rng_below(&rng, 11);
-        c.targets[i] = i % 3 == 1 ? -100 : (int)rng_below(&rng, 11);
-    }
-    model_zero_grad(c.m);
-    model_forward(c.m, c.inputs, c.targets, 2, 5, 1);
-    model_backward(c.m);
-    for (int i = 0; i < c.m->n_tensors; i++) {
-        const TensorInfo *t = &c.m->tensors[i];
-        check_grad(t->name, model_loss, &c, c.m->params + t->offset, c.m->grads + t->offset, t->count, 1e-6,
-                   1e-6, 1e-9);
-    }
+    model_rig_tokens(&c, &rng, 11);
+    model_rig_check_grads(&c, "", NULL);
     model_free(c.m);
 }

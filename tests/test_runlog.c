@@ -34,8 +34,9 @@ TEST(runlog_docs_name_every_type_and_field) {
     for (int i = 0; i < n; i++) {
         snprintf(want, sizeof want, "`%s`", f[i].name);
         const char *doc = f[i].type == RUNLOG_SPARSITY && strcmp(f[i].name, "options") ? sparsity : outputs;
-        CHECK(strstr(doc, want), "%s: field %s of the %s record is not named", f[i].type == RUNLOG_SPARSITY &&
-              strcmp(f[i].name, "options") ? "docs/sparsity.md" : "docs/outputs.md", want, runlog_type_name(f[i].type));
+        CHECK(strstr(doc, want), "%s: field %s of the %s record is not named",
+              f[i].type == RUNLOG_SPARSITY && strcmp(f[i].name, "options") ? "docs/sparsity.md" : "docs/outputs.md",
+              want, runlog_type_name(f[i].type));
     }
     free(outputs);
     free(sparsity);
@@ -71,8 +72,9 @@ static int see(const RunlogRecord *r, void *ctx) {
     if (s->n == 16) return 1;
     s->type[s->n] = r->type;
     s->step[s->n] = r->step;
-    s->num[s->n] = r->type == RUNLOG_TRAIN ? runlog_num(r, "lr") : r->type == RUNLOG_EVAL ? runlog_num(r, "acc_kv2_L16")
-                                                                 : runlog_num(r, "S");
+    s->num[s->n] = r->type == RUNLOG_TRAIN ? runlog_num(r, "lr")
+        : r->type == RUNLOG_EVAL           ? runlog_num(r, "acc_kv2_L16")
+                                           : runlog_num(r, "S");
     snprintf(s->options[s->n], sizeof s->options[0], "%s", r->options);
     s->n++;
     return 0;
@@ -97,13 +99,15 @@ TEST(runlog_writers_and_reader_agree) {
     runlog_write_done(f, 6, "steps");
     fputs("not json\n{\"step\":6,\"layer\":0,\"head\":1,\"S\":0.5}\n{\"type\":\"train\",\"step\":7,", f);
     fclose(f);
-    CHECK(strstr(text, "{\"type\":\"train\",\"step\":5,\"loss\":2.5,\"acc\":0.25,\"lr\":0.001,\"grad_norm\":0.5,"
-                       "\"tok_per_s\":12345,\"ms_per_step\":6.500}\n"), "%s", text);
+    CHECK(strstr(text,
+                 "{\"type\":\"train\",\"step\":5,\"loss\":2.5,\"acc\":0.25,\"lr\":0.001,\"grad_norm\":0.5,"
+                 "\"tok_per_s\":12345,\"ms_per_step\":6.500}\n"),
+          "%s", text);
     Seen s = {0};
     runlog_each_text(text, len, see, &s);
     CHECK(s.n == 5, "%d records", s.n);
-    CHECK(s.type[0] == RUNLOG_RUN && s.type[1] == RUNLOG_TRAIN && s.type[2] == RUNLOG_EVAL && s.type[3] == RUNLOG_DONE &&
-          s.type[4] == RUNLOG_SPARSITY);
+    CHECK(s.type[0] == RUNLOG_RUN && s.type[1] == RUNLOG_TRAIN && s.type[2] == RUNLOG_EVAL &&
+          s.type[3] == RUNLOG_DONE && s.type[4] == RUNLOG_SPARSITY);
     CHECK(s.step[1] == 5 && s.num[1] == 1e-3 && s.step[2] == 6 && s.num[2] == 0.5 && s.num[4] == 0.5);
     CHECK(!strcmp(s.options[2], "mqar_test_seed=9") && !strcmp(s.options[4], ""));
     free(text);
@@ -117,7 +121,8 @@ TEST(runlog_merge_replaces_only_the_same_key) {
                       "{\"type\":\"eval\",\"step\":4,\"split\":\"val\",\"loss\":1,\"acc\":0.98}\n"
                       "{\"type\":\"sparsity\",\"step\":4,\"layer\":0,\"head\":0,\"S\":0.3}\n";
     const char *path = test_write_file("eval.jsonl", own);
-    const char *other = "{\"type\":\"eval\",\"step\":4,\"split\":\"val\",\"loss\":2,\"acc\":0.34,\"options\":\"mqar_test_cells=8x64\"}\n";
+    const char *other =
+        "{\"type\":\"eval\",\"step\":4,\"split\":\"val\",\"loss\":2,\"acc\":0.34,\"options\":\"mqar_test_cells=8x64\"}\n";
     CHECK(runlog_merge(path, other, strlen(other), RUNLOG_SAME_KEY, NULL, 0) == 0);
     char *got = read_file_text(path, NULL);
     char want[2048];

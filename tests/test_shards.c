@@ -10,8 +10,7 @@
 #include "tests/test.h"
 
 // Writes a shard by hand: header fields magic/version/count, then n tokens of width bytes.
-static const char *write_raw(const char *name, int magic, int version, int count, int width,
-                             const uint32_t *tok, long n) {
+static const char *write_raw(const char *name, int magic, int version, int count, int width, const uint32_t *tok, long n) {
     const char *path = test_path(name);
     int32_t h[256] = {magic, version, count};
     FILE *f = fopenCheck(path, "wb");
@@ -81,7 +80,10 @@ TEST(shards_read_both_versions) {
     dataset_free(&ds);
 }
 
-typedef struct { const char *pattern; int T, vocab; } OpenArgs;
+typedef struct {
+    const char *pattern;
+    int T, vocab;
+} OpenArgs;
 
 static void open_dataset(void *arg) {
     const OpenArgs *a = arg;

@@ -76,7 +76,8 @@ static double softmax_row_S(const double *x, int n, real *a) {
 TEST(softmax_Sinf_uses_the_full_covariance) {
     enum { T = 4096, K = 8, ROWS = 24 };
     real *q = mallocCheck(sizeof(real) * T * K), *k = mallocCheck(sizeof(real) * T * K), *a = mallocCheck(sizeof(real) * T);
-    double *beta = mallocCheck(sizeof(double) * T), *g2 = mallocCheck(sizeof(double) * T), *x = mallocCheck(sizeof(double) * T);
+    double *beta = mallocCheck(sizeof(double) * T), *g2 = mallocCheck(sizeof(double) * T),
+           *x = mallocCheck(sizeof(double) * T);
     Rng rng;
     rng_seed(&rng, 2024);
     double meas = 0, pinf = 0, pn = 0, exact = 0;
@@ -138,8 +139,9 @@ TEST(softmax_Sn_matches_an_independent_monte_carlo) {
         }
     // n = 1 is one weight: S = 1; above the grid (gamma > 32) the last point, within 6% of one-hot
     CHECK(theory_softmax_Sn(1, 3) == 1);
-    CHECK(theory_softmax_Sn(64, 40) == theory_softmax_Sn(64, 32) && theory_softmax_Sn(64, 40) * 8 - 1 < 0.06 && theory_softmax_Sn(64, 40) > 0.125, "%g",
-          theory_softmax_Sn(64, 40));
+    CHECK(theory_softmax_Sn(64, 40) == theory_softmax_Sn(64, 32) && theory_softmax_Sn(64, 40) * 8 - 1 < 0.06 &&
+              theory_softmax_Sn(64, 40) > 0.125,
+          "%g", theory_softmax_Sn(64, 40));
     // deterministic: the same value whatever was asked before
     CHECK(theory_softmax_Sn(17, 1.23) == theory_softmax_Sn(17, 1.23));
 }
@@ -161,8 +163,8 @@ TEST(relu2_and_identity_closed_forms_match_monte_carlo) {
         double relu_mc = (r1 / M) / sqrt(r2 / M), id_mc = (i1 / M) / sqrt(i2 / M);
         CHECK(fabs(theory_relu2_S(beta, gamma) / relu_mc - 1) < 0.01, "relu2 beta %g gamma %g: %g vs %g", beta, gamma,
               theory_relu2_S(beta, gamma), relu_mc);
-        CHECK(fabs(theory_identity_S(beta, gamma) / id_mc - 1) < 0.01, "identity beta %g gamma %g: %g vs %g", beta, gamma,
-              theory_identity_S(beta, gamma), id_mc);
+        CHECK(fabs(theory_identity_S(beta, gamma) / id_mc - 1) < 0.01, "identity beta %g gamma %g: %g vs %g", beta,
+              gamma, theory_identity_S(beta, gamma), id_mc);
     }
     CHECK_CLOSE(theory_identity_S(0, 1), sqrt(2 / M_PI), 1e-12);  // the seed's minimum
     CHECK(theory_relu2_S(1, 0) == 1 && isnan(theory_relu2_S(-1, 0)));
@@ -229,7 +231,8 @@ TEST(answer_metrics_of_hand_built_rows) {
     // one-hot on the answer
     real onehot[9] = {0, 0, 0, 2.5, 0, 0, 0, 0, 0};
     CHECK(answer_row(onehot, 9, 3, 1, w, &st));
-    CHECK(st.ans_share == 1 && st.key_share == 0 && st.hit == 1 && st.rank == 1 && st.top1 == 1 && st.top4 == 1 && st.n90 == 1);
+    CHECK(st.ans_share == 1 && st.key_share == 0 && st.hit == 1 && st.rank == 1 && st.top1 == 1 && st.top4 == 1 &&
+          st.n90 == 1);
     CHECK(st.key_pos == 2 && st.value_pos == 3);
     // signed weights: |a| counts; the key holds the most
     real row[9] = {0.1, 0, -0.5, 0.3, 0.1, 0, 0, 0, 0};  // sum |a| = 1.0
@@ -380,7 +383,8 @@ TEST(sparsity_pass_matches_brute_force) {
     rig_make(&r, 4, 11);  // batches of 4, 4, 3
     SparsityResult res = {0};
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 0, &res);
-    CHECK(res.L == 2 && res.H == 2 && res.sequences == 11 && res.theory[0] == THEORY_EXP && res.theory[1] == THEORY_EXP && res.kv_pairs == 2);
+    CHECK(res.L == 2 && res.H == 2 && res.sequences == 11 && res.theory[0] == THEORY_EXP &&
+          res.theory[1] == THEORY_EXP && res.kv_pairs == 2);
     CHECK(res.n_bins == 16 && res.bin_width == 1);
     Brute b;
     brute_force(&r, 11, NULL, &b);
@@ -443,7 +447,8 @@ TEST(sparsity_rows_subset_covers_every_position) {
         CHECK(res.heads[i].rows_recall == b.rows_recall[i]);
         CHECK_CLOSE(res.heads[i].S, b.S[i], 1e-10);
         CHECK_CLOSE(res.heads[i].S_recall, b.S_recall[i], 1e-10);
-        for (int p = 0; p < 16; p++) CHECK(res.heads[i].bin_rows[p] == 3, "position %d: %ld rows", p, res.heads[i].bin_rows[p]);
+        for (int p = 0; p < 16; p++)
+            CHECK(res.heads[i].bin_rows[p] == 3, "position %d: %ld rows", p, res.heads[i].bin_rows[p]);
     }
     free(seq);
     // 16 * 11 = 176 = N: a multiple of T that the old flat stride aliased onto one position
@@ -476,21 +481,25 @@ TEST(sparsity_pass_is_identical_for_any_thread_count_and_batch_size) {
 
 TEST(sparsity_records_follow_design) {
     HeadSparsity heads[2] = {
+        // clang-format off
         {.rows = 64, .rows_recall = 8, .S = 0.5, .S_recall = 0.25, .entropy = 0.4, .max_weight = 0.3, .rows_pred = 64,
          .S_pred = 0.4, .S_meas_pred = 0.5, .S_recall_pred = 0.5, .S_recall_meas_pred = 0.25, .S_pred_ratio_median = 1.5,
          .S_pred_spearman = 0.7, .S_recall_pred_ratio_median = 0.4, .S_recall_pred_spearman = NAN, .S_inf = 0.1,
          .rows_answer = 8, .ans_share = 0.8, .key_share = 0.1, .ans_hit = 0.875, .ans_rank = 1.25, .top1 = 0.8,
          .top4 = 0.95, .n90 = 3, .ans_window_share = 0.8, .ans_window_hit = 0.875, .S_kv = 0.6, .S_other = 0.7, .rows_kv = 16, .rows_other = 40, .S_norm = 0.3,
          .bin_S = {1, 0.5}, .bin_pred = {1, NAN}, .rows_zero = 3, .rows_recall_zero = 1},
+        // clang-format on
         {.rows = 64, .rows_recall = 0, .S = 0.75, .S_recall = NAN, .entropy = 0.9, .max_weight = 0.1},
     };
-    SparsityResult r = {.L = 2, .H = 1, .theory = {THEORY_EXP, THEORY_EXP}, .heads = heads, .kv_pairs = 4, .n_bins = 2, .bin_width = 32};
+    SparsityResult r = {
+        .L = 2, .H = 1, .theory = {THEORY_EXP, THEORY_EXP}, .heads = heads, .kv_pairs = 4, .n_bins = 2, .bin_width = 32};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     sparsity_write_records(f, 100, "softmax", NULL, &r);
     fclose(f);
-    const char *want = "{\"type\":\"sparsity\",\"step\":100,\"layer\":0,\"head\":0,\"mixer\":\"softmax\",\"S\":0.5,\"S_recall\":0.25,\"rows\":64,";
+    const char *want =
+        "{\"type\":\"sparsity\",\"step\":100,\"layer\":0,\"head\":0,\"mixer\":\"softmax\",\"S\":0.5,\"S_recall\":0.25,\"rows\":64,";
     CHECK(!strncmp(buf, want, strlen(want)), "%s", buf);
     char *second = strchr(buf, '\n') + 1;
     CHECK(strchr(second, '\n') && !strchr(second, '\n')[1], "two lines expected: %s", buf);
@@ -514,7 +523,8 @@ TEST(sparsity_records_follow_design) {
     v = json_parse(second, strlen(second), err, sizeof err);
     CHECK(v, "%s", err);
     CHECK(json_get(v, "layer")->number == 1 && json_get(v, "S_recall")->type == JSON_NULL);
-    CHECK(!json_get(v, "S_pred") && !json_get(v, "S_pred_ratio") && !json_get(v, "ans_share"), "no prediction without rows: %s", second);
+    CHECK(!json_get(v, "S_pred") && !json_get(v, "S_pred_ratio") && !json_get(v, "ans_share"),
+          "no prediction without rows: %s", second);
     json_free(v);
     free(buf);
     // the training log: one line per layer, the recall layer (largest answer share) starred

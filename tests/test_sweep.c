@@ -36,9 +36,12 @@ TEST(sweep_grid_expands_in_file_order_first_axis_slowest) {
     // the command of a point: train, the base next to the sweep file, every key, out_dir, threads
     char **argv = sweep_point_argv(&sw, 4, "./train", 3);
     char line[1024] = "";
-    for (int i = 0; argv[i]; i++) snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", argv[i]);
-    CHECK(!strcmp(line, "./train b.conf steps=5 mixer=softmax d_model=128 seed=1 "
-                        "out_dir=checkpoints/x/mixer=softmax,d_model=128,seed=1 threads=3"), "%s", line);
+    for (int i = 0; argv[i]; i++)
+        snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", argv[i]);
+    CHECK(!strcmp(line,
+                  "./train b.conf steps=5 mixer=softmax d_model=128 seed=1 "
+                  "out_dir=checkpoints/x/mixer=softmax,d_model=128,seed=1 threads=3"),
+          "%s", line);
     sweep_free_argv(argv);
     sweep_free(&sw);
 }
@@ -86,9 +89,7 @@ TEST(sweep_zip_pairs_axes_and_names_by_the_first_key) {
 
 // Every syntax error: -1 with one line naming the file and line.
 TEST(sweep_parse_errors_name_file_and_line) {
-    static const struct {
-        const char *text, *want;
-    } cases[] = {
+    static const BadInput cases[] = {
         {"steps = 3\nlr = 1e-3, , 1e-2\n", "x.sweep:2: lr: an empty value in the list"},
         {"lr = 1e-3,\n", "x.sweep:1: lr: an empty value in the list"},
         {"\n\nlr =\n", "x.sweep:3: lr: no value"},
@@ -113,7 +114,7 @@ TEST(sweep_parse_errors_name_file_and_line) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         SweepFile sw;
         char err[512];
-        int rc = parse(cases[i].text, &sw, err, sizeof err);
+        int rc = parse(cases[i].in, &sw, err, sizeof err);
         CHECK(rc == -1 && strstr(err, cases[i].want) && !strchr(err, '\n'), "case %zu: rc %d, '%s' (want '%s')", i, rc,
               err, cases[i].want);
         CHECK(sw.n_points == 0 && sw.entries == NULL);
@@ -122,7 +123,8 @@ TEST(sweep_parse_errors_name_file_and_line) {
     // any bytes: a NUL is refused, not read past
     SweepFile sw;
     char err[256];
-    CHECK(sweep_parse("lr = 1\0x", 8, "x.sweep", &sw, err, sizeof err) == -1 && strstr(err, "x.sweep:1: a NUL byte"), "%s", err);
+    CHECK(sweep_parse("lr = 1\0x", 8, "x.sweep", &sw, err, sizeof err) == -1 && strstr(err, "x.sweep:1: a NUL byte"),
+          "%s", err);
 }
 
 // A run folder with known records: the summary's numbers by hand.
@@ -130,11 +132,12 @@ TEST(sweep_parse_errors_name_file_and_line) {
 // (not the last evaluation) and the recall layer's per-cell S_recall at the last sparsity step.
 TEST(sweep_run_summary_reads_state_and_cells) {
     const char *dir = test_tmpdir();
-    test_write_file("metrics.jsonl",
-                    "{\"type\":\"run\",\"step\":0,\"mixer\":\"gla\",\"params\":10,\"state_floats\":2048,"
-                    "\"state_floats_by_layer\":[2048,2048]}\n"
-                    "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":4,\"acc\":0.6,\"acc_kv4_L64\":0.9,\"acc_kv16_L256\":0.3}\n"
-                    "{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":4,\"acc\":0.5,\"acc_kv4_L64\":1,\"acc_kv16_L256\":0}\n");
+    test_write_file(
+        "metrics.jsonl",
+        "{\"type\":\"run\",\"step\":0,\"mixer\":\"gla\",\"params\":10,\"state_floats\":2048,"
+        "\"state_floats_by_layer\":[2048,2048]}\n"
+        "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":4,\"acc\":0.6,\"acc_kv4_L64\":0.9,\"acc_kv16_L256\":0.3}\n"
+        "{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":4,\"acc\":0.5,\"acc_kv4_L64\":1,\"acc_kv16_L256\":0}\n");
     test_write_file("sparsity.jsonl",
                     "{\"step\":20,\"layer\":0,\"head\":0,\"S\":0.9,\"S_recall\":0.9,\"ans_share\":0.1,"
                     "\"S_recall_kv4_L64\":0.8,\"S_recall_kv16_L256\":0.95}\n"
@@ -148,8 +151,8 @@ TEST(sweep_run_summary_reads_state_and_cells) {
     CHECK(!strcmp(r.cell[0], "kv4_L64") && !strcmp(r.cell[1], "kv16_L256"));
     CHECK(r.cell_acc[0] == 0.9 && r.cell_acc[1] == 0.3, "%g %g", r.cell_acc[0], r.cell_acc[1]);  // step 10: best mean
     CHECK(r.recall_layer == 1, "%d", r.recall_layer);  // mean answer share 0.5 over 0.1
-    CHECK_CLOSE(r.cell_S_recall[0], 0.4, 1e-12);  // (0.3 + 0.5) / 2
-    CHECK_CLOSE(r.cell_S_recall[1], 0.7, 1e-12);  // the null head left out
+    CHECK_CLOSE(r.cell_S_recall[0], 0.4, 1e-12);       // (0.3 + 0.5) / 2
+    CHECK_CLOSE(r.cell_S_recall[1], 0.7, 1e-12);       // the null head left out
     run_summary_free(&r);
 }
 
@@ -199,7 +202,8 @@ TEST(sweep_run_summary_reads_metrics_and_sparsity) {
     CHECK_CLOSE(r.curve_recall[1], 0.3, 1e-12);
     run_summary_free(&r);
     // not finished: the last record is not done
-    test_write_file("metrics.jsonl", "{\"type\":\"done\",\"step\":30,\"reason\":\"steps\"}\n{\"type\":\"train\",\"step\":31}\n");
+    test_write_file("metrics.jsonl",
+                    "{\"type\":\"done\",\"step\":30,\"reason\":\"steps\"}\n{\"type\":\"train\",\"step\":31}\n");
     run_summary_read(dir, &r);
     CHECK(r.status == RUN_PARTIAL && !run_finished(dir) && r.steps_to_target < 0 && isnan(r.best_acc));
     run_summary_free(&r);
@@ -212,9 +216,10 @@ TEST(sweep_run_summary_reads_metrics_and_sparsity) {
 
 // A tiny MQAR base config next to the sweep files.
 static void tiny_base(void) {
-    test_write_file("tiny.conf", "mlp = false\nvocab_size = 64\nseq_len = 32\nmqar_kv_pairs = 4\n"
-                                 "mqar_train_examples = 256\nmqar_test_examples = 32\nd_model = 8\nbatch_size = 8\n"
-                                 "lr = 3e-3\nsteps = 4\nlog_every = 1\neval_every = 2\nsparsity_every = 2\nsave_every = 2\n");
+    test_write_file("tiny.conf",
+                    "mlp = false\nvocab_size = 64\nseq_len = 32\nmqar_kv_pairs = 4\n"
+                    "mqar_train_examples = 256\nmqar_test_examples = 32\nd_model = 8\nbatch_size = 8\n"
+                    "lr = 3e-3\nsteps = 4\nlog_every = 1\neval_every = 2\nsparsity_every = 2\nsave_every = 2\n");
 }
 
 // Writes a sweep file "<name>.sweep" with its out folder in the scratch folder; returns the path.
@@ -238,8 +243,10 @@ static void fake_run(const char *dir, double acc) {
     CHECK(mkdir_p(dir) == 0);
     char p[1024], text[256];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
-    snprintf(text, sizeof text, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":%.4f}\n"
-                                "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n", acc);
+    snprintf(text, sizeof text,
+             "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":%.4f}\n"
+             "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n",
+             acc);
     FILE *f = fopenCheck(p, "w");
     fputs(text, f);
     fcloseCheck(f, p);
@@ -252,7 +259,8 @@ TEST(sweep_select_chooses_the_best_first_stage_value) {
     SweepFile sw;
     char err[512];
     char text[512];
-    snprintf(text, sizeof text, "out = %s/selx\nmixer = softmax, gla\nlr = 2e-2, 1e-2\nseed = 0, 1, 2\nselect = lr\n", test_tmpdir());
+    snprintf(text, sizeof text, "out = %s/selx\nmixer = softmax, gla\nlr = 2e-2, 1e-2\nseed = 0, 1, 2\nselect = lr\n",
+             test_tmpdir());
     CHECK(parse(text, &sw, err, sizeof err) == 0, "%s", err);
     CHECK(sw.n_points == 12);
     char *dirs[12];
@@ -288,11 +296,13 @@ TEST(sweep_select_chooses_the_best_first_stage_value) {
 
 // ./sweep runs both stages in one go; --print lists what can run and says what waits.
 TEST(sweep_select_runs_two_stages) {
-    const char *f = sweep_file("sel", "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    const char *f =
+        sweep_file("sel", "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
     char out[8192];
     int st = test_run(out, sizeof out, "./sweep %s --print 2>&1", f);
     CHECK(st == 0 && strstr(out, "2 second-stage points wait") && strstr(out, "lr=1e-3,seed=0") &&
-          strstr(out, "lr=1e-2,seed=0") && !strstr(out, "seed=1"), "%s", out);
+              strstr(out, "lr=1e-2,seed=0") && !strstr(out, "seed=1"),
+          "%s", out);
     st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
     CHECK(st == 0 && strstr(out, "first stage: every lr at the first seed") &&
               strstr(out, "sweep sel: chosen: all: lr = 1e-3, a tie with 1e-2: the smaller\n") &&
@@ -300,7 +310,8 @@ TEST(sweep_select_runs_two_stages) {
           "%s", out);
     CHECK(strstr(out, "sweep sel: 3 run, 0 skipped (finished before), 0 failed, in "), "%s", out);
     const char *line = strstr(out, "[1/4] lr=1e-3,seed=0: started");  // after the time of day
-    CHECK(line && line - out >= 9 && line[-1] == ' ' && line[-4] == ':' && line[-7] == ':' && isdigit((unsigned char)line[-9]),
+    CHECK(line && line - out >= 9 && line[-1] == ' ' && line[-4] == ':' && line[-7] == ':' &&
+              isdigit((unsigned char)line[-9]),
           "%s", out);
     char *md = read_out("sel", "summary.md");
     CHECK(md && strstr(md, "## Selection of `lr`") && strstr(md, "not selected") && strstr(md, ", chosen"), "%s", md);
@@ -315,15 +326,17 @@ TEST(sweep_select_runs_two_stages) {
 // it reaps the next run, so the first seed-1 run starts before the last seed-0 run is reported
 // done, whichever group finishes first and however the runs are timed.
 TEST(sweep_select_starts_a_decided_group_while_the_first_stage_runs) {
-    const char *f = sweep_file("early", "steps = 4\neval_every = 2\nmixer = softmax, linear\nlr = 1e-3, 1e-2\n"
-                                        "seed = 0, 1\nselect = lr\njobs = 2\n");
+    const char *f = sweep_file("early",
+                               "steps = 4\neval_every = 2\nmixer = softmax, linear\nlr = 1e-3, 1e-2\n"
+                               "seed = 0, 1\nselect = lr\njobs = 2\n");
     char out[8192];
     int st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
     const char *chosen = strstr(out, "chosen: mixer="), *seed1 = strstr(out, ",seed=1: started"), *last_first = NULL;
     for (const char *q = out; (q = strstr(q, ",seed=0: done")); q++) last_first = q;
     CHECK(st == 0 && chosen && seed1 && last_first, "%s", out);
     CHECK(chosen < seed1 && seed1 < last_first, "%s", out);
-    CHECK(strstr(out, "sweep early: 6 run, 0 skipped (finished before), 0 failed, in ") && strstr(out, "[6/6 run]"), "%s", out);
+    CHECK(strstr(out, "sweep early: 6 run, 0 skipped (finished before), 0 failed, in ") && strstr(out, "[6/6 run]"),
+          "%s", out);
     // run again: everything is finished and both choices are said once
     st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
     const char *soft = strstr(out, "chosen: mixer=softmax: lr =");
@@ -356,19 +369,19 @@ TEST(sweep_point_folder_that_cannot_be_made_fails_alone) {
 // A first-stage run that fails leaves its group undecided: the count of runs to come drops the
 // group's second stage, and the sweep ends on [n/n] with that stage waiting.
 TEST(sweep_select_failed_first_stage_drops_its_second_stage_from_the_count) {
-    const char *f = sweep_file("selfail", "steps = 4\neval_every = 2\nmixer = softmax, linear\nn_head = 1, 3\n"
-                                          "zip = mixer, n_head\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    const char *f = sweep_file("selfail",
+                               "steps = 4\neval_every = 2\nmixer = softmax, linear\nn_head = 1, 3\n"
+                               "zip = mixer, n_head\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
     char out[8192];
     int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);  // linear's n_head 3 does not divide d_model
     CHECK(st == 1, "exit %d: %s", st, out);
-    CHECK(strstr(out, "[5/5 run]") && strstr(out, "5 run, 0 skipped (finished before), 2 failed, 2 waiting for the choice of lr"),
+    CHECK(strstr(out, "[5/5 run]") &&
+              strstr(out, "5 run, 0 skipped (finished before), 2 failed, 2 waiting for the choice of lr"),
           "%s", out);
 }
 
 TEST(sweep_bad_sweep_files_exit_2_before_running) {
-    static const struct {
-        const char *body, *want;
-    } cases[] = {
+    static const BadInput cases[] = {
         {"steps = 2\nn_heads = 1, 2\n", "bad0.sweep:4: unknown key 'n_heads' (did you mean 'n_head'?)"},
         {"lr = 1e-3, 2e-3, abc\n", "bad1.sweep:3: lr: expected a positive number, got 'abc'"},
         {"mixer = softmax, nope\n", "bad2.sweep:3: mixer: expected one of softmax|"},
@@ -384,7 +397,7 @@ TEST(sweep_bad_sweep_files_exit_2_before_running) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[16];
         snprintf(name, sizeof name, "bad%zu", i);
-        const char *f = sweep_file(name, cases[i].body);
+        const char *f = sweep_file(name, cases[i].in);
         int st = test_run(out, sizeof out, "./sweep %s", f);
         char *nl = strchr(out, '\n');
         CHECK(st == 2 && strstr(out, cases[i].want) && (!nl || !nl[1]), "case %zu: exit %d: %s (want %s)", i, st, out,
@@ -428,13 +441,15 @@ TEST(sweep_runs_points_skips_finished_resumes_and_survives_a_failure) {
     CHECK(strstr(out, "mixer=softmax,n_head=3: FAILED (exit 2)") && strstr(out, "not divisible by n_head 3"), "%s", out);
     CHECK(strstr(out, "mixer=linear,n_head=3: FAILED (exit 2)"), "%s", out);
     CHECK(strstr(out, "mixer=softmax,n_head=1: done") && strstr(out, "mixer=linear,n_head=1: done"), "%s", out);
-    CHECK(strstr(out, "4 run, 0 skipped (finished before), 2 failed") && strstr(out, "failed points:\n  mixer=softmax,n_head=3 (exit 2)"),
+    CHECK(strstr(out, "4 run, 0 skipped (finished before), 2 failed") &&
+              strstr(out, "failed points:\n  mixer=softmax,n_head=3 (exit 2)"),
           "%s", out);
     char *log = read_out("run", "mixer=softmax,n_head=1/train.log");
     CHECK(log && strstr(log, "== sweep run, point 1/4") && strstr(log, "resuming from") && strstr(log, "step 2"), "%s", log);
     char *csv = read_out("run", "summary.csv");
     CHECK(csv && strstr(csv, "\"mixer=softmax,n_head=1\",softmax,1,done,,4,") &&
-              strstr(csv, "\"mixer=linear,n_head=3\",linear,3,failed,2,"), "%s", csv);
+              strstr(csv, "\"mixer=linear,n_head=3\",linear,3,failed,2,"),
+          "%s", csv);
 
     // again: the finished points are skipped (their logs untouched), the failed ones run again
     char p[1024];
@@ -442,7 +457,8 @@ TEST(sweep_runs_points_skips_finished_resumes_and_survives_a_failure) {
     long before = file_size(p);
     st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
     CHECK(st == 1 && strstr(out, "mixer=softmax,n_head=1: finished before, skipped") &&
-              strstr(out, "mixer=linear,n_head=1: finished before, skipped") && strstr(out, "2 run, 2 skipped"), "%s", out);
+              strstr(out, "mixer=linear,n_head=1: finished before, skipped") && strstr(out, "2 run, 2 skipped"),
+          "%s", out);
     CHECK(file_size(p) == before, "a finished point ran again");
     // --unfinished prints only the failed points' commands
     st = test_run(out, sizeof out, "./sweep %s --print --unfinished", f);
@@ -463,7 +479,8 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     st = test_run(out, sizeof out, "./sweep %s --collect", f);
     CHECK(st == 0 && strstr(out, "7 done, 0 partial, 0 failed, 1 missing"), "%d %s", st, out);
     CHECK(strstr(out, "## Grouped over `seed`") && strstr(out, "| softmax | 8 | 2/2 | 0/2 |") &&
-              strstr(out, "| linear | 16 | 1/2 | 0/1 |"), "%s", out);
+              strstr(out, "| linear | 16 | 1/2 | 0/1 |"),
+          "%s", out);
     CHECK(strstr(out, "| linear | 16 | 1 | missing | - |"), "%s", out);
     char *csv = read_out("col", "summary.csv");
     CHECK(csv && !strncmp(csv, "point,mixer,d_model,seed,status,", 32) && strstr(csv, "S_recall_L1"), "%s", csv);
@@ -478,7 +495,8 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     svg = read_out("col", "S_recall_steps.svg");
     CHECK(svg && strstr(svg, "S_recall (recall layer)") && strstr(svg, "mixer = linear"), "no S_recall figure");
     // a line per seed, named in the legend; the group's second seed dashed in the group's colour
-    CHECK(strstr(svg, ">d_model=16, seed=0<") && strstr(svg, ">d_model=16, seed=1<") && strstr(svg, "stroke-dasharray=\"6 4\""),
+    CHECK(strstr(svg, ">d_model=16, seed=0<") && strstr(svg, ">d_model=16, seed=1<") &&
+              strstr(svg, "stroke-dasharray=\"6 4\""),
           "the seeds' lines are not told apart:\n%s", svg);
     char *md = read_out("col", "summary.md");
     CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
@@ -487,8 +505,9 @@ TEST(sweep_print_then_collect_builds_the_summary) {
 // Two variants of one mixer (a zip partner that varies for it) get panels and lines of their own
 // in the figures, named by the partner; a mixer with one variant keeps its bare name.
 TEST(sweep_figures_split_the_variants_of_a_mixer) {
-    const char *f = sweep_file("var", "mixer = softmax, linear, linear\nshort_conv = 0, 0, 4\nzip = mixer, short_conv\n"
-                                      "d_model = 8, 16\n");
+    const char *f = sweep_file("var",
+                               "mixer = softmax, linear, linear\nshort_conv = 0, 0, 4\nzip = mixer, short_conv\n"
+                               "d_model = 8, 16\n");
     char out[16384];
     int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
     CHECK(st == 0 && strstr(out, "6 run, 0 skipped"), "%d %s", st, out);
@@ -521,23 +540,28 @@ TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
     snprintf(script, sizeof script, "%s/out_slu/slurm.sbatch", test_tmpdir());
     CHECK(st == 0 && strstr(out, "4 points, 3 not finished: a Slurm array of 3 tasks, 2 CPUs each") &&
               strstr(out, "at most 3 tasks at once") && strstr(out, "\n  sbatch ") && strstr(out, script) &&
-              strstr(out, "slu.sweep --collect\n"), "%d %s", st, out);
+              strstr(out, "slu.sweep --collect\n"),
+          "%d %s", st, out);
     char *text = read_file_text(script, NULL);
     CHECK(text && !strncmp(text, "#!/bin/bash\n", 12) && strstr(text, "\n#SBATCH --array=1-3%3\n") &&
               strstr(text, "\n#SBATCH --cpus-per-task=2\n") && strstr(text, "\n#SBATCH --chdir=/") &&
-              strstr(text, "/out_slu/slurm/%A_%a.out\n"), "%s", text);
+              strstr(text, "/out_slu/slurm/%A_%a.out\n"),
+          "%s", text);
     // the finished point has no task; the others, in order, with the commands --print writes
     CHECK(!strstr(text, "point=mixer=softmax,seed=0") && strstr(text, "1) n=2 point=mixer=softmax,seed=1 ") &&
-              strstr(text, "3) n=4 point=mixer=linear,seed=1 ") && strstr(text, " threads=2' ;;"), "%s", text);
+              strstr(text, "3) n=4 point=mixer=linear,seed=1 ") && strstr(text, " threads=2' ;;"),
+          "%s", text);
     st = test_run(out, sizeof out, "bash -n %s", script);
     CHECK(st == 0, "bash -n: %s", out);
 
     st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_JOB_ID=77 bash %s", script);
     CHECK(st == 0 && strstr(out, "[2/4] mixer=softmax,seed=1: started on ") &&
-              strstr(out, "[2/4] mixer=softmax,seed=1: done in "), "%d %s", st, out);
+              strstr(out, "[2/4] mixer=softmax,seed=1: done in "),
+          "%d %s", st, out);
     char *log = read_out("slu", "mixer=softmax,seed=1/train.log");
     CHECK(log && strstr(log, "== sweep slu, point 2/4, ") && strstr(log, ", Slurm job 77_1:\n./train ") &&
-              strstr(log, "done: 4 steps"), "%s", log);
+              strstr(log, "done: 4 steps"),
+          "%s", log);
     char p[1024];
     snprintf(p, sizeof p, "%s/out_slu/mixer=softmax,seed=1", test_tmpdir());
     CHECK(run_finished(p));
@@ -565,7 +589,8 @@ TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
     snprintf(script, sizeof script, "%s/out_slf/slurm.sbatch", test_tmpdir());
     st = test_run(out, sizeof out, "SLURM_ARRAY_TASK_ID=2 bash %s", script);
     CHECK(st == 2 && strstr(out, "[2/2] seed=1: FAILED (exit 2) after ") && strstr(out, "not divisible by n_head 3") &&
-              strstr(out, "(log: ") && strstr(out, "seed=1/train.log)"), "%d %s", st, out);
+              strstr(out, "(log: ") && strstr(out, "seed=1/train.log)"),
+          "%d %s", st, out);
     // a threads axis: each command keeps its own, the array asks for the largest
     f = sweep_file("slt", "threads = 1, 3\n");
     st = test_run(out, sizeof out, "./sweep %s --slurm --threads 2", f);
@@ -574,7 +599,8 @@ TEST(sweep_slurm_writes_a_job_array_of_the_unfinished_points) {
     free(text);
     text = read_file_text(script, NULL);
     CHECK(text && strstr(text, "\n#SBATCH --cpus-per-task=3\n") && strstr(text, " threads=1 out_dir=") &&
-              strstr(text, " threads=3 out_dir=") && !strstr(text, "threads=2"), "%s", text);
+              strstr(text, " threads=3 out_dir=") && !strstr(text, "threads=2"),
+          "%s", text);
     // bad input: a folder #SBATCH lines cannot name, bad combinations
     st = test_run(out, sizeof out, "./sweep %s --slurm --out '%s/a b'", f, test_tmpdir());
     CHECK(st == 2 && strstr(out, "a b' holds a space or a %, which #SBATCH lines cannot") && !strchr(out, '\n')[1],
@@ -602,26 +628,32 @@ TEST(sweep_second_sweep_on_a_folder_is_refused_and_a_locked_point_is_running) {
     long pid = 0;
     CHECK(st == 0 && sscanf(out, "pid %ld", &pid) == 1, "%s", out);
     char want[1024];
-    snprintf(want, sizeof want, "sweep: '%s/out_two' is in use by process %ld (another ./sweep running this sweep); wait "
-             "for it to end or choose another --out\nexit 2\nfirst 0\n", d, pid);
+    snprintf(want, sizeof want,
+             "sweep: '%s/out_two' is in use by process %ld (another ./sweep running this sweep); wait "
+             "for it to end or choose another --out\nexit 2\nfirst 0\n",
+             d, pid);
     CHECK(strstr(out, want), "not refused with the first sweep's pid:\n%s", out);
     // a point's folder held by a live ./train: reported running, the sweep does not fail
     char text[1024];
     snprintf(text, sizeof text, "base = tiny.conf\nout = %s/out_held\nseed = 1, 2\n", d);
     f = test_write_file("held.sweep", text);
-    st = test_run(out, sizeof out,
-                  "{ printf 'exec '; ./sweep %s --print --threads 1 | grep seed=2; } > %s/cmd; sh %s/cmd > /dev/null 2>&1 & t=$!; "
-                  "for i in $(seq 3000); do [ -s %s/out_held/seed=2/train.lock ] && break; sleep 0.005; done; kill -STOP $t; "
-                  "echo pid $t; ./sweep %s --threads 1; echo exit $?; "
-                  "grep -o 'running (process [0-9]*)' %s/out_held/summary.md; grep -o '^seed=2,2,softmax,[a-z]*,' %s/out_held/summary.csv; "
-                  "kill -CONT $t; wait $t; echo train $?; ./sweep %s --threads 1; echo again $?",
-                  f, d, d, d, f, d, d, f);
+    st = test_run(
+        out, sizeof out,
+        "{ printf 'exec '; ./sweep %s --print --threads 1 | grep seed=2; } > %s/cmd; sh %s/cmd > /dev/null 2>&1 & t=$!; "
+        "for i in $(seq 3000); do [ -s %s/out_held/seed=2/train.lock ] && break; sleep 0.005; done; kill -STOP $t; "
+        "echo pid $t; ./sweep %s --threads 1; echo exit $?; "
+        "grep -o 'running (process [0-9]*)' %s/out_held/summary.md; grep -o '^seed=2,2,softmax,[a-z]*,' %s/out_held/summary.csv; "
+        "kill -CONT $t; wait $t; echo train $?; ./sweep %s --threads 1; echo again $?",
+        f, d, d, d, f, d, d, f);
     CHECK(st == 0 && sscanf(out, "pid %ld", &pid) == 1, "%s", out);
-    snprintf(want, sizeof want, "[2/2] seed=2: running in process %ld (another ./train holds %s/out_held/seed=2), not here; "
-             "run the sweep again when it ends\n", pid, d);
+    snprintf(want, sizeof want,
+             "[2/2] seed=2: running in process %ld (another ./train holds %s/out_held/seed=2), not here; "
+             "run the sweep again when it ends\n",
+             pid, d);
     CHECK(strstr(out, want), "%s", out);
     CHECK(strstr(out, "sweep held: 1 run, 0 skipped (finished before), 1 running elsewhere, 0 failed, in ") &&
-              !strstr(out, "FAILED"), "%s", out);
+              !strstr(out, "FAILED"),
+          "%s", out);
     snprintf(want, sizeof want, "exit 0\nrunning (process %ld)\nseed=2,2,softmax,running,\ntrain 0\n", pid);
     CHECK(strstr(out, want), "the summary does not say running:\n%s", out);
     // once it has ended, the next sweep finds both finished
@@ -633,7 +665,8 @@ TEST(sweep_second_sweep_on_a_folder_is_refused_and_a_locked_point_is_running) {
 // rate, trained a new second stage and marked the finished points not selected. Now the sweep
 // names the point (exit 2) before anything runs, and the selection never compares a NaN.
 TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
-    const char *f = sweep_file("lost", "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
+    const char *f =
+        sweep_file("lost", "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
     char out[8192], p[1024];
     int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
     CHECK(st == 0 && strstr(out, "chosen: all: lr = 1e-3, a tie with 1e-2: the smaller"), "%s", out);
@@ -645,9 +678,11 @@ TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
         static const char *flags[] = {"--threads 1", "--print", "--slurm"};
         st = test_run(out, sizeof out, "./sweep %s %s 2>&1 >/dev/null", f, flags[mode]);
         char want[1024];
-        snprintf(want, sizeof want, "sweep: %s/out_lost/lr=1e-3,seed=0: checkpoints but no metrics.jsonl: the records of "
+        snprintf(want, sizeof want,
+                 "sweep: %s/out_lost/lr=1e-3,seed=0: checkpoints but no metrics.jsonl: the records of "
                  "point 'lr=1e-3,seed=0' are lost (a resume would log only what follows its checkpoint); restore "
-                 "metrics.jsonl, or remove the folder to run the point again\n", test_tmpdir());
+                 "metrics.jsonl, or remove the folder to run the point again\n",
+                 test_tmpdir());
         CHECK(st == 2 && !strcmp(out, want), "%s: exit %d: %s", flags[mode], st, out);
     }
     char *again = read_out("lost", "summary.csv");
@@ -662,8 +697,10 @@ TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
     for (int mode = 0; mode < 2; mode++) {
         st = test_run(out, sizeof out, "./sweep %s %s 2>&1 >/dev/null", f, mode ? "--collect" : "--threads 1");
         char want[2048];
-        snprintf(want, sizeof want, "sweep: %s: point 'lr=1e-3,seed=0' is finished but its log has no validation "
-                 "accuracy (no eval record), which the choice of lr needs; remove the folder to run the point again\n", p);
+        snprintf(want, sizeof want,
+                 "sweep: %s: point 'lr=1e-3,seed=0' is finished but its log has no validation "
+                 "accuracy (no eval record), which the choice of lr needs; remove the folder to run the point again\n",
+                 p);
         CHECK(st == 2 && !strcmp(out, want), "exit %d: %s", st, out);
     }
     free(again);
@@ -673,7 +710,8 @@ TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
     // the selection itself: the group waits, it does not choose the other value
     SweepFile sw;
     char err[512], text[512];
-    snprintf(text, sizeof text, "out = %s/out_lost\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n", test_tmpdir());
+    snprintf(text, sizeof text, "out = %s/out_lost\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n",
+             test_tmpdir());
     CHECK(parse(text, &sw, err, sizeof err) == 0, "%s", err);
     char *dirs[4];
     for (int i = 0; i < 4; i++) dirs[i] = sweep_point_dir(&sw, i);
@@ -687,6 +725,9 @@ TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
     // a two-stage sweep without evaluations has nothing to choose by
     f = sweep_file("noeval", "eval_every = 0\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n");
     st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", f);
-    CHECK(st == 2 && strstr(out, "noeval.sweep:6: select: the choice of lr is by validation accuracy, but point "
-                                 "'lr=1e-3,seed=0' has eval_every = 0 (expected eval_every > 0)\n"), "exit %d: %s", st, out);
+    CHECK(st == 2 &&
+              strstr(out,
+                     "noeval.sweep:6: select: the choice of lr is by validation accuracy, but point "
+                     "'lr=1e-3,seed=0' has eval_every = 0 (expected eval_every > 0)\n"),
+          "exit %d: %s", st, out);
 }

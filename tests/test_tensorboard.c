@@ -87,9 +87,10 @@ static int count_event_files(const char *dir) {
 }
 
 // A mixture with a short convolution (answer windows), evaluated every 3 steps.
-#define TB_RUN "./train %s vocab_size=64 seq_len=32 mqar_cells=4x32,2x16 mqar_train_examples=512 " \
-               "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 short_conv=2 log_every=1 " \
-               "eval_every=3 sparsity_every=3 save_every=5 steps=12 threads=1 tensorboard=true out_dir=%s"
+#define TB_RUN                                                                                                         \
+    "./train %s vocab_size=64 seq_len=32 mqar_cells=4x32,2x16 mqar_train_examples=512 "                                \
+    "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 short_conv=2 log_every=1 "                        \
+    "eval_every=3 sparsity_every=3 save_every=5 steps=12 threads=1 tensorboard=true out_dir=%s"
 
 TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
     const char *conf = test_write_file("tb.conf", "mixer = softmax\nmlp = false\n");
@@ -113,8 +114,9 @@ TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
     snprintf(p, sizeof p, "%s/sparsity.jsonl", dir);
     CHECK(runlog_each(p, expect, &want) == 0);
     CHECK(has(&want, "train/loss", 1) && has(&want, "train/tok_per_s", 12) && has(&want, "val/acc_kv4_L32", 0) &&
-          has(&want, "val/acc_kv2_L16", 12) && has(&want, "sparsity/L1_H1/S_recall", 9) &&
-          has(&want, "sparsity/L0_H0/answer_share", 12), "the run log lacks a scalar the test expects");
+              has(&want, "val/acc_kv2_L16", 12) && has(&want, "sparsity/L1_H1/S_recall", 9) &&
+              has(&want, "sparsity/L0_H0/answer_share", 12),
+          "the run log lacks a scalar the test expects");
 
     char err[512] = "";
     TfScalar *got;
@@ -163,6 +165,7 @@ TEST(tensorboard_write_error_stops_the_run_with_one_line) {
     }
     const char *conf = test_write_file("tbf.conf", "mixer = softmax\nmlp = false\n");
     int st = test_run(out, sizeof out, TB_RUN " steps=3 > /dev/null", conf, dir);
-    CHECK(st == 1 && strstr(out, "/full/events.out.tfevents.") && strstr(out, ": write error (No space left on device)\n") &&
-          strchr(out, '\n')[1] == 0, "exit %d: %s", st, out);
+    CHECK(st == 1 && strstr(out, "/full/events.out.tfevents.") &&
+              strstr(out, ": write error (No space left on device)\n") && strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
 }

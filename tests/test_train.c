@@ -7,8 +7,9 @@
 #include "tests/test.h"
 
 // A tiny MQAR run: 2 layers, d_model 16, about a second.
-#define TINY "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 " \
-             "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=10"
+#define TINY                                                                                                           \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 "                                                \
+    "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=10"
 
 static const char *tiny_conf(void) { return test_write_file("tiny.conf", "mixer = softmax\nmlp = false\n"); }
 
@@ -87,7 +88,8 @@ TEST(train_bad_input_exits_2_with_one_line) {
     const char *bad = test_write_file("bad.conf", "d_model = 64\nn_heads = 2\n");
     int st = test_run(out, sizeof out, "./train %s", bad);
     CHECK(st == 2, "exit %d", st);
-    CHECK(strstr(out, "bad.conf:2: unknown key 'n_heads' (did you mean 'n_head'?)\n") && !strchr(strchr(out, '\n') + 1, '\n'), "%s", out);
+    CHECK(strstr(out, "bad.conf:2: unknown key 'n_heads' (did you mean 'n_head'?)\n") && !strchr(strchr(out, '\n') + 1, '\n'),
+          "%s", out);
     st = test_run(out, sizeof out, "./train %s/none.conf", test_tmpdir());
     CHECK(st == 2 && strstr(out, "none.conf: cannot open config"), "%d %s", st, out);
     st = test_run(out, sizeof out, "./train %s " TINY " d_model=30 n_head=4 out_dir=%s/x", tiny_conf(), test_tmpdir());
@@ -121,7 +123,8 @@ TEST(train_non_finite_loss_stops_or_skips) {
     const char *args = TINY " optimizer=sgd lr=1e30 steps=6 eval_every=0 save_every=3";
     int st = test_run(out, sizeof out, "./train %s %s out_dir=%s/stop", tiny_conf(), args, test_tmpdir());
     CHECK(st == 1 && strstr(out, "step 2: non-finite value, first in the loss") &&
-          strstr(out, "the last good checkpoint is") && strstr(out, "ckpt_00000000"), "%d %s", st, out);
+              strstr(out, "the last good checkpoint is") && strstr(out, "ckpt_00000000"),
+          "%d %s", st, out);
     char p[512];
     snprintf(p, sizeof p, "%s/stop/ckpt_00000003.safetensors", test_tmpdir());
     CHECK(!path_exists(p), "saved a checkpoint after the non-finite step");
@@ -136,8 +139,10 @@ TEST(train_bit_identical_for_one_and_two_threads) {
     char out[4096];
     const char *conf = tiny_conf();
     for (int t = 1; t <= 2; t++) {
-        int st = test_run(out, sizeof out, "./train %s " TINY " mlp=true seq_len=64 vocab_size=512 d_model=64 batch_size=48 steps=6 threads=%d out_dir=%s/t%d", conf, t,
-                          test_tmpdir(), t);
+        int st = test_run(out, sizeof out,
+                          "./train %s " TINY
+                          " mlp=true seq_len=64 vocab_size=512 d_model=64 batch_size=48 steps=6 threads=%d out_dir=%s/t%d",
+                          conf, t, test_tmpdir(), t);
         CHECK(st == 0, "%s", out);
     }
     char p1[512], p2[512];
@@ -152,7 +157,8 @@ TEST(train_bit_identical_for_one_and_two_threads) {
 TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
     const char *conf = tiny_conf();
     char out[4096];
-    int st = test_run(out, sizeof out, "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.02 out_dir=%s/s",
+    int st = test_run(out, sizeof out,
+                      "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.02 out_dir=%s/s",
                       conf, test_tmpdir());
     CHECK(st == 0 && strstr(out, ">= stop_at_acc 0.02: stopping at step "), "%s", out);
     long step = atol(strstr(out, "stopping at step ") + 17);
@@ -165,20 +171,24 @@ TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
     snprintf(p, sizeof p, "%s/s/sparsity.jsonl", test_tmpdir());
     char *sp = read_file_text(p, NULL);
     snprintf(want, sizeof want, "{\"type\":\"sparsity\",\"step\":%ld,\"layer\":1,\"head\":1,", step);
-    CHECK(sp && strstr(sp, "{\"type\":\"sparsity\",\"step\":0,") && strstr(sp, want), "no final sparsity record for step %ld:\n%s", step, sp);
+    CHECK(sp && strstr(sp, "{\"type\":\"sparsity\",\"step\":0,") && strstr(sp, want),
+          "no final sparsity record for step %ld:\n%s", step, sp);
     snprintf(p, sizeof p, "%s/s/ckpt_%08ld.safetensors", test_tmpdir(), step);
     CHECK(path_exists(p), "%s missing", p);
     // the same command again finds the run complete and leaves it as it is
     char again[4096];
-    st = test_run(again, sizeof again, "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.02 out_dir=%s/s",
-                  conf, test_tmpdir());
+    st = test_run(again, sizeof again,
+                  "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.02 out_dir=%s/s", conf,
+                  test_tmpdir());
     CHECK(st == 0 && strstr(again, "the run is complete") && strstr(again, "nothing to do"), "%s", again);
     snprintf(p, sizeof p, "%s/s/metrics.jsonl", test_tmpdir());
     char *text2 = read_file_text(p, NULL);
     CHECK(text2 && !strcmp(text, text2), "metrics.jsonl changed");
     // an explicit checkpoint trains on
     snprintf(p, sizeof p, "%s/s/ckpt_%08ld.safetensors", test_tmpdir(), step);
-    st = test_run(again, sizeof again, "./train %s " TINY " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.9 resume=%s stop_at_step=%ld out_dir=%s/s",
+    st = test_run(again, sizeof again,
+                  "./train %s " TINY
+                  " steps=200 eval_every=3 sparsity_every=1000 stop_at_acc=0.9 resume=%s stop_at_step=%ld out_dir=%s/s",
                   conf, p, step + 2, test_tmpdir());
     CHECK(st == 0 && strstr(again, "resuming from") && strstr(again, "stop_at_step"), "%s", again);
     free(text), free(text2), free(sp);
@@ -187,7 +197,7 @@ TEST(train_stop_at_acc_ends_with_done_checkpoint_and_sparsity) {
 // vocab_size 16777216, d_model 100000, batch_size 1e9, mqar_train_examples 1e9 allocated or
 // generated for minutes, then exited 1 "out of memory". Refused at the start, naming the key.
 TEST(train_refuses_a_run_that_cannot_fit_in_memory_naming_the_key) {
-    static const struct { const char *args, *want; } cases[] = {
+    static const BadInput cases[] = {
         {"mqar_train_examples=1000000000", "command line: mqar_train_examples = 1000000000: the run needs"},
         {"batch_size=1000000000", "command line: batch_size = 1000000000: the run needs at least"},
         {"d_model=100000", "command line: d_model = 100000: the run needs"},
@@ -198,12 +208,13 @@ TEST(train_refuses_a_run_that_cannot_fit_in_memory_naming_the_key) {
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int st = test_run(out, sizeof out, "./train /dev/null seq_len=64 %s out_dir=%s/big%zu 2>&1 >/dev/null",
-                          cases[i].args, test_tmpdir(), i);
+                          cases[i].in, test_tmpdir(), i);
         CHECK(st == 2 && strstr(out, cases[i].want) && strchr(out, '\n') == out + strlen(out) - 1, "%s: exit %d: %s",
-              cases[i].args, st, out);
+              cases[i].in, st, out);
         CHECK(strstr(out, "; lower "), "%s", out);
     }
     // what fits passes: the default run under a bound of 1 GB
-    int st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=1 max_memory=1 out_dir=%s/fits 2>&1", test_tmpdir());
+    int st =
+        test_run(out, sizeof out, "./train /dev/null " TINY " steps=1 max_memory=1 out_dir=%s/fits 2>&1", test_tmpdir());
     CHECK(st == 0, "exit %d: %s", st, out);
 }

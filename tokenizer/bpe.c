@@ -8,7 +8,6 @@
 #include <zlib.h>
 
 #include "core/io.h"
-#include "tokenizer/llmc_tokenizer.h"
 #include "tokenizer/chunks.h"
 
 void tokbuf_push(TokBuf *b, uint32_t t) {
@@ -86,10 +85,12 @@ uint32_t bpe_identity(const Bpe *b) {
     for (int k = 0; k < b->n_merges; k++)
         for (int j = 0; j < 2; j++) {
             uint32_t v = b->merges[k][j];
-            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                                   (unsigned char)(v >> 24)};
             c = crc32(c, le, 4);
         }
-    for (int k = 0; k < b->n_special; k++) c = crc32(c, (const unsigned char *)b->special[k], (uInt)strlen(b->special[k]) + 1);
+    for (int k = 0; k < b->n_special; k++)
+        c = crc32(c, (const unsigned char *)b->special[k], (uInt)strlen(b->special[k]) + 1);
     return (uint32_t)c;
 }
 
@@ -138,10 +139,11 @@ static void bprintf(ByteBuf *out, const char *fmt, ...) {
 void bpe_save(const Bpe *b, const char *path) {
     ByteBuf t = {0};
     bprintf(&t, "%s\n", BPE_MAGIC);
-    bprintf(&t, "# Byte-level BPE (attnscope). Ids 0-255 are the bytes. Merge line k (k = 0, 1, ...) makes\n"
-                "# id 256+k from the two ids on it; the text after the tab is the new token's bytes,\n"
-                "# for people (ignored when loading). Special tokens follow the merges. The last line is\n"
-                "# the CRC32 of every byte before it.\n");
+    bprintf(&t,
+            "# Byte-level BPE (attnscope). Ids 0-255 are the bytes. Merge line k (k = 0, 1, ...) makes\n"
+            "# id 256+k from the two ids on it; the text after the tab is the new token's bytes,\n"
+            "# for people (ignored when loading). Special tokens follow the merges. The last line is\n"
+            "# the CRC32 of every byte before it.\n");
     bprintf(&t, "vocab_size %d\nmerges %d\npretokenizer %s\n", b->vocab_size, b->n_merges, BPE_PRETOKENIZER);
     for (int s = 0; s < b->n_special; s++) bprintf(&t, "special %d %s\n", 256 + b->n_merges + s, b->special[s]);
     for (int k = 0; k < b->n_merges; k++) {
@@ -161,10 +163,10 @@ void bpe_save(const Bpe *b, const char *path) {
     free(t.v);
 }
 
-#define FAIL(...)                                   \
-    do {                                            \
-        snprintf(err, errlen, __VA_ARGS__);         \
-        goto fail;                                  \
+#define FAIL(...)                                                                                                      \
+    do {                                                                                                               \
+        snprintf(err, errlen, __VA_ARGS__);                                                                            \
+        goto fail;                                                                                                     \
     } while (0)
 
 // Parses "<u32> <u32>" at the start of s; 0 on success.
@@ -190,24 +192,9 @@ static int parse_int_field(const char *line, const char *key, long *v) {
     return *end || errno || line[k + 1] < '0' || line[k + 1] > '9' ? -1 : 0;
 }
 
-Bpe *bpe_read(const char *path, char *err, size_t errlen) {
+Bpe *bpe_parse(const char *path, char *text, size_t len, char *err, size_t errlen) {
     Bpe *b = NULL;
-    uint32_t (*merges)[2] = NULL;
-    size_t len;
-    if (is_directory(path)) {
-        snprintf(err, errlen, "%s: is a folder, expected a tokenizer file", path);
-        return NULL;
-    }
-    char *text = read_file_text(path, &len);
-    if (!text) {
-        snprintf(err, errlen, "%s: cannot open tokenizer (%s)", path, strerror(errno));
-        return NULL;
-    }
-    if (llmc_is_tokenizer((const uint8_t *)text, len)) {
-        b = llmc_tokenizer_parse(path, (const uint8_t *)text, len, err, errlen);
-        free(text);
-        return b;
-    }
+    uint32_t(*merges)[2] = NULL;
     size_t magic = strlen(BPE_MAGIC);
     if (len < magic + 1 || memcmp(text, BPE_MAGIC, magic) || text[magic] != '\n')
         FAIL("%s: not a tokenizer file (expected '%s' on line 1)", path, BPE_MAGIC);
@@ -239,11 +226,13 @@ Bpe *bpe_read(const char *path, char *err, size_t errlen) {
                 FAIL("%s:%d: expected 'vocab_size N' with 257 <= N <= %ld, got '%.60s'", path, lineno, 1L << 24, line);
         } else if (n_merges < 0) {
             if (parse_int_field(line, "merges", &n_merges) || n_merges < 0 || n_merges > vocab - 257)
-                FAIL("%s:%d: expected 'merges N' with 0 <= N <= vocab_size - 257 = %ld, got '%.60s'", path, lineno, vocab - 257, line);
+                FAIL("%s:%d: expected 'merges N' with 0 <= N <= vocab_size - 257 = %ld, got '%.60s'", path, lineno,
+                     vocab - 257, line);
             merges = mallocCheck((size_t)(n_merges ? n_merges : 1) * sizeof *merges);
         } else if (!strncmp(line, "pretokenizer ", 13)) {
             if (strcmp(line + 13, BPE_PRETOKENIZER))
-                FAIL("%s:%d: pretokenizer '%.60s' is not supported (this build knows '%s')", path, lineno, line + 13, BPE_PRETOKENIZER);
+                FAIL("%s:%d: pretokenizer '%.60s' is not supported (this build knows '%s')", path, lineno, line + 13,
+                     BPE_PRETOKENIZER);
         } else if (!strncmp(line, "special ", 8)) {
             char *end;
             long id = strtol(line + 8, &end, 10);
@@ -280,28 +269,11 @@ Bpe *bpe_read(const char *path, char *err, size_t errlen) {
     for (int m = 0; m < b->n_merges; m++)
         if (pairmap_get(&b->ranks, b->merges[m][0], b->merges[m][1]) != m)
             FAIL("%s: merge %d repeats the pair %u %u of an earlier merge", path, m, b->merges[m][0], b->merges[m][1]);
-    free(text);
     return b;
 fail:
-    free(text);
     free(merges);
     bpe_free(b);
     return NULL;
-}
-
-Bpe *bpe_load(const char *path) {
-    char err[1024];
-    Bpe *b = bpe_read(path, err, sizeof err);
-    if (!b) die_input("%s", err);
-    return b;
-}
-
-Bpe *bpe_load_encoder(const char *path, const char *key) {
-    Bpe *b = bpe_load(path);
-    if (b->decode_only)
-        die_input("%s: %s is llm.c's tokenizer file, which decodes only (it holds no merges): encoding needs a "
-                  "tokenizer made by ./tokenize train", key, path);
-    return b;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -324,7 +296,8 @@ static int merge_chunk(const Bpe *b, const uint8_t *p, int n, uint32_t *out) {
         if (rank[best] == none) break;
         out[best] = 256 + (uint32_t)rank[best];
         memmove(out + best + 1, out + best + 2, sizeof *out * (size_t)(n - best - 2));
-        if (best + 2 < n) memmove(rank + best + 1, rank + best + 2, sizeof *rank * (size_t)(n - best - 3 > 0 ? n - best - 3 : 0));
+        if (best + 2 < n)
+            memmove(rank + best + 1, rank + best + 2, sizeof *rank * (size_t)(n - best - 3 > 0 ? n - best - 3 : 0));
         n--;
         if (best + 1 < n) {
             int32_t r = pairmap_get(&b->ranks, out[best], out[best + 1]);
@@ -339,7 +312,7 @@ static int merge_chunk(const Bpe *b, const uint8_t *p, int n, uint32_t *out) {
 }
 
 void bpe_encode_chunk(Bpe *b, const uint8_t *chunk, int len, TokBuf *out) {
-    if (b->decode_only) die("internal error: encoding with a decode-only tokenizer (use bpe_load_encoder)");
+    if (b->decode_only) die("internal error: encoding with a decode-only tokenizer (use tokenizer_load_encoder)");
     if (len == 1) {  // a single byte is its own token
         tokbuf_push(out, chunk[0]);
         return;

@@ -38,7 +38,7 @@ void tokbuf_push(TokBuf *b, uint32_t t);
 void bytebuf_append(ByteBuf *b, const void *p, size_t n);
 
 typedef struct {
-    int vocab_size;         // 256 + n_merges + n_special
+    int vocab_size;  // 256 + n_merges + n_special
     int n_merges;
     int n_special;
     int eot;                // id of <|endoftext|>
@@ -48,7 +48,7 @@ typedef struct {
     // decoding: token id -> its bytes
     uint32_t *tok_off, *tok_len;  // [vocab_size]
     uint8_t *tok_bytes;
-    PairMap ranks;          // (left, right) -> merge index
+    PairMap ranks;  // (left, right) -> merge index
     // encoding cache: chunk -> its tokens (cleared when it grows large)
     StrMap cache;
     uint32_t *cache_off, *cache_n;  // [cache_cap] per cache entry: its tokens in cache_toks
@@ -66,12 +66,10 @@ Bpe *bpe_create(const uint32_t (*merges)[2], int n_merges);
 uint32_t bpe_identity(const Bpe *b);
 void bpe_free(Bpe *b);
 
-// Reads a tokenizer file (this project's, or llm.c's binary one as a decode-only tokenizer); NULL with a one-line message naming the file (and line) on any problem.
-Bpe *bpe_read(const char *path, char *err, size_t errlen);
-// bpe_read, exiting 2 with that message (a missing or damaged tokenizer is bad input).
-Bpe *bpe_load(const char *path);
-// bpe_load for encoding: also exits 2 when the file is a decode-only one (llm.c's), naming `key`.
-Bpe *bpe_load_encoder(const char *path, const char *key);
+// Parses the text of this project's tokenizer file, len bytes read from path (the text is
+// modified); NULL with a one-line message naming the file (and line) on any problem. Reading
+// either kind of tokenizer file from a path: tokenizer/tokenizer_file.h.
+Bpe *bpe_parse(const char *path, char *text, size_t len, char *err, size_t errlen);
 // Writes the file atomically (core/io.h: path.tmp, then rename); a path that cannot be written
 // exits 2, an I/O error exits 1.
 void bpe_save(const Bpe *b, const char *path);

@@ -10,10 +10,10 @@
 
 typedef struct {
     uint32_t a, b;
-    int64_t count;      // occurrences, with the word counts as weights
-    int32_t *where;     // words it occurs in (may hold words it left since; checked on use)
+    int64_t count;   // occurrences, with the word counts as weights
+    int32_t *where;  // words it occurs in (may hold words it left since; checked on use)
     int32_t n_where, cap_where;
-    int32_t queued;     // the merge after which it was last queued
+    int32_t queued;  // the merge after which it was last queued
 } Pair;
 
 typedef struct {
@@ -23,20 +23,20 @@ typedef struct {
 } HeapItem;
 
 struct BpeTrainer {
-    StrMap words;       // chunk bytes -> word id
-    int64_t *wcount;    // [words] occurrences of each distinct chunk
+    StrMap words;     // chunk bytes -> word id
+    int64_t *wcount;  // [words] occurrences of each distinct chunk
     int32_t wcap;
     long n_chunks;
     // during run()
-    uint32_t **sym;     // [words] symbols of each word
-    int32_t *nsym;      // [words]
-    int32_t *seen;      // [words] the merge that last touched the word (de-duplicates where lists)
-    PairMap pair_id;    // (a, b) -> index into pairs
+    uint32_t **sym;   // [words] symbols of each word
+    int32_t *nsym;    // [words]
+    int32_t *seen;    // [words] the merge that last touched the word (de-duplicates where lists)
+    PairMap pair_id;  // (a, b) -> index into pairs
     Pair *pairs;
     int32_t n_pairs, cap_pairs;
     HeapItem *heap;
     long n_heap, cap_heap;
-    int32_t *grown;     // pairs whose count rose during one merge
+    int32_t *grown;  // pairs whose count rose during one merge
     long n_grown, cap_grown;
 };
 
@@ -199,7 +199,7 @@ Bpe *bpe_trainer_run(BpeTrainer *t, int vocab_size, int progress) {
     t->n_grown = 0;
     for (int32_t p = 0; p < t->n_pairs; p++) heap_push(t, p);
 
-    uint32_t (*merges)[2] = mallocCheck((size_t)(target ? target : 1) * sizeof *merges);
+    uint32_t(*merges)[2] = mallocCheck((size_t)(target ? target : 1) * sizeof *merges);
     int m = 0;
     double t0 = now_seconds(), shown = 0;
     while (m < target && t->n_heap > 0) {

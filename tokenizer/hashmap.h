@@ -8,13 +8,13 @@
 uint64_t hash_bytes(const uint8_t *p, size_t n);
 
 typedef struct {
-    int32_t *slots;     // [cap] entry id or -1
-    size_t cap;         // power of two
-    uint64_t *hash;     // [n] per entry
-    size_t *off;        // [n] key offset into bytes
-    int32_t *len;       // [n] key length
+    int32_t *slots;  // [cap] entry id or -1
+    size_t cap;      // power of two
+    uint64_t *hash;  // [n] per entry
+    size_t *off;     // [n] key offset into bytes
+    int32_t *len;    // [n] key length
     int32_t n, n_cap;
-    uint8_t *bytes;     // key arena
+    uint8_t *bytes;  // key arena
     size_t n_bytes, bytes_cap;
 } StrMap;
 
@@ -28,8 +28,8 @@ int32_t strmap_intern(StrMap *m, const uint8_t *key, size_t len, uint64_t h, int
 static inline const uint8_t *strmap_key(const StrMap *m, int32_t id) { return m->bytes + m->off[id]; }
 
 typedef struct {
-    uint64_t *keys;     // [cap] (left << 32 | right) + 1, 0 = empty
-    int32_t *vals;      // [cap]
+    uint64_t *keys;  // [cap] (left << 32 | right) + 1, 0 = empty
+    int32_t *vals;   // [cap]
     size_t cap, n;
 } PairMap;
 

@@ -55,7 +55,9 @@ Bpe *llmc_tokenizer_parse(const char *path, const uint8_t *p, size_t len, char *
     for (uint32_t t = 0; t < vocab; t++) {
         if (pos >= len || p[pos] == 0 || pos + 1 + p[pos] > len) {
             snprintf(err, errlen, "%s: token %u: %s", path, t,
-                     pos >= len ? "the file ends before it" : p[pos] == 0 ? "length 0" : "its bytes run past the end");
+                     pos >= len        ? "the file ends before it"
+                         : p[pos] == 0 ? "length 0"
+                                       : "its bytes run past the end");
             bpe_free(b);
             return NULL;
         }

@@ -15,15 +15,15 @@ typedef struct {
     Bpe *bpe;
     const PrepareOptions *o;
     PrepareStats *st;
-    int wide;              // uint32 shards
+    int wide;  // uint32 shards
     ChunkStream cs;
-    TokBuf buf[2];         // tokens of the shard being filled, per split
-    long doc_index;        // documents begun
-    int split;             // split of the open document
+    TokBuf buf[2];   // tokens of the shard being filled, per split
+    long doc_index;  // documents begun
+    int split;       // split of the open document
     int in_doc;
-    int line_blank;        // the current line holds only whitespace so far
-    ByteBuf pending;       // that whitespace (dropped if the line ends blank)
-    const char *path;      // file being read
+    int line_blank;    // the current line holds only whitespace so far
+    ByteBuf pending;   // that whitespace (dropped if the line ends blank)
+    const char *path;  // file being read
     double t0, shown;
 } Prep;
 
@@ -120,8 +120,7 @@ static void show_progress(Prep *p) {
     p->shown = now;
     double mb = (double)p->st->bytes / 1e6;
     progress_line("prepare: %s | %.1f MB | %ld documents | %ld tokens | %.1f MB/s", p->path, mb,
-                  p->st->docs[0] + p->st->docs[1], p->st->tokens[0] + p->st->tokens[1],
-                  mb / (now - p->t0 + 1e-9));
+                  p->st->docs[0] + p->st->docs[1], p->st->tokens[0] + p->st->tokens[1], mb / (now - p->t0 + 1e-9));
 }
 
 static void on_block(void *ctx, const uint8_t *s, size_t n) {

@@ -11,17 +11,17 @@
 #include "tokenizer/bpe.h"
 
 typedef struct {
-    const char *out;       // PREFIX
-    double val_fraction;   // [0, 1)
-    long shard_tokens;     // > 0
-    int by_file;           // 1: a document is a file; 0: paragraphs
-    int progress;          // live line on a terminal
+    const char *out;      // PREFIX
+    double val_fraction;  // [0, 1)
+    long shard_tokens;    // > 0
+    int by_file;          // 1: a document is a file; 0: paragraphs
+    int progress;         // live line on a terminal
 } PrepareOptions;
 
 typedef struct {
     long docs[2], tokens[2];  // [0] train, [1] val
     int shards[2];
-    uint64_t bytes;           // text bytes read
+    uint64_t bytes;  // text bytes read
 } PrepareStats;
 
 void prepare_shards(Bpe *bpe, char *const *inputs, int n_inputs, const PrepareOptions *o, PrepareStats *st);

@@ -16,6 +16,7 @@
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/chunks.h"
 #include "tokenizer/prepare.h"
+#include "tokenizer/tokenizer_file.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -140,7 +141,8 @@ static int cmd_train(int argc, char **argv) {
     const char *out = need_str(&a.cfg, "out", "the tokenizer file to write");
     if (a.n_inputs == 0) die_input("command line: no INPUT files to learn from");
     for (int i = 0; i < a.n_inputs; i++)  // refuse a bad input before any work
-        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
+        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i]))
+            die_input("%s: cannot open (no such file)", a.inputs[i]);
     check_output(out, a.inputs, a.n_inputs, NULL);
     TrainCtx c = {.t = bpe_trainer_create(), .t0 = now_seconds()};
     chunks_init(&c.cs);
@@ -179,8 +181,9 @@ static int cmd_prepare(int argc, char **argv) {
     const char *out = need_str(&a.cfg, "out", "the prefix of the shards, e.g. out=data/mytext");
     if (a.n_inputs == 0) die_input("command line: no INPUT files to prepare");
     for (int i = 0; i < a.n_inputs; i++)
-        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i])) die_input("%s: cannot open (no such file)", a.inputs[i]);
-    Bpe *b = bpe_load_encoder(tok, "tokenizer");
+        if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i]))
+            die_input("%s: cannot open (no such file)", a.inputs[i]);
+    Bpe *b = tokenizer_load_encoder(tok, "tokenizer");
     check_output(out, a.inputs, a.n_inputs, tok);
     make_parent_dir(out, "out");
     PrepareOptions o = {
@@ -195,8 +198,8 @@ static int cmd_prepare(int argc, char **argv) {
     prepare_shards(b, a.inputs, a.n_inputs, &o, &st);
     double dt = now_seconds() - t0;
     printf("read %.2f MB in %d file%s: %ld documents (%s), %.2f s, %.1f MB/s\n", st.bytes / 1e6, a.n_inputs,
-           a.n_inputs > 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated",
-           dt, st.bytes / 1e6 / (dt + 1e-9));
+           a.n_inputs > 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated", dt,
+           st.bytes / 1e6 / (dt + 1e-9));
     for (int s = 0; s < 2; s++) {
         const char *name = s ? "val" : "train";
         if (st.shards[s] == 0) {
@@ -238,7 +241,9 @@ static void enc_chunk(void *ctx, const uint8_t *chunk, int len) {
     if (e->toks.n > 65536) enc_flush(e);
 }
 
-static void enc_block(void *ctx, const uint8_t *p, size_t n) { chunks_feed(&((EncCtx *)ctx)->cs, p, n, enc_chunk, ctx); }
+static void enc_block(void *ctx, const uint8_t *p, size_t n) {
+    chunks_feed(&((EncCtx *)ctx)->cs, p, n, enc_chunk, ctx);
+}
 
 static int cmd_encode(int argc, char **argv) {
     Args a;
@@ -249,7 +254,7 @@ static int cmd_encode(int argc, char **argv) {
     char **inputs = a.n_inputs ? a.inputs : std_in;
     int n_inputs = a.n_inputs ? a.n_inputs : 1;
     if (*out) check_output(out, inputs, n_inputs, tok);
-    EncCtx e = {.b = bpe_load_encoder(tok, "tokenizer"), .text_out = *out ? NULL : stdout};
+    EncCtx e = {.b = tokenizer_load_encoder(tok, "tokenizer"), .text_out = *out ? NULL : stdout};
     chunks_init(&e.cs);
     for (int i = 0; i < n_inputs; i++) {
         read_text_file(inputs[i], enc_block, &e);
@@ -288,7 +293,7 @@ static void decode_write(const Bpe *b, const uint32_t *t, size_t n) {
 static int cmd_decode(int argc, char **argv) {
     Args a;
     parse_args(&a, argc, argv, k_decode);
-    Bpe *b = bpe_load(need_str(&a.cfg, "tokenizer", "the tokenizer file"));
+    Bpe *b = tokenizer_load(need_str(&a.cfg, "tokenizer", "the tokenizer file"));
     char *std_in[] = {"-"};
     char **inputs = a.n_inputs ? a.inputs : std_in;
     int n_inputs = a.n_inputs ? a.n_inputs : 1;

@@ -8,7 +8,7 @@
 #include <zlib.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/run_dir.h"
 #include "core/safetensors.h"
 #include "trainer/llmc.h"
@@ -27,11 +27,12 @@ static void add_tensor(StWriter *w, const char *name, const TensorInfo *t, const
 #endif
 }
 
-int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Config *cfg,
-              const TrainState *ts, char *err, size_t errlen) {
+int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Config *cfg, const TrainState *ts,
+              char *err, size_t errlen) {
     StWriter *w = st_writer_new();
     char name[160], num[64];
-    for (int i = 0; i < m->n_tensors; i++) add_tensor(w, m->tensors[i].name, &m->tensors[i], m->params + m->tensors[i].offset);
+    for (int i = 0; i < m->n_tensors; i++)
+        add_tensor(w, m->tensors[i].name, &m->tensors[i], m->params + m->tensors[i].offset);
     int has_moments = opt && opt->kind == OPT_ADAMW;
     if (has_moments)
         for (int i = 0; i < m->n_tensors; i++) {
@@ -72,7 +73,8 @@ int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Conf
 static void warn_header_unchecked(const char *path) {
     static int warned;
     if (warned++) return;
-    fprintf(stderr, "warning: %s: a checkpoint of format %s, whose CRC does not cover its header (metadata, "
+    fprintf(stderr,
+            "warning: %s: a checkpoint of format %s, whose CRC does not cover its header (metadata, "
             "tensor offsets): loaded with the header unchecked; checkpoints saved from now on cover it\n",
             path, CKPT_FORMAT_V1);
 }
@@ -103,8 +105,9 @@ static int open_checked(const char *path, SafeTensors *st, char *err, size_t err
     snprintf(hex, sizeof hex, "%08" PRIx32, crc);
     if (!stored || !have || strcmp(stored, hex)) {
         if (!have) snprintf(err, errlen, "the header does not hold exactly one \"crc32\" value: the file is corrupt");
-        else snprintf(err, errlen, "CRC32 of the %s is %s, the header says %s: the file is corrupt or was edited",
-                      v1 ? "data section" : "file", hex, stored ? stored : "nothing");
+        else
+            snprintf(err, errlen, "CRC32 of the %s is %s, the header says %s: the file is corrupt or was edited",
+                     v1 ? "data section" : "file", hex, stored ? stored : "nothing");
         st_free(st);
         return -1;
     }
@@ -154,8 +157,7 @@ int ckpt_read_config(const char *path, Config *cfg, long *step, char *err, size_
 }
 
 // The tensor `name` of the file, checked against the model's TensorInfo.
-static const StTensor *expect_tensor(const SafeTensors *st, const char *name, const TensorInfo *t, char *err,
-                                     size_t errlen) {
+static const StTensor *expect_tensor(const SafeTensors *st, const char *name, const TensorInfo *t, char *err, size_t errlen) {
     const StTensor *f = st_find(st, name);
     if (!f) {
         snprintf(err, errlen, "tensor '%s' is missing", name);
@@ -169,8 +171,10 @@ static const StTensor *expect_tensor(const SafeTensors *st, const char *name, co
     for (int i = 0; same && i < t->ndim; i++) same = f->shape[i] == t->shape[i];
     if (!same) {
         char have[96] = "", want[96] = "";
-        for (int i = 0; i < f->ndim; i++) snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", i ? "," : "", (long long)f->shape[i]);
-        for (int i = 0; i < t->ndim; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? "," : "", t->shape[i]);
+        for (int i = 0; i < f->ndim; i++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", i ? "," : "", (long long)f->shape[i]);
+        for (int i = 0; i < t->ndim; i++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? "," : "", t->shape[i]);
         snprintf(err, errlen, "tensor '%s' has shape [%s], the config needs [%s]", name, have, want);
         return NULL;
     }
@@ -181,7 +185,8 @@ static void copy_tensor(real *dst, const StTensor *f, const SafeTensors *st) {
     const unsigned char *p = st->data + f->begin;
     size_t n = (f->end - f->begin) / 4;
     for (size_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+        uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
+            (uint32_t)p[4 * i + 3] << 24;
         float x;
         memcpy(&x, &u, 4);
         dst[i] = (real)x;
@@ -244,7 +249,8 @@ int ckpt_load(const char *path, Model *m, Optimizer *opt, TrainState *ts, char *
         long vv = strtol(tv, &end_v, 10);
         unsigned long iv = strtoul(ti, &end_i, 16);
         if (vv <= 0 || vv > (1 << 24) || *end_v || strlen(ti) != 8 || *end_i) {
-            snprintf(err, errlen, "metadata tokenizer_vocab_size '%s' / tokenizer_identity '%s' is not a tokenizer's", tv, ti);
+            snprintf(err, errlen, "metadata tokenizer_vocab_size '%s' / tokenizer_identity '%s' is not a tokenizer's",
+                     tv, ti);
             st_free(&st);
             return -1;
         }

@@ -15,10 +15,10 @@
 #define CKPT_FORMAT_V1 "attnscope-checkpoint-1"
 
 typedef struct {
-    long step;             // optimizer steps done
-    uint64_t data_pos;     // training loader position (sequences consumed)
-    uint64_t data_seed;    // seed of the loader's per-epoch permutations
-    long opt_t;            // optimizer step count (AdamW bias correction)
+    long step;           // optimizer steps done
+    uint64_t data_pos;   // training loader position (sequences consumed)
+    uint64_t data_seed;  // seed of the loader's per-epoch permutations
+    long opt_t;          // optimizer step count (AdamW bias correction)
     // the tokenizer of the training shards (Dataset.tok_vocab, tok_id), metadata
     // tokenizer_vocab_size and tokenizer_identity; 0 when unknown (MQAR, llm.c shards)
     int tokenizer_vocab;
@@ -26,8 +26,8 @@ typedef struct {
 } TrainState;
 
 // Saves atomically; 0 on success, -1 with a message in err. opt may be NULL (weights only).
-int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Config *cfg,
-              const TrainState *ts, char *err, size_t errlen);
+int ckpt_save(const char *path, const Model *m, const Optimizer *opt, const Config *cfg, const TrainState *ts,
+              char *err, size_t errlen);
 
 // Reads a checkpoint's effective config (into a Config initialised with config_init_all) and its
 // step, without loading tensors. 0 or -1 with a message naming the first problem.

@@ -27,13 +27,14 @@ static const KeyDef k_export[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: ./export RUN_OR_CHECKPOINT out=PATH [format=llmc|hf|safetensors]\n"
-               "  format=llmc (default)  out=FILE.bin: a softmax + MLP model as an llm.c GPT-2 file (version 3, fp32)\n"
-               "  format=hf              out=DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors) of a\n"
-               "                         softmax model with learned positions (no MLP: zero MLP weights)\n"
-               "  format=safetensors     out=FILE: the model's weights and config without the optimizer state; opens\n"
-               "                         wherever a checkpoint does (./sample, ./evaluate, init_from)\n"
-               "  a run folder means its latest checkpoint; docs/export.md\n");
+    fprintf(f,
+            "usage: ./export RUN_OR_CHECKPOINT out=PATH [format=llmc|hf|safetensors]\n"
+            "  format=llmc (default)  out=FILE.bin: a softmax + MLP model as an llm.c GPT-2 file (version 3, fp32)\n"
+            "  format=hf              out=DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors) of a\n"
+            "                         softmax model with learned positions (no MLP: zero MLP weights)\n"
+            "  format=safetensors     out=FILE: the model's weights and config without the optimizer state; opens\n"
+            "                         wherever a checkpoint does (./sample, ./evaluate, init_from)\n"
+            "  a run folder means its latest checkpoint; docs/export.md\n");
 }
 
 // The folder `path` is in ("." for a bare name), allocated; trailing slashes do not count.
@@ -89,13 +90,16 @@ static void check_out_folder(const char *out, const char *ckpt) {
     char *parent = parent_of(out), msg[4096] = "";
     if (!is_directory(parent)) snprintf(msg, sizeof msg, "out: the folder '%s' does not exist", parent);
     else if (run_dir_has_run(parent))
-        snprintf(msg, sizeof msg, "command line: out: '%s' is in the run folder '%s': writing there could replace its "
-                 "checkpoints, config or logs (write it elsewhere)", out, parent);
+        snprintf(msg, sizeof msg,
+                 "command line: out: '%s' is in the run folder '%s': writing there could replace its "
+                 "checkpoints, config or logs (write it elsewhere)",
+                 out, parent);
     free(parent);
     if (*msg) die_input("%s", msg);
     if (is_directory(out) && run_dir_has_run(out))
         die_input("command line: out: '%s' is a run folder: writing there could replace its checkpoints, config or logs "
-                  "(write it elsewhere)", out);
+                  "(write it elsewhere)",
+                  out);
     // out itself a run folder, or out/model.safetensors the checkpoint being read
     RunDirInput inputs[] = {{"checkpoint", ckpt}};
     const char *names[] = {HF_WEIGHTS_FILE, HF_CONFIG_FILE};
@@ -109,9 +113,10 @@ static void check_out_folder(const char *out, const char *ckpt) {
     struct dirent *e;
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || export_file_name(e->d_name)) continue;
-        snprintf(msg, sizeof msg, "command line: out: the folder '%s' holds '%s', which no export writes: format=hf "
-                 "writes into a new or empty folder, or over an earlier export (%s, %s)", out, e->d_name,
-                 HF_CONFIG_FILE, HF_WEIGHTS_FILE);
+        snprintf(msg, sizeof msg,
+                 "command line: out: the folder '%s' holds '%s', which no export writes: format=hf "
+                 "writes into a new or empty folder, or over an earlier export (%s, %s)",
+                 out, e->d_name, HF_CONFIG_FILE, HF_WEIGHTS_FILE);
         closedir(d);
         die_input("%s", msg);
     }
@@ -131,7 +136,9 @@ int main(int argc, char **argv) {
     int hf = !strcmp(format, "hf"), weights = !strcmp(format, "safetensors");
     if (!*out)
         die_input("out: expected the %s to write, e.g. out=%s", hf ? "folder" : "file",
-                  hf ? "hf_model" : weights ? "model.safetensors" : "model.bin");
+                  hf            ? "hf_model"
+                      : weights ? "model.safetensors"
+                                : "model.bin");
     char *ckpt = ckpt_resolve(argv[1]);
     if (hf) check_out_folder(out, ckpt);
     else check_out_file(out, ckpt);

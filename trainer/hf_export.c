@@ -61,8 +61,7 @@ static const char *k_hf_name = "Hugging Face's GPT-2";
 
 // Our tensor for entry e of layer l: NULL when the model has none (and err says why, unless it is
 // an MLP tensor of a model without MLP, which is filled instead); -1 in *bad for a wrong size.
-static const TensorInfo *layer_source(const Model *m, const HfLayerTensor *e, int l, int *bad, char *err,
-                                      size_t errlen) {
+static const TensorInfo *layer_source(const Model *m, const HfLayerTensor *e, int l, int *bad, char *err, size_t errlen) {
     char name[96];
     snprintf(name, sizeof name, "h.%d.%s", l, e->ours);
     const TensorInfo *t = model_find_tensor(m, name);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 
 // The 16 tensors in file order: this project's name (per layer after "h.<l>.") and whether the
 // file holds one per layer.
@@ -15,17 +15,21 @@ static const struct {
     const char *name;
     int per_layer;
 } k_tensors[LLMC_N_TENSORS] = {
+    // clang-format off
     {"wte", 0},           {"wpe", 0},              {"ln_1.weight", 1},     {"ln_1.bias", 1},
     {"attn.qkv.weight", 1}, {"attn.qkv.bias", 1},  {"attn.proj.weight", 1}, {"attn.proj.bias", 1},
     {"ln_2.weight", 1},   {"ln_2.bias", 1},        {"mlp.fc.weight", 1},   {"mlp.fc.bias", 1},
     {"mlp.proj.weight", 1}, {"mlp.proj.bias", 1},  {"ln_f.weight", 0},     {"ln_f.bias", 0},
+    // clang-format on
 };
 
 // Elements of tensor i in the file, for one layer when it is per layer.
 static size_t file_count(const LlmcHeader *h, int i) {
     size_t C = (size_t)h->C;
+    // clang-format off
     const size_t counts[LLMC_N_TENSORS] = {(size_t)h->Vp * C, (size_t)h->max_T * C, C, C, 3 * C * C, 3 * C,
                                            C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C, C, C};
+    // clang-format on
     return counts[i];
 }
 
@@ -93,9 +97,13 @@ int llmc_read_header(const char *path, LlmcHeader *h, char *err, size_t errlen) 
     }
     *h = (LlmcHeader){hd[1], hd[2], hd[3], hd[4], hd[5], hd[6], hd[7]};
     // Bounds that keep every size below in range (and a model this trainer can build).
-    const struct { const char *name; int v, lo, hi; } fields[] = {
-        {"max_seq_len", h->max_T, 1, 1 << 20}, {"vocab_size", h->V, 1, 1 << 24}, {"n_layer", h->L, 1, MAX_LAYERS},
-        {"n_head", h->H, 1, 1 << 12},          {"channels", h->C, 1, 1 << 16},  {"padded_vocab_size", h->Vp, 1, 1 << 24},
+    const struct {
+        const char *name;
+        int v, lo, hi;
+    } fields[] = {
+        {"max_seq_len", h->max_T, 1, 1 << 20}, {"vocab_size", h->V, 1, 1 << 24},
+        {"n_layer", h->L, 1, MAX_LAYERS},      {"n_head", h->H, 1, 1 << 12},
+        {"channels", h->C, 1, 1 << 16},        {"padded_vocab_size", h->Vp, 1, 1 << 24},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].v < fields[i].lo || fields[i].v > fields[i].hi) {
@@ -125,8 +133,10 @@ int llmc_read_config(const char *path, Config *cfg, char *err, size_t errlen) {
     if (llmc_read_header(path, &h, err, errlen) != 0) return -1;
     config_init_all(cfg);
     char num[32];
-    const struct { const char *key; int v; } shape[] = {
-        {"n_layer", h.L}, {"n_head", h.H}, {"d_model", h.C}, {"vocab_size", h.V}, {"seq_len", h.max_T}};
+    const struct {
+        const char *key;
+        int v;
+    } shape[] = {{"n_layer", h.L}, {"n_head", h.H}, {"d_model", h.C}, {"vocab_size", h.V}, {"seq_len", h.max_T}};
     for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
         snprintf(num, sizeof num, "%d", shape[i].v);
         config_set(cfg, shape[i].key, num, path);
@@ -142,13 +152,15 @@ void llmc_shape_config(Config *cfg, const char *path) {
     LlmcHeader h;
     char err[512], num[32];
     if (llmc_read_header(path, &h, err, sizeof err) != 0) die_input("init_from: %s: %s", path, err);
-    const struct { const char *key; int v; } shape[] = {
-        {"n_layer", h.L}, {"n_head", h.H}, {"d_model", h.C}, {"vocab_size", h.V}};
+    const struct {
+        const char *key;
+        int v;
+    } shape[] = {{"n_layer", h.L}, {"n_head", h.H}, {"d_model", h.C}, {"vocab_size", h.V}};
     for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
         int k = config_index(cfg, shape[i].key);
         if (cfg->origin[k] && cfg_int(cfg, shape[i].key) != shape[i].v)
-            die_input("%s: %s = %ld, but init_from %s has %d", cfg->origin[k], shape[i].key,
-                      cfg_int(cfg, shape[i].key), path, shape[i].v);
+            die_input("%s: %s = %ld, but init_from %s has %d", cfg->origin[k], shape[i].key, cfg_int(cfg, shape[i].key),
+                      path, shape[i].v);
         snprintf(num, sizeof num, "%d", shape[i].v);
         config_set(cfg, shape[i].key, num, cfg->origin[k] ? cfg->origin[k] : path);
     }
@@ -161,8 +173,7 @@ void llmc_shape_config(Config *cfg, const char *path) {
             die_input("mixer: init_from %s is an llm.c GPT-2 (softmax attention in every layer), not '%s'", path,
                       cfg_str(cfg, "mixer"));
     if (cfg_int(cfg, "short_conv") != 0)
-        die_input("short_conv: init_from %s is an llm.c GPT-2, which has no short convolution (set short_conv = 0)",
-                  path);
+        die_input("short_conv: init_from %s is an llm.c GPT-2, which has no short convolution (set short_conv = 0)", path);
     if (!cfg_bool(cfg, "mlp")) die_input("mlp: init_from %s is an llm.c GPT-2, which has an MLP in every block", path);
     if (strcmp(cfg_str(cfg, "pos_emb"), "learned"))
         die_input("pos_emb: init_from %s is an llm.c GPT-2, which has learned positions", path);
@@ -262,8 +273,8 @@ int llmc_exportable(const Model *m, char *err, size_t errlen) {
             return -1;
         }
     if (!s->mlp || !s->pos_emb) {
-        snprintf(err, errlen, "llm.c's GPT-2 needs %s", !s->mlp ? "an MLP in every block (mlp = true)"
-                                                                : "learned positions (pos_emb = learned)");
+        snprintf(err, errlen, "llm.c's GPT-2 needs %s",
+                 !s->mlp ? "an MLP in every block (mlp = true)" : "learned positions (pos_emb = learned)");
         return -1;
     }
     // Exactly llm.c's tensors: anything else (a short convolution, say) it cannot run.

@@ -21,7 +21,7 @@
 #define LLMC_N_TENSORS 16
 
 typedef struct {
-    int version;   // 3 (fp32) or 5 (bf16)
+    int version;  // 3 (fp32) or 5 (bf16)
     int max_T, V, L, H, C, Vp;
 } LlmcHeader;
 

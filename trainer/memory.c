@@ -88,6 +88,7 @@ void memory_check(const MemoryPlan *p, const Config *c) {
     format_bytes(data, sizeof data, p->data);
     int set = cfg_float(c, "max_memory") > 0;
     die_input("%s: %s = %s: the run needs %s %s (parameters with gradients and optimizer state %s, "
-              "activations %s, data %s), above %s%s%s; lower %s", cfg_origin(c, p->key), p->key, cfg_str(c, p->key),
-              p->lower_bound ? "at least" : "about", total, params, acts, data, set ? "max_memory = " : "this machine's ", limit, set ? "" : " of memory", p->key);
+              "activations %s, data %s), above %s%s%s; lower %s",
+              cfg_origin(c, p->key), p->key, cfg_str(c, p->key), p->lower_bound ? "at least" : "about", total, params,
+              acts, data, set ? "max_memory = " : "this machine's ", limit, set ? "" : " of memory", p->key);
 }

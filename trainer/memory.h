@@ -6,13 +6,13 @@
 #include "data/task.h"
 
 typedef struct {
-    double params;   // parameters, gradients and the optimizer's state (AdamW: two moments)
-    double acts;     // the activation arena and the batch copies (the model's and the trainer's)
-    double data;     // the task's data in memory (TaskPlan.data_bytes)
+    double params;  // parameters, gradients and the optimizer's state (AdamW: two moments)
+    double acts;    // the activation arena and the batch copies (the model's and the trainer's)
+    double data;    // the task's data in memory (TaskPlan.data_bytes)
     double total;
-    int lower_bound; // 1: far above the limit, only the embedding and the residual stream were counted
-    double limit;    // max_memory, or this machine's memory (the cgroup's limit when lower)
-    const char *key; // the key of the largest part: vocab_size or d_model, batch_size or seq_len, the data's
+    int lower_bound;  // 1: far above the limit, only the embedding and the residual stream were counted
+    double limit;     // max_memory, or this machine's memory (the cgroup's limit when lower)
+    const char *key;  // the key of the largest part: vocab_size or d_model, batch_size or seq_len, the data's
 } MemoryPlan;
 
 // The plan of a run of `cfg` with the task's vocabulary resolved (task->vocab_size > 0).

@@ -6,8 +6,8 @@
 
 #include "core/io.h"
 
-void optim_init(Optimizer *o, OptimizerKind kind, size_t n_params, double beta1, double beta2,
-                double eps, double weight_decay) {
+void optim_init(Optimizer *o, OptimizerKind kind, size_t n_params, double beta1, double beta2, double eps,
+                double weight_decay) {
     memset(o, 0, sizeof *o);
     o->kind = kind;
     o->beta1 = beta1;

@@ -12,13 +12,13 @@ typedef enum { LR_CONSTANT, LR_LINEAR, LR_COSINE } LrSchedule;
 typedef struct {
     OptimizerKind kind;
     double beta1, beta2, eps, weight_decay;
-    real *m, *v;     // AdamW moments [n_params] (NULL for sgd)
+    real *m, *v;  // AdamW moments [n_params] (NULL for sgd)
     size_t n;
-    long t;          // steps taken
+    long t;  // steps taken
 } Optimizer;
 
-void optim_init(Optimizer *o, OptimizerKind kind, size_t n_params, double beta1, double beta2,
-                double eps, double weight_decay);
+void optim_init(Optimizer *o, OptimizerKind kind, size_t n_params, double beta1, double beta2, double eps,
+                double weight_decay);
 // The optimizer the config's keys describe (optimizer, beta1, beta2, eps, weight_decay), for the
 // n_params parameters of a model; its moments start at zero.
 void optim_from_config(Optimizer *o, const Config *cfg, size_t n_params);

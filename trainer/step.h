@@ -10,10 +10,10 @@
 #include "trainer/optim.h"
 
 typedef struct {
-    double loss;   // mean cross-entropy over the batch's positions with a target (0 when none)
-    double acc;    // the share of those positions whose argmax is the target
-    double norm;   // the gradient's global L2 norm, before clipping
-    double lr;     // the learning rate of the update
+    double loss;                 // mean cross-entropy over the batch's positions with a target (0 when none)
+    double acc;                  // the share of those positions whose argmax is the target
+    double norm;                 // the gradient's global L2 norm, before clipping
+    double lr;                   // the learning rate of the update
     double fwd_s, bwd_s, upd_s;  // wall-clock seconds: forward, backward, then norm + clip + update
 } StepStats;
 

@@ -1,3 +1,5 @@
+// clang-format off
+// (the whole file: kernels built by macros, which clang-format 14 misreads; .clang-format)
 // General matrix multiply: packed, cache-blocked, register-tiled; OpenMP over tiles of C.
 //
 // Per block of C (BLIS-like loop nest; micro-kernel contract in model/kernels/gemm_kernels.h):

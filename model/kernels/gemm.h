@@ -8,8 +8,8 @@
 #include "core/real.h"
 
 // OpenMP-parallel; call from serial code.
-void gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B, int ldb,
-          real beta, real *C, int ldc);
+void gemm(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B, int ldb, real beta,
+          real *C, int ldc);
 // Single-threaded; safe to call inside an OpenMP parallel region. Same results as gemm().
-void gemm_serial(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B,
-                 int ldb, real beta, real *C, int ldc);
+void gemm_serial(int transA, int transB, int M, int N, int K, const real *A, int lda, const real *B, int ldb, real beta,
+                 real *C, int ldc);

@@ -1,3 +1,5 @@
+// clang-format off
+// (the whole file: kernels built by macros, which clang-format 14 misreads; .clang-format)
 // bf16 GEMM (model/kernels/gemm_bf16.h) on AVX512-BF16.
 //
 // vdpbf16ps multiplies bf16 PAIRS: lane j of acc gains a[2j] b[2j] + a[2j+1] b[2j+1]. So both

@@ -15,5 +15,5 @@
 int gemm_bf16_supported(void);
 // OpenMP-parallel when called from serial code (single-threaded inside a parallel region).
 // Dies with an internal error when unsupported (check gemm_bf16_supported first).
-void gemm_bf16(int transA, int transB, int M, int N, int K, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc);
+void gemm_bf16(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc);

@@ -12,17 +12,17 @@
 // when transB = 0, B itself (sb = ldb).
 // A(r,k) = a[r*sa + k] for the `row` variant and a[k*sa + r] for the `col` variant. `an` is the
 // next micro-panel of A in the same layout, to prefetch (never dereferenced).
-typedef void (*gemm_kern_fn)(int K, const real *a, ptrdiff_t sa, const real *an, const real *b,
-                             ptrdiff_t sb, real *c, ptrdiff_t ldc, int load);
+typedef void (*gemm_kern_fn)(int K, const real *a, ptrdiff_t sa, const real *an, const real *b, ptrdiff_t sb, real *c,
+                             ptrdiff_t ldc, int load);
 // Packs op(B)[0..kc, 0..nr) for transB = 1 (B stored [N,K], row j = column j of op(B)) into
 // dst[k*nr + j]; columns at or past nvalid are zero. Optional (NULL: the portable packer).
 typedef void (*gemm_packbt_fn)(int kc, int nvalid, const real *B, ptrdiff_t ldb, real *dst);
 
 typedef struct {
     const char *name;
-    int mr, nr;      // register tile
-    int kc, nc;      // cache blocking: K block, N block (a multiple of nr)
-    double cost;     // relative time per tile element (1 = best), to choose between variants
+    int mr, nr;   // register tile
+    int kc, nc;   // cache blocking: K block, N block (a multiple of nr)
+    double cost;  // relative time per tile element (1 = best), to choose between variants
     gemm_kern_fn row, col;
     gemm_packbt_fn packbt;
 } GemmKernel;
@@ -46,10 +46,10 @@ const GemmKernel *gemm_kernel_for(int M, int N);
 
 // Tuning knobs for the bench (0 = default).
 typedef struct {
-    int kc, nc;          // override the variant's blocking
-    int split;           // threads: 1 = split M only, 2 = split N only
-    int no_prefetch;     // 1: no software prefetch of the next C tile / B block
-    int direct_b;        // 1: always pack B, 2: read B in place whenever transB = 0
+    int kc, nc;       // override the variant's blocking
+    int split;        // threads: 1 = split M only, 2 = split N only
+    int no_prefetch;  // 1: no software prefetch of the next C tile / B block
+    int direct_b;     // 1: always pack B, 2: read B in place whenever transB = 0
 } GemmTuning;
 extern GemmTuning gemm_tuning;
 

@@ -1,3 +1,5 @@
+// clang-format off
+// (the whole file: kernels built by macros, which clang-format 14 misreads; .clang-format)
 // AArch64 NEON (ASIMD) micro-kernels for model/kernels/gemm.c, float and double: the register tile is
 // MR rows x NV vectors (4 floats or 2 doubles each). ASIMD is part of every AArch64 CPU, so there
 // is no run-time check; the kernels are selected whenever the build targets arm64. Unlike the x86

@@ -1,3 +1,5 @@
+// clang-format off
+// (the whole file: kernels built by macros, which clang-format 14 misreads; .clang-format)
 // x86-64 float micro-kernels for model/kernels/gemm.c: AVX-512F (register tile MR x 16*NV) and AVX2+FMA.
 // Every function carries its own target attribute, so the file builds without -march=native and
 // the kernel is chosen at run time (gemm_select_kernel). Float only: the double build (tests)

@@ -44,8 +44,8 @@ static inline real sgn(real p) { return (real)((p > 0) - (p < 0)); }
 // Weights of query rows [i0, i1) against keys [0, i1) (row stride i1, 0 above the diagonal):
 // A = sign(p) m (signed) or m, with m = softmax of |p| (signed) or p, and M = m when not NULL.
 // The row's log-sum-exp is computed into lse[i] (recompute = 0) or read from it.
-static void block_weights(const Cog *c, const real *q, const real *k, int ldq, int i0, int i1, real *A,
-                          real *M, real *lse, int recompute) {
+static void block_weights(const Cog *c, const real *q, const real *k, int ldq, int i0, int i1, real *A, real *M,
+                          real *lse, int recompute) {
     int nk = i1, sg = c->is_signed;
     real scale = 1 / sqrtr((real)c->q.s.D);
     gemm_serial(0, 1, i1 - i0, nk, c->q.s.D, q + (size_t)i0 * ldq, ldq, k, ldq, 0, A, nk);
@@ -121,8 +121,7 @@ static void *cog_create(const MixerDims *d) {
     return m;
 }
 
-static void cog_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                        int *n_scratch) {
+static void cog_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Cog *m = st;
     qmix_buffers(st, B, T, saved, n_saved, scratch, n_scratch);
     saved[A_LSE] = (BufDecl){"lse", (size_t)B * m->q.s.H * T};

@@ -20,8 +20,8 @@
 #define PI 3.14159265358979323846
 
 typedef struct {
-    QkvShape s;    // M = s.T
-    real trig[];   // [T, 2]: sin and cos of pi/2 (t+1) / M for position t (0-based)
+    QkvShape s;   // M = s.T
+    real trig[];  // [T, 2]: sin and cos of pi/2 (t+1) / M for position t (0-based)
 } Cosformer;
 
 enum { A_DEN = QKV_N_SAVED };     // saved: den [B, H, T] before the clamp
@@ -46,12 +46,9 @@ static void *cosformer_create(const MixerDims *d) {
 
 static void cosformer_destroy(void *st) { free(st); }
 
-static int cosformer_params(const void *st, ParamDecl *out) {
-    return qkv_params(&((const Cosformer *)st)->s, out);
-}
+static int cosformer_params(const void *st, ParamDecl *out) { return qkv_params(&((const Cosformer *)st)->s, out); }
 
-static void cosformer_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved,
-                              BufDecl *scratch, int *n_scratch) {
+static void cosformer_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Cosformer *c = st;
     qkv_buffers(&c->s, B, T, saved, n_saved, scratch, n_scratch);
     saved[A_DEN] = (BufDecl){"den", (size_t)B * c->s.H * T};
@@ -72,8 +69,7 @@ static void features(const Cosformer *c, const real *restrict x, int t, real *re
 }
 
 // dx[D] += relu'(x) (df[0:D] sin + df[D:2D] cos): the backward of features().
-static void features_backward(const Cosformer *c, const real *restrict x, int t, const real *restrict df,
-                              real *restrict dx) {
+static void features_backward(const Cosformer *c, const real *restrict x, int t, const real *restrict df, real *restrict dx) {
     int D = c->s.D;
     real sn = c->trig[2 * t], cs = c->trig[2 * t + 1];
     const real *restrict dfc = df + D;
@@ -159,8 +155,7 @@ static void cosformer_backward(const void *st, MixerIO *io) {
             real *dkt = dkf + (size_t)t * D2;
             for (int e = 0; e < D2; e++) dkt[e] = z[e] += dden[t] * qt[e];
         }
-        lin_chunk_backward(T, D2, D, 1, 1, qf, D2, kf, D2, q + 2 * C, C3, dnum, D, dqf, dkf, dq + 2 * C,
-                           work);
+        lin_chunk_backward(T, D2, D, 1, 1, qf, D2, kf, D2, q + 2 * C, C3, dnum, D, dqf, dkf, dq + 2 * C, work);
         for (int t = 0; t < T; t++) {
             features_backward(c, q + (size_t)t * C3, t, dqf + (size_t)t * D2, dq + (size_t)t * C3);
             features_backward(c, q + (size_t)t * C3 + C, t, dkf + (size_t)t * D2, dq + (size_t)t * C3 + C);

@@ -52,8 +52,7 @@ static void decay_destroy(void *st) { free(st); }
 
 static int decay_params(const void *st, ParamDecl *out) { return qkv_params(&((const Decay *)st)->s, out); }
 
-static void decay_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                          int *n_scratch) {
+static void decay_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Decay *m = st;
     qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
     scratch[S_WORK] = (BufDecl){"work", (size_t)omp_get_max_threads() * lin_chunk_work(m->s.D, m->s.D)};
@@ -63,16 +62,16 @@ static void decay_buffers(const void *st, int B, int T, BufDecl *saved, int *n_s
 static void decay_forward(const void *st, MixerIO *io) {
     const Decay *m = st;
     qkv_in_forward(&m->s, io);
-    lin_chunk_heads_forward(io->B, io->T, m->s.H, m->s.D, m->gamma, 1 / sqrtr((real)m->s.D),
-                            io->act[QKV_A_QKV], io->act[QKV_A_ATT], io->tmp[S_WORK]);
+    lin_chunk_heads_forward(io->B, io->T, m->s.H, m->s.D, m->gamma, 1 / sqrtr((real)m->s.D), io->act[QKV_A_QKV],
+                            io->act[QKV_A_ATT], io->tmp[S_WORK]);
     qkv_out_forward(&m->s, io);
 }
 
 static void decay_backward(const void *st, MixerIO *io) {
     const Decay *m = st;
     const real *datt = qkv_out_backward(&m->s, io);
-    lin_chunk_heads_backward(io->B, io->T, m->s.H, m->s.D, m->gamma, 1 / sqrtr((real)m->s.D),
-                             io->act[QKV_A_QKV], datt, io->tmp[QKV_S_DQKV], io->tmp[S_WORK]);
+    lin_chunk_heads_backward(io->B, io->T, m->s.H, m->s.D, m->gamma, 1 / sqrtr((real)m->s.D), io->act[QKV_A_QKV], datt,
+                             io->tmp[QKV_S_DQKV], io->tmp[S_WORK]);
     qkv_in_backward(&m->s, io);
 }
 
@@ -117,8 +116,8 @@ static void decay_step(const void *st, real *const *p, real *state, int t, const
     real *S = state, *qkv = S + (size_t)C * D, *o = qkv + 3 * C;
     qkv_step_in(&m->s, p, x, qkv);
     for (int h = 0; h < m->s.H; h++)
-        lin_recurrent_step(D, D, m->gamma[h], 1 / sqrtr((real)D), S + (size_t)h * D * D, qkv + h * D,
-                           qkv + C + h * D, qkv + 2 * C + h * D, o + h * D);
+        lin_recurrent_step(D, D, m->gamma[h], 1 / sqrtr((real)D), S + (size_t)h * D * D, qkv + h * D, qkv + C + h * D,
+                           qkv + 2 * C + h * D, o + h * D);
     qkv_step_out(&m->s, p, o, y);
 }
 

@@ -28,8 +28,8 @@ static Work carve(real *w, int D, int L) {
 // Linv = (I + A)^{-1} with A_ij = beta_i k_i . k_j below the diagonal (unit lower-triangular, so
 // row i needs only the rows above it: Linv_ij = [i == j] - sum_{j <= l < i} A_il Linv_lj), then
 // Tm = Linv diag(beta), W = Tm K, U = Tm V. Everything above the diagonal is zero.
-static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *v, int ldv,
-                         const real *beta, int ldb) {
+static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *v, int ldv, const real *beta,
+                         int ldb) {
     gemm_serial(0, 1, n, n, D, k, ldk, k, ldk, 0, w->KK, n);
     for (int i = 0; i < n; i++) {
         real *li = w->Linv + (size_t)i * n, bi = beta[(size_t)i * ldb];
@@ -58,8 +58,8 @@ static void causal_mask(real *A, int n) {
         for (int c = r + 1; c < n; c++) A[(size_t)r * n + c] = 0;
 }
 
-void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
-                         int ldv, const real *beta, int ldb, real *O, int ldo, real *states, real *work) {
+void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                         const real *beta, int ldb, real *O, int ldo, real *states, real *work) {
     Work w = carve(work, D, L);
     memset(w.S, 0, sizeof(real) * D * D);
     for (int t0 = 0, c = 0; t0 < T; t0 += L, c++) {
@@ -86,9 +86,9 @@ void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real
 //   Linv = (I + A)^{-1}: dA = -Linv^T dLinv Linv^T, kept below the diagonal (A's support)
 //   A_ij = beta_i k_i . k_j (i > j): dbeta_i += sum_j dA_ij k_i . k_j; with H = diag(beta) dA,
 //   dK += H K + H^T K.
-void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
-                          int ldv, const real *beta, int ldb, const real *states, const real *dO, int lddo,
-                          real *dQ, real *dK, real *dV, real *dbeta, real *work) {
+void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *states, const real *dO, int lddo, real *dQ, real *dK,
+                          real *dV, real *dbeta, real *work) {
     Work w = carve(work, D, L);
     memset(w.dS, 0, sizeof(real) * D * D);
     int last = (T - 1) / L * L;
@@ -132,7 +132,8 @@ void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const rea
             db[(size_t)j * ldb] += s;
         }
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) dLinv[(size_t)i * n + j] = j <= i ? dTm[(size_t)i * n + j] * b[(size_t)j * ldb] : 0;
+            for (int j = 0; j < n; j++)
+                dLinv[(size_t)i * n + j] = j <= i ? dTm[(size_t)i * n + j] * b[(size_t)j * ldb] : 0;
         // dA = -Linv^T dLinv Linv^T: X = Linv^T dLinv into dTm's place, then dA = X Linv^T into Tm's
         real *X = dTm, *dA = w.Tm;
         gemm_serial(1, 0, n, n, n, w.Linv, n, dLinv, n, 0, X, n);
@@ -180,8 +181,8 @@ void delta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, i
 
 // Row i of X = (Q K^T ⊙ M) (I + Akk)^{-1} solves X (I + Akk) = Q K^T ⊙ M from the right, last
 // column first: x_j = q_i . k_j - sum_{j < l <= i} x_l Akk_lj. Then a_ij = x_j beta_j.
-void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta,
-                   int ldb, const double *Akk, double *x, real *a) {
+void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
+                   const double *Akk, double *x, real *a) {
     const real *qi = Q + (size_t)i * ldq;
     for (int j = i; j >= 0; j--) {
         double s = 0;

@@ -27,15 +27,15 @@ size_t delta_chunk_work(int D, int L);
 
 // O (row stride ldo) from Q, K, V (row strides ldq, ldk, ldv) and beta (stride ldb); writes the
 // state entering each chunk to states [delta_n_states(T, L), D, D] for the backward.
-void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
-                         int ldv, const real *beta, int ldb, real *O, int ldo, real *states, real *work);
+void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                         const real *beta, int ldb, real *O, int ldo, real *states, real *work);
 
 // Given dO, ACCUMULATES dQ, dK, dV (layouts of Q, K, V) and dbeta (stride ldb), reading the states
 // the forward saved; each chunk's Tm, W, U are recomputed. One pass in reverse time carrying
 // dS = dLoss/dS at the chunk's end.
-void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
-                          int ldv, const real *beta, int ldb, const real *states, const real *dO, int lddo,
-                          real *dQ, real *dK, real *dV, real *dbeta, real *work);
+void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *states, const real *dO, int lddo, real *dQ, real *dK,
+                          real *dV, real *dbeta, real *work);
 
 // The recurrence, one token (generation): S [D, D] updated in place, o [D] = S^T q.
 void delta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real *o);
@@ -45,5 +45,5 @@ void delta_recurrent_step(int D, real *S, const real *q, const real *k, const re
 // a[0..i] (the rest of the row is left alone). Akk [T, T] holds beta_l k_l . k_j for j < l
 // (delta_map_prepare); x [T] is work. O(i^2) per row.
 void delta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, double *Akk);
-void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta,
-                   int ldb, const double *Akk, double *x, real *a);
+void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
+                   const double *Akk, double *x, real *a);

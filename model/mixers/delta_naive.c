@@ -5,8 +5,7 @@
 
 #include "core/io.h"
 
-void delta_rule_naive(int T, int K, int V, const double *q, const double *k, const double *v,
-                      const double *beta, double *o) {
+void delta_rule_naive(int T, int K, int V, const double *q, const double *k, const double *v, const double *beta, double *o) {
     double *S = callocCheck((size_t)K * V, sizeof(double)), *u = mallocCheck(sizeof(double) * V);
     for (int t = 0; t < T; t++) {
         const double *qt = q + (size_t)t * K, *kt = k + (size_t)t * K, *vt = v + (size_t)t * V;

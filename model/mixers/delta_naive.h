@@ -8,5 +8,4 @@
 //   u_t = beta_t (v_t - S_{t-1}^T k_t),  S_t = S_{t-1} + k_t u_t^T,  o_t = S_t^T q_t
 // (S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T written out). V may be any width: with
 // V = T and v = the identity (one-hot values) row i of o is row i of the map A (o = A v).
-void delta_rule_naive(int T, int K, int V, const double *q, const double *k, const double *v,
-                      const double *beta, double *o);
+void delta_rule_naive(int T, int K, int V, const double *q, const double *k, const double *v, const double *beta, double *o);

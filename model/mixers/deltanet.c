@@ -45,8 +45,10 @@ enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST };
 enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK };
 
 static const KeyDef deltanet_keys[] = {
-    {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model", "deltanet: width of its causal depthwise conv on q, k and v (fla's conv_size)"},
-    {"deltanet_chunk", KEY_INT, "64", RANGE_POS, 0, 0, "model", "deltanet: tokens per chunk of the chunked delta rule (speed and rounding only, not the function)"},
+    {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
+     "deltanet: width of its causal depthwise conv on q, k and v (fla's conv_size)"},
+    {"deltanet_chunk", KEY_INT, "64", RANGE_POS, 0, 0, "model",
+     "deltanet: tokens per chunk of the chunked delta rule (speed and rounding only, not the function)"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -57,8 +59,8 @@ static void *deltanet_create(const MixerDims *d) {
     if (L > 1024) die_input("deltanet_chunk: expected 1..1024, got %ld", L);
     DeltaNet *m = mallocCheck(sizeof *m);
     int D = d->C / d->H;
-    *m = (DeltaNet){.C = d->C, .H = d->H, .D = D, .K = (int)K, .L = (int)L,
-                    .scale = (real)(1 / sqrt((double)D)), .prec = d->prec};
+    *m = (DeltaNet){
+        .C = d->C, .H = d->H, .D = D, .K = (int)K, .L = (int)L, .scale = (real)(1 / sqrt((double)D)), .prec = d->prec};
     return m;
 }
 
@@ -79,8 +81,7 @@ static int deltanet_params(const void *st, ParamDecl *out) {
 
 static size_t work_size(const DeltaNet *m) { return delta_chunk_work(m->D, m->L); }
 
-static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                             int *n_scratch) {
+static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const DeltaNet *m = st;
     size_t BT = (size_t)B * T, C = (size_t)m->C, H = (size_t)m->H, D = (size_t)m->D;
     saved[A_PRE] = (BufDecl){"pre", BT * 3 * C};
@@ -124,8 +125,7 @@ static void features_token(const DeltaNet *m, const real *c, real *qkv, real *rn
 }
 
 // Its backward: dqkv [3C] in place from d(kernel inputs) to d(conv output) c.
-static void features_token_backward(const DeltaNet *m, const real *c, const real *qkv, const real *rn,
-                                    real *dqkv) {
+static void features_token_backward(const DeltaNet *m, const real *c, const real *qkv, const real *rn, real *dqkv) {
     int C = m->C, H = m->H, D = m->D;
     // y = x r (r = (|x|^2 + eps)^-1/2): dx = r (dy - y (y . dy)); q's saved value is scale y
     for (int p = 0; p < 2; p++)
@@ -238,15 +238,14 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
         delta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
-                             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C,
-                             dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
-                             t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+                             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C,
+                             dq + 2 * C, t[S_DBETA] + ob, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
     }
     // the L2 norms and SiLU per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
-        features_token_backward(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3,
-                                a[A_RN] + (size_t)r * 2 * H, t[S_DQKV] + (size_t)r * C3);
+        features_token_backward(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
+                                t[S_DQKV] + (size_t)r * C3);
         for (int h = 0; h < H; h++) {
             real bt = a[A_BETA][(size_t)r * H + h];
             t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);

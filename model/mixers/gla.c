@@ -18,10 +18,10 @@
 #include "model/mixers/mixer.h"
 #include "model/kernels/vmath.h"
 
-#define GLA_CHUNK 64        // tokens per chunk of the scan (see the report in gla_scan.h)
-#define GLA_MAX_RANGE 40    // a chunk whose gates sum below -40 in some channel runs the recurrence
+#define GLA_CHUNK 64      // tokens per chunk of the scan (see the report in gla_scan.h)
+#define GLA_MAX_RANGE 40  // a chunk whose gates sum below -40 in some channel runs the recurrence
 #define GLA_NORM_EPS 1e-5
-#define ROW_CHUNK 256       // rows per partial sum of the norm weight's gradient (thread-count free)
+#define ROW_CHUNK 256  // rows per partial sum of the norm weight's gradient (thread-count free)
 
 typedef struct {
     int C, H, Kd, Vd, dk, dv, R;  // d_model, heads, key/value widths, per head, gate rank
@@ -37,11 +37,13 @@ enum { A_Q, A_K, A_V, A_R, A_GL, A_G, A_ATT, A_RSTD, A_ST };
 // norm weight partials [row chunks, dv], per-thread scan work
 enum { S_U, S_DU, S_DATT, S_DV, S_DR, S_DQ, S_DK, S_DG, S_DGL, S_PART, S_WORK };
 
+// clang-format off
 static const KeyDef gla_keys[] = {
     {"gla_gate_rank", KEY_INT, "16", RANGE_POS, 0, 0, "model", "gla: rank of the gate projection (gk1 [rank, C], gk2 [Kd, rank])"},
     {"gla_gate_norm", KEY_FLOAT, "16", RANGE_POS, 0, 0, "model", "gla: g = logsigmoid(gk) / gla_gate_norm; larger means slower decay"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
+// clang-format on
 
 static void *gla_create(const MixerDims *d) {
     long R = cfg_int(d->cfg, "gla_gate_rank");
@@ -51,8 +53,10 @@ static void *gla_create(const MixerDims *d) {
     if (R > 4096) die_input("gla_gate_rank: expected 1..4096, got %ld", R);
     Gla *s = mallocCheck(sizeof *s);
     int Kd = d->C / 2, Vd = d->C;
+    // clang-format off
     *s = (Gla){.C = d->C, .H = d->H, .Kd = Kd, .Vd = Vd, .dk = Kd / d->H, .dv = Vd / d->H, .R = (int)R,
                .gate_norm = (real)norm, .scale = (real)(1 / sqrt((double)(Kd / d->H))), .prec = d->prec};
+    // clang-format on
     return s;
 }
 
@@ -73,8 +77,7 @@ static int gla_params(const void *st, ParamDecl *out) {
     return 9;
 }
 
-static void gla_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                        int *n_scratch) {
+static void gla_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Gla *s = st;
     size_t BT = (size_t)B * T, Kd = (size_t)s->Kd, Vd = (size_t)s->Vd, R = (size_t)s->R;
     saved[A_Q] = (BufDecl){"q", BT * Kd};
@@ -150,12 +153,12 @@ static void scan_heads(const Gla *s, MixerIO *io, int backward) {
         real *states = io->act[A_ST] + bh * st_head;
         real *work = io->tmp[S_WORK] + (size_t)omp_get_thread_num() * gla_scan_work(dk, dv);
         if (!backward)
-            gla_scan_forward(T, dk, dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd, v + ov, Vd,
-                             g + ok, Kd, io->act[A_ATT] + ov, Vd, states, work);
+            gla_scan_forward(T, dk, dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd, v + ov, Vd, g + ok,
+                             Kd, io->act[A_ATT] + ov, Vd, states, work);
         else
-            gla_scan_backward(T, dk, dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd, v + ov,
-                              Vd, g + ok, Kd, io->tmp[S_DATT] + ov, Vd, states, io->tmp[S_DQ] + ok,
-                              io->tmp[S_DK] + ok, io->tmp[S_DV] + ov, io->tmp[S_DG] + ok, work);
+            gla_scan_backward(T, dk, dv, GLA_CHUNK, GLA_MAX_RANGE, s->scale, q + ok, Kd, k + ok, Kd, v + ov, Vd, g + ok,
+                              Kd, io->tmp[S_DATT] + ov, Vd, states, io->tmp[S_DQ] + ok, io->tmp[S_DK] + ok,
+                              io->tmp[S_DV] + ov, io->tmp[S_DG] + ok, work);
     }
 }
 
@@ -306,8 +309,7 @@ static void gla_step(const void *st, real *const *p, real *state, int t, const r
     matmul_forward(g, gl, p[P_GK2], p[P_GK2_B], 1, s->R, Kd, s->prec);
     for (int c = 0; c < Kd; c++) g[c] = log_gate(s, g[c]);
     for (int h = 0; h < s->H; h++)
-        gla_scan_step(dk, dv, s->scale, S + (size_t)h * dk * dv, q + h * dk, k + h * dk, v + h * dv,
-                      g + h * dk, o + h * dv);
+        gla_scan_step(dk, dv, s->scale, S + (size_t)h * dk * dv, q + h * dk, k + h * dk, v + h * dv, g + h * dk, o + h * dv);
     norm_gate_row(s, o, r, p[P_NORM], NULL, rstd, u);
     matmul_forward(y, u, p[P_O], NULL, 1, Vd, C, s->prec);
 }

@@ -9,13 +9,13 @@
 
 // Per-thread work, carved from one block.
 typedef struct {
-    real *S, *G, *Sw;               // [K, V]: state; gradient of the state at the chunk's end; copy
-    real *b, *eb, *en, *ed;         // [L, K]: gate sums b from the chunk start, exp(b), exp(-b),
-                                    //         exp(b_L - b)
-    real *Qh, *Kh, *Kd;             // [L, K]: q exp(b) scale, k exp(-b), k exp(b_L - b)
-    real *X, *Y, *tdq, *tdk;        // [L, K]: products; this chunk's dq' (w.r.t. scale q) and dk
-    real *A, *dA;                   // [L, L]: scores and their gradient
-    real *al, *acc;                 // [K]: exp(g_t); running gate gradient
+    real *S, *G, *Sw;         // [K, V]: state; gradient of the state at the chunk's end; copy
+    real *b, *eb, *en, *ed;   // [L, K]: gate sums b from the chunk start, exp(b), exp(-b),
+                              //         exp(b_L - b)
+    real *Qh, *Kh, *Kd;       // [L, K]: q exp(b) scale, k exp(-b), k exp(b_L - b)
+    real *X, *Y, *tdq, *tdk;  // [L, K]: products; this chunk's dq' (w.r.t. scale q) and dk
+    real *A, *dA;             // [L, L]: scores and their gradient
+    real *al, *acc;           // [K]: exp(g_t); running gate gradient
 } Work;
 
 size_t gla_scan_work(int K, int V) {
@@ -51,8 +51,7 @@ static real gate_sums(const real *G, int ldg, int n, int K, real *b) {
 }
 
 // The chunk's decay factors and the scaled q and k (all exponents of the same sign per factor).
-static void chunk_factors(Work *w, int n, int K, real scale, const real *q, int ldq, const real *k,
-                          int ldk) {
+static void chunk_factors(Work *w, int n, int K, real scale, const real *q, int ldq, const real *k, int ldk) {
     const real *bl = w->b + (size_t)(n - 1) * K;
     for (int r = 0; r < n; r++) {
         size_t o = (size_t)r * K;
@@ -102,9 +101,8 @@ static void state_out(const real *S, int K, int V, real scale, const real *q, re
     }
 }
 
-void gla_scan_forward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq,
-                      const real *Kt, int ldk, const real *Vv, int ldv, const real *G, int ldg, real *O,
-                      int ldo, real *states, real *work) {
+void gla_scan_forward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq, const real *Kt,
+                      int ldk, const real *Vv, int ldv, const real *G, int ldg, real *O, int ldo, real *states, real *work) {
     Work w = carve(work, K, V);
     size_t kv = (size_t)K * V;
     memset(w.S, 0, sizeof(real) * kv);
@@ -140,10 +138,9 @@ void gla_scan_forward(int T, int K, int V, int L, real max_range, real scale, co
     }
 }
 
-void gla_scan_backward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq,
-                       const real *Kt, int ldk, const real *Vv, int ldv, const real *G, int ldg,
-                       const real *dO, int lddo, const real *states, real *dQ, real *dK, real *dV,
-                       real *dG, real *work) {
+void gla_scan_backward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq, const real *Kt,
+                       int ldk, const real *Vv, int ldv, const real *G, int ldg, const real *dO, int lddo,
+                       const real *states, real *dQ, real *dK, real *dV, real *dG, real *work) {
     if (T <= 0) return;
     Work w = carve(work, K, V);
     size_t kv = (size_t)K * V;
@@ -245,8 +242,7 @@ void gla_scan_backward(int T, int K, int V, int L, real max_range, real scale, c
     }
 }
 
-void gla_scan_step(int K, int V, real scale, real *S, const real *q, const real *k, const real *v,
-                   const real *g, real *o) {
+void gla_scan_step(int K, int V, real scale, real *S, const real *q, const real *k, const real *v, const real *g, real *o) {
     for (int c = 0; c < K; c++) {
         real a = vexpr(g[c]), kc = k[c], *Sr = S + (size_t)c * V;
         for (int j = 0; j < V; j++) Sr[j] = a * Sr[j] + kc * v[j];

@@ -29,17 +29,14 @@ int gla_n_states(int T, int L);
 
 // O = the attention above; states[gla_n_states * K * V] receives the chunk-entry states.
 // L in 1..GLA_MAX_CHUNK; max_range < 0 forces the recurrence in every chunk.
-void gla_scan_forward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq,
-                      const real *Kt, int ldk, const real *Vv, int ldv, const real *G, int ldg, real *O,
-                      int ldo, real *states, real *work);
+void gla_scan_forward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq, const real *Kt,
+                      int ldk, const real *Vv, int ldv, const real *G, int ldg, real *O, int ldo, real *states, real *work);
 
 // Given dO, ACCUMULATES dQ, dK, dV and dG (the log gates' gradient,
 // dG_t = sum_{s>=t} q_s*dq_s - k_s*dk_s) with the same layouts and arguments as the forward.
-void gla_scan_backward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq,
-                       const real *Kt, int ldk, const real *Vv, int ldv, const real *G, int ldg,
-                       const real *dO, int lddo, const real *states, real *dQ, real *dK, real *dV,
-                       real *dG, real *work);
+void gla_scan_backward(int T, int K, int V, int L, real max_range, real scale, const real *Q, int ldq, const real *Kt,
+                       int ldk, const real *Vv, int ldv, const real *G, int ldg, const real *dO, int lddo,
+                       const real *states, real *dQ, real *dK, real *dV, real *dG, real *work);
 
 // One token of the recurrence (generation): S = diag(exp(g)) S + k v^T, o = scale S^T q.
-void gla_scan_step(int K, int V, real scale, real *S, const real *q, const real *k, const real *v,
-                   const real *g, real *o);
+void gla_scan_step(int K, int V, real scale, real *S, const real *q, const real *k, const real *v, const real *g, real *o);

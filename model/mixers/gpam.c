@@ -48,8 +48,7 @@ static void gpam_init_custom(const void *st, int index, real *w, Rng *rng) {
         for (int h = 0; h < m->q.s.H; h++) w[h] = (real)log(expm1(GPAM_LAMBDA0));
 }
 
-static void gpam_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                         int *n_scratch) {
+static void gpam_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Gpam *m = st;
     size_t BT = (size_t)B * T;
     qmix_buffers(st, B, T, saved, n_saved, scratch, n_scratch);
@@ -66,9 +65,8 @@ static real softplus(real r) { return r > 20 ? r : log1pr(expr(r)); }
 
 // A = (1 + lambda) P+ - lambda P- of query rows [i0, i1) of head (b, h), with P+ and P- in Pp and
 // Pn (all row stride i1). q and k have row stride ldq, qn row stride C.
-static void block_weights(const Gpam *m, const real *rho, int h, const real *q, const real *k, int ldq,
-                          const real *qn, real *lse_p, real *lse_n, int i0, int i1, real *A, real *Pp,
-                          real *Pn, int recompute) {
+static void block_weights(const Gpam *m, const real *rho, int h, const real *q, const real *k, int ldq, const real *qn,
+                          real *lse_p, real *lse_n, int i0, int i1, real *A, real *Pp, real *Pn, int recompute) {
     real lam = softplus(rho[h]);
     qblock_softmax(m->q.s.D, q, ldq, k, ldq, i0, i1, Pp, lse_p, recompute);
     qblock_softmax(m->q.s.D, qn, m->q.s.C, k, ldq, i0, i1, Pn, lse_n, recompute);
@@ -81,8 +79,8 @@ static void gpam_weights(const QBlock *qb, const QBlockHead *hd, int i0, int i1,
     const MixerIO *io = qb->call;
     size_t plane = (size_t)QBLOCK_ROWS * qb->Tmax, row = (size_t)hd->bh * qb->T;
     const real *qn = io->act[A_QN] + (size_t)hd->b * qb->T * m->q.s.C + (size_t)hd->h * qb->D;
-    block_weights(m, io->p[P_RHO], hd->h, hd->q, hd->k, qb->ld, qn, io->act[A_LSE_P] + row,
-                  io->act[A_LSE_N] + row, i0, i1, A, A + plane, A + 2 * plane, !forward);
+    block_weights(m, io->p[P_RHO], hd->h, hd->q, hd->k, qb->ld, qn, io->act[A_LSE_P] + row, io->act[A_LSE_N] + row, i0,
+                  i1, A, A + plane, A + 2 * plane, !forward);
 }
 
 // dA becomes dS+ (the helper's q and k gradients); P- becomes dS-, whose q- and k gradients are
@@ -155,8 +153,8 @@ static void gpam_attention(const void *st, const MixerIO *io, int b, int h, real
     const real *qn = io->act[A_QN] + (size_t)b * T * C + h * D;
     size_t row = ((size_t)b * m->q.s.H + h) * T;
     real *P = mallocCheck(sizeof(real) * 2 * T * T);
-    block_weights(m, io->p[P_RHO], h, q, q + C, C3, qn, io->act[A_LSE_P] + row, io->act[A_LSE_N] + row,
-                  0, T, a, P, P + (size_t)T * T, 1);
+    block_weights(m, io->p[P_RHO], h, q, q + C, C3, qn, io->act[A_LSE_P] + row, io->act[A_LSE_N] + row, 0, T, a, P,
+                  P + (size_t)T * T, 1);
     free(P);
 }
 

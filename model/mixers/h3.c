@@ -23,10 +23,10 @@
 #include "model/mixers/qkv_common.h"
 
 typedef struct {
-    QkvShape s;      // C, model heads H, T, B (s.D is unused: heads of P channels below)
-    int P, NH, N;    // channels per H3 head, H3 heads C / P, states per SSM
-    int conv;        // h3_conv: CONV_AUTO, CONV_DIRECT or CONV_FFT
-    int fft_bufs;    // a call of some length up to s.T convolves by FFT: its buffers are declared
+    QkvShape s;    // C, model heads H, T, B (s.D is unused: heads of P channels below)
+    int P, NH, N;  // channels per H3 head, H3 heads C / P, states per SSM
+    int conv;      // h3_conv: CONV_AUTO, CONV_DIRECT or CONV_FFT
+    int fft_bufs;  // a call of some length up to s.T convolves by FFT: its buffers are declared
 } H3;
 
 enum { CONV_AUTO, CONV_DIRECT, CONV_FFT };
@@ -79,8 +79,7 @@ static void *h3_create(const MixerDims *d) {
     qkv_shape(&m->s, d, 0);
     long N = cfg_int(d->cfg, "h3_d_state"), P = cfg_int(d->cfg, "h3_head_dim");
     if (N > 1024) die_input("h3_d_state: expected 1..1024, got %ld", N);
-    if (P > d->C || d->C % P)
-        die_input("h3_head_dim: expected a divisor of d_model %d, got %ld", d->C, P);
+    if (P > d->C || d->C % P) die_input("h3_head_dim: expected a divisor of d_model %d, got %ld", d->C, P);
     if ((d->C / P) % d->H)
         die_input("h3_head_dim: d_model / h3_head_dim = %ld heads must divide by n_head %d", d->C / P, d->H);
     m->P = (int)P, m->NH = d->C / (int)P, m->N = (int)N;
@@ -120,8 +119,7 @@ static size_t work_per_thread(const H3 *m) {
     return fft > (size_t)m->s.C ? fft : (size_t)m->s.C;
 }
 
-static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                       int *n_scratch) {
+static void h3_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const H3 *m = st;
     size_t BT = (size_t)B * T, C = (size_t)m->s.C;
     qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
@@ -151,8 +149,8 @@ static void kernels(const H3 *m, real *const *p, int T, real *K, real *KE) {
     int N = m->N, P = m->P, M = m->s.C * P;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < m->NH; h++)
-        h3_ssm_kernel(N, T, p[P_LOG_DT][h], p[P_A_LOG] + (size_t)h * N, p[P_SSM_C] + (size_t)h * N,
-                      p[P_SSM_D][h], K + (size_t)h * T);
+        h3_ssm_kernel(N, T, p[P_LOG_DT][h], p[P_A_LOG] + (size_t)h * N, p[P_SSM_C] + (size_t)h * N, p[P_SSM_D][h],
+                      K + (size_t)h * T);
     for (int l = 0; l < T; l++)
         for (int mm = 0; mm < M; mm++) KE[(size_t)l * M + mm] = K[(size_t)(mm / (P * P)) * T + l];
 }
@@ -231,8 +229,7 @@ static void h3_forward(const void *st, MixerIO *io) {
         if (fft)
             h3_conv_forward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, ya + o,
                                 io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m));
-        else
-            h3_conv_forward_rows(T, M, m0, m1, KE, Ua + o, ya + o);
+        else h3_conv_forward_rows(T, M, m0, m1, KE, Ua + o, ya + o);
     }
     // o[t][h*P + d2] = sum_d1 q[t][h*P + d1] y[t][(h*P + d1)*P + d2]
 #pragma omp parallel for schedule(static)
@@ -240,6 +237,12 @@ static void h3_forward(const void *st, MixerIO *io) {
         for (int t = 0; t < T; t++) {
             const real *qt = qkv + ((size_t)b * T + t) * C3, *yt = ya + ((size_t)b * T + t) * M;
             real *o = att + ((size_t)b * T + t) * C;
+            // P == 1: the general loop below with one term, to the bit. Its sums start at 0 and add
+            // products, which -ffp-contract=fast makes s = fma(a, b, 0): the rounded product, +0
+            // for a -0 one. `0 + a * b` is that value (contracted to the same fma), and in
+            // `x += 0 + a * b` it keeps the product out of an fma with x, as `x += s` does. Plain
+            // `a * b` would differ: a -0 where the loop has +0, and in `x += a * b` one fma with x
+            // (one rounding, not two). So the `0 +` stays, here and in h3_backward.
             if (P == 1) {
 #pragma omp simd
                 for (int c = 0; c < C; c++) o[c] = 0 + qt[c] * yt[c];
@@ -279,7 +282,7 @@ static void h3_backward(const void *st, MixerIO *io) {
             if (P == 1) {
 #pragma omp simd
                 for (int c = 0; c < C; c++) {
-                    dqt[c] += 0 + g[c] * yt[c];
+                    dqt[c] += 0 + g[c] * yt[c];  // `0 +`: as s below (h3_forward's P == 1)
                     dyt[c] = qt[c] * g[c];
                 }
                 continue;
@@ -307,8 +310,7 @@ static void h3_backward(const void *st, MixerIO *io) {
         if (fft)
             h3_conv_backward_fft(T, M, m0, m1, io->tmp[S_KF], io->tmp[S_TW], Ua + o, dYa + o, dUa + o, dKEa + o,
                                  io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_per_thread(m));
-        else
-            h3_conv_backward_rows(T, M, m0, m1, KE, Ua + o, dYa + o, dUa + o, dKEa + o);
+        else h3_conv_backward_rows(T, M, m0, m1, KE, Ua + o, dYa + o, dUa + o, dKEa + o);
     }
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) {
@@ -329,7 +331,7 @@ static void h3_backward(const void *st, MixerIO *io) {
             if (P == 1) {
 #pragma omp simd
                 for (int c = 0; c < C; c++) {
-                    dkt[c] = 0 + du[c] * vt[c];
+                    dkt[c] = 0 + du[c] * vt[c];  // `0 +`: as s below (h3_forward's P == 1)
                     dvt[c] += du[c] * kt[c];
                 }
                 continue;
@@ -355,9 +357,8 @@ static void h3_backward(const void *st, MixerIO *io) {
         real *acc = dK + (size_t)h * T;  // batch row 0's slot collects the sum
         for (int b = 1; b < B; b++)
             for (int l = 0; l < T; l++) acc[l] += dK[((size_t)b * NH + h) * T + l];
-        h3_ssm_kernel_backward(N, T, io->p[P_LOG_DT][h], io->p[P_A_LOG] + (size_t)h * N,
-                               io->p[P_SSM_C] + (size_t)h * N, acc, io->g[P_LOG_DT] + h,
-                               io->g[P_A_LOG] + (size_t)h * N, io->g[P_SSM_C] + (size_t)h * N,
+        h3_ssm_kernel_backward(N, T, io->p[P_LOG_DT][h], io->p[P_A_LOG] + (size_t)h * N, io->p[P_SSM_C] + (size_t)h * N,
+                               acc, io->g[P_LOG_DT] + h, io->g[P_A_LOG] + (size_t)h * N, io->g[P_SSM_C] + (size_t)h * N,
                                io->g[P_SSM_D] + h);
     }
 #pragma omp parallel for schedule(static)

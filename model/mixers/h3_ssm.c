@@ -27,8 +27,8 @@ void h3_ssm_kernel(int N, int T, real log_dt, const real *A_log, const real *C, 
 
 // With x = dt a: r = e^x, bd = (e^x - 1)/a, so dr/d(dt) = a r, dbd/d(dt) = r, dr/da = dt r and
 // dbd/da = (dt r - bd) / a. K_n[l] = C bd r^l; S0 = sum_l dK[l] r^l, S1 = sum_l l dK[l] r^l.
-void h3_ssm_kernel_backward(int N, int T, real log_dt, const real *A_log, const real *C, const real *dK,
-                            real *dlog_dt, real *dA_log, real *dC, real *dD) {
+void h3_ssm_kernel_backward(int N, int T, real log_dt, const real *A_log, const real *C, const real *dK, real *dlog_dt,
+                            real *dA_log, real *dC, real *dD) {
     real dt = expr(log_dt), ddt = 0;
     for (int n = 0; n < N; n++) {
         real a = -expr(A_log[n]), r = expr(dt * a), bd = expm1r(dt * a) / a, p = 1, S0 = 0, S1 = 0;
@@ -81,8 +81,7 @@ void h3_shift_forward(int T, int N, const real *w, real Dk, const real *k, real 
     }
 }
 
-void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, const real *dks, real *dk,
-                       real *dw, real *dDk) {
+void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, const real *dks, real *dk, real *dw, real *dDk) {
     real dd = 0;
     for (int t = 0; t < T; t++) {
         real s = Dk * dks[t];
@@ -228,8 +227,7 @@ static void correlate_strip(int T, int M, const real *X, const real *dY, real *o
 }
 
 // dU[j] = sum_{t >= j} KE[t-j] dY[t];  dKE[l] += sum_{t >= l} dY[t] U[t-l]  on one strip.
-static void conv_backward_strip(int T, int M, const real *KE, const real *U, const real *dY, real *dU,
-                                real *dKE) {
+static void conv_backward_strip(int T, int M, const real *KE, const real *U, const real *dY, real *dU, real *dKE) {
     correlate_strip(T, M, KE, dY, dU, 0);
     correlate_strip(T, M, U, dY, dKE, 1);
 }
@@ -244,8 +242,7 @@ void h3_conv_forward_rows(int T, int M, int m0, int m1, const real *KE, const re
         }
 }
 
-void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU,
-                           real *dKE) {
+void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU, real *dKE) {
     for (; m0 + H3_EB <= m1; m0 += H3_EB) conv_backward_strip(T, M, KE + m0, U + m0, dY + m0, dU + m0, dKE + m0);
     for (int m = m0; m < m1; m++)
         for (int j = 0; j < T; j++) {
@@ -277,11 +274,11 @@ void h3_fft_twiddles(int L, real *tw) {
 }
 
 // (ar, ai), (br, bi) <- (a + w b, a - w b), w = wr + i wi.
-#define BUTTERFLY(ar, ai, br, bi, wr, wi)                                    \
-    do {                                                                     \
-        h3vec xr_ = (br) * (wr) - (bi) * (wi), xi_ = (br) * (wi) + (bi) * (wr); \
-        (br) = (ar) - xr_, (bi) = (ai) - xi_;                                \
-        (ar) += xr_, (ai) += xi_;                                            \
+#define BUTTERFLY(ar, ai, br, bi, wr, wi)                                                                              \
+    do {                                                                                                               \
+        h3vec xr_ = (br) * (wr) - (bi) * (wi), xi_ = (br) * (wi) + (bi) * (wr);                                        \
+        (br) = (ar)-xr_, (bi) = (ai)-xi_;                                                                              \
+        (ar) += xr_, (ai) += xi_;                                                                                      \
     } while (0)
 
 // In place: the transform of (re, im)[L] (inverse: e^{+2 pi i k n / L}, unscaled).
@@ -343,8 +340,7 @@ static void store_strip(real *x, const h3vec_m *re, int T, int M, int m0, int w,
 }
 
 // The transform of lanes m0 .. m0+w-1 of rows 0..T-1, zero-padded to L.
-static void transform_strip(h3vec_m *re, h3vec_m *im, const real *x, int T, int M, int m0, int w, int L,
-                            const real *tw) {
+static void transform_strip(h3vec_m *re, h3vec_m *im, const real *x, int T, int M, int m0, int w, int L, const real *tw) {
     load_strip(re, im, x, T, M, m0, w, L);
     fft_strip(re, im, L, tw, 0);
 }
@@ -395,7 +391,7 @@ static void lane_ratio(const h3vec_m *a, const h3vec_m *b, int n, h3vec *r) {
 // Of a transform Z of a + i b (a, b real), the transforms of a and b at frequency x, given Z at
 // x (zr, zi) and at its mirror -x (mr, mi): a^ = (Z[x] + conj Z[-x]) / 2, b^ = (Z[x] - conj
 // Z[-x]) / 2i.
-#define SPLIT(ar, ai, br, bi, zr, zi, mr, mi) \
+#define SPLIT(ar, ai, br, bi, zr, zi, mr, mi)                                                                          \
     h3vec ar = (zr + mr) * half, ai = (zi - mi) * half, br = (zi + mi) * half, bi = (mr - zr) * half
 
 // The middle of both directions, in place on the transform (re, im) of a + i sc b: per
@@ -461,8 +457,7 @@ static void transform_pair(h3vec_m *re, h3vec_m *im, const real *A, int ma, int 
 // past m1) in the imaginary part, split after the transform, each times its own kernels, and
 // joined again so that one inverse transform gives y of A in its real part and of B in its
 // imaginary part.
-void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y,
-                         real *work) {
+void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y, real *work) {
     int L = h3_fft_len(T);
     h3vec_m *re = (h3vec_m *)work, *im = re + L;
     for (; m0 < m1; m0 += 2 * H3_EB) {
@@ -484,8 +479,8 @@ void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const rea
 // Both correlations with two transforms instead of four: dY and U are real, so one transform of
 // Z = dY + i U holds both, and du and dK are real, so one inverse transform of conj(K^) dY^ +
 // i conj(U^) dY^ gives du in its real part and dK in its imaginary part (each scaled as above).
-void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U,
-                          const real *dY, real *dU, real *dKE, real *work) {
+void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, const real *dY,
+                          real *dU, real *dKE, real *work) {
     int L = h3_fft_len(T);
     h3vec_m *re = (h3vec_m *)work, *im = re + L;
     for (; m0 < m1; m0 += H3_EB) {

@@ -18,8 +18,8 @@ void h3_ssm_discretize(int N, real log_dt, const real *A_log, real *r, real *bd)
 // K[0..T-1] of the diagonal SSM, D included in K[0].
 void h3_ssm_kernel(int N, int T, real log_dt, const real *A_log, const real *C, real D, real *K);
 // Given dK[0..T-1] = dLoss/dK, accumulates the gradients of log_dt, A_log[N], C[N] and D.
-void h3_ssm_kernel_backward(int N, int T, real log_dt, const real *A_log, const real *C, const real *dK,
-                            real *dlog_dt, real *dA_log, real *dC, real *dD);
+void h3_ssm_kernel_backward(int N, int T, real log_dt, const real *A_log, const real *C, const real *dK, real *dlog_dt,
+                            real *dA_log, real *dC, real *dD);
 
 // One sequence: y_i = sum_{j <= i} K[i-j] u_j, given Krev[T-1-l] = K[l] (so every sum is one
 // contiguous dot product).
@@ -30,8 +30,7 @@ void h3_conv_backward(int T, const real *K, const real *u, const real *dy, real 
 // The shift SSM over a sequence: ks[T] from k[T] (overwrites ks).
 void h3_shift_forward(int T, int N, const real *w, real Dk, const real *k, real *ks);
 // Its backward from dks[T]: accumulates dk[T], dw[N], dDk.
-void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, const real *dks, real *dk,
-                       real *dw, real *dDk);
+void h3_shift_backward(int T, int N, const real *w, real Dk, const real *k, const real *dks, real *dk, real *dw, real *dDk);
 
 // The training path's shift SSM: every channel of one sequence at once, the channels as the
 // vector lanes (the per-channel loops above are latency-bound chains of dependent adds). Per
@@ -53,8 +52,7 @@ void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk,
 #define H3_CONV_LANES 16
 void h3_conv_forward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, real *Y);
 // Its backward: dU[j] = sum_{t >= j} KE[t-j] * dY[t] (overwrites dU); dKE[l] += sum_t dY[t] * U[t-l].
-void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU,
-                           real *dKE);
+void h3_conv_backward_rows(int T, int M, int m0, int m1, const real *KE, const real *U, const real *dY, real *dU, real *dKE);
 
 // The same convolution by FFT, O(T log T) per sequence instead of O(T^2), for long sequences:
 // transforms of length h3_fft_len(T) (a power of two >= 2T) along t, H3_CONV_LANES sequences
@@ -66,10 +64,9 @@ int h3_fft_len(int T);
 void h3_fft_twiddles(int L, real *tw);
 size_t h3_fft_work(int T);
 void h3_fft_kernel_rows(int T, int M, int m0, int m1, const real *KE, const real *tw, real *KF, real *work);
-void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y,
-                         real *work);
-void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U,
-                          const real *dY, real *dU, real *dKE, real *work);
+void h3_conv_forward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, real *Y, real *work);
+void h3_conv_backward_fft(int T, int M, int m0, int m1, const real *KF, const real *tw, const real *U, const real *dY,
+                          real *dU, real *dKE, real *work);
 
 // Naive reference and generation: one token of the diagonal SSM, updating x[N]; returns y_t.
 real h3_ssm_step(int N, const real *r, const real *bd, const real *C, real D, real *x, real u);

@@ -41,8 +41,7 @@ static void linear_destroy(void *st) { free(st); }
 
 static int linear_params(const void *st, ParamDecl *out) { return qkv_params(&((const Linear *)st)->s, out); }
 
-static void linear_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                           int *n_scratch) {
+static void linear_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Linear *m = st;
     qkv_buffers(&m->s, B, T, saved, n_saved, scratch, n_scratch);
     saved[A_DEN] = (BufDecl){"den", (size_t)B * m->s.H * T};

@@ -23,8 +23,7 @@ static void decay_mask(real *A, int n, real scale, const real *pw) {
 }
 
 // out[n, cols] = rows of X (row stride ldx) times f * pw[r + 1] (from_end = 0) or pw[n - 1 - r].
-static void scale_rows(real *out, const real *X, int ldx, int n, int cols, real f, const real *pw,
-                       int from_end) {
+static void scale_rows(real *out, const real *X, int ldx, int n, int cols, real f, const real *pw, int from_end) {
     for (int r = 0; r < n; r++) {
         real s = f * pw[from_end ? n - 1 - r : r + 1];
         for (int c = 0; c < cols; c++) out[(size_t)r * cols + c] = X[(size_t)r * ldx + c] * s;
@@ -37,16 +36,16 @@ static void powers(real *pw, real g) {
 }
 
 // S = g^n S + sum_c g^(n-1-c) k_c v_c^T over the chunk's n rows (first: S starts from 0).
-static void state_update(real *S, int K, int W, int n, real g, const real *k, int ldk, const real *v,
-                         int ldv, real *tmp, const real *pw, int first) {
+static void state_update(real *S, int K, int W, int n, real g, const real *k, int ldk, const real *v, int ldv,
+                         real *tmp, const real *pw, int first) {
     if (!first && g != 1)
         for (int i = 0; i < K * W; i++) S[i] *= pw[n];
     scale_rows(tmp, k, ldk, n, K, 1, pw, 1);
     gemm_serial(1, 0, K, W, n, tmp, K, v, ldv, first ? 0 : 1, S, W);
 }
 
-void lin_chunk_forward(int T, int K, int W, real g, real scale, const real *Q, int ldq,
-                       const real *Kt, int ldk, const real *V, int ldv, real *O, int ldo, real *work) {
+void lin_chunk_forward(int T, int K, int W, real g, real scale, const real *Q, int ldq, const real *Kt, int ldk,
+                       const real *V, int ldv, real *O, int ldo, real *work) {
     real *S = work, *A = S + (size_t)K * W, *tmp = A + 2 * (size_t)L * L;
     real *pw = tmp + (size_t)L * imax(K, W);
     powers(pw, g);
@@ -65,9 +64,8 @@ void lin_chunk_forward(int T, int K, int W, real g, real scale, const real *Q, i
     }
 }
 
-void lin_chunk_backward(int T, int K, int W, real g, real scale, const real *Q, int ldq,
-                        const real *Kt, int ldk, const real *V, int ldv, const real *dO, int lddo,
-                        real *dQ, real *dK, real *dV, real *work) {
+void lin_chunk_backward(int T, int K, int W, real g, real scale, const real *Q, int ldq, const real *Kt, int ldk,
+                        const real *V, int ldv, const real *dO, int lddo, real *dQ, real *dK, real *dV, real *work) {
     real *S = work, *A = S + (size_t)K * W, *P = A + (size_t)L * L, *tmp = P + (size_t)L * L;
     real *pw = tmp + (size_t)L * imax(K, W);
     powers(pw, g);
@@ -112,21 +110,19 @@ void lin_chunk_backward(int T, int K, int W, real g, real scale, const real *Q, 
     }
 }
 
-void lin_chunk_heads_forward(int B, int T, int H, int D, const real *g, real scale, const real *qkv,
-                             real *att, real *work) {
+void lin_chunk_heads_forward(int B, int T, int H, int D, const real *g, real scale, const real *qkv, real *att, real *work) {
     int C = H * D, C3 = 3 * C;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         const real *q = qkv + (size_t)b * T * C3 + h * D;
-        lin_chunk_forward(T, D, D, g[h], scale, q, C3, q + C, C3, q + 2 * C, C3,
-                          att + (size_t)b * T * C + h * D, C,
+        lin_chunk_forward(T, D, D, g[h], scale, q, C3, q + C, C3, q + 2 * C, C3, att + (size_t)b * T * C + h * D, C,
                           work + (size_t)omp_get_thread_num() * lin_chunk_work(D, D));
     }
 }
 
-void lin_chunk_heads_backward(int B, int T, int H, int D, const real *g, real scale, const real *qkv,
-                              const real *datt, real *dqkv, real *work) {
+void lin_chunk_heads_backward(int B, int T, int H, int D, const real *g, real scale, const real *qkv, const real *datt,
+                              real *dqkv, real *work) {
     int C = H * D, C3 = 3 * C;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
@@ -134,14 +130,12 @@ void lin_chunk_heads_backward(int B, int T, int H, int D, const real *g, real sc
         size_t off = (size_t)b * T * C3 + h * D;
         const real *q = qkv + off;
         real *dq = dqkv + off;
-        lin_chunk_backward(T, D, D, g[h], scale, q, C3, q + C, C3, q + 2 * C, C3,
-                           datt + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C,
-                           work + (size_t)omp_get_thread_num() * lin_chunk_work(D, D));
+        lin_chunk_backward(T, D, D, g[h], scale, q, C3, q + C, C3, q + 2 * C, C3, datt + (size_t)b * T * C + h * D, C,
+                           dq, dq + C, dq + 2 * C, work + (size_t)omp_get_thread_num() * lin_chunk_work(D, D));
     }
 }
 
-void lin_recurrent_step(int K, int W, real g, real scale, real *S, const real *q, const real *k,
-                        const real *v, real *o) {
+void lin_recurrent_step(int K, int W, real g, real scale, real *S, const real *q, const real *k, const real *v, real *o) {
     for (int i = 0; i < K; i++)
         for (int j = 0; j < W; j++) S[(size_t)i * W + j] = g * S[(size_t)i * W + j] + k[i] * v[j];
     for (int j = 0; j < W; j++) {

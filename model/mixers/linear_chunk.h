@@ -18,23 +18,20 @@
 size_t lin_chunk_work(int K, int W);
 
 // O (row stride ldo) = the attention above. Matrices are row-major with the given row strides.
-void lin_chunk_forward(int T, int K, int W, real g, real scale, const real *Q, int ldq,
-                       const real *Kt, int ldk, const real *V, int ldv, real *O, int ldo, real *work);
+void lin_chunk_forward(int T, int K, int W, real g, real scale, const real *Q, int ldq, const real *Kt, int ldk,
+                       const real *V, int ldv, real *O, int ldo, real *work);
 
 // Given dO, ACCUMULATES dQ, dK, dV (same layouts as Q, K, V).
-void lin_chunk_backward(int T, int K, int W, real g, real scale, const real *Q, int ldq,
-                        const real *Kt, int ldk, const real *V, int ldv, const real *dO, int lddo,
-                        real *dQ, real *dK, real *dV, real *work);
+void lin_chunk_backward(int T, int K, int W, real g, real scale, const real *Q, int ldq, const real *Kt, int ldk,
+                        const real *V, int ldv, const real *dO, int lddo, real *dQ, real *dK, real *dV, real *work);
 
 // Every (sequence, head) of a q/k/v tensor qkv [B, T, 3C] (head h: columns h*D.. of each third,
 // K = W = D) into att [B, T, C], head h with decay g[h]; parallel over batch x head, each thread
 // using work + thread * lin_chunk_work(D, D).
-void lin_chunk_heads_forward(int B, int T, int H, int D, const real *g, real scale, const real *qkv,
-                             real *att, real *work);
+void lin_chunk_heads_forward(int B, int T, int H, int D, const real *g, real scale, const real *qkv, real *att, real *work);
 // Its backward: ACCUMULATES into dqkv [B, T, 3C] from datt [B, T, C].
-void lin_chunk_heads_backward(int B, int T, int H, int D, const real *g, real scale, const real *qkv,
-                              const real *datt, real *dqkv, real *work);
+void lin_chunk_heads_backward(int B, int T, int H, int D, const real *g, real scale, const real *qkv, const real *datt,
+                              real *dqkv, real *work);
 
 // The recurrent form, one token (generation): S[K, W] = g S + k v^T, o[W] = scale S^T q.
-void lin_recurrent_step(int K, int W, real g, real scale, real *S, const real *q, const real *k,
-                        const real *v, real *o);
+void lin_recurrent_step(int K, int W, real g, real scale, real *S, const real *q, const real *k, const real *v, real *o);

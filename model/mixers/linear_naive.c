@@ -6,8 +6,7 @@
 
 #include "core/io.h"
 
-void lin_decay_naive(int T, int K, int W, double g, double scale, const real *Q, const real *Kt, const real *V,
-                     double *O) {
+void lin_decay_naive(int T, int K, int W, double g, double scale, const real *Q, const real *Kt, const real *V, double *O) {
     for (int i = 0; i < T; i++)
         for (int w = 0; w < W; w++) {
             double s = 0;

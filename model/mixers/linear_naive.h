@@ -7,8 +7,7 @@
 
 // Decayed causal linear attention (docs/mixers.md#decay), for one sequence and head:
 //   O_i = scale sum_{j<=i} g^(i-j) (Q_i . K_j) V_j       Q, Kt [T, K], V [T, W], O [T, W]
-void lin_decay_naive(int T, int K, int W, double g, double scale, const real *Q, const real *Kt, const real *V,
-                     double *O);
+void lin_decay_naive(int T, int K, int W, double g, double scale, const real *Q, const real *Kt, const real *V, double *O);
 
 // elu+1 linear attention with its normaliser (docs/mixers.md#linear), for one sequence and head,
 // as the recurrence S_t = S_{t-1} + phi(k_t) v_t^T, z_t = z_{t-1} + phi(k_t),

@@ -48,9 +48,11 @@ static void *mamba_create(const MixerDims *d) {
     if (K > 64) die_input("d_conv: expected 1..64, got %ld", K);  // conv_token's row table
     if (ex > 64) die_input("expand: expected 1..64, got %ld", ex);
     if (R > 4096) die_input("dt_rank: expected 0..4096, got %ld", R);
+    // clang-format off
     *m = (Mamba){.C = d->C, .E = (int)ex * d->C, .N = (int)N, .K = (int)K,
                  .R = R ? (int)R : (d->C + 15) / 16, .n_layer = d->n_layer,
                  .mlp = cfg_bool(d->cfg, "mlp"), .prec = d->prec};
+    // clang-format on
     return m;
 }
 
@@ -88,8 +90,7 @@ static void mamba_init_custom(const void *st, int index, real *w, Rng *rng) {
     }
 }
 
-static void mamba_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved,
-                          BufDecl *scratch, int *n_scratch) {
+static void mamba_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Mamba *m = st;
     size_t BT = (size_t)B * T, E = (size_t)m->E, N = (size_t)m->N, L = (size_t)(m->R + 2 * m->N);
     saved[A_XZ] = (BufDecl){"xz", BT * 2 * E};
@@ -128,8 +129,7 @@ static void conv_weight_t(const Mamba *m, const real *w, real *wT) {
 
 // v[E] of one token: bias + sum_j wT[K-1-j] * x_j, where rows[j] = x of the token j steps back,
 // j = 0..n_back (n_back < K-1 near the start of the sequence: earlier inputs are zero).
-static void conv_token(const Mamba *m, const real *wT, const real *bias, const real *const *rows,
-                       int n_back, real *v) {
+static void conv_token(const Mamba *m, const real *wT, const real *bias, const real *const *rows, int n_back, real *v) {
     int E = m->E, K = m->K;
     for (int e = 0; e < E; e++) v[e] = bias[e];
     for (int j = 0; j <= n_back; j++) {
@@ -139,8 +139,7 @@ static void conv_token(const Mamba *m, const real *wT, const real *bias, const r
     }
 }
 
-static void conv_forward(const Mamba *m, const real *wT, const real *bias, const real *xz, real *v,
-                         real *u, int B, int T) {
+static void conv_forward(const Mamba *m, const real *wT, const real *bias, const real *xz, real *v, real *u, int B, int T) {
     int E = m->E, K = m->K;
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
@@ -174,8 +173,7 @@ static void compute_A(const Mamba *m, const real *A_log, real *A) {
 }
 
 // g = (ys + D u) * SiLU(z) for n rows; z sits at column E of xz's rows.
-static void gate_forward(const Mamba *m, const real *D, const real *ys, const real *u, const real *xz,
-                         real *g, int n) {
+static void gate_forward(const Mamba *m, const real *D, const real *ys, const real *u, const real *xz, real *g, int n) {
     int E = m->E;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < n; r++) {
@@ -189,9 +187,11 @@ static void gate_forward(const Mamba *m, const real *D, const real *ys, const re
 // ---------------------------------------------------------------------------------------------
 
 static MambaScan scan_args(const Mamba *m, const MixerIO *io) {
+    // clang-format off
     return (MambaScan){.B = io->B, .T = io->T, .E = m->E, .N = m->N, .u = io->act[A_U],
                        .delta = io->act[A_DELTA], .bc = io->act[A_XDBL] + m->R,
                        .ld = m->R + 2 * m->N, .A = io->tmp[S_A]};
+    // clang-format on
 }
 
 static void mamba_forward(const void *st, MixerIO *io) {
@@ -211,8 +211,8 @@ static void mamba_forward(const void *st, MixerIO *io) {
 }
 
 // dg (in place) becomes dLoss/dy (y = ys + D u); dz goes to column E.. of dxz's rows.
-static void gate_backward(const Mamba *m, const real *D, const real *ys, const real *u, const real *xz,
-                          real *dg, real *dxz, int n) {
+static void gate_backward(const Mamba *m, const real *D, const real *ys, const real *u, const real *xz, real *dg,
+                          real *dxz, int n) {
     int E = m->E;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < n; r++) {
@@ -289,8 +289,7 @@ static void mamba_backward(const void *st, MixerIO *io) {
     gate_backward(m, io->p[P_D], a[A_YS], a[A_U], a[A_XZ], t[S_DG], t[S_DXZ], BT);
     // the scan (with the D skip and softplus'), then its sums over blocks and sequences
     MambaScan s = scan_args(m, io);
-    mamba_scan_backward(&s, a[A_HS], a[A_DT], io->p[P_D], t[S_DG], t[S_DU], t[S_DDT], t[S_DBC],
-                        t[S_DA], t[S_DD], t[S_WORK]);
+    mamba_scan_backward(&s, a[A_HS], a[A_DT], io->p[P_D], t[S_DG], t[S_DU], t[S_DDT], t[S_DBC], t[S_DA], t[S_DD], t[S_WORK]);
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++)
         for (int j = 0; j < 2 * N; j++) {
@@ -368,8 +367,7 @@ static size_t mamba_state_floats(const void *st) {
 static size_t mamba_state_size(const void *st) {
     const Mamba *m = st;
     size_t E = (size_t)m->E;
-    return (size_t)(m->K - 1) * E + E * m->N + 2 * E + (size_t)(m->R + 2 * m->N) + 7 * E + m->N +
-           (size_t)m->K * E;
+    return (size_t)(m->K - 1) * E + E * m->N + 2 * E + (size_t)(m->R + 2 * m->N) + 7 * E + m->N + (size_t)m->K * E;
 }
 
 static void mamba_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {

@@ -65,11 +65,9 @@ static inline void exp_lanes_nonpos(vec_t *x) {
 // One token of the block: h = exp(d A) h_prev + d x B for every state (h may be h_prev), keeping
 // exp(d A) in a unless a is NULL, and y = sum_n C[n] h[n] unless y is NULL. The forward and the
 // backward's recomputation both call it, so they produce the same bits.
-static inline __attribute__((always_inline)) void scan_token(lanes_t *h, const lanes_t *h_prev,
-                                                             lanes_t *a, const lanes_t *At,
-                                                             const real *d, const real *dx,
-                                                             const real *Bt, const real *Ct,
-                                                             real *y, int N) {
+static inline __attribute__((always_inline)) void scan_token(lanes_t *h, const lanes_t *h_prev, lanes_t *a,
+                                                             const lanes_t *At, const real *d, const real *dx,
+                                                             const real *Bt, const real *Ct, real *y, int N) {
     vec_t acc = {0}, dv, dxv;
     memcpy(&dv, d, sizeof dv);
     memcpy(&dxv, dx, sizeof dxv);
@@ -202,9 +200,8 @@ static inline size_t hs_offset(const MambaScan *s, int b, int c, int blk) {
 
 // One task of the forward: sequence b, blocks blk0 .. blk1-1. Inlined with N a constant for the
 // default d_state, so the state loop is unrolled.
-static inline __attribute__((always_inline)) void forward_task(const MambaScan *s, real *ys, real *hs,
-                                                                real *work, int b, int blk0, int blk1,
-                                                                int N) {
+static inline __attribute__((always_inline)) void forward_task(const MambaScan *s, real *ys, real *hs, real *work,
+                                                               int b, int blk0, int blk1, int N) {
     int T = s->T, E = s->E, G = blk1 - blk0;
     lanes_t *At = (lanes_t *)work, *h = At + (size_t)G * N;  // [G][N] each
     for (int j = 0; j < G; j++) {
@@ -214,8 +211,7 @@ static inline __attribute__((always_inline)) void forward_task(const MambaScan *
     memset(h, 0, sizeof(lanes_t) * G * N);
     for (int t = 0; t < T; t++) {
         size_t bt = (size_t)b * T + t;
-        if (t % MAMBA_CHUNK == 0)
-            memcpy(hs + hs_offset(s, b, t / MAMBA_CHUNK, blk0), h, sizeof(lanes_t) * G * N);
+        if (t % MAMBA_CHUNK == 0) memcpy(hs + hs_offset(s, b, t / MAMBA_CHUNK, blk0), h, sizeof(lanes_t) * G * N);
         const real *Bt = s->bc + bt * s->ld;
         for (int j = 0; j < G; j++) {
             int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
@@ -244,18 +240,19 @@ void mamba_scan_forward(const MambaScan *s, real *ys, real *hs, real *work) {
 }
 
 // One task of the backward (see forward_task); work as mamba_scan_work describes.
-static inline __attribute__((always_inline)) void backward_task(
-    const MambaScan *s, const real *hs, const real *dt_raw, const real *D, const real *dy, real *du,
-    real *ddt, real *dbc, real *dA, real *dD, real *work, int b, int blk0, int blk1, int N) {
+static inline __attribute__((always_inline)) void backward_task(const MambaScan *s, const real *hs, const real *dt_raw,
+                                                                const real *D, const real *dy, real *du, real *ddt,
+                                                                real *dbc, real *dA, real *dD, real *work, int b,
+                                                                int blk0, int blk1, int N) {
     int T = s->T, E = s->E, ng = mamba_n_groups(E), nc = mamba_n_chunks(T), N16 = round16(N);
     int G = blk1 - blk0, grp = blk0 / MAMBA_GROUP;
     size_t GN = (size_t)G * N;
-    lanes_t *At = (lanes_t *)work;              // [G][N]
-    lanes_t *carry = At + GN;                   // [G][N] exp(delta_{t+1} A) dh_{t+1}
-    lanes_t *dAacc = carry + GN;                // [G][N]
-    lanes_t *pB = dAacc + GN, *pC = pB + N16;   // [N16] per-lane sums over the group of dB_t, dC_t
-    lanes_t *abuf = pC + N16;                   // [CHUNK][G][N] exp(delta A)
-    lanes_t *hbuf = abuf + MAMBA_CHUNK * GN;    // [CHUNK+1][G][N] states
+    lanes_t *At = (lanes_t *)work;             // [G][N]
+    lanes_t *carry = At + GN;                  // [G][N] exp(delta_{t+1} A) dh_{t+1}
+    lanes_t *dAacc = carry + GN;               // [G][N]
+    lanes_t *pB = dAacc + GN, *pC = pB + N16;  // [N16] per-lane sums over the group of dB_t, dC_t
+    lanes_t *abuf = pC + N16;                  // [CHUNK][G][N] exp(delta A)
+    lanes_t *hbuf = abuf + MAMBA_CHUNK * GN;   // [CHUNK+1][G][N] states
     real *Dl = (real *)(hbuf + (MAMBA_CHUNK + 1) * GN), *dDacc = Dl + (size_t)G * EB;  // [G][EB]
     for (int j = 0; j < G; j++) {
         int e0 = (blk0 + j) * EB, ne = E - e0 < EB ? E - e0 : EB;
@@ -367,9 +364,8 @@ static inline __attribute__((always_inline)) void backward_task(
     }
 }
 
-void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw, const real *D,
-                         const real *dy, real *du, real *ddt, real *dbc, real *dA, real *dD,
-                         real *work) {
+void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw, const real *D, const real *dy,
+                         real *du, real *ddt, real *dbc, real *dA, real *dD, real *work) {
     int nb = mamba_n_blocks(s->E), ng = mamba_n_groups(s->E);
     size_t wsz = mamba_scan_work(s->E, s->N);
 #pragma omp parallel for schedule(static)

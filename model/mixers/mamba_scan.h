@@ -23,7 +23,7 @@
 #define MAMBA_EB 16     // channels per block (the SIMD lanes)
 #define MAMBA_GROUP 16  // blocks per task (up to)
 
-// exp and softplus are the project's (model/vmath.h).
+// exp and softplus are the project's (model/kernels/vmath.h).
 static inline real mamba_exp(real x) { return vexpr(x); }
 static inline real mamba_softplus(real r) { return r <= 20 ? vsoftplusr(r) : r; }
 
@@ -31,8 +31,7 @@ static inline real mamba_sigmoid(real v) { return 1 / (1 + mamba_exp(-v)); }
 
 // One token of one channel: h = exp(d A) h_prev + d x B over the N states (h may be h_prev).
 // step() uses it; the training scan (mamba_scan.c) runs the same arithmetic on blocks of channels.
-static inline void mamba_scan_token(real *h, const real *h_prev, const real *A, const real *Bt,
-                                    real d, real x, int N) {
+static inline void mamba_scan_token(real *h, const real *h_prev, const real *A, const real *Bt, real d, real x, int N) {
     real dx = d * x;
 #pragma omp simd
     for (int n = 0; n < N; n++) h[n] = mamba_exp(d * A[n]) * h_prev[n] + dx * Bt[n];
@@ -74,9 +73,8 @@ void mamba_scan_forward(const MambaScan *s, real *ys, real *hs, real *work);
 //   dbc[B,T,n_groups,2N] = per group of blocks, the sums over its channels of dB_t and dC_t
 //   dA[B,E,N]     = per sequence, dLoss/dA (summed over t)
 //   dD[B,E]       = per sequence, dLoss/dD (summed over t)
-void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw, const real *D,
-                         const real *dy, real *du, real *ddt, real *dbc, real *dA, real *dD,
-                         real *work);
+void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw, const real *D, const real *dy,
+                         real *du, real *ddt, real *dbc, real *dA, real *dD, real *work);
 
 // The attention map of channel e in sequence b (docs/mixers.md#mamba):
 //   att[i*T + j] = delta_j[e] sum_n C_i[n] exp(A[e,n] sum_{t=j+1..i} delta_t[e]) B_j[n]  (j <= i),
@@ -85,11 +83,3 @@ void mamba_scan_backward(const MambaScan *s, const real *hs, const real *dt_raw,
 // sixteen j at a time summed over the states by a transposing tree (no sum is a serial chain).
 size_t mamba_map_work(int T, int N);
 void mamba_scan_map(const MambaScan *s, int b, int e, real *att, real *work);
-
-// The plain recurrence (model/mamba_scan_naive.c), one channel and state at a time with every
-// state kept: the reference the tests hold the fast scan to. Same outputs as above, except that
-// the sums come whole: dbc[B,T,2N] over all channels, dA[E,N] and dD[E] over all sequences.
-void mamba_scan_forward_naive(const MambaScan *s, real *ys);
-void mamba_scan_map_naive(const MambaScan *s, int b, int e, real *att);
-void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy,
-                               real *du, real *ddt, real *dbc, real *dA, real *dD);

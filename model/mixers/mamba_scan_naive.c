@@ -1,11 +1,12 @@
-// The plain selective scan, the reference for model/mamba_scan.c (declared in mamba_scan.h):
+// The plain selective scan, the reference for model/mixers/mamba_scan.c (mamba_scan_naive.h):
 // one (sequence, channel, state) chain at a time, every state kept, gradients by walking the
 // recurrence backwards. Slow and memory-hungry (T N reals per chain); the tests only.
+#include "model/mixers/mamba_scan_naive.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
-#include "model/mixers/mamba_scan.h"
 
 void mamba_scan_forward_naive(const MambaScan *s, real *ys) {
     int B = s->B, T = s->T, E = s->E, N = s->N;
@@ -38,8 +39,8 @@ void mamba_scan_map_naive(const MambaScan *s, int b, int e, real *att) {
         }
 }
 
-void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy,
-                               real *du, real *ddt, real *dbc, real *dA, real *dD) {
+void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const real *D, const real *dy, real *du,
+                               real *ddt, real *dbc, real *dA, real *dD) {
     int B = s->B, T = s->T, E = s->E, N = s->N;
     size_t BT = (size_t)B * T;
     memset(du, 0, sizeof(real) * BT * E);
@@ -64,9 +65,9 @@ void mamba_scan_backward_naive(const MambaScan *s, const real *dt_raw, const rea
                     real d = s->delta[bt * E + e], x = s->u[bt * E + e], g = dy[bt * E + e];
                     real Bn = s->bc[bt * s->ld + n], Cn = s->bc[bt * s->ld + N + n];
                     real a = mamba_exp(d * A), dh = Cn * g + dh_next;
-                    dbc[bt * 2 * N + N + n] += g * h[t + 1];         // dC_t
-                    dbc[bt * 2 * N + n] += dh * d * x;               // dB_t
-                    du[bt * E + e] += dh * d * Bn;                   // through d B x
+                    dbc[bt * 2 * N + N + n] += g * h[t + 1];          // dC_t
+                    dbc[bt * 2 * N + n] += dh * d * x;                // dB_t
+                    du[bt * E + e] += dh * d * Bn;                    // through d B x
                     ddt[bt * E + e] += dh * (A * a * h[t] + Bn * x);  // d/d delta
                     dA[(size_t)e * N + n] += dh * d * a * h[t];
                     dh_next = dh * a;

@@ -25,50 +25,50 @@ typedef enum {
 } InitKind;
 
 typedef struct {
-    char name[48];    // relative to the layer: "attn.qkv.weight" becomes "h.<l>.attn.qkv.weight"
+    char name[48];  // relative to the layer: "attn.qkv.weight" becomes "h.<l>.attn.qkv.weight"
     int ndim;
     int shape[4];
     InitKind init;
     double arg;
-    int no_decay;     // 1: no weight decay even when 2-D (e.g. Mamba's A_log)
+    int no_decay;  // 1: no weight decay even when 2-D (e.g. Mamba's A_log)
 } ParamDecl;
 
 typedef struct {
-    char name[32];    // for messages and memory reports
-    size_t count;     // number of reals
+    char name[32];  // for messages and memory reports
+    size_t count;   // number of reals
 } BufDecl;
 
 // What the model knows when it builds a layer's mixer.
 typedef struct {
-    int C;            // d_model
-    int H;            // n_head
-    int T;            // seq_len: the longest sequence any call will pass
-    int B;            // batch_size: the largest batch any call will pass
+    int C;  // d_model
+    int H;  // n_head
+    int T;  // seq_len: the longest sequence any call will pass
+    int B;  // batch_size: the largest batch any call will pass
     int layer, n_layer;
     const Config *cfg;  // the mixer reads its own option keys here
-    Precision prec;   // of the mixer's matmuls (the model's, from the `precision` key)
+    Precision prec;     // of the mixer's matmuls (the model's, from the `precision` key)
 } MixerDims;
 
 // One call's tensors. Pointers to parameters, gradients and buffers follow declaration order.
 typedef struct {
-    int B, T;          // this call's batch and length (B <= dims.B, T <= dims.T)
-    real **p;          // parameters
-    real **g;          // gradients (backward only)
-    real **act;        // this layer's saved activations (written by forward, read by backward)
-    real **tmp;        // scratch shared by all layers (valid during one forward or backward call)
-    const real *x;     // [B, T, C] input (ln_1 output)
-    real *y;           // [B, T, C] forward output
-    const real *dy;    // [B, T, C] backward: gradient w.r.t. y
-    real *dx;          // [B, T, C] backward: gradient w.r.t. x, accumulated
+    int B, T;        // this call's batch and length (B <= dims.B, T <= dims.T)
+    real **p;        // parameters
+    real **g;        // gradients (backward only)
+    real **act;      // this layer's saved activations (written by forward, read by backward)
+    real **tmp;      // scratch shared by all layers (valid during one forward or backward call)
+    const real *x;   // [B, T, C] input (ln_1 output)
+    real *y;         // [B, T, C] forward output
+    const real *dy;  // [B, T, C] backward: gradient w.r.t. y
+    real *dx;        // [B, T, C] backward: gradient w.r.t. x, accumulated
 } MixerIO;
 
 // Closed forms (docs/sparsity.md#closed-forms) that the evaluator can put beside a measured S(a).
 typedef enum {
     THEORY_NONE,
-    THEORY_EXP,     // softmax: S = exp(-sigma^2 |q|^2 / 2) for Gaussian keys (q already scaled)
-    THEORY_LINEAR,  // non-negative linear attention: S = 1/sqrt(1 + q'Sigma q / (q'mu)^2) of phi(k)
-    THEORY_DECAY,   // fixed decay lambda: S = sqrt((1-l^n)/(n(1-l)) (1+l)/(1+l^n)) when q.k is constant
-    THEORY_RELU2,   // relu^2: a_ij = relu(q_i.k_j)^2 with Gaussian scores (eval/theory.h)
+    THEORY_EXP,       // softmax: S = exp(-sigma^2 |q|^2 / 2) for Gaussian keys (q already scaled)
+    THEORY_LINEAR,    // non-negative linear attention: S = 1/sqrt(1 + q'Sigma q / (q'mu)^2) of phi(k)
+    THEORY_DECAY,     // fixed decay lambda: S = sqrt((1-l^n)/(n(1-l)) (1+l)/(1+l^n)) when q.k is constant
+    THEORY_RELU2,     // relu^2: a_ij = relu(q_i.k_j)^2 with Gaussian scores (eval/theory.h)
     THEORY_IDENTITY,  // no feature map: a_ij = the score itself, Gaussian (eval/theory.h)
 } Theory;
 
@@ -77,8 +77,8 @@ typedef enum {
 // the maps (n_maps, attention, attention_values), the theory (attention_qk or decay_rate, as
 // `theory` asks), generation (state_size, step). docs/mixers.md#adding-a-mixer walks through it.
 typedef struct MixerKind {
-    const char *name;      // REQUIRED: the value of the `mixer` config key
-    const char *summary;   // REQUIRED: one line: what it is and where it comes from
+    const char *name;     // REQUIRED: the value of the `mixer` config key
+    const char *summary;  // REQUIRED: one line: what it is and where it comes from
     // OPTIONAL (NULL: the mixer has no keys): config keys this mixer adds, terminated by
     // name == NULL; docs/config.md lists each (tests/test_docs.c checks).
     const KeyDef *options;
@@ -99,8 +99,7 @@ typedef struct MixerKind {
     void (*init_custom)(const void *st, int index, real *w, Rng *rng);
     // REQUIRED: declares the saved activations of one layer and the scratch shared by all
     // layers (at most MIXER_MAX_BUFFERS each), for calls with up to B sequences of T tokens.
-    void (*buffers)(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                    int *n_scratch);
+    void (*buffers)(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch);
     void (*forward)(const void *st, MixerIO *io);   // REQUIRED
     void (*backward)(const void *st, MixerIO *io);  // REQUIRED
 

@@ -5,17 +5,17 @@
 #include "model/kernels/gemm.h"
 #include "model/kernels/vmath.h"
 
-size_t qblock_scratch(int n_planes, int T) {
-    return (size_t)omp_get_max_threads() * (n_planes + 1) * QBLOCK_ROWS * T;
-}
+size_t qblock_scratch(int n_planes, int T) { return (size_t)omp_get_max_threads() * (n_planes + 1) * QBLOCK_ROWS * T; }
 
-static QBlockHead head(const QBlock *qb, int bh, const real *qkv, int koff, int voff, const real *att,
-                       const real *datt, real *dqkv) {
+static QBlockHead head(const QBlock *qb, int bh, const real *qkv, int koff, int voff, const real *att, const real *datt,
+                       real *dqkv) {
     int b = bh / qb->H, h = bh % qb->H;
     size_t off = (size_t)b * qb->T * qb->ld + (size_t)h * qb->D;
     size_t ooff = (size_t)b * qb->T * qb->ldo + (size_t)h * qb->D;
+    // clang-format off
     QBlockHead hd = {.b = b, .h = h, .bh = bh, .q = qkv + off, .k = qkv + off + koff,
                      .v = qkv + off + voff, .o = att + ooff, .dout = datt ? datt + ooff : NULL};
+    // clang-format on
     if (dqkv) hd.dq = dqkv + off, hd.dk = dqkv + off + koff, hd.dv = dqkv + off + voff;
     return hd;
 }
@@ -36,8 +36,7 @@ void qblock_forward(const QBlock *qb, const real *qkv, int koff, int voff, real 
     }
 }
 
-void qblock_backward(const QBlock *qb, const real *qkv, int koff, int voff, const real *att,
-                     const real *datt, real *dqkv) {
+void qblock_backward(const QBlock *qb, const real *qkv, int koff, int voff, const real *att, const real *datt, real *dqkv) {
     int T = qb->T, D = qb->D, ld = qb->ld, ldo = qb->ldo;
     size_t plane = (size_t)QBLOCK_ROWS * qb->Tmax, stride = (size_t)(qb->n_planes + 1) * plane;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -59,8 +58,7 @@ void qblock_backward(const QBlock *qb, const real *qkv, int koff, int voff, cons
     }
 }
 
-void qblock_softmax(int D, const real *q, int ldq, const real *k, int ldk, int i0, int i1, real *P,
-                    real *lse, int recompute) {
+void qblock_softmax(int D, const real *q, int ldq, const real *k, int ldk, int i0, int i1, real *P, real *lse, int recompute) {
     int nk = i1, nq = i1 - i0;
     real scale = 1 / sqrtr((real)D);
     gemm_serial(0, 1, nq, nk, D, q + (size_t)i0 * ldq, ldq, k, ldk, 0, P, nk);

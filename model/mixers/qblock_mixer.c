@@ -16,8 +16,7 @@ void qmix_destroy(void *st) { free(st); }
 
 int qmix_params(const void *st, ParamDecl *out) { return qkv_params(&((const QMixer *)st)->s, out); }
 
-void qmix_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                  int *n_scratch) {
+void qmix_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const QMixer *q = st;
     qkv_buffers(&q->s, B, T, saved, n_saved, scratch, n_scratch);
     scratch[QMIX_S_BLOCK] = (BufDecl){"blocks", qblock_scratch(q->n_planes, T)};
@@ -27,9 +26,11 @@ void qmix_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, Bu
 // The loop's view of this call: q, k, v at column offsets 0, C, 2C of qkv's rows of 3C, att's
 // rows of C. QBlock.mixer is the member's state (it begins with q).
 static QBlock qblock_of(const QMixer *q, const MixerIO *io) {
+    // clang-format off
     return (QBlock){.mixer = q, .call = io, .B = io->B, .T = io->T, .H = q->s.H, .D = q->s.D,
                     .ld = 3 * q->s.C, .ldo = q->s.C, .n_planes = q->n_planes, .Tmax = q->s.T,
                     .scratch = io->tmp[QMIX_S_BLOCK], .weights = q->weights, .dscores = q->dscores};
+    // clang-format on
 }
 
 void qmix_blocks_forward(const QMixer *q, MixerIO *io) {

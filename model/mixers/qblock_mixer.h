@@ -21,8 +21,8 @@
 // The first member of every family member's state, so the shared slots read it from `st` and the
 // hooks get the member's state back as QBlock.mixer.
 typedef struct {
-    QkvShape s;     // d_model, heads, head width, the longest call, no norm
-    int n_planes;   // block planes the hooks use besides dW (qblock.h)
+    QkvShape s;    // d_model, heads, head width, the longest call, no norm
+    int n_planes;  // block planes the hooks use besides dW (qblock.h)
     void (*weights)(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *W, int forward);
     void (*dscores)(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *W, real *dW);
 } QMixer;
@@ -41,13 +41,12 @@ void qmix_init(QMixer *q, const MixerDims *d, int n_planes,
 // allocated with one malloc).
 void qmix_destroy(void *st);
 int qmix_params(const void *st, ParamDecl *out);  // attn.qkv.*, attn.proj.*: returns 4
-void qmix_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                  int *n_scratch);
+void qmix_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch);
 void qmix_forward(const void *st, MixerIO *io);   // in, blocks, out
 void qmix_backward(const void *st, MixerIO *io);  // out, blocks, in (each backward of the above)
 int qmix_n_maps(const void *st);                  // one map per head
 int qmix_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o);
-size_t qmix_state_floats(const void *st);         // the KV cache at full length: 2 T C
+size_t qmix_state_floats(const void *st);  // the KV cache at full length: 2 T C
 // MixerKind.flops of a member whose mixing is q k^T and A v over the causal triangle
 // (2 B C T (T + 1) per pass; the recomputed weights not counted).
 void qmix_flops(const void *st, int B, int T, double *fwd, double *bwd);

@@ -10,8 +10,10 @@
 
 void qkv_shape(QkvShape *s, const MixerDims *d, int norm) {
     if (d->C % d->H) die_input("n_head: d_model %d is not divisible by n_head %d", d->C, d->H);
+    // clang-format off
     *s = (QkvShape){.C = d->C, .H = d->H, .D = d->C / d->H, .T = d->T, .B = d->B,
                     .layer = d->layer, .n_layer = d->n_layer, .norm = norm, .prec = d->prec};
+    // clang-format on
 }
 
 int qkv_params(const QkvShape *s, ParamDecl *out) {
@@ -25,8 +27,7 @@ int qkv_params(const QkvShape *s, ParamDecl *out) {
     return 5;
 }
 
-void qkv_buffers(const QkvShape *s, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                 int *n_scratch) {
+void qkv_buffers(const QkvShape *s, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     size_t BT = (size_t)B * T, C = (size_t)s->C;
     saved[QKV_A_QKV] = (BufDecl){"qkv", BT * 3 * C};
     saved[QKV_A_ATT] = (BufDecl){"att", BT * C};
@@ -75,15 +76,15 @@ real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
     memset(datt, 0, sizeof(real) * N * C);
     memset(io->tmp[QKV_S_DQKV], 0, sizeof(real) * N * 3 * C);
     if (!s->norm) {
-        matmul_backward(datt, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_ATT],
-                        io->p[QKV_PROJ_W], N, C, C, s->prec);
+        matmul_backward(datt, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_ATT], io->p[QKV_PROJ_W], N, C,
+                        C, s->prec);
         return datt;
     }
     real *dnrm = io->tmp[QKV_S_DNRM];
     const real *att = io->act[QKV_A_ATT], *rstd = io->act[QKV_A_RSTD], *w = io->p[QKV_NORM_W];
     memset(dnrm, 0, sizeof(real) * N * C);
-    matmul_backward(dnrm, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_NRM],
-                    io->p[QKV_PROJ_W], N, C, C, s->prec);
+    matmul_backward(dnrm, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_NRM], io->p[QKV_PROJ_W], N, C, C,
+                    s->prec);
     // d att = rstd * (dn - att * rstd^2 * mean(dn * att)), dn = dnrm * w;  dw += dnrm * att * rstd
     int n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     real *partial = callocCheck((size_t)n_chunks * D, sizeof(real));
@@ -112,8 +113,8 @@ real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
 }
 
 void qkv_in_backward(const QkvShape *s, MixerIO *io) {
-    matmul_backward(io->dx, io->g[QKV_W], io->g[QKV_B], io->tmp[QKV_S_DQKV], io->x, io->p[QKV_W],
-                    io->B * io->T, s->C, 3 * s->C, s->prec);
+    matmul_backward(io->dx, io->g[QKV_W], io->g[QKV_B], io->tmp[QKV_S_DQKV], io->x, io->p[QKV_W], io->B * io->T, s->C,
+                    3 * s->C, s->prec);
 }
 
 int qkv_attention_values(const QkvShape *s, const MixerIO *io, int b, int m, real *v, real *o) {

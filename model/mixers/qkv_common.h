@@ -15,11 +15,11 @@
 #define QKV_NORM_EPS 1e-5
 
 typedef struct {
-    int C, H, D;      // d_model, heads, head width D = C / H
-    int T, B;         // the longest call (seq_len) and the largest batch
+    int C, H, D;  // d_model, heads, head width D = C / H
+    int T, B;     // the longest call (seq_len) and the largest batch
     int layer, n_layer;
-    int norm;         // 1: per-head RMSNorm with the learnable attn.norm.weight [D]
-    Precision prec;   // of the projections
+    int norm;        // 1: per-head RMSNorm with the learnable attn.norm.weight [D]
+    Precision prec;  // of the projections
 } QkvShape;
 
 // Parameter slots (attn.norm.weight only with the norm).
@@ -37,8 +37,7 @@ void qkv_shape(QkvShape *s, const MixerDims *d, int norm);
 int qkv_params(const QkvShape *s, ParamDecl *out);
 // Declares the common saved buffers and scratch for calls of up to B x T (sets *n_saved and
 // *n_scratch to QKV_N_SAVED and QKV_N_SCRATCH; the mixer appends its own after them).
-void qkv_buffers(const QkvShape *s, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch,
-                 int *n_scratch);
+void qkv_buffers(const QkvShape *s, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch);
 
 // Forward, first half: qkv from x.
 void qkv_in_forward(const QkvShape *s, MixerIO *io);

@@ -8,18 +8,18 @@
 #include "core/io.h"
 #include "model/mixers/mixer.h"
 
-#define MIXER_LIST(X) \
-    X(mixer_softmax) \
-    X(mixer_linear) \
-    X(mixer_gla) \
-    X(mixer_mamba) \
-    X(mixer_decay) \
-    X(mixer_identity) \
-    X(mixer_relu2) \
-    X(mixer_cog) \
-    X(mixer_cosformer) \
-    X(mixer_gpam) \
-    X(mixer_h3) \
+#define MIXER_LIST(X)                                                                                                  \
+    X(mixer_softmax)                                                                                                   \
+    X(mixer_linear)                                                                                                    \
+    X(mixer_gla)                                                                                                       \
+    X(mixer_mamba)                                                                                                     \
+    X(mixer_decay)                                                                                                     \
+    X(mixer_identity)                                                                                                  \
+    X(mixer_relu2)                                                                                                     \
+    X(mixer_cog)                                                                                                       \
+    X(mixer_cosformer)                                                                                                 \
+    X(mixer_gpam)                                                                                                      \
+    X(mixer_h3)                                                                                                        \
     X(mixer_deltanet)
 
 #define DECLARE(m) extern const MixerKind m;
@@ -41,8 +41,9 @@ int mixer_validate(const MixerKind *k, char *err, size_t errlen) {
         const char *slot;
         int set;
     } required[] = {
-        {"name", k->name && *k->name}, {"summary", k->summary && *k->summary}, {"create", !!k->create},
-        {"destroy", !!k->destroy},     {"params", !!k->params},                {"buffers", !!k->buffers},
+        {"name", k->name && *k->name}, {"summary", k->summary && *k->summary},
+        {"create", !!k->create},       {"destroy", !!k->destroy},
+        {"params", !!k->params},       {"buffers", !!k->buffers},
         {"forward", !!k->forward},     {"backward", !!k->backward},
     };
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
@@ -65,8 +66,7 @@ int mixer_validate(const MixerKind *k, char *err, size_t errlen) {
         return -1;
     int gen = k->state_size || k->step;
     const char *gen_why = "another slot of the generation group (state_size, step) is set";
-    if (group(gen, !!k->state_size, "state_size", gen_why, err, errlen) ||
-        group(gen, !!k->step, "step", gen_why, err, errlen))
+    if (group(gen, !!k->state_size, "state_size", gen_why, err, errlen) || group(gen, !!k->step, "step", gen_why, err, errlen))
         return -1;
     return 0;
 }
@@ -78,7 +78,8 @@ static const MixerKind *const *registry(void) {
         char err[160];
         for (int i = 0; i < N_MIXERS; i++)
             if (mixer_validate(g_mixers[i], err, sizeof err))
-                die("internal error: mixer '%s' (entry %d of MIXER_LIST): %s", g_mixers[i]->name ? g_mixers[i]->name : "?", i + 1, err);
+                die("internal error: mixer '%s' (entry %d of MIXER_LIST): %s",
+                    g_mixers[i]->name ? g_mixers[i]->name : "?", i + 1, err);
         checked = 1;
     }
     return g_mixers;

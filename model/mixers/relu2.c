@@ -17,11 +17,13 @@ typedef struct {
     real inv_n, bias;  // 1 / seq_len, b
 } Relu2;
 
+// clang-format off
 static const KeyDef relu2_keys[] = {
     {"relu2_bias", KEY_FLOAT, "0", RANGE_ANY, 0, 0, "model",
      "relu2: the constant b in a_ij = relu(q_i.k_j / seq_len + b)^2"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
+// clang-format on
 
 // R = relu(q_i.k_j / n + b) for query rows [i0, i1) against keys [0, i1), row stride i1, 0 above
 // the diagonal. q and k have row stride ldq.

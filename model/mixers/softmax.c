@@ -42,8 +42,7 @@ static void *softmax_create(const MixerDims *d) {
     return s;
 }
 
-static void softmax_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved,
-                            BufDecl *scratch, int *n_scratch) {
+static void softmax_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Softmax *s = st;
     qmix_buffers(st, B, T, saved, n_saved, scratch, n_scratch);
     saved[A_LSE] = (BufDecl){"lse", (size_t)B * s->q.s.H * T};

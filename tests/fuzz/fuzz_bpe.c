@@ -1,8 +1,9 @@
-// Fuzz target: the tokenizer file loader (tokenizer/bpe.c bpe_read). The input is a tokenizer file;
-// when its last line is not a `crc32` line, the correct one is appended, so mutations of the
-// body get past the CRC check (inputs that end with one test the check itself). Properties:
-// bpe_read returns a tokenizer or a one-line message naming the file, never crashes; a tokenizer
-// it returns decodes what it encodes back to the same bytes (the input itself is the text).
+// Fuzz target: the tokenizer file loader (tokenizer/tokenizer_file.c tokenizer_read, which parses
+// this project's files with tokenizer/bpe.c bpe_parse). The input is a tokenizer file; when its
+// last line is not a `crc32` line, the correct one is appended, so mutations of the body get past
+// the CRC check (inputs that end with one test the check itself). Properties: tokenizer_read
+// returns a tokenizer or a one-line message naming the file, never crashes; a tokenizer it
+// returns decodes what it encodes back to the same bytes (the input itself is the text).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "tokenizer/bpe.h"
 #include "tests/fuzz/fuzz.h"
+#include "tokenizer/tokenizer_file.h"
 
 typedef struct {
     const char *path;
@@ -21,7 +23,7 @@ static void load(void *arg) {
     const Input *in = arg;
     char err[1024];
     err[0] = 0;
-    Bpe *b = bpe_read(in->path, err, sizeof err);
+    Bpe *b = tokenizer_read(in->path, err, sizeof err);
     if (!b) {
         if (!strstr(err, in->path) || strchr(err, '\n')) fuzz_fail("bad message: '%s'", err);
         return;
@@ -29,7 +31,8 @@ static void load(void *arg) {
     TokBuf toks = {0};
     bpe_encode(b, in->text, in->size, &toks);
     for (size_t i = 0; i < toks.n; i++)
-        if (toks.v[i] >= (uint32_t)b->vocab_size || toks.v[i] == (uint32_t)b->eot) fuzz_fail("encode gave id %u", toks.v[i]);
+        if (toks.v[i] >= (uint32_t)b->vocab_size || toks.v[i] == (uint32_t)b->eot)
+            fuzz_fail("encode gave id %u", toks.v[i]);
     ByteBuf back = {0};
     bpe_decode(b, toks.v, toks.n, &back);
     if (back.n != in->size || (in->size && memcmp(back.v, in->text, in->size))) fuzz_fail("decode(encode(x)) != x");

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/config.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "tests/fuzz/fuzz.h"
 
 static int g_stage;  // 1 while reloading the effective config: no error may happen there

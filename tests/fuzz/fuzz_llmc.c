@@ -19,7 +19,7 @@
 //   init       llmc_load into a fixed model (seq_len 2, the seeds' shape: what init_from and a
 //              shorter ./evaluate seq_len do) holds the file's tensors, wpe's first rows, when it
 //              loads, and leaves the model untouched when it does not.
-// Tokenizer file, properties: bpe_read (./sample's tokenizer= loader) returns a decode-only
+// Tokenizer file, properties: tokenizer_read (./sample's tokenizer= loader) returns a decode-only
 // tokenizer or a one-line message naming the file; a loaded one decodes every id to exactly the
 // bytes of that id's record, read here independently, and has the header's eot. llm.c's
 // tokenizer format has no writer in this project (it decodes only), so there is no save/reload.
@@ -33,18 +33,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/keys.h"
+#include "model/keys.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/llmc_tokenizer.h"
 #include "trainer/ckpt_open.h"
 #include "trainer/llmc.h"
 #include "tests/fuzz/fuzz.h"
+#include "tokenizer/tokenizer_file.h"
 
 enum { SEED_V = 5, SEED_T = 4, SEED_L = 1, SEED_H = 2, SEED_C = 4, FIXED_T = 2 };
 
 static Model *g_fixed;  // the init property's model (SEED shape, seq_len FIXED_T)
 static Config g_fixed_cfg;
-static int g_stage;     // 1 while the exported file is reloaded: no exit may happen there
+static int g_stage;  // 1 while the exported file is reloaded: no exit may happen there
 
 static Model *build(int T) {
     ModelShape s = {.V = SEED_V, .C = SEED_C, .L = SEED_L, .H = SEED_H, .T = T, .mlp = 1, .pos_emb = 1};
@@ -157,10 +158,12 @@ static void same_tensor(const Model *a, const Model *b, const char *name, size_t
 // The file's layout, written here from docs/gpt2.md (not taken from trainer/llmc.c): each tensor's
 // name in this project (per layer after "h.<l>.") and its element count for one layer, in units
 // of C: wte Vp C, wpe maxT C, then C, C, 3C C, 3C, C C, C, C, C, 4C C, 4C, C 4C, C per layer, and C, C.
+// clang-format off
 static const char *const k_names[16] = {"wte", "wpe", "ln_1.weight", "ln_1.bias", "attn.qkv.weight",
                                         "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "ln_2.weight",
                                         "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight",
                                         "mlp.proj.bias", "ln_f.weight", "ln_f.bias"};
+// clang-format on
 
 // Every value the model holds is the file's, at its place: wte's first V rows, wpe's first T rows,
 // the rest whole, bf16 (version 5) as the top half of the fp32.
@@ -168,7 +171,8 @@ static void check_values(const Input *in, const Model *m) {
     const unsigned char *d = in->data;
     int bf16 = read_i32(d + 4) == 5;
     size_t C = (size_t)m->s.C, Vp = (size_t)read_i32(d + 28), maxT = (size_t)read_i32(d + 8);
-    const size_t count[16] = {Vp * C, maxT * C, C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C, C, C};
+    const size_t count[16] = {Vp * C, maxT * C, C,         C,     3 * C * C, 3 * C, C * C, C,
+                              C,      C,        4 * C * C, 4 * C, 4 * C * C, C,     C,     C};
     const size_t kept[2] = {(size_t)m->s.V * C, (size_t)m->s.T * C};
     size_t pos = 1024;
     for (int i = 0; i < 16; i++)
@@ -211,7 +215,8 @@ static void load_export_reload(void *arg) {
     Model *m = ckpt_open_model(in->path, &cfg, 1, 1, NULL);  // as ./export opens it
     check_values(in, m);
     char err[1024];
-    if (llmc_exportable(m, err, sizeof err) != 0) fuzz_fail("a model read from an llm.c file is not exportable: %s", err);
+    if (llmc_exportable(m, err, sizeof err) != 0)
+        fuzz_fail("a model read from an llm.c file is not exportable: %s", err);
     if (llmc_save(in->out, m, err, sizeof err) != 0) fuzz_fail("llmc_save: %s", err);
     g_stage = 1;
     Model *m2 = ckpt_open_model(in->out, &cfg2, 1, 1, NULL);
@@ -224,12 +229,14 @@ static void load_export_reload(void *arg) {
         unsigned char *back = malloc(in->size + 1);
         size_t n = f ? fread(back, 1, in->size + 1, f) : 0;
         if (f) fclose(f);
-        if (n != in->size || memcmp(back, in->data, n)) fuzz_fail("./export's file is not the bytes it read (%zu of %zu)", n, in->size);
+        if (n != in->size || memcmp(back, in->data, n))
+            fuzz_fail("./export's file is not the bytes it read (%zu of %zu)", n, in->size);
         free(back);
     }
     // The same file into the fixed model (a shorter seq_len), when the shapes agree.
     if (m->s.V == SEED_V && m->s.C == SEED_C && m->s.L == SEED_L && m->s.H == SEED_H) {
-        if (llmc_load(in->path, g_fixed, err, sizeof err) != 0) fuzz_fail("llmc_load into seq_len %d: %s", FIXED_T, err);
+        if (llmc_load(in->path, g_fixed, err, sizeof err) != 0)
+            fuzz_fail("llmc_load into seq_len %d: %s", FIXED_T, err);
         for (int i = 0; i < g_fixed->n_tensors; i++) {
             const char *name = g_fixed->tensors[i].name;
             same_tensor(g_fixed, m, name, !strcmp(name, "wpe") ? (size_t)FIXED_T * SEED_C : 0, "init");
@@ -261,17 +268,17 @@ static void load_tokenizer(void *arg) {
     const Input *in = arg;
     char err[1024];
     err[0] = 0;
-    Bpe *b = bpe_read(in->path, err, sizeof err);
+    Bpe *b = tokenizer_read(in->path, err, sizeof err);
     if (!b) {
-        if (!strstr(err, in->path) || strchr(err, '\n')) fuzz_fail("bpe_read: bad message '%s'", err);
+        if (!strstr(err, in->path) || strchr(err, '\n')) fuzz_fail("tokenizer_read: bad message '%s'", err);
         return;
     }
     const unsigned char *d = in->data;
     uint32_t version = (uint32_t)read_i32(d + 4), vocab = (uint32_t)read_i32(d + 8);
     uint32_t eot = version == 2 ? (uint32_t)read_i32(d + 12) : 50256;
     if (!b->decode_only || (uint32_t)b->vocab_size != vocab || (uint32_t)b->eot != eot)
-        fuzz_fail("tokenizer: decode_only %d, vocab %d (header %u), eot %d (header %u)", b->decode_only,
-                  b->vocab_size, vocab, b->eot, eot);
+        fuzz_fail("tokenizer: decode_only %d, vocab %d (header %u), eot %d (header %u)", b->decode_only, b->vocab_size,
+                  vocab, b->eot, eot);
     // every id decodes to its record's bytes; all ids in order to the records' concatenation
     uint32_t *ids = malloc(sizeof *ids * vocab);
     ByteBuf want = {0};

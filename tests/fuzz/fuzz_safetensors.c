@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/safetensors.h"
 #include "trainer/checkpoint.h"
 #include "tests/fuzz/fuzz.h"
@@ -93,8 +93,7 @@ static unsigned char *with_crc(const unsigned char *data, size_t size) {
     uint32_t crc = 0;
     if (memmem(data + 8, (size_t)hlen, CKPT_FORMAT_V1, strlen(CKPT_FORMAT_V1)))
         crc = (uint32_t)crc32(0L, data + 8 + hlen, (uInt)(size - 8 - hlen));
-    else if (st_file_crc32(data, size, &crc) != 0)
-        return out;
+    else if (st_file_crc32(data, size, &crc) != 0) return out;
     char hex[16];
     snprintf(hex, sizeof hex, "%08x", (unsigned)crc);
     memcpy(out + slot, hex, 8);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ablation/sweep_file.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "tests/fuzz/fuzz.h"
 
 typedef struct {

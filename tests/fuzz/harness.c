@@ -32,7 +32,10 @@ void __wrap_exit(int status) {
 // Mappings made during a call, unmapped after an exit (shard_open maps files).
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __real_munmap(void *addr, size_t len);
-static struct { void *p; size_t n; } g_maps[64];
+static struct {
+    void *p;
+    size_t n;
+} g_maps[64];
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __wrap_munmap(void *addr, size_t len);
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
@@ -57,9 +60,9 @@ int __wrap_munmap(void *addr, size_t len) {
 #define TRACK_CAP (1 << 17)
 static __thread int g_counting;
 static __thread long g_live;
-static const volatile void **g_track;   // [TRACK_CAP] (mmap'd)
-static unsigned *g_track_gen;           // generation of each slot; a slot is in use when = g_gen
-static unsigned *g_track_order;         // slots in insertion order [g_track_n]
+static const volatile void **g_track;  // [TRACK_CAP] (mmap'd)
+static unsigned *g_track_gen;          // generation of each slot; a slot is in use when = g_gen
+static unsigned *g_track_order;        // slots in insertion order [g_track_n]
 static unsigned g_gen = 1;
 static long g_track_n;
 static int g_track_full;
@@ -144,7 +147,8 @@ const char *fuzz_file(const char *name, const void *data, size_t size) {
     snprintf(g_names[slot], sizeof g_names[slot], "%s", name);
     snprintf(g_paths[slot], sizeof g_paths[slot], "%s/%s", g_dir, name);
     int fd = open(g_paths[slot], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) != 0) fuzz_fail("cannot write %s", g_paths[slot]);
+    if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) != 0)
+        fuzz_fail("cannot write %s", g_paths[slot]);
     return g_paths[slot];
 }
 

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <zlib.h>
 
-static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 
 static int paeth(int a, int b, int c) {
     int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
@@ -27,7 +29,8 @@ int main(int argc, char **argv) {
     if (n < 33 || memcmp(d, "\x89PNG\r\n\x1a\n", 8)) return fprintf(stderr, "%s: not a PNG\n", argv[1]), 1;
     uint32_t w = be32(d + 16), h = be32(d + 20);
     int depth = d[24], ctype = d[25], bpp = ctype == 6 ? 4 : ctype == 2 ? 3 : 0;
-    if (depth != 8 || !bpp || d[28]) return fprintf(stderr, "%s: expected 8-bit RGB or RGBA, not interlaced\n", argv[1]), 1;
+    if (depth != 8 || !bpp || d[28])
+        return fprintf(stderr, "%s: expected 8-bit RGB or RGBA, not interlaced\n", argv[1]), 1;
     unsigned char *z = malloc((size_t)n);
     size_t zn = 0;
     for (long p = 8; p + 12 <= n;) {
@@ -39,7 +42,8 @@ int main(int argc, char **argv) {
     size_t stride = (size_t)w * bpp, raw_n = (stride + 1) * h;
     unsigned char *raw = malloc(raw_n), *img = malloc(stride * h);
     uLongf out_n = raw_n;
-    if (uncompress(raw, &out_n, z, zn) != Z_OK || out_n != raw_n) return fprintf(stderr, "%s: bad image data\n", argv[1]), 1;
+    if (uncompress(raw, &out_n, z, zn) != Z_OK || out_n != raw_n)
+        return fprintf(stderr, "%s: bad image data\n", argv[1]), 1;
     for (uint32_t y = 0; y < h; y++) {
         int ft = raw[y * (stride + 1)];
         const unsigned char *src = raw + y * (stride + 1) + 1;

@@ -7,12 +7,13 @@
 
 #include "core/config.h"
 #include "core/io.h"
-#include "core/keys.h"
+#include "model/keys.h"
 #include "core/run_dir.h"
 #include "trainer/checkpoint.h"
 #include "trainer/ckpt_open.h"
 #include "model/generate.h"
 #include "model/sample.h"
+#include "tokenizer/tokenizer_file.h"
 
 static const KeyDef k_sample[] = {
     {"prompt", KEY_STRING, "", 0, 0, 0, "", "text to continue (escapes \\n \\t \\xNN); token ids without a tokenizer"},
@@ -75,9 +76,10 @@ int main(int argc, char **argv) {
     const char *tok_path = *cfg_str(&opt, "tokenizer") ? cfg_str(&opt, "tokenizer") : cfg_str(&cfg, "tokenizer");
     Bpe *bpe = NULL;
     if (*tok_path) {
-        bpe = bpe_read(tok_path, err, sizeof err);
+        bpe = tokenizer_read(tok_path, err, sizeof err);
         if (!bpe)
-            die_input("tokenizer: %s%s", err, *cfg_str(&opt, "tokenizer") ? "" : " (the run's tokenizer; tokenizer=FILE names another)");
+            die_input("tokenizer: %s%s", err,
+                      *cfg_str(&opt, "tokenizer") ? "" : " (the run's tokenizer; tokenizer=FILE names another)");
         sample_require_tokenizer(bpe, tok_path, ts.tokenizer_vocab, ts.tokenizer_id, ckpt);
     }
     TokBuf pt = {0};
@@ -107,8 +109,8 @@ int main(int argc, char **argv) {
     double dt = now_seconds() - t0;
     printf("\n");
     fflush(stdout);
-    fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt, (long)ts.step,
-            n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), cfg_str(&cfg, "mixer"),
+    fprintf(stderr, "[%s, step %ld: %d tokens after a %zu-token prompt in %.2f s (%.0f tokens/s); %s, %s]\n", ckpt,
+            (long)ts.step, n, pt.n, dt, (double)(n + (long)pt.n) / (dt + 1e-9), cfg_str(&cfg, "mixer"),
             g->recurrent ? "step() on cached state" : "prefix re-run");
     generator_free(g);
     free(pt.v);
