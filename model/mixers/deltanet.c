@@ -380,7 +380,9 @@ static void deltanet_backward(const void *st, MixerIO *io) {
 // ---------------------------------------------------------------------------------------------
 // Attention maps (docs/mixers.md#deltanet): with zero initial state o = A v exactly, where
 //   A = (Q K^T ⊙ M) (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta)
-// over the whole sequence (not the per-chunk inverse): signed, not row-stochastic.
+// over the whole sequence (not the per-chunk inverse): signed, not row-stochastic. Gated DeltaNet
+// (docs/mixers.md#gated_deltanet): Q K^T and K K^T both ⊙ Gamma, Gamma_ij = exp(gamma_i -
+// gamma_j) = alpha_{j+1} ... alpha_i with gamma the cumulative log-decay over the whole sequence.
 
 static int deltanet_n_maps(const void *st) { return ((const DeltaNet *)st)->H; }
 
