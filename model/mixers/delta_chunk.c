@@ -1,48 +1,70 @@
 #include "model/mixers/delta_chunk.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "model/kernels/gemm.h"
 
 int delta_n_states(int T, int L) { return (T + L - 1) / L; }
 
-// Work layout (both passes): S, dS [D, D]; KK, Linv, Tm, P, dP [L, L]; W, U, dU, dW [L, D]; tmp
-// [max(L, D), D] for the n x D and D x D products (the backward's dTm and dLinv reuse P and dP).
+// Work layout (both passes): S, dS [D, D]; KK, Linv, Tm, P, dP, Gam, QK, dGam [L, L]; W, U, dU,
+// dW, Kd, X [L, D]; gam, c, r, dgam, dc, dr [L]; tmp [max(L, D), D] for the n x D and D x D
+// products (the backward's dTm and dLinv reuse P and dP). The decay's buffers go unused without g.
 size_t delta_chunk_work(int D, int L) {
-    return 2 * (size_t)D * D + 5 * (size_t)L * L + 4 * (size_t)L * D + (size_t)(L > D ? L : D) * D;
+    return 2 * (size_t)D * D + 8 * (size_t)L * L + 6 * (size_t)L * D + 6 * (size_t)L + (size_t)(L > D ? L : D) * D;
 }
 
 typedef struct {
-    real *S, *dS, *KK, *Linv, *Tm, *P, *dP, *W, *U, *tmp, *dU, *dW;
+    real *S, *dS, *KK, *Linv, *Tm, *P, *dP, *Gam, *QK, *dGam, *W, *U, *dU, *dW, *Kd, *X;
+    real *gam, *c, *r, *dgam, *dc, *dr, *tmp;
 } Work;
 
 static Work carve(real *w, int D, int L) {
     size_t DD = (size_t)D * D, LL = (size_t)L * L, LD = (size_t)L * D;
     Work k;
     k.S = w, k.dS = k.S + DD, k.KK = k.dS + DD, k.Linv = k.KK + LL, k.Tm = k.Linv + LL, k.P = k.Tm + LL;
-    k.dP = k.P + LL, k.W = k.dP + LL, k.U = k.W + LD, k.dU = k.U + LD, k.dW = k.dU + LD, k.tmp = k.dW + LD;
+    k.dP = k.P + LL, k.Gam = k.dP + LL, k.QK = k.Gam + LL, k.dGam = k.QK + LL, k.W = k.dGam + LL;
+    k.U = k.W + LD, k.dU = k.U + LD, k.dW = k.dU + LD, k.Kd = k.dW + LD, k.X = k.Kd + LD;
+    k.gam = k.X + LD, k.c = k.gam + L, k.r = k.c + L, k.dgam = k.r + L, k.dc = k.dgam + L, k.dr = k.dc + L;
+    k.tmp = k.dr + L;
     return k;
 }
 
+// The chunk's decays from its n log-decays g (stride ldg): gam_i = g_0 + ... + g_i, summed from
+// the chunk's start (a segment sum, so it never grows with the position in the sequence), c_i =
+// exp(gam_i) the decay from the chunk's entry to token i, r_j = exp(gam_{n-1} - gam_j) from token j
+// to the chunk's end, Gam_ij = exp(gam_i - gam_j) for j <= i (0 above): every exponent is <= 0,
+// nothing overflows at any length. Kd = diag(c) K.
+static void decays(const Work *w, int n, int D, const real *g, int ldg, const real *k, int ldk) {
+    for (int i = 0; i < n; i++) w->gam[i] = (i ? w->gam[i - 1] : 0) + g[(size_t)i * ldg];
+    for (int i = 0; i < n; i++) {
+        w->c[i] = expr(w->gam[i]), w->r[i] = expr(w->gam[n - 1] - w->gam[i]);
+        for (int j = 0; j < n; j++) w->Gam[(size_t)i * n + j] = j <= i ? expr(w->gam[i] - w->gam[j]) : 0;
+        for (int d = 0; d < D; d++) w->Kd[(size_t)i * D + d] = w->c[i] * k[(size_t)i * ldk + d];
+    }
+}
+
 // The chunk's n rows (k, v, beta at the chunk's start): KK = K K^T, then by forward substitution
-// Linv = (I + A)^{-1} with A_ij = beta_i k_i . k_j below the diagonal (unit lower-triangular, so
-// row i needs only the rows above it: Linv_ij = [i == j] - sum_{j <= l < i} A_il Linv_lj), then
-// Tm = Linv diag(beta), W = Tm K, U = Tm V. Everything above the diagonal is zero.
-static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *v, int ldv, const real *beta,
-                         int ldb) {
+// Linv = (I + A)^{-1} with A_ij = beta_i k_i . k_j (times Gam_ij with a decay) below the diagonal
+// (unit lower-triangular, so row i needs only the rows above it: Linv_ij = [i == j] - sum_{j <= l
+// < i} A_il Linv_lj), then Tm = Linv diag(beta), W = Tm Kd (Kd = K without a decay), U = Tm V.
+// Everything above the diagonal is zero.
+static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *kd, int ldkd, const real *v,
+                         int ldv, const real *beta, int ldb, int decay) {
     gemm_serial(0, 1, n, n, D, k, ldk, k, ldk, 0, w->KK, n);
     for (int i = 0; i < n; i++) {
         real *li = w->Linv + (size_t)i * n, bi = beta[(size_t)i * ldb];
         for (int j = 0; j < n; j++) li[j] = i == j;
         for (int l = 0; l < i; l++) {
             real a = bi * w->KK[(size_t)i * n + l];  // A_il
+            if (decay) a *= w->Gam[(size_t)i * n + l];
             const real *ll = w->Linv + (size_t)l * n;
             for (int j = 0; j <= l; j++) li[j] -= a * ll[j];
         }
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) w->Tm[(size_t)i * n + j] = w->Linv[(size_t)i * n + j] * beta[(size_t)j * ldb];
-    gemm_serial(0, 0, n, D, n, w->Tm, n, k, ldk, 0, w->W, D);
+    gemm_serial(0, 0, n, D, n, w->Tm, n, kd, ldkd, 0, w->W, D);
     gemm_serial(0, 0, n, D, n, w->Tm, n, v, ldv, 0, w->U, D);
 }
 
@@ -58,8 +80,22 @@ static void causal_mask(real *A, int n) {
         for (int c = r + 1; c < n; c++) A[(size_t)r * n + c] = 0;
 }
 
-void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
-                         const real *beta, int ldb, real *O, int ldo, real *states, real *work) {
+// dst_i += s_i src_i for n rows of D (src [n, D] dense), and ds_i = src_i . y_i when ds: the
+// gradient of a row scale s (dst = diag(s) Y's gradient src).
+static void add_scaled_rows(int n, int D, const real *s, const real *src, real *dst, int ldd, const real *y, int ldy,
+                            real *ds) {
+    for (int i = 0; i < n; i++) {
+        real dot = 0;
+        for (int d = 0; d < D; d++) {
+            dst[(size_t)i * ldd + d] += s[i] * src[(size_t)i * D + d];
+            if (ds) dot += src[(size_t)i * D + d] * y[(size_t)i * ldy + d];
+        }
+        if (ds) ds[i] += dot;
+    }
+}
+
+void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work) {
     Work w = carve(work, D, L);
     memset(w.S, 0, sizeof(real) * D * D);
     for (int t0 = 0, c = 0; t0 < T; t0 += L, c++) {
@@ -67,28 +103,46 @@ void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real
         const real *q = Q + (size_t)t0 * ldq, *k = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv;
         real *o = O + (size_t)t0 * ldo;
         memcpy(states + (size_t)c * D * D, w.S, sizeof(real) * D * D);
-        ut_transform(&w, n, D, k, ldk, v, ldv, beta + (size_t)t0 * ldb, ldb);
+        if (g) decays(&w, n, D, g + (size_t)t0 * ldg, ldg, k, ldk);
+        ut_transform(&w, n, D, k, ldk, g ? w.Kd : k, g ? D : ldk, v, ldv, beta + (size_t)t0 * ldb, ldb, g != NULL);
         pseudo_values(&w, n, D, w.S);
-        gemm_serial(0, 0, n, D, D, q, ldq, w.S, D, 0, o, ldo);  // from the state: Q S0
-        gemm_serial(0, 1, n, n, D, q, ldq, k, ldk, 0, w.P, n);  // within the chunk: (Q K^T ⊙ M) U'
+        gemm_serial(0, 0, n, D, D, q, ldq, w.S, D, 0, o, ldo);  // from the state: diag(c) Q S0
+        if (g)
+            for (int i = 0; i < n; i++)
+                for (int d = 0; d < D; d++) o[(size_t)i * ldo + d] *= w.c[i];
+        gemm_serial(0, 1, n, n, D, q, ldq, k, ldk, 0, w.P, n);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
         causal_mask(w.P, n);
+        if (g)
+            for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
         gemm_serial(0, 0, n, D, n, w.P, n, w.U, D, 1, o, ldo);
-        if (t0 + n < T) gemm_serial(1, 0, D, D, n, k, ldk, w.U, D, 1, w.S, D);  // S1 = S0 + K^T U'
+        if (t0 + n >= T) continue;
+        if (g) {  // S1 = c_{n-1} S0 + K^T diag(r) U'
+            for (int i = 0; i < D * D; i++) w.S[i] *= w.c[n - 1];
+            for (int i = 0; i < n; i++)
+                for (int d = 0; d < D; d++) w.tmp[(size_t)i * D + d] = w.r[i] * w.U[(size_t)i * D + d];
+            gemm_serial(1, 0, D, D, n, k, ldk, w.tmp, D, 1, w.S, D);
+        } else {  // S1 = S0 + K^T U'
+            gemm_serial(1, 0, D, D, n, k, ldk, w.U, D, 1, w.S, D);
+        }
     }
 }
 
-// Reverse time. With dS the gradient of the state leaving the chunk and S0 the state entering it:
-//   dU' = P^T dO + K dS                          (P = Q K^T ⊙ M)
-//   dQ += dO S0^T + (dO U'^T ⊙ M) K;  dK += (dO U'^T ⊙ M)^T Q + U' dS^T
-//   dS0 = dS + Q^T dO - W^T dU'                  (S0 enters O, S1 and U' = U - W S0)
-//   dW = -dU' S0^T;  U = Tm V: dV += Tm^T dU';  W = Tm K: dK += Tm^T dW
-//   dTm = dU' V^T + dW K^T;  Tm = Linv diag(beta): dbeta_j += sum_i dTm_ij Linv_ij, dLinv = dTm diag(beta)
+// Reverse time. With dS the gradient of the state leaving the chunk and S0 the state entering it
+// (without a decay read c = r = Gam = 1 and drop the lines on them):
+//   dU' = P^T dO + diag(r) K dS                  (P = Q K^T ⊙ Gam ⊙ M)
+//   dQ += diag(c) dO S0^T + (dO U'^T ⊙ M ⊙ Gam) K;  dK += (dO U'^T ⊙ M ⊙ Gam)^T Q + diag(r) U' dS^T
+//   dS0 = c_{n-1} dS + Q^T diag(c) dO - W^T dU'  (S0 enters O, S1 and U' = U - W S0)
+//   dW = -dU' S0^T;  U = Tm V: dV += Tm^T dU';  W = Tm diag(c) K: dK += diag(c) Tm^T dW
+//   dTm = dU' V^T + dW (diag(c) K)^T;  Tm = Linv diag(beta): dbeta_j += sum_i dTm_ij Linv_ij, dLinv = dTm diag(beta)
 //   Linv = (I + A)^{-1}: dA = -Linv^T dLinv Linv^T, kept below the diagonal (A's support)
-//   A_ij = beta_i k_i . k_j (i > j): dbeta_i += sum_j dA_ij k_i . k_j; with H = diag(beta) dA,
-//   dK += H K + H^T K.
-void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
-                          const real *beta, int ldb, const real *states, const real *dO, int lddo, real *dQ, real *dK,
-                          real *dV, real *dbeta, real *work) {
+//   A_ij = beta_i k_i . k_j Gam_ij (i > j): dbeta_i += sum_j dA_ij k_i . k_j Gam_ij; with
+//   H = diag(beta) dA ⊙ Gam, dK += H K + H^T K.
+// The decays: dc, dr, dc_{n-1} and dGam (from P and A) gather into dgam (c_i = exp(gam_i): dgam_i
+// += c_i dc_i; Gam_ij = exp(gam_i - gam_j): dgam_i += Gam_ij dGam_ij, dgam_j -= the same), and
+// gam_i = g_0 + ... + g_i gives dg_t = sum_{i >= t} dgam_i.
+void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                           const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
+                           int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work) {
     Work w = carve(work, D, L);
     memset(w.dS, 0, sizeof(real) * D * D);
     int last = (T - 1) / L * L;
@@ -98,33 +152,69 @@ void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const rea
         const real *q = Q + oq, *k = K + ok, *v = V + ov, *b = beta + ob, *dout = dO + (size_t)t0 * lddo;
         const real *S0 = states + (size_t)c * D * D;
         real *dq = dQ + oq, *dk = dK + ok, *dv = dV + ov, *db = dbeta + ob;
-        ut_transform(&w, n, D, k, ldk, v, ldv, b, ldb);
+        if (g) {
+            decays(&w, n, D, g + (size_t)t0 * ldg, ldg, k, ldk);
+            for (int i = 0; i < n; i++) w.dc[i] = w.dr[i] = 0;
+            for (int i = 0; i < n * n; i++) w.dGam[i] = 0;
+        }
+        ut_transform(&w, n, D, k, ldk, g ? w.Kd : k, g ? D : ldk, v, ldv, b, ldb, g != NULL);
         pseudo_values(&w, n, D, S0);
         gemm_serial(0, 1, n, n, D, q, ldq, k, ldk, 0, w.P, n);
         causal_mask(w.P, n);
-        // dU' = P^T dO + K dS
+        if (g) {
+            memcpy(w.QK, w.P, sizeof(real) * n * n);
+            for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
+        }
+        // dU' = P^T dO + diag(r) K dS
         gemm_serial(1, 0, n, D, n, w.P, n, dout, lddo, 0, w.dU, D);
-        gemm_serial(0, 0, n, D, D, k, ldk, w.dS, D, 1, w.dU, D);
-        // dQ, dK through O = Q S0 + P U' and S1 = S0 + K^T U'
-        gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 1, dq, ldq);
+        if (g) {
+            gemm_serial(0, 0, n, D, D, k, ldk, w.dS, D, 0, w.X, D);
+            add_scaled_rows(n, D, w.r, w.X, w.dU, D, NULL, 0, NULL);
+        } else {
+            gemm_serial(0, 0, n, D, D, k, ldk, w.dS, D, 1, w.dU, D);
+        }
+        // dQ, dK through O = diag(c) Q S0 + P U' and S1 = c_{n-1} S0 + K^T diag(r) U'
+        if (g) {
+            gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 0, w.X, D);
+            add_scaled_rows(n, D, w.c, w.X, dq, ldq, q, ldq, w.dc);
+        } else {
+            gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 1, dq, ldq);
+        }
         gemm_serial(0, 1, n, n, D, dout, lddo, w.U, D, 0, w.dP, n);
         causal_mask(w.dP, n);
+        if (g)
+            for (int i = 0; i < n * n; i++) w.dGam[i] = w.dP[i] * w.QK[i], w.dP[i] *= w.Gam[i];
         gemm_serial(0, 0, n, D, n, w.dP, n, k, ldk, 1, dq, ldq);
         gemm_serial(1, 0, n, D, n, w.dP, n, q, ldq, 1, dk, ldk);
-        gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 1, dk, ldk);
-        // dS0 = dS + Q^T dO - W^T dU' (dS is read above for the last time)
-        gemm_serial(1, 0, D, D, n, q, ldq, dout, lddo, 1, w.dS, D);
+        real dc_last = 0;
+        if (g) {
+            gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 0, w.X, D);
+            add_scaled_rows(n, D, w.r, w.X, dk, ldk, k, ldk, w.dr);
+            for (int i = 0; i < D * D; i++) dc_last += S0[i] * w.dS[i], w.dS[i] *= w.c[n - 1];
+            for (int i = 0; i < n; i++)
+                for (int d = 0; d < D; d++) w.X[(size_t)i * D + d] = w.c[i] * dout[(size_t)i * lddo + d];
+            gemm_serial(1, 0, D, D, n, q, ldq, w.X, D, 1, w.dS, D);
+        } else {
+            gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 1, dk, ldk);
+            gemm_serial(1, 0, D, D, n, q, ldq, dout, lddo, 1, w.dS, D);
+        }
+        // dS0 = c_{n-1} dS + Q^T diag(c) dO - W^T dU' (dS is read above for the last time)
         gemm_serial(1, 0, D, D, n, w.W, D, w.dU, D, 0, w.tmp, D);
         for (int i = 0; i < D * D; i++) w.dS[i] -= w.tmp[i];
         // dW = -dU' S0^T
         gemm_serial(0, 1, n, D, D, w.dU, D, S0, D, 0, w.dW, D);
         for (int i = 0; i < n * D; i++) w.dW[i] = -w.dW[i];
-        // through U = Tm V and W = Tm K
+        // through U = Tm V and W = Tm diag(c) K
         gemm_serial(1, 0, n, D, n, w.Tm, n, w.dU, D, 1, dv, ldv);
-        gemm_serial(1, 0, n, D, n, w.Tm, n, w.dW, D, 1, dk, ldk);
+        if (g) {
+            gemm_serial(1, 0, n, D, n, w.Tm, n, w.dW, D, 0, w.X, D);
+            add_scaled_rows(n, D, w.c, w.X, dk, ldk, k, ldk, w.dc);
+        } else {
+            gemm_serial(1, 0, n, D, n, w.Tm, n, w.dW, D, 1, dk, ldk);
+        }
         real *dTm = w.P, *dLinv = w.dP;  // P and dP are done with
         gemm_serial(0, 1, n, n, D, w.dU, D, v, ldv, 0, dTm, n);
-        gemm_serial(0, 1, n, n, D, w.dW, D, k, ldk, 1, dTm, n);
+        gemm_serial(0, 1, n, n, D, w.dW, D, g ? w.Kd : k, g ? D : ldk, 1, dTm, n);
         // Tm = Linv diag(beta) (lower with the diagonal)
         for (int j = 0; j < n; j++) {
             real s = 0;
@@ -138,24 +228,56 @@ void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const rea
         real *X = dTm, *dA = w.Tm;
         gemm_serial(1, 0, n, n, n, w.Linv, n, dLinv, n, 0, X, n);
         gemm_serial(0, 1, n, n, n, X, n, w.Linv, n, 0, dA, n);
-        // A_ij = beta_i k_i . k_j below the diagonal; H = diag(beta) (-dA) there, 0 elsewhere
+        // A_ij = beta_i k_i . k_j Gam_ij below the diagonal; H = diag(beta) (-dA) ⊙ Gam there, 0 elsewhere
         real *H = dLinv;
         for (int i = 0; i < n; i++) {
             real s = 0, bi = b[(size_t)i * ldb];
             for (int j = 0; j < n; j++) {
-                real g = j < i ? -dA[(size_t)i * n + j] : 0;
-                s += g * w.KK[(size_t)i * n + j];
-                H[(size_t)i * n + j] = bi * g;
+                size_t ij = (size_t)i * n + j;
+                real e = j < i ? -dA[ij] : 0;
+                if (g) {
+                    w.dGam[ij] += bi * e * w.KK[ij];
+                    e *= w.Gam[ij];
+                }
+                s += e * w.KK[ij];
+                H[ij] = bi * e;
             }
             db[(size_t)i * ldb] += s;
         }
         gemm_serial(0, 0, n, D, n, H, n, k, ldk, 1, dk, ldk);
         gemm_serial(1, 0, n, D, n, H, n, k, ldk, 1, dk, ldk);
+        if (!g) continue;
+        // the decays into dgam, then dg by the reverse cumulative sum
+        for (int i = 0; i < n; i++) w.dgam[i] = w.c[i] * w.dc[i] - w.r[i] * w.dr[i];
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++) {
+                real e = w.dGam[(size_t)i * n + j] * w.Gam[(size_t)i * n + j];
+                w.dgam[i] += e, w.dgam[j] -= e;
+            }
+        real dlast = w.c[n - 1] * dc_last;
+        for (int j = 0; j < n; j++) dlast += w.r[j] * w.dr[j];
+        w.dgam[n - 1] += dlast;
+        real acc = 0;
+        for (int i = n - 1; i >= 0; i--) acc += w.dgam[i], dg[(size_t)(t0 + i) * ldg] += acc;
     }
 }
 
-void delta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real *o) {
-    // u = beta (v - S^T k), then S += k u^T, o = S^T q
+void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                         const real *beta, int ldb, real *O, int ldo, real *states, real *work) {
+    gdelta_chunk_forward(T, D, L, Q, ldq, K, ldk, V, ldv, beta, ldb, NULL, 0, O, ldo, states, work);
+}
+
+void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *states, const real *dO, int lddo, real *dQ, real *dK,
+                          real *dV, real *dbeta, real *work) {
+    gdelta_chunk_backward(T, D, L, Q, ldq, K, ldk, V, ldv, beta, ldb, NULL, 0, states, dO, lddo, dQ, dK, dV, dbeta,
+                          NULL, work);
+}
+
+void gdelta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real alpha, real *o) {
+    // S = alpha S, u = beta (v - S^T k), then S += k u^T, o = S^T q
+    if (alpha != 1)
+        for (int i = 0; i < D * D; i++) S[i] *= alpha;
     for (int j = 0; j < D; j++) {
         real s = 0;
         for (int i = 0; i < D; i++) s += S[(size_t)i * D + j] * k[i];
@@ -170,25 +292,42 @@ void delta_recurrent_step(int D, real *S, const real *q, const real *k, const re
     }
 }
 
-void delta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, double *Akk) {
+void delta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real *o) {
+    gdelta_recurrent_step(D, S, q, k, v, beta, 1, o);
+}
+
+void gdelta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, const real *g, int ldg,
+                        double *Akk, double *gam) {
+    for (int t = 0; g && t < T; t++) gam[t] = (t ? gam[t - 1] : 0) + g[(size_t)t * ldg];
     for (int l = 0; l < T; l++)
         for (int j = 0; j < l; j++) {
             double s = 0;
             for (int d = 0; d < D; d++) s += (double)K[(size_t)l * ldk + d] * K[(size_t)j * ldk + d];
-            Akk[(size_t)l * T + j] = (double)beta[(size_t)l * ldb] * s;
+            Akk[(size_t)l * T + j] = (double)beta[(size_t)l * ldb] * s * (g ? exp(gam[l] - gam[j]) : 1);
         }
 }
 
-// Row i of X = (Q K^T ⊙ M) (I + Akk)^{-1} solves X (I + Akk) = Q K^T ⊙ M from the right, last
-// column first: x_j = q_i . k_j - sum_{j < l <= i} x_l Akk_lj. Then a_ij = x_j beta_j.
-void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
-                   const double *Akk, double *x, real *a) {
+// Row i of X = (Q K^T ⊙ Gamma ⊙ M) (I + Akk)^{-1} solves X (I + Akk) = Q K^T ⊙ Gamma ⊙ M from the
+// right, last column first: x_j = q_i . k_j Gamma_ij - sum_{j < l <= i} x_l Akk_lj. Then a_ij =
+// x_j beta_j. Gamma_ij = exp(gam_i - gam_j) <= 1 (j <= i), 1 without a decay.
+void gdelta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
+                    const double *gam, const double *Akk, double *x, real *a) {
     const real *qi = Q + (size_t)i * ldq;
     for (int j = i; j >= 0; j--) {
         double s = 0;
         for (int d = 0; d < D; d++) s += (double)qi[d] * K[(size_t)j * ldk + d];
+        if (gam) s *= exp(gam[i] - gam[j]);
         for (int l = j + 1; l <= i; l++) s -= x[l] * Akk[(size_t)l * T + j];
         x[j] = s;
         a[j] = (real)(s * beta[(size_t)j * ldb]);
     }
+}
+
+void delta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, double *Akk) {
+    gdelta_map_prepare(T, D, K, ldk, beta, ldb, NULL, 0, Akk, NULL);
+}
+
+void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
+                   const double *Akk, double *x, real *a) {
+    gdelta_map_row(T, D, i, Q, ldq, K, ldk, beta, ldb, NULL, Akk, x, a);
 }

@@ -10,7 +10,14 @@
 // so with Tm = (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta) (the inverse by forward
 // substitution), W = Tm K and U = Tm V:
 //   U' = U - W S0,   O = Q S0 + (Q K^T ⊙ M) U',   S1 = S0 + K^T U'      (M: causal, diagonal in)
-// all n x n and n x D matmuls. Chunks of L tokens: time O(T (L D + D^2 + L^2)), memory
+// all n x n and n x D matmuls. Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv 2412.06464)
+// adds a decay alpha_t = exp(g_t) in (0, 1]: S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} +
+// beta_t k_t v_t^T. With gam_i = g_0 + ... + g_i summed from the chunk's start, c_i = exp(gam_i),
+// Gam_ij = exp(gam_i - gam_j) (j <= i) and r_j = exp(gam_{n-1} - gam_j), the same form holds with
+//   A_ij = beta_i k_i . k_j Gam_ij,  W = Tm diag(c) K,  O = diag(c) Q S0 + (Q K^T ⊙ Gam ⊙ M) U',
+//   S1 = c_{n-1} S0 + K^T diag(r) U'
+// every exponent <= 0. The g* functions take g [T] (stride ldg), or NULL for DeltaNet, whose
+// operations (and bits) are then exactly the plain ones. Chunks of L tokens: time O(T (L D + D^2 + L^2)), memory
 // O(L^2 + L D + D^2) per call plus the chunk-entry states. Serial: call it per (sequence, head)
 // from inside a parallel loop; sums run in a fixed order.
 #pragma once
@@ -37,8 +44,17 @@ void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const rea
                           const real *beta, int ldb, const real *states, const real *dO, int lddo, real *dQ, real *dK,
                           real *dV, real *dbeta, real *work);
 
+// The same with log-decays g (NULL: none); the backward also ACCUMULATES dg (NULL when g is).
+void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work);
+void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                           const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
+                           int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work);
+
 // The recurrence, one token (generation): S [D, D] updated in place, o [D] = S^T q.
 void delta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real *o);
+// With a decay alpha (S = alpha S first; 1 leaves S as it is).
+void gdelta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real alpha, real *o);
 
 // Row i of the exact map of the whole sequence from position 0 with zero state,
 // A = (Q K^T ⊙ M) (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta), so that o = A v:
@@ -47,3 +63,11 @@ void delta_recurrent_step(int D, real *S, const real *q, const real *k, const re
 void delta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, double *Akk);
 void delta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
                    const double *Akk, double *x, real *a);
+// With log-decays g (NULL: none): Akk_lj = beta_l k_l . k_j Gamma_lj with Gamma_lj = exp(gam_l -
+// gam_j), gam [T] the cumulative sums of g over the whole sequence (written by prepare, unread
+// without g), so A = (Q K^T ⊙ Gamma ⊙ M) (I + tril(Akk, -1))^{-1} diag(beta). gam NULL in the row
+// call: no decay.
+void gdelta_map_prepare(int T, int D, const real *K, int ldk, const real *beta, int ldb, const real *g, int ldg,
+                        double *Akk, double *gam);
+void gdelta_map_row(int T, int D, int i, const real *Q, int ldq, const real *K, int ldk, const real *beta, int ldb,
+                    const double *gam, const double *Akk, double *x, real *a);

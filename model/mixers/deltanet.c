@@ -12,8 +12,17 @@
 // deltanet_chunk = 64 tokens) with its chunk-entry states saved; backward is that kernel's reverse
 // pass, then the norms, SiLU, the convolution and the projections by hand. The plain recurrence
 // it is tested against is model/mixers/delta_naive.c.
+//
+// Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv 2412.06464; fla's GatedDeltaNet layer;
+// docs/mixers.md#gated_deltanet) is the same layer with, per head and token, a decay and a gate:
+//   g = -exp(A_log) * softplus(x Wa^T + dt_bias)  [H]   alpha = exp(g) in (0, 1]
+//   S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T
+//   u = RMSNorm_head(o) * w * SiLU(x Wg^T)       (gdn_gate = true, fla's FusedRMSNormGated)
+// The one kernel (delta_chunk.c) takes the log-decays g, or NULL for DeltaNet, so the two mixers
+// share every line but the decay's and the gate's.
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,19 +39,24 @@
 
 typedef struct {
     int C, H, D, K, L;  // d_model, heads, head width, conv width, chunk
+    int gated, gate;    // Gated DeltaNet (the decay), and its output gate
     real scale;         // D^-1/2 on q
     Precision prec;     // of the projections
 } DeltaNet;
 
-enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O };
+// Gated DeltaNet adds after these: Wa [H, C], A_log [H], dt_bias [H], and with the gate Wg [C, C].
+enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O, P_A, P_ALOG, P_DT, P_GATE };
 // saved: pre [B,T,3C] = x Wqkv^T, conv [B,T,3C] (before SiLU), qkv [B,T,3C] the kernel's inputs
 // (q normalised and scaled, k normalised, v = SiLU(conv)), rn [B,T,2H] the 1/norm of q and k per
 // head, beta [B,T,H], att [B,T,C] (o before the norm), rstd [B,T,H], chunk-entry states
 // [B,H,n_states,D,D]
-enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST };
+// Gated DeltaNet adds z [B,T,H] = x Wa^T + dt_bias, g [B,T,H] the log-decays, gpre [B,T,C] = x Wg^T
+// (an empty buffer without the gate).
+enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
 // [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
-enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK };
+// Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
+enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -52,11 +66,21 @@ static const KeyDef deltanet_keys[] = {
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 
-static void *deltanet_create(const MixerDims *d) {
-    long K = cfg_int(d->cfg, "deltanet_conv"), L = cfg_int(d->cfg, "deltanet_chunk");
-    if (d->C % d->H) die_input("n_head: deltanet needs d_model %d divisible by n_head %d", d->C, d->H);
-    if (K > 64) die_input("deltanet_conv: expected 1..64, got %ld", K);
-    if (L > 1024) die_input("deltanet_chunk: expected 1..1024, got %ld", L);
+static const KeyDef gdn_keys[] = {
+    {"gdn_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
+     "gated_deltanet: width of its causal depthwise conv on q, k and v (fla's conv_size)"},
+    {"gdn_chunk", KEY_INT, "64", RANGE_POS, 0, 0, "model",
+     "gated_deltanet: tokens per chunk of the chunked gated delta rule (speed and rounding only)"},
+    {"gdn_gate", KEY_BOOL, "true", 0, 0, 0, "model",
+     "gated_deltanet: the output gate RMSNorm(o) * SiLU(x Wg^T) (fla's use_gate)"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+static DeltaNet *create(const MixerDims *d, const char *name, const char *conv_key, const char *chunk_key) {
+    long K = cfg_int(d->cfg, conv_key), L = cfg_int(d->cfg, chunk_key);
+    if (d->C % d->H) die_input("n_head: %s needs d_model %d divisible by n_head %d", name, d->C, d->H);
+    if (K > 64) die_input("%s: expected 1..64, got %ld", conv_key, K);
+    if (L > 1024) die_input("%s: expected 1..1024, got %ld", chunk_key, L);
     DeltaNet *m = mallocCheck(sizeof *m);
     int D = d->C / d->H;
     *m = (DeltaNet){
@@ -64,19 +88,53 @@ static void *deltanet_create(const MixerDims *d) {
     return m;
 }
 
+static void *deltanet_create(const MixerDims *d) { return create(d, "deltanet", "deltanet_conv", "deltanet_chunk"); }
+
+static void *gdn_create(const MixerDims *d) {
+    DeltaNet *m = create(d, "gated_deltanet", "gdn_conv", "gdn_chunk");
+    m->gated = 1, m->gate = cfg_bool(d->cfg, "gdn_gate");
+    return m;
+}
+
 static void deltanet_destroy(void *st) { free(st); }
 
 // fla's init: every Linear and Conv1d weight N(0, 0.02), o_proj rescaled for the residual stream
 // (INIT_NORMAL_OUT), the norm's weight 1.
+// Gated DeltaNet's as fla's GatedDeltaNet: A_log = log A with A ~ U(0, 16) per head, dt_bias
+// the inverse softplus of dt log-uniform in [1e-3, 0.1] (floored at 1e-4), neither weight-decayed.
+static ParamDecl decl(const DeltaNet *m, const char *name, int ndim, int d0, int d1, InitKind init, int no_decay) {
+    ParamDecl p = {"", ndim, {d0, d1}, init, 0, no_decay};
+    snprintf(p.name, sizeof p.name, "%s.%s", m->gated ? "gdn" : "deltanet", name);
+    return p;
+}
+
 static int deltanet_params(const void *st, ParamDecl *out) {
     const DeltaNet *m = st;
-    int C = m->C;
-    out[P_QKV] = (ParamDecl){"deltanet.qkv.weight", 2, {3 * C, C}, INIT_NORMAL, 0, 0};
-    out[P_CONV] = (ParamDecl){"deltanet.conv.weight", 2, {3 * C, m->K}, INIT_NORMAL, 0, 0};
-    out[P_BETA] = (ParamDecl){"deltanet.b.weight", 2, {m->H, C}, INIT_NORMAL, 0, 0};
-    out[P_NORM] = (ParamDecl){"deltanet.norm.weight", 1, {m->D}, INIT_ONE, 0, 0};
-    out[P_O] = (ParamDecl){"deltanet.o.weight", 2, {C, C}, INIT_NORMAL_OUT, 0, 0};
-    return 5;
+    int C = m->C, H = m->H;
+    out[P_QKV] = decl(m, "qkv.weight", 2, 3 * C, C, INIT_NORMAL, 0);
+    out[P_CONV] = decl(m, "conv.weight", 2, 3 * C, m->K, INIT_NORMAL, 0);
+    out[P_BETA] = decl(m, "b.weight", 2, H, C, INIT_NORMAL, 0);
+    out[P_NORM] = decl(m, "norm.weight", 1, m->D, 0, INIT_ONE, 0);
+    out[P_O] = decl(m, "o.weight", 2, C, C, INIT_NORMAL_OUT, 0);
+    if (!m->gated) return 5;
+    out[P_A] = decl(m, "a.weight", 2, H, C, INIT_NORMAL, 0);
+    out[P_ALOG] = decl(m, "A_log", 1, H, 0, INIT_CUSTOM, 1);
+    out[P_DT] = decl(m, "dt_bias", 1, H, 0, INIT_CUSTOM, 1);
+    if (!m->gate) return 8;
+    out[P_GATE] = decl(m, "g.weight", 2, C, C, INIT_NORMAL, 0);
+    return 9;
+}
+
+static void gdn_init_custom(const void *st, int index, real *w, Rng *rng) {
+    const DeltaNet *m = st;
+    for (int h = 0; h < m->H; h++)
+        if (index == P_ALOG) {  // A = 16 (1 - u) in (0, 16] for u in [0, 1): never log(0)
+            w[h] = (real)log(16 * (1 - rng_uniform(rng)));
+        } else if (index == P_DT) {  // softplus(dt_bias) = dt
+            double dt = exp(log(1e-3) + rng_uniform(rng) * (log(1e-1) - log(1e-3)));
+            dt = dt < 1e-4 ? 1e-4 : dt;
+            w[h] = (real)(dt + log(-expm1(-dt)));
+        }
 }
 
 static size_t work_size(const DeltaNet *m) { return delta_chunk_work(m->D, m->L); }
@@ -93,6 +151,12 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     saved[A_RSTD] = (BufDecl){"rstd", BT * H};
     saved[A_ST] = (BufDecl){"chunk_states", (size_t)B * H * delta_n_states(T, m->L) * D * D};
     *n_saved = A_ST + 1;
+    if (m->gated) {
+        saved[A_Z] = (BufDecl){"z", BT * H};
+        saved[A_G] = (BufDecl){"g", BT * H};
+        saved[A_GPRE] = (BufDecl){"gate_pre", m->gate ? BT * C : 0};
+        *n_saved = A_GPRE + 1;
+    }
     scratch[S_NRM] = (BufDecl){"nrm", BT * C};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * C};
     scratch[S_DATT] = (BufDecl){"datt", BT * C};
@@ -102,9 +166,20 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + ROW_CHUNK - 1) / ROW_CHUNK * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
     *n_scratch = S_WORK + 1;
+    if (m->gated) {
+        scratch[S_DG] = (BufDecl){"dg", BT * H};
+        scratch[S_DGATE] = (BufDecl){"dgate", m->gate ? BT * C : 0};
+        *n_scratch = S_DGATE + 1;
+    }
 }
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
+
+// torch's softplus (threshold 20: the identity above), as fla's F.softplus.
+static real softplusr(real z) { return z > 20 ? z : log1pr(expr(z)); }
+
+// Gated DeltaNet's log-decay of head h from z = x Wa^T + dt_bias: g = -exp(A_log) softplus(z).
+static real log_decay(real z, real A_log) { return -expr(A_log) * softplusr(z); }
 
 // ---------------------------------------------------------------------------------------------
 // Pieces shared by forward, backward and step, one token at a time.
@@ -158,6 +233,11 @@ static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rs
     }
 }
 
+// Gated DeltaNet's output gate on one token, in place: u *= SiLU(gpre).
+static void gate_token(const DeltaNet *m, const real *gpre, real *u) {
+    for (int i = 0; i < m->C; i++) u[i] *= gpre[i] * sigmoidr(gpre[i]);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 static void deltanet_forward(const void *st, MixerIO *io) {
@@ -167,23 +247,33 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
     short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
     matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
+    if (m->gated) matmul_forward(a[A_Z], io->x, p[P_A], NULL, BT, C, H, m->prec);
+    if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
         features_token(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
         for (int h = 0; h < H; h++) a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
+        for (int h = 0; m->gated && h < H; h++) {  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
+            real *z = a[A_Z] + (size_t)r * H + h;
+            *z += p[P_DT][h];
+            a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
+        }
     }
     int ns = delta_n_states(T, m->L);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
-        delta_chunk_forward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H,
-                            a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
-                            io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+        const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
+        gdelta_chunk_forward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl, H,
+                             a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
+                             io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
     }
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
+    for (int r = 0; r < BT; r++) {
         norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 1, io->tmp[S_NRM] + (size_t)r * C);
+        if (m->gate) gate_token(m, a[A_GPRE] + (size_t)r * C, io->tmp[S_NRM] + (size_t)r * C);
+    }
     matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
 }
 
@@ -220,16 +310,31 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
-    // the output projection (its input recomputed), then the norm
+    // the output projection (its input recomputed: the normed o, gated into datt's place, which
+    // norm_backward fills later), the gate, then the norm
+    real *u = m->gate ? t[S_DATT] : t[S_NRM];
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
+    for (int r = 0; r < BT; r++) {
         norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + (size_t)r * C);
+        if (!m->gate) continue;
+        memcpy(u + (size_t)r * C, t[S_NRM] + (size_t)r * C, sizeof(real) * C);
+        gate_token(m, a[A_GPRE] + (size_t)r * C, u + (size_t)r * C);
+    }
     memset(t[S_DNRM], 0, sizeof(real) * BT * C);
-    matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, t[S_NRM], p[P_O], BT, C, C, m->prec);
+    matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, u, p[P_O], BT, C, C, m->prec);
+    if (m->gate) {  // u = n SiLU(c): dc = du n SiLU'(c), dn = du SiLU(c)
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < (size_t)BT * C; i++) {
+            real c = a[A_GPRE][i], sg = sigmoidr(c), du = t[S_DNRM][i];
+            t[S_DGATE][i] = du * t[S_NRM][i] * sg * (1 + c * (1 - sg));
+            t[S_DNRM][i] = du * c * sg;
+        }
+    }
     norm_backward(m, io);
     // the delta rule, chunked, in reverse time
     memset(t[S_DQKV], 0, sizeof(real) * BT * C3);
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
+    if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
@@ -237,9 +342,10 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
-        delta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
-                             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C,
-                             dq + 2 * C, t[S_DBETA] + ob, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+        gdelta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
+                              m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
+                              t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
+                              m->gated ? t[S_DG] + ob : NULL, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
     }
     // the L2 norms and SiLU per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
 #pragma omp parallel for schedule(static)
@@ -256,12 +362,27 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
+    if (!m->gated) return;
+    // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
+    // softplus threshold), ddt_bias += dz; one thread, rows in order (B T H terms)
+    for (int r = 0; r < BT; r++)
+        for (int h = 0; h < H; h++) {
+            size_t i = (size_t)r * H + h;
+            real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * expr(p[P_ALOG][h]) * (z > 20 ? 1 : sigmoidr(z));
+            g[P_ALOG][h] += dgl * a[A_G][i];
+            g[P_DT][h] += dz;
+            t[S_DG][i] = dz;
+        }
+    matmul_backward(io->dx, g[P_A], NULL, t[S_DG], io->x, p[P_A], BT, C, H, m->prec);
+    if (m->gate) matmul_backward(io->dx, g[P_GATE], NULL, t[S_DGATE], io->x, p[P_GATE], BT, C, C, m->prec);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Attention maps (docs/mixers.md#deltanet): with zero initial state o = A v exactly, where
 //   A = (Q K^T ⊙ M) (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta)
-// over the whole sequence (not the per-chunk inverse): signed, not row-stochastic.
+// over the whole sequence (not the per-chunk inverse): signed, not row-stochastic. Gated DeltaNet
+// (docs/mixers.md#gated_deltanet): Q K^T and K K^T both ⊙ Gamma, Gamma_ij = exp(gamma_i -
+// gamma_j) = alpha_{j+1} ... alpha_i with gamma the cumulative log-decay over the whole sequence.
 
 static int deltanet_n_maps(const void *st) { return ((const DeltaNet *)st)->H; }
 
@@ -269,10 +390,11 @@ static void deltanet_attention(const void *st, const MixerIO *io, int b, int h, 
     const DeltaNet *m = st;
     int T = io->T, C = m->C, C3 = 3 * C, H = m->H;
     const real *q = io->act[A_QKV] + (size_t)b * T * C3 + h * m->D, *beta = io->act[A_BETA] + (size_t)b * T * H + h;
-    double *Akk = mallocCheck(sizeof(double) * ((size_t)T * T + T)), *x = Akk + (size_t)T * T;
-    delta_map_prepare(T, m->D, q + C, C3, beta, H, Akk);
+    const real *gl = m->gated ? io->act[A_G] + (size_t)b * T * H + h : NULL;
+    double *Akk = mallocCheck(sizeof(double) * ((size_t)T * T + 2 * T)), *x = Akk + (size_t)T * T, *gam = x + T;
+    gdelta_map_prepare(T, m->D, q + C, C3, beta, H, gl, H, Akk, gam);
     for (int i = 0; i < T; i++) {
-        delta_map_row(T, m->D, i, q, C3, q + C, C3, beta, H, Akk, x, att + (size_t)i * T);
+        gdelta_map_row(T, m->D, i, q, C3, q + C, C3, beta, H, gl ? gam : NULL, Akk, x, att + (size_t)i * T);
         for (int j = i + 1; j < T; j++) att[(size_t)i * T + j] = 0;
     }
     free(Akk);
@@ -296,7 +418,7 @@ static int deltanet_attention_values(const void *st, const MixerIO *io, int b, i
 // ---------------------------------------------------------------------------------------------
 // Generation: the state is the conv window (the last K-1 projections [K-1, 3C], oldest first)
 // and S [H, D, D]; then scratch for one token: pre, conv, qkv [3C], rn [2H], beta, rstd [H],
-// o, nrm [C].
+// o, nrm [C]; Gated DeltaNet's z [H] and gpre [C] after them.
 
 static size_t deltanet_state_floats(const void *st) {
     const DeltaNet *m = st;
@@ -306,7 +428,8 @@ static size_t deltanet_state_floats(const void *st) {
 
 static size_t deltanet_state_size(const void *st) {
     const DeltaNet *m = st;
-    return deltanet_state_floats(st) + 9 * (size_t)m->C + 4 * (size_t)m->H + 2 * (size_t)m->C;
+    return deltanet_state_floats(st) + 9 * (size_t)m->C + 4 * (size_t)m->H + 2 * (size_t)m->C +
+        (m->gated ? (size_t)m->H + m->C : 0);
 }
 
 static void deltanet_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
@@ -314,16 +437,23 @@ static void deltanet_step(const void *st, real *const *p, real *state, int t, co
     int C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real *win = state, *S = win + (size_t)(m->K - 1) * C3, *pre = S + (size_t)H * D * D;
     real *c = pre + C3, *qkv = c + C3, *rn = qkv + C3, *beta = rn + 2 * H, *rstd = beta + H;
-    real *o = rstd + H, *nrm = o + C;
+    real *o = rstd + H, *nrm = o + C, *z = nrm + C, *gpre = z + H;
     (void)t;  // the window is zero at position 0, as the state
     matmul_forward(pre, x, p[P_QKV], NULL, 1, C, C3, m->prec);
     short_conv_step(c, win, pre, p[P_CONV], NULL, C3, m->K);
     features_token(m, c, qkv, rn);
     matmul_forward(beta, x, p[P_BETA], NULL, 1, C, H, m->prec);
-    for (int h = 0; h < H; h++)
-        delta_recurrent_step(D, S + (size_t)h * D * D, qkv + h * D, qkv + C + h * D, qkv + 2 * C + h * D,
-                             sigmoidr(beta[h]), o + h * D);
+    if (m->gated) matmul_forward(z, x, p[P_A], NULL, 1, C, H, m->prec);
+    for (int h = 0; h < H; h++) {
+        real alpha = m->gated ? expr(log_decay(z[h] + p[P_DT][h], p[P_ALOG][h])) : 1;
+        gdelta_recurrent_step(D, S + (size_t)h * D * D, qkv + h * D, qkv + C + h * D, qkv + 2 * C + h * D,
+                              sigmoidr(beta[h]), alpha, o + h * D);
+    }
     norm_token(m, o, p[P_NORM], rstd, 1, nrm);
+    if (m->gate) {
+        matmul_forward(gpre, x, p[P_GATE], NULL, 1, C, C, m->prec);
+        gate_token(m, gpre, nrm);
+    }
     matmul_forward(y, nrm, p[P_O], NULL, 1, C, C, m->prec);
 }
 
@@ -331,12 +461,14 @@ static void deltanet_step(const void *st, real *const *p, real *state, int t, co
 // per head and chunk of L (per token): K K^T and Q K^T (2 L D each, half used), the inverse by
 // forward substitution (L^2 / 3), W, U = Tm K, Tm V (4 L D), W S0 and Q S0 and K^T U' (6 D^2),
 // P U' (2 L D). Backward: twice the projections and conv, about 2.5 times the kernel (its
-// recomputed forward left out).
+// recomputed forward left out). Gated DeltaNet adds the a projection (C -> H) and the gate's (C ->
+// C), and per head and chunk the decays (L^2 exponentials, counted as 1 each, and about 4 L D).
 static void deltanet_flops(const void *st, int B, int T, double *fwd, double *bwd) {
     const DeltaNet *m = st;
     double BT = (double)B * T, C = m->C, H = m->H, D = m->D, L = T < m->L ? T : m->L;
     double proj = 2 * BT * (C * 3 * C + C * H + C * C) + 2 * BT * 3 * C * m->K + 10 * BT * C;
     double kern = BT * H * (10 * L * D + 6 * D * D + L * L / 3);
+    if (m->gated) proj += 2 * BT * (C * H + (m->gate ? C * C : 0)) + 4 * BT * C, kern += BT * H * (L + 4 * D);
     *fwd = proj + kern;
     *bwd = 2 * proj + 2.5 * kern;
 }
@@ -348,6 +480,28 @@ const MixerKind mixer_deltanet = {
     .create = deltanet_create,
     .destroy = deltanet_destroy,
     .params = deltanet_params,
+    .buffers = deltanet_buffers,
+    .forward = deltanet_forward,
+    .backward = deltanet_backward,
+    .n_maps = deltanet_n_maps,
+    .attention = deltanet_attention,
+    .attention_values = deltanet_attention_values,
+    .value_window = deltanet_value_window,
+    .theory = THEORY_NONE,
+    .state_size = deltanet_state_size,
+    .state_floats = deltanet_state_floats,
+    .step = deltanet_step,
+    .flops = deltanet_flops,
+};
+
+const MixerKind mixer_gated_deltanet = {
+    .name = "gated_deltanet",
+    .summary = "Gated DeltaNet: S = alpha (I - beta k k^T) S + beta k v^T, alpha = exp(g), chunked WY form, output gate (Yang et al. 2024, fla)",
+    .options = gdn_keys,
+    .create = gdn_create,
+    .destroy = deltanet_destroy,
+    .params = deltanet_params,
+    .init_custom = gdn_init_custom,
     .buffers = deltanet_buffers,
     .forward = deltanet_forward,
     .backward = deltanet_backward,

@@ -20,7 +20,8 @@
     X(mixer_cosformer)                                                                                                 \
     X(mixer_gpam)                                                                                                      \
     X(mixer_h3)                                                                                                        \
-    X(mixer_deltanet)
+    X(mixer_deltanet)                                                                                                  \
+    X(mixer_gated_deltanet)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)
