@@ -166,6 +166,18 @@ TEST(readme_results_table_is_what_readme_table_sh_prints) {
     }
 }
 
+// The delta-rule pilot's table is generated too: results/pilot_table.sh prints it from the
+// committed sweep's summary, and docs/results.md shows exactly that.
+TEST(results_pilot_table_is_what_pilot_table_sh_prints) {
+    static char table[8192];
+    int rc = test_run(table, sizeof table, "bash results/pilot_table.sh results/delta_pilot");
+    CHECK(rc == 0, "results/pilot_table.sh (exit %d): %s", rc, table);
+    CHECK(strstr(table, "| `deltanet` |") && strstr(table, "| `gated_deltanet` |"), "%s", table);
+    char *md = read_file_text("docs/results.md", NULL);
+    CHECK(md && strstr(md, table), "docs/results.md does not show the table results/pilot_table.sh prints:\n%s", table);
+    free(md);
+}
+
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {
