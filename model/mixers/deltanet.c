@@ -31,11 +31,11 @@
 #include "model/kernels/vmath.h"
 #include "model/layers.h"
 #include "model/mixers/delta_chunk.h"
+#include "model/mixers/qkv_common.h"
 #include "model/mixers/mixer.h"
 
 #define DN_L2_EPS 1e-6    // fla's l2norm: x / sqrt(sum x^2 + eps)
 #define DN_NORM_EPS 1e-5  // fla's RMSNorm on o
-#define ROW_CHUNK 256     // rows per partial sum of the norm weight's gradient (thread-count free)
 
 typedef struct {
     int C, H, D, K, L;  // d_model, heads, head width, conv width, chunk
@@ -163,7 +163,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_DQKV] = (BufDecl){"dqkv", BT * 3 * C};
     scratch[S_DPRE] = (BufDecl){"dpre", BT * 3 * C};
     scratch[S_DBETA] = (BufDecl){"dbeta", BT * H};
-    scratch[S_PART] = (BufDecl){"norm_partials", (BT + ROW_CHUNK - 1) / ROW_CHUNK * D};
+    scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
     *n_scratch = S_WORK + 1;
     if (m->gated) {
@@ -277,33 +277,10 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
 }
 
-// d att from d nrm through the per-head RMSNorm, and the norm weight's gradient (row-chunk
-// partials added in order): d att = rstd (dn - att rstd^2 mean(dn att)), dn = dnrm w;
-// dw += dnrm att rstd.
+// d att from d nrm through the per-head RMSNorm, and the norm weight's gradient (qkv_common.h).
 static void norm_backward(const DeltaNet *m, const MixerIO *io) {
-    int N = io->B * io->T, C = m->C, H = m->H, D = m->D, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
-    const real *att = io->act[A_ATT], *rstd = io->act[A_RSTD], *w = io->p[P_NORM], *dnrm = io->tmp[S_DNRM];
-    real *datt = io->tmp[S_DATT], *partial = io->tmp[S_PART];
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < n_chunks; ch++) {
-        real *pw = partial + (size_t)ch * D;
-        for (int d = 0; d < D; d++) pw[d] = 0;
-        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
-        for (int n = ch * ROW_CHUNK; n < end; n++)
-            for (int h = 0; h < H; h++) {
-                size_t off = (size_t)n * C + (size_t)h * D;
-                const real *o = att + off, *dn = dnrm + off;
-                real r = rstd[(size_t)n * H + h], dot = 0;
-                for (int d = 0; d < D; d++) {
-                    dot += dn[d] * w[d] * o[d];
-                    pw[d] += dn[d] * o[d] * r;
-                }
-                real c = r * r * dot / D;
-                for (int d = 0; d < D; d++) datt[off + d] = r * (dn[d] * w[d] - o[d] * c);
-            }
-    }
-    for (int ch = 0; ch < n_chunks; ch++)
-        for (int d = 0; d < D; d++) io->g[P_NORM][d] += partial[(size_t)ch * D + d];
+    qkv_head_rmsnorm_backward(io->tmp[S_DATT], io->g[P_NORM], io->tmp[S_PART], io->tmp[S_DNRM], io->act[A_ATT],
+                              io->act[A_RSTD], io->p[P_NORM], io->B * io->T, m->H, m->D);
 }
 
 static void deltanet_backward(const void *st, MixerIO *io) {

@@ -6,8 +6,6 @@
 #include "core/io.h"
 #include "model/layers.h"
 
-#define ROW_CHUNK 256  // rows per partial sum of the norm weight's gradient (fixed: thread-count free)
-
 void qkv_shape(QkvShape *s, const MixerDims *d, int norm) {
     if (d->C % d->H) die_input("n_head: d_model %d is not divisible by n_head %d", d->C, d->H);
     // clang-format off
@@ -70,6 +68,32 @@ void qkv_out_forward(const QkvShape *s, MixerIO *io) {
     matmul_forward(io->y, att, io->p[QKV_PROJ_W], io->p[QKV_PROJ_B], N, C, C, s->prec);
 }
 
+void qkv_head_rmsnorm_backward(real *datt, real *dw, real *partial, const real *dnrm, const real *att, const real *rstd,
+                               const real *w, int N, int H, int D) {
+    // d att = rstd * (dn - att * rstd^2 * mean(dn * att)), dn = dnrm * w;  dw += dnrm * att * rstd
+    int C = H * D, n_chunks = (N + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS;
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < n_chunks; ch++) {
+        real *pw = partial + (size_t)ch * D;
+        for (int d = 0; d < D; d++) pw[d] = 0;
+        int end = (ch + 1) * QKV_NORM_ROWS < N ? (ch + 1) * QKV_NORM_ROWS : N;
+        for (int n = ch * QKV_NORM_ROWS; n < end; n++)
+            for (int h = 0; h < H; h++) {
+                size_t off = (size_t)n * C + (size_t)h * D;
+                const real *o = att + off, *dn = dnrm + off;
+                real r = rstd[(size_t)n * H + h], dot = 0;
+                for (int d = 0; d < D; d++) {
+                    dot += dn[d] * w[d] * o[d];
+                    pw[d] += dn[d] * o[d] * r;
+                }
+                real c = r * r * dot / D;
+                for (int d = 0; d < D; d++) datt[off + d] = r * (dn[d] * w[d] - o[d] * c);
+            }
+    }
+    for (int ch = 0; ch < n_chunks; ch++)  // the row chunks' partials in order: thread-count free
+        for (int d = 0; d < D; d++) dw[d] += partial[(size_t)ch * D + d];
+}
+
 real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
     int N = io->B * io->T, C = s->C, H = s->H, D = s->D;
     real *datt = io->tmp[QKV_S_DATT];
@@ -85,29 +109,9 @@ real *qkv_out_backward(const QkvShape *s, MixerIO *io) {
     memset(dnrm, 0, sizeof(real) * N * C);
     matmul_backward(dnrm, io->g[QKV_PROJ_W], io->g[QKV_PROJ_B], io->dy, io->act[QKV_A_NRM], io->p[QKV_PROJ_W], N, C, C,
                     s->prec);
-    // d att = rstd * (dn - att * rstd^2 * mean(dn * att)), dn = dnrm * w;  dw += dnrm * att * rstd
-    int n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    int n_chunks = (N + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS;
     real *partial = callocCheck((size_t)n_chunks * D, sizeof(real));
-#pragma omp parallel for schedule(static)
-    for (int ch = 0; ch < n_chunks; ch++) {
-        real *pw = partial + (size_t)ch * D;
-        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
-        for (int n = ch * ROW_CHUNK; n < end; n++)
-            for (int h = 0; h < H; h++) {
-                size_t off = (size_t)n * C + (size_t)h * D;
-                const real *o = att + off, *dn = dnrm + off;
-                real r = rstd[(size_t)n * H + h], dot = 0;
-                for (int d = 0; d < D; d++) {
-                    dot += dn[d] * w[d] * o[d];
-                    pw[d] += dn[d] * o[d] * r;
-                }
-                real c = r * r * dot / D;
-                for (int d = 0; d < D; d++) datt[off + d] = r * (dn[d] * w[d] - o[d] * c);
-            }
-    }
-    real *dw = io->g[QKV_NORM_W];
-    for (int ch = 0; ch < n_chunks; ch++)
-        for (int d = 0; d < D; d++) dw[d] += partial[(size_t)ch * D + d];
+    qkv_head_rmsnorm_backward(datt, io->g[QKV_NORM_W], partial, dnrm, att, rstd, w, N, H, D);
     free(partial);
     return datt;
 }

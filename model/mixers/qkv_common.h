@@ -61,3 +61,12 @@ void qkv_flops(const QkvShape *s, int B, int T, double mix, double *fwd, double 
 void qkv_step_in(const QkvShape *s, real *const *p, const real *x, real *qkv);
 // One token for step(): y[C] from the mixing output o[C] (normalised in place with the norm).
 void qkv_step_out(const QkvShape *s, real *const *p, real *o, real *y);
+
+// The backward of a per-head RMSNorm (o_h / rms(o_h) * w, w shared by the heads) over N rows of H
+// heads of D: datt [N, H*D] (overwritten) from dnrm, and dw [D] += the rows' contributions, summed
+// per block of QKV_NORM_ROWS rows into partial [ceil(N / QKV_NORM_ROWS) * D] (scratch), then the
+// blocks in order, so the result does not depend on the thread count. The q/k/v mixers' output
+// norm and DeltaNet's.
+#define QKV_NORM_ROWS 256
+void qkv_head_rmsnorm_backward(real *datt, real *dw, real *partial, const real *dnrm, const real *att, const real *rstd,
+                               const real *w, int N, int H, int D);
