@@ -15,6 +15,7 @@
 #include "core/io.h"
 #include "model/keys.h"
 #include "core/progress.h"
+#include "core/real.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
 #include "core/tfevents.h"
@@ -66,6 +67,12 @@ typedef struct {
     long start_step;            // step this process started from
     double t_start;             // now_seconds() at the start of the loop
     const char *finished;       // why the run is complete: "steps", "stop_at_acc", or NULL
+    // the best validation step (the first of the highest accuracy): its weights, for the test set
+    long best_step;  // -1: none yet
+    double best_acc;
+    real *best_params;      // [n_params] its weights (NULL: not known, e.g. resumed without best.safetensors)
+    int best_has_sparsity;  // its sparsity records are in sparsity.jsonl
+    int best_unsaved;       // keep_best: best.safetensors is to be written at this step
 } Trainer;
 
 static volatile sig_atomic_t g_interrupted;
@@ -118,8 +125,8 @@ static void export_data(Trainer *tr, const char *dir) {
     dataset_export(&tr->task.train, path);
     printf("wrote %s (%ld examples)\n", path, tr->task.train.n);
     snprintf(path, sizeof path, "%s/test.bin", dir);
-    dataset_export(&tr->task.val, path);
-    printf("wrote %s (%ld examples)\n", path, tr->task.val.n);
+    dataset_export(&tr->task.test, path);
+    printf("wrote %s (%ld examples)\n", path, tr->task.test.n);
 }
 
 static Model *build_model(Trainer *tr) {
@@ -135,13 +142,18 @@ static void flush_log(const Trainer *tr, FILE *f, const char *name) {
 
 // --- checkpoints and resume ------------------------------------------------------------------
 
+static TrainState train_state(const Trainer *tr) {
+    TrainState ts = {tr->step,  tr->loader.pos,           tr->loader.seed,
+                     tr->opt.t, tr->task.train.tok_vocab, tr->task.train.tok_id};
+    return ts;
+}
+
 static void save_checkpoint(Trainer *tr) {
     if (cfg_int(&tr->cfg, "save_every") == 0) return;
     char name[64], path[1200], err[512];
     snprintf(name, sizeof name, "ckpt_%08ld.safetensors", tr->step);
     snprintf(path, sizeof path, "%s/%s", tr->out_dir, name);
-    TrainState ts = {tr->step,  tr->loader.pos,           tr->loader.seed,
-                     tr->opt.t, tr->task.train.tok_vocab, tr->task.train.tok_id};
+    TrainState ts = train_state(tr);
     if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0) {
         char *latest = run_dir_latest(tr->out_dir);
         die("%s: checkpoint not saved: %s (%s)", path, err,
@@ -221,7 +233,8 @@ typedef struct {
 
 static int log_at_step(const RunlogRecord *r, void *ctx) {
     LogAtStep *a = ctx;
-    if (r->type == RUNLOG_EVAL && r->step == a->step && !*r->options) a->acc = runlog_num(r, "acc");
+    if (r->type == RUNLOG_EVAL && r->step == a->step && !*r->options && !strcmp(r->split, "val"))
+        a->acc = runlog_num(r, "acc");
     a->done_last = r->type == RUNLOG_DONE && r->step == a->step;
     return 0;
 }
@@ -278,12 +291,139 @@ static const char *first_non_finite(const Model *m, double loss) {
 
 // --- evaluation and the loop -------------------------------------------------------------------
 
+// --- the best validation step and the test set (docs/mqar.md#splits) ---------------------------
+
+// A new best validation accuracy (strictly higher: ties keep the earlier step). Its weights are
+// kept in memory for the test set and, with keep_best and checkpoints on, as best.safetensors.
+static void note_best(Trainer *tr, double acc, int with_sparsity) {
+    if (!(acc > tr->best_acc)) return;
+    tr->best_acc = acc;
+    tr->best_step = tr->step;
+    tr->best_has_sparsity = with_sparsity;
+    size_t bytes = sizeof(real) * tr->model->n_params;
+    if (!tr->best_params) tr->best_params = mallocCheck(bytes);
+    memcpy(tr->best_params, tr->model->params, bytes);
+    tr->best_unsaved = cfg_bool(&tr->cfg, "keep_best") && cfg_int(&tr->cfg, "save_every") > 0;
+}
+
+// best.safetensors, after the step's own checkpoint (whose failure is the one to report first).
+static void save_best(Trainer *tr) {
+    if (!tr->best_unsaved || tr->best_step != tr->step) return;
+    char path[1200], err[512];
+    snprintf(path, sizeof path, "%s/%s", tr->out_dir, RUN_DIR_BEST);
+    TrainState ts = train_state(tr);
+    if (ckpt_save(path, tr->model, &tr->opt, &tr->cfg, &ts, err, sizeof err) != 0)
+        die("%s: the best-validation checkpoint (step %ld) not saved: %s", path, tr->step, err);
+    tr->best_unsaved = 0;
+}
+
+typedef struct {
+    long upto, best_step, sparsity_step;
+    double best_acc;
+    int has_sparsity;
+} BestInLog;
+
+static int best_eval(const RunlogRecord *r, void *ctx) {
+    BestInLog *b = ctx;
+    if (r->type != RUNLOG_EVAL || *r->options || strcmp(r->split, "val") || r->step > b->upto) return 0;
+    double acc = runlog_num(r, "acc");
+    if (acc > b->best_acc) b->best_acc = acc, b->best_step = r->step;
+    return 0;
+}
+
+static int best_sparsity(const RunlogRecord *r, void *ctx) {
+    BestInLog *b = ctx;
+    if (r->type == RUNLOG_SPARSITY && !*r->options && !strcmp(r->split, "val") && r->step == b->sparsity_step)
+        b->has_sparsity = 1;
+    return b->has_sparsity;
+}
+
+// A resumed run's best validation step so far, from its log; its weights from best.safetensors
+// when that holds the step (else the test set will be read on the last step's, and say so).
+static void resume_best(Trainer *tr) {
+    char path[1200];
+    BestInLog b = {tr->step, -1, -1, -1, 0};
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    runlog_each(path, best_eval, &b);
+    if (b.best_step < 0) return;
+    tr->best_step = b.best_step, tr->best_acc = b.best_acc;
+    b.sparsity_step = b.best_step;
+    snprintf(path, sizeof path, "%s/sparsity.jsonl", tr->out_dir);
+    runlog_each(path, best_sparsity, &b);
+    tr->best_has_sparsity = b.has_sparsity;
+    snprintf(path, sizeof path, "%s/%s", tr->out_dir, RUN_DIR_BEST);
+    Config saved;
+    long step;
+    char err[512];
+    if (!path_exists(path) || ckpt_read_config(path, &saved, &step, err, sizeof err) != 0) return;
+    config_free(&saved);
+    if (step != tr->best_step) return;
+    Model *m = tr->model;
+    size_t bytes = sizeof(real) * m->n_params;
+    real *now = mallocCheck(bytes);
+    memcpy(now, m->params, bytes);
+    if (ckpt_load(path, m, NULL, NULL, err, sizeof err) == 0) {
+        tr->best_params = mallocCheck(bytes);
+        memcpy(tr->best_params, m->params, bytes);
+    }
+    memcpy(m->params, now, bytes);
+    free(now);
+}
+
+// The test set, read once at the end of a complete run, on the best validation step's weights
+// (the last step's when those are not known): an eval record (split test, selected best|last,
+// at the step read) and, with the sparsity pass on, its sparsity records (split test) and the
+// best step's validation ones if that step had none. The whole test set (not eval_batches).
+static void test_at_end(Trainer *tr) {
+    if (!tr->task.has_test || !tr->sch.eval_every) return;
+    Model *m = tr->model;
+    const Config *c = &tr->cfg;
+    const char *mixer = cfg_str(c, "mixer");
+    int best = tr->best_params && tr->best_step >= 0;
+    long step = best ? tr->best_step : tr->step, rows = cfg_int(c, "sparsity_rows");
+    size_t bytes = sizeof(real) * m->n_params;
+    real *now = NULL;
+    if (best && tr->best_step != tr->step) {
+        now = mallocCheck(bytes);
+        memcpy(now, m->params, bytes);
+        memcpy(m->params, tr->best_params, bytes);
+    }
+    ValStats stats;
+    if (tr->sparsity) {
+        SparsityResult r;
+        memset(&r, 0, sizeof r);
+        if (best && !tr->best_has_sparsity) {  // the maps of the best step, as of the last
+            sparsity_eval(m, &tr->task.val, tr->B, tr->T, cfg_int(c, "eval_batches"), rows, &r);
+            sparsity_write_records(tr->sparsity, step, mixer, "val", NULL, &r);
+            if (tr->tb.f) tb_write_sparsity(&tr->tb, step, mixer, "val", &r);
+        }
+        sparsity_eval(m, &tr->task.test, tr->B, tr->T, 0, rows, &r);
+        sparsity_write_records(tr->sparsity, step, mixer, "test", NULL, &r);
+        flush_log(tr, tr->sparsity, "sparsity.jsonl");
+        if (tr->tb.f) tb_write_sparsity(&tr->tb, step, mixer, "test", &r);
+        stats = rows == 0 ? r.stats : val_eval(m, &tr->task.test, tr->B, tr->T, 0);
+        sparsity_result_free(&r);
+    } else stats = val_eval(m, &tr->task.test, tr->B, tr->T, 0);
+    RunlogEval rec = {.sequences = -1, .split = "test", .selected = best ? "best" : "last"};
+    val_write_record(tr->metrics, step, &stats, &rec);
+    flush_log(tr, tr->metrics, "metrics.jsonl");
+    if (tr->tb.f) tb_write_eval(&tr->tb, step, &stats, "test", rec.selected), flush_log(tr, tr->tb.f, tr->tb.name);
+    progress_break();
+    char cells[1024];
+    val_format_cells(cells, sizeof cells, &stats);
+    printf("test (read once, on the %s step %ld%s): loss %.4f | acc %.4f%s%s%s\n", best ? "best validation" : "last",
+           step, best ? "" : ": the best step's weights are not known", val_loss(&stats), val_acc(&stats),
+           *cells ? " (mean of cells: " : "", cells, *cells ? ")" : "");
+    fflush(stdout);
+    if (now) memcpy(m->params, now, bytes), free(now);
+}
+
 static void print_eval(Trainer *tr, const ValStats *s) {
     double loss = val_loss(s), acc = val_acc(s);
     RunlogEval rec = {.sequences = -1};  // the trainer's record: no checkpoint, mixer or options
     val_write_record(tr->metrics, tr->step, s, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
-    if (tr->tb.f) tb_write_eval(&tr->tb, tr->step, s), flush_log(tr, tr->tb.f, tr->tb.name);
+    if (tr->tb.f) tb_write_eval(&tr->tb, tr->step, s, "val", NULL), flush_log(tr, tr->tb.f, tr->tb.name);
     progress_break();
     char cells[1024];
     val_format_cells(cells, sizeof cells, s);
@@ -307,10 +447,10 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         SparsityResult r;
         memset(&r, 0, sizeof r);
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
-        sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), NULL, &r);
+        sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), "val", NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
         if (tr->tb.f)
-            tb_write_sparsity(&tr->tb, tr->step, cfg_str(c, "mixer"), &r), flush_log(tr, tr->tb.f, tr->tb.name);
+            tb_write_sparsity(&tr->tb, tr->step, cfg_str(c, "mixer"), "val", &r), flush_log(tr, tr->tb.f, tr->tb.name);
         progress_break();
         sparsity_print_layers(stdout, tr->step, &r);  // S_recall and answer share per head, a line per layer
         fflush(stdout);
@@ -320,9 +460,13 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         }
         sparsity_result_free(&r);
     }
-    if (!do_eval) return -1;
+    if (!do_eval) {
+        if (do_sparsity && tr->best_step == tr->step) tr->best_has_sparsity = 1;
+        return -1;
+    }
     if (!have_stats) stats = val_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches);
     print_eval(tr, &stats);
+    note_best(tr, val_acc(&stats), do_sparsity);
     return val_acc(&stats);
 }
 
@@ -456,6 +600,7 @@ static void finish_run(Trainer *tr) {
     progress_break();
     if (!tr->finished && tr->step == tr->steps) tr->finished = "steps";
     if (tr->finished && tr->step > tr->start_step) {
+        test_at_end(tr);
         runlog_write_done(tr->metrics, tr->step, tr->finished);
         flush_log(tr, tr->metrics, "metrics.jsonl");
     }
@@ -472,6 +617,7 @@ static void train_loop(Trainer *tr) {
         evaluate_step(tr, tr->sch.eval_every > 0, tr->sch.sparsity_every > 0);
         maybe_sample(tr, 0);
         save_checkpoint(tr);
+        save_best(tr);
     }
     while (tr->step < tr->steps) {
         StepResult r;
@@ -481,6 +627,7 @@ static void train_loop(Trainer *tr) {
         int reached = evaluate_due(tr, last);
         int stop = stop_requested(tr, last) || reached;
         if ((tr->sch.save_every && tr->step % tr->sch.save_every == 0) || last || stop) save_checkpoint(tr);
+        save_best(tr);
         if (stop) break;
     }
     finish_run(tr);
@@ -497,6 +644,7 @@ static void write_config(Trainer *tr) {
 }
 
 static void trainer_free(Trainer *tr) {
+    free(tr->best_params);
     if (tr->metrics) fclose(tr->metrics);
     if (tr->sparsity) fclose(tr->sparsity);
     tfevents_close(&tr->tb);
@@ -614,7 +762,7 @@ static void setup_data(Trainer *tr) {
     // the vocabulary from the data: once they are mapped, which costs no memory)
     TaskPlan plan = task_plan(c);
     if (plan.vocab_size) check_memory(tr, &plan);
-    task_open(&tr->task, c, 1);
+    task_open(&tr->task, c, TASK_ALL);
     if (!plan.vocab_size) {
         plan.vocab_size = tr->task.vocab_size;
         check_memory(tr, &plan);
@@ -691,9 +839,14 @@ static void print_banner(const Trainer *tr, const char *config_path) {
            config_path, cfg_str(c, "mixer"), tr->model->s.L, tr->model->s.L == 1 ? "" : "s", tr->model->s.C,
            tr->model->s.H, tr->model->s.H == 1 ? "" : "s", tr->model->n_params,
            model_activation_bytes(tr->model) / 1048576.0, omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s");
-    printf("data: %s, %ld train / %ld val sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
-           cfg_str(c, "task"), tr->task.train.n, tr->task.has_val ? tr->task.val.n : 0L, tr->T, tr->task.vocab_size,
-           tr->steps, tr->B, tr->out_dir);
+    const Task *t = &tr->task;
+    printf("data: %s, %ld train / %ld val / %ld test sequences of %d tokens, vocab %d; %ld steps of %d -> %s\n",
+           cfg_str(c, "task"), t->train.n, t->has_val ? t->val.n : 0L, t->has_test ? t->test.n : 0L, tr->T,
+           t->vocab_size, tr->steps, tr->B, tr->out_dir);
+    if (t->val_dropped > 0)
+        printf("note: %ld validation sequences left out: train or test holds the same sequence\n", t->val_dropped);
+    if (t->test_in_train > 0)
+        printf("note: %ld test sequences also occur in train (kept: the test set is Zoology's)\n", t->test_in_train);
     const Dataset *tv = &tr->task.train, *vv = &tr->task.val;
     if (tv->n_cells > 1 || (tr->task.has_val && vv->n_cells > 1)) {
         char cells[1024];
@@ -717,10 +870,11 @@ int main(int argc, char **argv) {
     }
     Trainer tr;
     memset(&tr, 0, sizeof tr);
+    tr.best_step = -1, tr.best_acc = -1;
     setup_config(&tr, argc, argv);
     const char *export_dir = cfg_str(&tr.cfg, "export_data");
     if (*export_dir) {
-        task_open(&tr.task, &tr.cfg, 1);
+        task_open(&tr.task, &tr.cfg, TASK_TRAIN | TASK_TEST);
         export_data(&tr, export_dir);
         task_close(&tr.task);
         config_free(&tr.cfg);
@@ -730,7 +884,7 @@ int main(int argc, char **argv) {
     char *resume = choose_resume(&tr);
     setup_data(&tr);
     setup_model(&tr);
-    if (resume) resume_from(&tr, resume);
+    if (resume) resume_from(&tr, resume), resume_best(&tr);
     else if (*cfg_str(&tr.cfg, "init_from")) init_from(&tr, cfg_str(&tr.cfg, "init_from"));
     int complete = resume && run_complete(&tr, resume);
     free(resume);

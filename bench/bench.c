@@ -239,7 +239,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
     memset(&task, 0, sizeof task);
     int V = (int)cfg_int(&cfg, "vocab_size"), per_seq = T;
     if (!lm) {
-        task_open(&task, &cfg, 1);
+        task_open(&task, &cfg, TASK_TRAIN | TASK_VAL);
         V = task.vocab_size;
         per_seq = task.targets_per_seq;
     } else if (V <= 0) {

@@ -118,7 +118,8 @@ int run_dir_truncate_jsonl(const char *path, long step) {
     return atomic_commit(&a, NULL, 0);
 }
 
-static const char *g_run_files[] = {"config.conf", "metrics.jsonl", "sparsity.jsonl", "eval.jsonl", "latest", NULL};
+static const char *g_run_files[] = {
+    "config.conf", "metrics.jsonl", "sparsity.jsonl", "eval.jsonl", "latest", RUN_DIR_BEST, NULL};
 
 int run_dir_has_run(const char *dir) {
     for (int i = 0; g_run_files[i]; i++) {

@@ -31,6 +31,8 @@ void run_dir_clear(const char *dir);
 // The lock file of a run folder: held (flock, exclusive) by the ./train writing the run, and
 // released by the kernel when that process ends, however it ends (kill -9 leaves no stale lock).
 #define RUN_DIR_LOCK "train.lock"
+// The best-validation checkpoint (keep_best): beside the ckpt_<step> files, never pruned.
+#define RUN_DIR_BEST "best.safetensors"
 // Takes the run folder's lock for the rest of the process and writes our pid into the lock file.
 // 0; or -1 when another process holds it, with its pid in *holder (0 when unknown) ; or -2 with
 // errno set when the lock file cannot be opened.

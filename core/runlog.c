@@ -140,6 +140,7 @@ void runlog_write_run(FILE *f, const RunlogRun *r) {
     RunlogLine w;
     runlog_begin(&w, f, RUNLOG_RUN, 0);
     runlog_put_str(&w, "mixer", r->mixer);
+    runlog_put_int(&w, "protocol", RUNLOG_PROTOCOL);
     runlog_put_int(&w, "params", (long)r->params);
     runlog_put_num_fmt(&w, "state_floats", "%.0f", r->state_floats);
     runlog_put_ints(&w, "state_floats_by_layer", r->state_floats_by_layer, r->n_layers);
@@ -159,7 +160,8 @@ void runlog_write_train(FILE *f, const RunlogTrain *r) {
 void runlog_write_eval(FILE *f, const RunlogEval *r) {
     RunlogLine w;
     runlog_begin(&w, f, RUNLOG_EVAL, r->step);
-    runlog_put_str(&w, "split", "val");
+    runlog_put_str(&w, "split", r->split ? r->split : "val");
+    if (r->selected) runlog_put_str(&w, "selected", r->selected);
     fprintf(f, ",\"loss\":%.9g,\"acc\":%.9g", r->loss, r->acc);
     for (int c = 0; c < r->n_cells; c++) {
         char name[64];
@@ -203,7 +205,7 @@ const char *runlog_done_regex(void) { return "\"type\": *\"done\""; }
 // --- reading -----------------------------------------------------------------------------------
 
 static void fill_record(RunlogRecord *r, const JsonValue *v, const char *line, size_t len) {
-    const JsonValue *t = json_get(v, "type"), *o = json_get(v, "options");
+    const JsonValue *t = json_get(v, "type"), *o = json_get(v, "options"), *sp = json_get(v, "split");
     r->obj = v;
     r->line = line;
     r->len = len;
@@ -214,6 +216,7 @@ static void fill_record(RunlogRecord *r, const JsonValue *v, const char *line, s
     r->layer = (int)runlog_int(r, "layer", -1);
     r->head = (int)runlog_int(r, "head", -1);
     r->options = o && o->type == JSON_STRING ? o->string : "";
+    r->split = sp && sp->type == JSON_STRING ? sp->string : "val";
 }
 
 void runlog_each_text(const char *text, size_t len, RunlogFn fn, void *ctx) {
@@ -262,7 +265,7 @@ long runlog_int(const RunlogRecord *r, const char *name, long dflt) {
 
 int runlog_same_key(const RunlogRecord *a, const RunlogRecord *b) {
     return a->type == b->type && a->step == b->step && a->layer == b->layer && a->head == b->head &&
-        !strcmp(a->options, b->options);
+        !strcmp(a->split, b->split) && !strcmp(a->options, b->options);
 }
 
 // --- merging -----------------------------------------------------------------------------------
@@ -273,7 +276,7 @@ typedef struct {
     int drop;
     RunlogType type;
     int layer, head;
-    char *options;
+    char *options;  // the split, a space, the options: the series
     const char *line;
     size_t len;
 } MergeLine;
@@ -286,7 +289,10 @@ typedef struct {
 static int collect_line(const RunlogRecord *r, void *ctx) {
     MergeList *m = ctx;
     if (m->n == m->cap) m->v = reallocCheck(m->v, sizeof(MergeLine) * (size_t)(m->cap = m->cap ? 2 * m->cap : 256));
-    m->v[m->n] = (MergeLine){r->step, m->n, 0, r->type, r->layer, r->head, strdupCheck(r->options), r->line, r->len};
+    size_t n = strlen(r->split) + strlen(r->options) + 2;
+    char *series = mallocCheck(n);
+    snprintf(series, n, "%s %s", r->split, r->options);
+    m->v[m->n] = (MergeLine){r->step, m->n, 0, r->type, r->layer, r->head, series, r->line, r->len};
     m->n++;
     return 0;
 }

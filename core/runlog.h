@@ -42,6 +42,7 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
 // <K> and <L> stands for one field per MQAR test cell (acc_kv4_L64, acc_kv8_L128, ...).
 #define RUNLOG_FIELDS(F)                                                                                               \
     F(RUN, "mixer", STR, "the mixer key (a comma list for a hybrid stack)")                                            \
+    F(RUN, "protocol", INT, "2: val records read a validation set, test read once at the end; absent: older")          \
     F(RUN, "params", INT, "parameter count")                                                                           \
     F(RUN, "state_floats", NUM, "numbers a layer carries between tokens at seq_len, mean over layers")                 \
     F(RUN, "state_floats_by_layer", INTS, "the same per layer")                                                        \
@@ -52,7 +53,8 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(TRAIN, "grad_norm", NUM, "gradient norm before clipping")                                                        \
     F(TRAIN, "tok_per_s", NUM, "tokens per second of the step")                                                        \
     F(TRAIN, "ms_per_step", NUM, "milliseconds the step took")                                                         \
-    F(EVAL, "split", STR, "the set measured: val")                                                                     \
+    F(EVAL, "split", STR, "the set measured: val, or test (older logs without protocol: their val is test)")           \
+    F(EVAL, "selected", STR, "split test: the weights it read, best (validation) or last")                             \
     F(EVAL, "loss", NUM, "validation loss")                                                                            \
     F(EVAL, "acc", NUM, "validation accuracy (a mixture: the mean of the cells')")                                     \
     F(EVAL, "acc_kv<K>_L<L>", NUM, "an MQAR mixture: one test cell's accuracy")                                        \
@@ -69,6 +71,8 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(SPARSITY, "layer", INT, "the layer")                                                                             \
     F(SPARSITY, "head", INT, "the head")                                                                               \
     F(SPARSITY, "mixer", STR, "the layer's mixer")                                                                     \
+    F(SPARSITY, "split", STR, "the set measured: val or test (absent in older logs: the eval records' set)")           \
+    F(SPARSITY, "recall_layer", INT, "the step's recall layer (eval/derived.h), the same in each of its records")      \
     F(SPARSITY, "S", NUM, "mean S over every row (null: no rows)")                                                     \
     F(SPARSITY, "S_recall", NUM, "mean S over the query rows (null: none)")                                            \
     F(SPARSITY, "rows", INT, "rows measured")                                                                          \
@@ -86,6 +90,8 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(SPARSITY, "neg_mass", NUM, "mean negative mass")                                                                 \
     F(SPARSITY, "S_onehot", NUM, "mean 1/sqrt(n) over the rows")                                                       \
     F(SPARSITY, "S_recall_onehot", NUM, "mean 1/sqrt(n) over the query rows")                                          \
+    F(SPARSITY, "eff_tokens", NUM, "mean effective tokens n S^2 of the rows (1: one-hot, n: flat)")                    \
+    F(SPARSITY, "eff_tokens_recall", NUM, "mean effective tokens n S^2 of the query rows")                             \
     F(SPARSITY, "theory", STR, "the closed form of the prediction")                                                    \
     F(SPARSITY, "rows_pred", INT, "rows with a prediction")                                                            \
     F(SPARSITY, "S_pred", NUM, "mean prediction")                                                                      \
@@ -102,6 +108,8 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(SPARSITY, "S_recall_inf", NUM, "softmax: the limit over the query rows")                                         \
     F(SPARSITY, "rows_answer", INT, "query rows whose pair was found")                                                 \
     F(SPARSITY, "ans_share", NUM, "weight at the value position")                                                      \
+    F(SPARSITY, "ans_chance", NUM, "a uniform row's weight there, 1/n (also a random argmax's hit rate)")              \
+    F(SPARSITY, "ans_lift", NUM, "ans_share / ans_chance")                                                             \
     F(SPARSITY, "key_share", NUM, "weight at the key position")                                                        \
     F(SPARSITY, "ans_hit", NUM, "share of query rows whose argmax is the value position")                              \
     F(SPARSITY, "ans_rank", NUM, "mean rank of the value position")                                                    \
@@ -111,6 +119,16 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(SPARSITY, "answer_window", INT, "width of the layer's answer window, when above 1")                              \
     F(SPARSITY, "ans_window_share", NUM, "weight in the answer window")                                                \
     F(SPARSITY, "ans_window_hit", NUM, "share of query rows whose argmax is in the answer window")                     \
+    F(SPARSITY, "ans_window_chance", NUM, "a uniform row's weight in the answer window (and hit rate)")                \
+    F(SPARSITY, "ans_window_lift", NUM, "ans_window_share / ans_window_chance")                                        \
+    F(SPARSITY, "rows_right", INT, "answer rows the model answered right")                                             \
+    F(SPARSITY, "rows_wrong", INT, "answer rows the model answered wrong")                                             \
+    F(SPARSITY, "S_recall_right", NUM, "mean S of the rows answered right")                                            \
+    F(SPARSITY, "S_recall_wrong", NUM, "mean S of the rows answered wrong")                                            \
+    F(SPARSITY, "window_share_right", NUM, "answer-window weight of the rows answered right")                          \
+    F(SPARSITY, "window_share_wrong", NUM, "answer-window weight of the rows answered wrong")                          \
+    F(SPARSITY, "window_hit_right", NUM, "answer-window hits of the rows answered right")                              \
+    F(SPARSITY, "window_hit_wrong", NUM, "answer-window hits of the rows answered wrong")                              \
     F(SPARSITY, "S_recall_kv<K>_L<L>", NUM, "a mixture: S_recall per test cell")                                       \
     F(SPARSITY, "ans_share_kv<K>_L<L>", NUM, "a mixture: ans_share per test cell")                                     \
     F(SPARSITY, "ans_hit_kv<K>_L<L>", NUM, "a mixture: ans_hit per test cell")                                         \
@@ -171,6 +189,9 @@ typedef struct {
     const char *const *test_cells;  // NULL: one cell or not MQAR
     int n_test_cells;
 } RunlogRun;
+// The protocol a run record names (written by runlog_write_run): 2 since the validation split.
+// A log whose run record has none is older: its "val" records read the test set (task.h).
+#define RUNLOG_PROTOCOL 2
 void runlog_write_run(FILE *f, const RunlogRun *r);
 
 typedef struct {
@@ -185,6 +206,8 @@ typedef struct {
     int n_cells;                    // an MQAR mixture: its test cells' accuracies (0: none)
     const char *const *cell_names;  // [n_cells] kv4_L64, ...
     const double *cell_acc;         // [n_cells]
+    const char *split;              // "val" (NULL) or "test"
+    const char *selected;           // split test at the end of a run: "best" or "last" (NULL: left out)
     // ./evaluate only (NULL / -1: left out)
     const char *checkpoint, *mixer, *options;
     long sequences;
@@ -205,6 +228,7 @@ typedef struct {
     long step;
     int layer, head;       // -1 when the record has none
     const char *options;   // "" for the run's own measurements
+    const char *split;     // "val" (also when absent) or "test": part of the key
     const JsonValue *obj;  // every field
     const char *line;      // the record's text, without its newline
     size_t len;
@@ -222,11 +246,11 @@ double runlog_num(const RunlogRecord *r, const char *field);
 const char *runlog_str(const RunlogRecord *r, const char *field);
 long runlog_int(const RunlogRecord *r, const char *field, long dflt);
 const JsonValue *runlog_get(const RunlogRecord *r, const char *field);
-// Two records are the same measurement (type, step, layer, head, options).
+// Two records are the same measurement (type, step, layer, head, split, options).
 int runlog_same_key(const RunlogRecord *a, const RunlogRecord *b);
 
 // Merges fresh records (text of complete lines) into the file at path, atomically: an old record
-// is dropped when a fresh one has its key (replace = RUNLOG_SAME_KEY) or its options
+// is dropped when a fresh one has its key (replace = RUNLOG_SAME_KEY) or its split and options
 // (RUNLOG_SAME_SERIES: a whole run re-evaluated under the same options); the rest is kept byte
 // for byte. Records are ordered by step, old before fresh within a step. 0; or, with the reason in
 // err (core/io.h's atomic writer), -1 when the file cannot be opened for writing (bad input) and

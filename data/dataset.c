@@ -122,6 +122,37 @@ void dataset_shards(Dataset *ds, const char *glob_pattern, const char *key, int 
     free_paths(paths, n);
 }
 
+uint64_t dataset_sequence_hash(const Dataset *ds, long i) {
+    const int32_t *x = ds->inputs + (size_t)i * (size_t)ds->T;
+    uint64_t h = 1469598103934665603ULL;
+    for (int t = 0; t < ds->T; t++) {
+        uint32_t v = (uint32_t)x[t];
+        for (int b = 0; b < 4; b++) h = (h ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ULL;
+    }
+    return h;
+}
+
+long dataset_keep(Dataset *ds, const unsigned char *keep) {
+    size_t T = (size_t)ds->T;
+    long out = 0, first[MQAR_MAX_CELLS + 1];
+    int c = 0;
+    for (long i = 0; i < ds->n; i++) {
+        while (c < ds->n_cells && ds->cell_first[c] <= i) first[c++] = out;  // cells starting here
+        if (!keep[i]) continue;
+        if (out != i) {
+            memmove(ds->inputs + (size_t)out * T, ds->inputs + (size_t)i * T, T * sizeof(int32_t));
+            memmove(ds->labels + (size_t)out * T, ds->labels + (size_t)i * T, T * sizeof(int32_t));
+        }
+        out++;
+    }
+    while (c < ds->n_cells) first[c++] = out;
+    first[ds->n_cells] = out;
+    if (ds->n_cells) memcpy(ds->cell_first, first, sizeof(long) * (size_t)(ds->n_cells + 1));
+    long dropped = ds->n - out;
+    ds->n = out;
+    return dropped;
+}
+
 void dataset_free(Dataset *ds) {
     free(ds->inputs);
     free(ds->labels);

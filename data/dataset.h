@@ -34,6 +34,12 @@ void dataset_mqar(Dataset *ds, const MqarSpec *spec);
 // A mixture: spec->n_examples examples of each cell, cell c generated from seed spec->seed + c with
 // the cell's pairs and length, padded to T tokens (the cells are checked by the caller).
 void dataset_mqar_cells(Dataset *ds, const MqarSpec *spec, const MqarCell *cells, int n_cells, int T);
+// A 64-bit hash (FNV-1a) of in-memory sequence i's T input tokens, padding included: two
+// sequences the model sees as the same have the same hash. The splits' disjointness is checked by it.
+uint64_t dataset_sequence_hash(const Dataset *ds, long i);
+// Keeps the in-memory sequences with keep[i] != 0, in order (each cell's range shrinks with it).
+// Returns the number dropped.
+long dataset_keep(Dataset *ds, const unsigned char *keep);
 // The sequences of cell c as a one-cell dataset that shares ds's memory (never dataset_free it).
 Dataset dataset_cell(const Dataset *ds, int c);
 // Token shards matching a glob (sorted by name). key names the config key for error messages.

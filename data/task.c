@@ -1,6 +1,7 @@
 #include "data/task.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/io.h"
@@ -80,63 +81,136 @@ TaskPlan task_plan(const Config *c) {
         return p;
     }
     if (p.vocab_size == 0) p.vocab_size = 8192;
-    MqarCell cells[2][MQAR_MAX_CELLS];
-    int n[2] = {task_mqar_cells(c, "mqar_cells", cells[0]), task_mqar_cells(c, "mqar_test_cells", cells[1])};
-    static const char *keys[2] = {"mqar_train_examples", "mqar_test_examples"};
-    double held[2], gen = 0;
-    for (int split = 0; split < 2; split++) {
+    MqarCell cells[3][MQAR_MAX_CELLS];
+    int n[3] = {task_mqar_cells(c, "mqar_cells", cells[0]), task_mqar_cells(c, "mqar_test_cells", cells[1]), 0};
+    n[2] = n[1];  // validation: the test cells
+    memcpy(cells[2], cells[1], sizeof cells[1]);
+    static const char *keys[3] = {"mqar_train_examples", "mqar_test_examples", "mqar_val_examples"};
+    double held[3], gen = 0, total = 0;
+    int most = 0;
+    for (int split = 0; split < 3; split++) {
         long N = cfg_int(c, keys[split]);
         held[split] = 2.0 * N * n[split] * T * sizeof(int32_t);  // inputs and labels [n_cells * N, T]
+        total += held[split] + N * n[split] * 8.0;               // + the hashes of the disjointness check
+        if (held[split] > held[most]) most = split;
         for (int i = 0; i < n[split]; i++) {
             double g = mqar_generator_bytes(cells[split][i], N, p.vocab_size, T);
             if (g > gen) gen = g;
             if (cells[split][i].kv_pairs > p.targets_per_seq) p.targets_per_seq = cells[split][i].kv_pairs;
         }
     }
-    p.data_bytes = held[0] + held[1] + gen;  // both splits held, the largest cell's generator on top
-    p.data_key = held[1] > held[0] ? keys[1] : keys[0];
+    p.data_bytes = total + gen;  // the three splits held, the largest cell's generator on top
+    p.data_key = keys[most];
     return p;
 }
 
-void task_open(Task *t, Config *c, int need_train) {
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+// The sorted hashes of every sequence of ds (allocated).
+static uint64_t *sorted_hashes(const Dataset *ds) {
+    uint64_t *h = mallocCheck(sizeof(uint64_t) * (size_t)(ds->n ? ds->n : 1));
+    for (long i = 0; i < ds->n; i++) h[i] = dataset_sequence_hash(ds, i);
+    qsort(h, (size_t)ds->n, sizeof *h, cmp_u64);
+    return h;
+}
+
+static int holds(const uint64_t *sorted, long n, uint64_t h) {
+    return bsearch(&h, sorted, (size_t)n, sizeof h, cmp_u64) != NULL;
+}
+
+// Validation keeps no sequence that train or test holds; counts the test sequences train holds.
+static void check_mqar_splits(Task *t, const Config *c) {
+    uint64_t *train = sorted_hashes(&t->train), *test = sorted_hashes(&t->test);
+    unsigned char *keep = mallocCheck((size_t)(t->val.n ? t->val.n : 1));
+    for (long i = 0; i < t->val.n; i++) {
+        uint64_t h = dataset_sequence_hash(&t->val, i);
+        keep[i] = !holds(train, t->train.n, h) && !holds(test, t->test.n, h);
+    }
+    long n = t->val.n;
+    t->val_dropped = dataset_keep(&t->val, keep);
+    t->test_in_train = 0;
+    for (long i = 0; i < t->test.n; i++)
+        t->test_in_train += holds(train, t->train.n, dataset_sequence_hash(&t->test, i));
+    free(keep), free(train), free(test);
+    if (t->val.n == 0)
+        die_input("%s: mqar_val_examples: all %ld validation sequences also occur in train or test (the cells have "
+                  "too few distinct sequences; expected a larger vocab_size or longer cells)",
+                  cfg_origin(c, "mqar_val_examples"), n);
+    for (int k = 0; k < t->val.n_cells; k++)
+        if (t->val.cell_first[k + 1] == t->val.cell_first[k])
+            die_input("%s: mqar_val_examples: every validation sequence of cell %dx%d also occurs in train or test "
+                      "(expected a cell with more distinct sequences)",
+                      cfg_origin(c, "mqar_val_examples"), t->val.cells[k].kv_pairs, t->val.cells[k].seq_len);
+}
+
+static void open_mqar(Task *t, Config *c, int splits, int vocab) {
+    int T = (int)cfg_int(c, "seq_len");
+    MqarCell train_cells[MQAR_MAX_CELLS], test_cells[MQAR_MAX_CELLS];
+    // validation needs train and test to be checked against: built, then dropped if not asked for
+    int build = splits & TASK_VAL ? TASK_ALL : splits;
+    // (./evaluate may have raised seq_len to its longest test cell: the training cells fit all the
+    // more; without training, they are not built, nor checked)
+    int n_train = build & TASK_TRAIN ? task_mqar_cells(c, "mqar_cells", train_cells) : 0;
+    int n_test = task_mqar_cells(c, "mqar_test_cells", test_cells);
+    static const struct {
+        int split;
+        const char *seed, *examples;
+    } splits_keys[3] = {{TASK_TRAIN, "mqar_seed", "mqar_train_examples"},
+                        {TASK_VAL, "mqar_val_seed", "mqar_val_examples"},
+                        {TASK_TEST, "mqar_test_seed", "mqar_test_examples"}};
+    Dataset *ds[3] = {&t->train, &t->val, &t->test};
+    int *has[3] = {&t->has_train, &t->has_val, &t->has_test};
+    for (int k = 0; k < 3; k++) {
+        if (!(build & splits_keys[k].split)) continue;
+        MqarSpec spec = mqar_spec(c, vocab, (uint32_t)cfg_int(c, splits_keys[k].seed), cfg_int(c, splits_keys[k].examples));
+        if (k == 0) dataset_mqar_cells(ds[k], &spec, train_cells, n_train, T);
+        else dataset_mqar_cells(ds[k], &spec, test_cells, n_test, T);
+        *has[k] = 1;
+    }
+    t->test_in_train = -1;
+    if (build & TASK_VAL) check_mqar_splits(t, c);
+    else if ((build & TASK_TRAIN) && (build & TASK_TEST)) {
+        uint64_t *train = sorted_hashes(&t->train);
+        t->test_in_train = 0;
+        for (long i = 0; i < t->test.n; i++)
+            t->test_in_train += holds(train, t->train.n, dataset_sequence_hash(&t->test, i));
+        free(train);
+    }
+    for (int k = 0; k < 3; k++)
+        if (*has[k] && !(splits & splits_keys[k].split)) dataset_free(ds[k]), *has[k] = 0;
+    for (int i = 0; i < n_train; i++)
+        if (train_cells[i].kv_pairs > t->targets_per_seq) t->targets_per_seq = train_cells[i].kv_pairs;
+    for (int i = 0; i < n_test; i++)
+        if (test_cells[i].kv_pairs > t->targets_per_seq) t->targets_per_seq = test_cells[i].kv_pairs;
+}
+
+void task_open(Task *t, Config *c, int splits) {
     memset(t, 0, sizeof *t);
     int T = (int)cfg_int(c, "seq_len");
     int vocab = checked_vocab(c);
     char buf[32];
     if (!strcmp(cfg_str(c, "task"), "mqar")) {
         if (vocab == 0) vocab = 8192;  // zoology's MQAR vocabulary
-        MqarCell train_cells[MQAR_MAX_CELLS], test_cells[MQAR_MAX_CELLS];
-        // (./evaluate, need_train = 0, may have raised seq_len to its longest test cell: the training
-        // cells are not built, nor checked against it)
-        int n_train = need_train ? task_mqar_cells(c, "mqar_cells", train_cells) : 0;
-        int n_test = task_mqar_cells(c, "mqar_test_cells", test_cells);
-        if (need_train) {
-            MqarSpec train = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_seed"), cfg_int(c, "mqar_train_examples"));
-            dataset_mqar_cells(&t->train, &train, train_cells, n_train, T);
-            t->has_train = 1;
-        }
-        MqarSpec test = mqar_spec(c, vocab, (uint32_t)cfg_int(c, "mqar_test_seed"), cfg_int(c, "mqar_test_examples"));
-        dataset_mqar_cells(&t->val, &test, test_cells, n_test, T);
-        t->has_val = 1;
-        for (int i = 0; i < n_train; i++)
-            if (train_cells[i].kv_pairs > t->targets_per_seq) t->targets_per_seq = train_cells[i].kv_pairs;
-        for (int i = 0; i < n_test; i++)
-            if (test_cells[i].kv_pairs > t->targets_per_seq) t->targets_per_seq = test_cells[i].kv_pairs;
+        open_mqar(t, c, splits, vocab);
     } else {
         const char *train_glob = cfg_str(c, "train_data"), *val_glob = cfg_str(c, "val_data");
-        if (need_train) {
+        if (splits & TASK_TRAIN) {
             if (!*train_glob) die_input("train_data: task = shards needs a glob of token shards");
             dataset_shards(&t->train, train_glob, "train_data", T, vocab);
             t->has_train = 1;
             if (vocab == 0) vocab = t->train.vocab_size;
         }
-        if (*val_glob) {
+        if (*val_glob && (splits & TASK_VAL)) {
             dataset_shards(&t->val, val_glob, "val_data", T, vocab);
             t->has_val = 1;
             if (vocab == 0) vocab = t->val.vocab_size;
         }
         if (vocab == 0) die_input("vocab_size: cannot be taken from the data without train_data or val_data");
         t->targets_per_seq = T;
+        t->test_in_train = -1;
     }
     t->vocab_size = vocab;
     snprintf(buf, sizeof buf, "%d", vocab);
@@ -146,5 +220,6 @@ void task_open(Task *t, Config *c, int need_train) {
 void task_close(Task *t) {
     if (t->has_train) dataset_free(&t->train);
     if (t->has_val) dataset_free(&t->val);
+    if (t->has_test) dataset_free(&t->test);
     memset(t, 0, sizeof *t);
 }

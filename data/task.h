@@ -1,14 +1,26 @@
-// The task named by the config: its training and validation datasets and its vocabulary.
+// The task named by the config: its training, validation and test datasets and its vocabulary
+// (docs/mqar.md#splits). MQAR has three splits, each from its own seed: train (mqar_seed), val
+// (mqar_val_seed, the test cells) and test (mqar_test_seed, Zoology's test set). Validation
+// chooses everything that is chosen (stop_at_acc, the best step, the learning rate of a sweep);
+// the test set is read once, at the end of a run, on the best-validation weights. No validation
+// sequence is also a training or a test sequence: the few a small cell draws twice are left out
+// of val (by dataset_sequence_hash). Text (task = shards) has val_data only: no test split.
 #pragma once
 #include "core/config.h"
 #include "data/dataset.h"
 
 typedef struct {
-    Dataset train, val;
-    int has_train, has_val;
+    Dataset train, val, test;
+    int has_train, has_val, has_test;
+    long val_dropped;     // MQAR: validation sequences left out because train or test holds the same
+    long test_in_train;   // MQAR: test sequences train also holds (kept: the test set is Zoology's);
+                          // -1 when not counted (train or test not built)
     int vocab_size;       // resolved (the config's vocab_size, or from the task / data when 0)
     int targets_per_seq;  // most positions with a target in one sequence (MQAR: the largest K; text: T)
 } Task;
+
+// Which splits task_open builds.
+enum { TASK_TRAIN = 1, TASK_VAL = 2, TASK_TEST = 4, TASK_ALL = 7 };
 
 // The MQAR cells of a split from the config: key is "mqar_cells" (training) or "mqar_test_cells"
 // (empty: the training cells); with mqar_cells empty, one cell of mqar_kv_pairs pairs in seq_len
@@ -29,7 +41,9 @@ typedef struct {
 } TaskPlan;
 TaskPlan task_plan(const Config *c);
 
-// Opens the task. When the config's vocab_size is 0 it is set to the resolved value, so the
-// effective config records it. need_train = 0 skips building the training set.
-void task_open(Task *t, Config *c, int need_train);
+// Opens the splits asked for (TASK_TRAIN | TASK_VAL | TASK_TEST). When the config's vocab_size is
+// 0 it is set to the resolved value, so the effective config records it. MQAR's validation set is
+// the same whichever splits are asked for: train and test are built to check it against, then
+// dropped if not asked for.
+void task_open(Task *t, Config *c, int splits);
 void task_close(Task *t);

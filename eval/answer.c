@@ -31,6 +31,11 @@ static void sort_desc(double *w, int n) {
     }
 }
 
+int answer_window_positions(int n, int value_pos, int window) {
+    int end = value_pos + (window > 1 ? window : 1);  // the window, cut at the row's end
+    return (end < n ? end : n) - value_pos;
+}
+
 int answer_row(const real *a, int n, int value_pos, int window, double *w, AnswerStats *st) {
     double l1 = 0;
     for (int j = 0; j < n; j++) l1 += fabs((double)a[j]);
@@ -48,8 +53,7 @@ int answer_row(const real *a, int n, int value_pos, int window, double *w, Answe
     st->ans_share = w[value_pos];
     st->key_share = value_pos > 0 ? w[value_pos - 1] : 0;
     st->hit = arg == value_pos;
-    int end = value_pos + (window > 1 ? window : 1);  // the window, cut at the row's end
-    if (end > n) end = n;
+    int end = value_pos + answer_window_positions(n, value_pos, window);
     st->window_share = 0;
     for (int j = value_pos; j < end; j++) st->window_share += w[j];
     st->window_hit = arg >= value_pos && arg < end;

@@ -22,6 +22,9 @@ typedef struct {
 // first j < i with inputs[j] == inputs[i] (the key) whose next token inputs[j + 1] == target and
 // j + 1 < i; -1 when there is none.
 int answer_value_pos(const int *inputs, int i, int target);
+// The answer window's positions inside row i's causal prefix (n = i + 1): those of
+// [value_pos, value_pos + window - 1] below n.
+int answer_window_positions(int n, int value_pos, int window);
 // Fills st for row a[0..n) (n = i + 1) given the value position (< n) and the answer window's
 // width (the model's short_conv, 1 without one); 0 when the row is all zero. scratch holds n
 // doubles.

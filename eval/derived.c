@@ -20,6 +20,8 @@ int derived_recall_layer(const double *share, int L, int H) {
     return best;
 }
 
+int derived_recorded_recall_layer(const RunlogRecord *r) { return (int)runlog_int(r, "recall_layer", -1); }
+
 void derived_curve(const double *step, const double *acc, long n, double target, DerivedCurve *out) {
     out->best_step = -1;
     out->best_acc = NAN;

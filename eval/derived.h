@@ -13,8 +13,13 @@
 double derived_window_share(const RunlogRecord *sparsity_record);
 
 // The recall layer: the layer whose heads put the largest mean window share on the answer.
-// share[l * H + h] (NAN: not measured). -1 when no layer has a share.
+// share[l * H + h] (NAN: not measured). -1 when no layer has a share. The sparsity pass computes it
+// once at full precision and writes it into every record of its step (`recall_layer`); readers
+// take the recorded layer (derived_recorded_recall_layer) and compute it from the records' shares
+// only for logs older than the field, so a near tie rounded in the text cannot flip it.
 int derived_recall_layer(const double *share, int L, int H);
+// The `recall_layer` a sparsity record carries, -1 when it has none (an older log).
+int derived_recorded_recall_layer(const RunlogRecord *sparsity_record);
 
 // A validation curve, eval records in log order: step[i], acc[i] (NAN: not measured).
 typedef struct {

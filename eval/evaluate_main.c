@@ -34,8 +34,12 @@
 
 // Keys that may differ from the checkpoint's config: they change how it is evaluated, not what
 // the model is. (Every KEY_RESUMABLE key, plus these.)
-static const char *g_extra_keys[] = {"batch_size",     "val_data",        "mqar_test_examples",
-                                     "mqar_test_seed", "mqar_test_cells", NULL};
+static const char *g_extra_keys[] = {"batch_size",      "val_data",          "mqar_test_examples", "mqar_test_seed",
+                                     "mqar_test_cells", "mqar_val_examples", "mqar_val_seed",      NULL};
+
+// split=val|test: the set measured. The validation set by default; the test set only on request
+// (a run reads it once, at its end: docs/mqar.md#splits).
+static const char *g_split = "val";
 
 typedef struct {
     char *path;          // as given
@@ -418,6 +422,7 @@ typedef struct {
     int built;
     Task task;
     Model *model;
+    const Dataset *data;  // the split measured: &task.val or &task.test
     int B, T;
 } Evaluator;
 
@@ -432,9 +437,14 @@ static void evaluator_free(Evaluator *e) {
 static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
     evaluator_free(e);
     e->cfg = *c;  // takes ownership
-    task_open(&e->task, &e->cfg, 0);
-    if (!e->task.has_val)
+    int test = !strcmp(g_split, "test");
+    if (test && strcmp(cfg_str(&e->cfg, "task"), "mqar"))
+        die_input("split: %s is a run of task = %s: it has no test split (expected split=val)", ckpt,
+                  cfg_str(&e->cfg, "task"));
+    task_open(&e->task, &e->cfg, test ? TASK_TEST : TASK_VAL);
+    if (!test && !e->task.has_val)
         die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
+    e->data = test ? &e->task.test : &e->task.val;
     e->B = (int)cfg_int(&e->cfg, "batch_size");
     e->T = (int)cfg_int(&e->cfg, "seq_len");
     ModelShape s = model_shape_from_config(&e->cfg, e->task.vocab_size);
@@ -462,18 +472,19 @@ static void write_eval_jsonl(const Target *t, const char *fresh, size_t len) {
 // One line per checkpoint: loss, accuracy and S per layer (mean over heads).
 static void print_summary(long step, double loss, double acc, const SparsityResult *r) {
     char buf[1024];
-    int k = snprintf(buf, sizeof buf, "step %8ld | val loss %.4f | acc %.4f | S", step, loss, acc);
+    int recall = sparsity_recall_layer(r);  // starred, as the trainer stars it (eval/derived.h)
+    int k = snprintf(buf, sizeof buf, "step %8ld | %s loss %.4f | acc %.4f | S", step, g_split, loss, acc);
     for (int l = 0; l < r->L && k < (int)sizeof buf - 40; l++) {
         double s = 0, sr = 0, ans = 0;
         for (int h = 0; h < r->H; h++) {
             const HeadSparsity *hd = &r->heads[l * r->H + h];
             s += hd->S, sr += hd->S_recall, ans += hd->ans_window_share;  // = ans_share without a conv
         }
-        k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d %.3f", l, s / r->H);
+        k += snprintf(buf + k, sizeof buf - (size_t)k, " L%d%s %.3f", l, l == recall ? "*" : "", s / r->H);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, " (recall %.3f", sr / r->H);
         if (isfinite(sr) && isfinite(ans))
-            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f",
-                          r->answer_window[l] > 1 ? "window " : "", ans / r->H);
+            k += snprintf(buf + k, sizeof buf - (size_t)k, ", answer %sshare %.3f, chance %.3f",
+                          r->answer_window[l] > 1 ? "window " : "", ans / r->H, r->heads[l * r->H].ans_window_chance);
         if (isfinite(sr)) k += snprintf(buf + k, sizeof buf - (size_t)k, ")");
     }
     progress_break();
@@ -506,8 +517,9 @@ static void print_cells(const ValStats *v, const SparsityResult *r) {
 // are the configured seq_len, so another length is another function): refused, exit 2.
 static void fit_test_cells(Config *c, const char *ck) {
     if (strcmp(cfg_str(c, "task"), "mqar")) {  // a text run has no MQAR test set to change
-        static const char *mqar_only[] = {"mqar_test_cells", "mqar_test_examples", "mqar_test_seed"};
-        for (int i = 0; i < 3; i++)
+        static const char *mqar_only[] = {"mqar_test_cells", "mqar_test_examples", "mqar_test_seed",
+                                          "mqar_val_examples", "mqar_val_seed"};
+        for (int i = 0; i < 5; i++)
             if (!strcmp(cfg_origin(c, mqar_only[i]), "command line"))
                 die_input("%s: %s is a run of task = %s: it has no MQAR test set (the key applies to MQAR runs only)",
                           i == 0 ? "mqar_cells" : mqar_only[i], ck, cfg_str(c, "task"));
@@ -544,26 +556,27 @@ static void fit_test_cells(Config *c, const char *ck) {
 // Bad --maps choices, as soon as the model's shape and validation set are known (exit 2).
 static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *ckpt) {
     if (!ma->on) return;
-    if (ma->seq >= ev->task.val.n)
-        die_input("map_seq: %ld is out of range (%s validates on %ld sequences)", ma->seq, ckpt, ev->task.val.n);
+    if (ma->seq >= ev->data->n)
+        die_input("map_seq: %ld is out of range (%s validates on %ld sequences)", ma->seq, ckpt, ev->data->n);
     if (ma->layer >= ev->model->s.L)
         die_input("map_layer: %d is out of range (%s has %d layers)", ma->layer, ckpt, ev->model->s.L);
     if (ma->head >= ev->model->s.H)
         die_input("map_head: %d is out of range (%s has %d heads)", ma->head, ckpt, ev->model->s.H);
-    int T = maps_seq_len(&ev->task.val, ma->seq, ev->T);
+    int T = maps_seq_len(ev->data, ma->seq, ev->T);
     if (ma->start >= T && T < ev->T)
         die_input("map_start: %ld is out of range (sequence %ld of %s is in an MQAR cell of %d positions)", ma->start,
                   ma->seq, ckpt, T);
     if (ma->start >= T)
         die_input("map_start: %ld is out of range (%s's sequences have %d positions)", ma->start, ckpt, ev->T);
-    if (ma->answers == 1 && ev->task.val.mqar_kv_pairs == 0)
+    if (ma->answers == 1 && ev->data->mqar_kv_pairs == 0)
         die_input("map_answers: %s is not an MQAR run: its sequences have no answer positions to mark", ckpt);
 }
 
 // The keys whose change makes an evaluation another measurement than the run's own: other test
 // cells, other data. Part of every record's key (docs/outputs.md#the-run-log). (eval_batches and
 // sparsity_rows measure less of the same set: the same measurement, less precisely.)
-static const char *g_option_keys[] = {"mqar_test_cells", "mqar_test_examples", "mqar_test_seed", "val_data", NULL};
+static const char *g_option_keys[] = {
+    "mqar_test_cells", "mqar_test_examples", "mqar_test_seed", "val_data", "mqar_val_examples", "mqar_val_seed", NULL};
 
 // Applies the overrides to a checkpoint's config and writes into options what they changed of
 // g_option_keys, as "key=value key=value" in the list's order ("" when nothing).
@@ -640,13 +653,18 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
                 if (!strncmp(over[k], "val_data=", 9)) {
                     progress_break();
                     fprintf(stderr,
-                            "note: %s: val_data is not used: an MQAR checkpoint validates on its own test "
-                            "set (mqar_test_examples, mqar_test_seed)\n",
+                            "note: %s: val_data is not used: an MQAR checkpoint validates on its own "
+                            "validation set (mqar_val_examples, mqar_val_seed)\n",
                             ck);
                     noted_val_data = 1;
                     break;
                 }
         config_apply_args_noting_options(&c, n_over, over, options, sizeof options);
+        if (!strcmp(g_split, "test")) {  // another measurement than the run's own: a series of its own
+            char rest[1000];
+            snprintf(rest, sizeof rest, "%.999s", options);
+            snprintf(options, sizeof options, "split=test%s%s", *rest ? " " : "", rest);
+        }
         fit_test_cells(&c, ck);
         if (!ev->built || config_first_difference(&ev->cfg, &c)) {
             evaluator_build(ev, &c, ck);
@@ -659,14 +677,15 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         const Config *ec = &ev->cfg;
         long eval_batches = cfg_int(ec, "eval_batches"), rows = cfg_int(ec, "sparsity_rows");
         SparsityResult res = {0};
-        sparsity_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches, rows, &res);
+        sparsity_eval(ev->model, ev->data, ev->B, ev->T, eval_batches, rows, &res);
         // The sparsity pass ran the same sequences unless it measured a subset of rows.
-        ValStats vs = rows > 0 ? val_eval(ev->model, &ev->task.val, ev->B, ev->T, eval_batches) : res.stats;
+        ValStats vs = rows > 0 ? val_eval(ev->model, ev->data, ev->B, ev->T, eval_batches) : res.stats;
         double loss = val_loss(&vs), acc = val_acc(&vs);
         const char *mixer = cfg_str(ec, "mixer");
-        RunlogEval rec = {.checkpoint = base_name(ck), .mixer = mixer, .sequences = res.sequences, .options = options};
+        RunlogEval rec = {
+            .split = g_split, .checkpoint = base_name(ck), .mixer = mixer, .sequences = res.sequences, .options = options};
         val_write_record(out, step, &vs, &rec);
-        sparsity_write_records(out, step, mixer, options, &res);
+        sparsity_write_records(out, step, mixer, g_split, options, &res);
         print_summary(step, loss, acc, &res);
         print_cells(&vs, &res);
         sparsity_result_free(&res);
@@ -696,7 +715,7 @@ static void draw_maps(Target *t, Evaluator *ev, const MapArgs *ma) {
         return;
     }
     AttentionMaps am;
-    maps_extract(ev->model, &ev->task.val, ev->T, ma->seq, ma->layer, ma->head, &am);
+    maps_extract(ev->model, ev->data, ev->T, ma->seq, ma->layer, ma->head, &am);
     if (ma->answers == 0) am.has_answers = 0;
     if (*cfg_str(&ev->cfg, "tokenizer")) maps_label_tokens(&am, cfg_str(&ev->cfg, "tokenizer"));
     const char *mixer = cfg_str(&ev->cfg, "mixer");
@@ -754,18 +773,21 @@ static void usage(FILE *f) {
             "(map_L<l>_H<h>.svg) and save them (maps.safetensors); give a checkpoint file as PATH to\n"
             "draw another checkpoint's maps.\n"
             "keys (default: the checkpoint's own value):\n"
-            "  eval_batches=N   validation batches (0 = the whole validation set)\n"
-            "  sparsity_rows=N  rows measured per checkpoint: every row of ceil(N/seq_len) sequences at an\n"
+            "  split=val|test   the set measured (default val: the run's validation set; test: the test\n"
+            "                   set, which a run reads once at its end on the best-validation weights)\n"
+            "  eval_batches=N   batches of the set (0 = all of it)\n"
+            "  sparsity_rows=N  at least N query rows per cell: every row of that many sequences at an\n"
             "                   even stride (0 = all)\n"
             "  batch_size=N     sequences per forward pass\n"
             "  threads=N        OpenMP threads (0 = all cores)\n"
             "  compare=FILE     where the several-run figure goes (default: compare.svg in the runs' common\n"
             "                   parent folder, or in the current folder)\n"
-            "  map_seq=N        --maps: the validation sequence (default 0, the first test example)\n"
+            "  map_seq=N        --maps: the sequence of the split (default 0, its first)\n"
             "  map_layer=L      --maps: one layer (default -1: every layer)\n"
             "  map_head=H       --maps: one head (default -1: every head)\n"
             "  map_answers=auto|on|off  --maps: mark query rows and answers (auto: on MQAR runs)\n"
-            "  also val_data, mqar_test_examples, mqar_test_seed and the run keys of ./train --help\n");
+            "  also val_data, mqar_val_examples, mqar_val_seed, mqar_test_examples, mqar_test_seed and the\n"
+            "  run keys of ./train --help\n");
 }
 
 static int key_allowed(const KeyDef *k) {
@@ -844,7 +866,11 @@ static int parse_args(int argc, char **argv, Args *a) {
     a->tg = callocCheck((size_t)argc, sizeof(Target));
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "compare=", 8)) a->compare = argv[i] + 8;
-        else if (!strcmp(argv[i], "--maps")) a->maps.on = 1;
+        else if (!strncmp(argv[i], "split=", 6)) {
+            g_split = argv[i] + 6;
+            if (strcmp(g_split, "val") && strcmp(g_split, "test"))
+                die_input("split: expected val or test, got '%s'", g_split);
+        } else if (!strcmp(argv[i], "--maps")) a->maps.on = 1;
         else if (map_arg(argv[i], &a->maps)) continue;
         // ./sweep names run folders key=value: an existing path is a path
         else if (!strncmp(argv[i], "mqar_cells=", 11)) {  // what ./evaluate tests on: the test cells

@@ -312,16 +312,22 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
             RunlogRecord rec = {.obj = r->rec[i]};
             if (l >= 0 && l < L && h >= 0 && h < H) share[l * H + h] = derived_window_share(&rec);
         }
-        int recall = derived_recall_layer(share, L, H);
+        int recall = derived_recall_layer(share, L, H);  // an older log's; the recorded layer wins
         free(share);
+        for (int i = 0; i < r->n; i++) {
+            RunlogRecord rec = {.obj = r->rec[i]};
+            if (derived_recorded_recall_layer(&rec) >= 0) recall = derived_recorded_recall_layer(&rec);
+        }
         const JsonValue *th = json_get(r->rec[0], "theory");
         fprintf(f, "<p>Theory: <b>%s</b>.", th && th->type == JSON_STRING ? th->string : "none");
         if (recall >= 0)
             fprintf(f, " The recall layer (largest answer window share at the query rows) is layer %d, shaded.", recall);
         fputs("</p>\n<table><tr><th>layer</th><th>head</th><th>S</th><th>S_recall</th><th>one-hot floor</th><th>S_kv</th>"
               "<th>S_other</th><th>S_norm</th><th>S_pred</th><th>S_inf</th><th>median measured/pred</th>"
-              "<th>rank corr.</th><th>answer share</th><th>key share</th><th>argmax = answer</th><th>answer rank</th>"
-              "<th>top1</th><th>top4</th><th>n90</th><th>neg. mass</th></tr>\n",
+              "<th>rank corr.</th><th>effective tokens (recall)</th><th>answer share</th><th>chance</th><th>lift</th>"
+              "<th>window share</th><th>window chance</th><th>window lift</th><th>key share</th><th>argmax = answer</th>"
+              "<th>answer rank</th><th>top1</th><th>top4</th><th>n90</th><th>S_recall right</th><th>S_recall wrong</th>"
+              "<th>neg. mass</th></tr>\n",
               f);
         for (int i = 0; i < r->n; i++) {
             const JsonValue *v = r->rec[i];
@@ -330,9 +336,12 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
                     (int)json_number(v, "head"));
             cell(f, v, "S", 3), cell(f, v, "S_recall", 3), cell(f, v, "S_recall_onehot", 3), cell(f, v, "S_kv", 3);
             cell(f, v, "S_other", 3), cell(f, v, "S_norm", 3), cell(f, v, "S_pred", 3), cell(f, v, "S_inf", 3);
-            cell(f, v, "S_pred_ratio_median", 2), cell(f, v, "S_pred_spearman", 2), cell(f, v, "ans_share", 3);
+            cell(f, v, "S_pred_ratio_median", 2), cell(f, v, "S_pred_spearman", 2), cell(f, v, "eff_tokens_recall", 2);
+            cell(f, v, "ans_share", 3), cell(f, v, "ans_chance", 3), cell(f, v, "ans_lift", 1);
+            cell(f, v, "ans_window_share", 3), cell(f, v, "ans_window_chance", 3), cell(f, v, "ans_window_lift", 1);
             cell(f, v, "key_share", 3), cell(f, v, "ans_hit", 3), cell(f, v, "ans_rank", 2), cell(f, v, "top1", 3);
-            cell(f, v, "top4", 3), cell(f, v, "n90", 1), cell(f, v, "neg_mass", 3);
+            cell(f, v, "top4", 3), cell(f, v, "n90", 1), cell(f, v, "S_recall_right", 3), cell(f, v, "S_recall_wrong", 3);
+            cell(f, v, "neg_mass", 3);
             fputs("</tr>\n", f);
         }
         fputs("</table>\n", f);

@@ -110,6 +110,8 @@ enum {
     F_ROWS_P, F_PRED, F_MEASP, F_INF, F_ROWS_PQ, F_PRED_Q, F_MEASP_Q, F_INF_Q,
     F_ZERO, F_ZERO_Q,
     F_ROWS_A, F_ANS, F_KEY, F_HIT, F_RANK, F_TOP1, F_TOP4, F_N90, F_WIN, F_WIN_HIT,
+    F_EFF, F_EFF_Q, F_CH_ANS, F_CH_WIN,
+    F_ROWS_R, F_S_R, F_WIN_R, F_WHIT_R, F_ROWS_W, F_S_W, F_WIN_W, F_WHIT_W,
     // clang-format on
     F_BIN_ROWS,
     F_BIN_S = F_BIN_ROWS + SPARSITY_POS_BINS,
@@ -149,6 +151,7 @@ typedef struct {
     const Model *m;
     int l, T, kv_pairs, bin_width;
     const int *inputs, *targets;  // [B*T] of this batch
+    const signed char *right;     // [B*T] query rows: 1 answered right, 0 wrong (-1: no target)
     int window;                   // layer l's answer window (sparsity_answer_window)
 } MapCtx;
 
@@ -223,9 +226,10 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
             if (query) v[F_ZERO_Q]++;
             continue;
         }
-        double onehot = 1 / sqrt((double)n);
+        double onehot = 1 / sqrt((double)n), eff = n * rs.S * rs.S;  // effective tokens: n S^2
         v[F_ROWS]++;
         v[F_S] += rs.S;
+        v[F_EFF] += eff;
         v[F_ENT] += rs.entropy;
         v[F_MAXW] += rs.max_weight;
         v[F_NEG] += rs.neg_mass;
@@ -233,6 +237,7 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
         if (query) {
             v[F_ROWS_Q]++;
             v[F_S_Q] += rs.S;
+            v[F_EFF_Q] += eff;
             v[F_ONEHOT_Q] += onehot;
         } else if (i < 2 * c->kv_pairs) {
             v[F_ROWS_KV]++;
@@ -280,6 +285,14 @@ static void measure_map(const MapCtx *c, const MixerIO *io, int b, int mi, Scrat
                 v[F_N90] += as.n90;
                 v[F_WIN] += as.window_share;
                 v[F_WIN_HIT] += as.window_hit;
+                // a uniform row's share: 1/n per causal position, the window clipped at the row
+                v[F_CH_ANS] += 1.0 / n;
+                v[F_CH_WIN] += answer_window_positions(n, vp, c->window) / (double)n;
+                int right = c->right[(size_t)b * T + i] == 1, base = right ? F_ROWS_R : F_ROWS_W;
+                v[base]++;
+                v[base + 1] += rs.S;
+                v[base + 2] += as.window_share;
+                v[base + 3] += as.window_hit;
             }
         }
     }
@@ -374,8 +387,9 @@ int sparsity_supported(const Model *m) {
 long sparsity_sequences(const Dataset *val, int B, int T, long eval_batches, long sparsity_rows, long **seq) {
     long n_seq = eval_batches > 0 && eval_batches * B < val->n ? eval_batches * B : val->n;
     long m = n_seq;
-    if (sparsity_rows > 0) {
-        long want = (sparsity_rows + T - 1) / T;
+    if (sparsity_rows > 0) {  // at least sparsity_rows query rows: K of an MQAR sequence, else T
+        long per_seq = val->mqar_kv_pairs > 0 ? val->mqar_kv_pairs : T;
+        long want = (sparsity_rows + per_seq - 1) / per_seq;
         if (want < m) m = want;
     }
     *seq = mallocCheck(sizeof(long) * (size_t)(m + 1));
@@ -423,6 +437,18 @@ static HeadSparsity head_means(const MapSums *s, int per_head) {
         .n90 = MEAN(F_N90, F_ROWS_A),
         .ans_window_share = MEAN(F_WIN, F_ROWS_A),
         .ans_window_hit = MEAN(F_WIN_HIT, F_ROWS_A),
+        .eff_tokens = MEAN(F_EFF, F_ROWS),
+        .eff_tokens_recall = MEAN(F_EFF_Q, F_ROWS_Q),
+        .ans_chance = MEAN(F_CH_ANS, F_ROWS_A),
+        .ans_window_chance = MEAN(F_CH_WIN, F_ROWS_A),
+        .rows_right = (long)v[F_ROWS_R] / per_head,
+        .rows_wrong = (long)v[F_ROWS_W] / per_head,
+        .S_recall_right = MEAN(F_S_R, F_ROWS_R),
+        .S_recall_wrong = MEAN(F_S_W, F_ROWS_W),
+        .window_share_right = MEAN(F_WIN_R, F_ROWS_R),
+        .window_share_wrong = MEAN(F_WIN_W, F_ROWS_W),
+        .window_hit_right = MEAN(F_WHIT_R, F_ROWS_R),
+        .window_hit_wrong = MEAN(F_WHIT_W, F_ROWS_W),
         .S_pred_ratio_median = NAN,
         .S_recall_pred_ratio_median = NAN,
         .S_pred_spearman = NAN,
@@ -450,6 +476,7 @@ typedef struct {
     MapSums *map_sums;      // [B * most maps of a layer]
     RowPair *map_pairs;     // [B * most maps * T], NULL when no layer has a theory
     int *inputs, *targets;  // [B * T]
+    signed char *right;     // [B * T] query rows answered right (1) or wrong (0); -1 elsewhere
     Scratch *scr;           // [threads]
     int n_threads;
 } Pass;
@@ -473,6 +500,7 @@ static void pass_init(Pass *p, Model *m, int B, int T) {
     p->map_pairs = any_theory ? mallocCheck(sizeof(RowPair) * (size_t)B * n_maps_max * T) : NULL;
     p->inputs = mallocCheck(sizeof(int) * (size_t)B * T);
     p->targets = mallocCheck(sizeof(int) * (size_t)B * T);
+    p->right = mallocCheck((size_t)B * T);
     p->n_threads = omp_get_max_threads();
     p->scr = mallocCheck(sizeof(Scratch) * p->n_threads);
     for (int t = 0; t < p->n_threads; t++) {
@@ -496,7 +524,7 @@ static void pass_free(Pass *p) {
         free(p->scr[t].pred);
     }
     for (int i = 0; i < p->L * p->H; i++) free(p->head_pairs[i].v);
-    free(p->scr), free(p->inputs), free(p->targets), free(p->map_sums), free(p->map_pairs);
+    free(p->scr), free(p->inputs), free(p->targets), free(p->right), free(p->map_sums), free(p->map_pairs);
     free(p->head_pairs), free(p->head_sums), free(p->cell_sums);
 }
 
@@ -506,7 +534,8 @@ static void measure_batch(Pass *p, const SparsityResult *out, int b, int kv_pair
     int L = p->L, H = p->H, T = len;  // the batch ran at the cell's length
     for (int l = 0; l < L; l++) {
         MixerIO io = model_mixer_io(p->m, l);
-        MapCtx ctx = {p->m, l, T, kv_pairs, out->bin_width, p->inputs, p->targets, sparsity_answer_window(p->m, l)};
+        MapCtx ctx = {
+            p->m, l, T, kv_pairs, out->bin_width, p->inputs, p->targets, p->right, sparsity_answer_window(p->m, l)};
         int n_maps = p->n_maps[l], per_head = n_maps / H;
         RowPair *pairs = out->theory[l] != THEORY_NONE ? p->map_pairs : NULL;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -574,6 +603,8 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
                 dataset_get_prefix(&part, seq[i0 + r], len, p.inputs + (size_t)r * len, p.targets + (size_t)r * len);
             HeadStats hs = model_forward(m, p.inputs, p.targets, b, len, 0);
             val_stats_add(&out->stats, cell, &hs);
+            memset(p.right, -1, (size_t)b * len);
+            for (int r = 0; r < m->n_rows; r++) p.right[m->rows[r]] = m->row_hit[r] != 0;
             out->sequences += b;
             measure_batch(&p, out, b, part.mqar_kv_pairs, len, cell);
         }
@@ -592,7 +623,9 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
 
 // --- records ---------------------------------------------------------------------------------------
 
-void sparsity_write_records(FILE *f, long step, const char *mixer, const char *options, const SparsityResult *r) {
+void sparsity_write_records(FILE *f, long step, const char *mixer, const char *split, const char *options,
+                            const SparsityResult *r) {
+    int recall = sparsity_recall_layer(r);  // computed once, at full precision, and recorded
     for (int l = 0; l < r->L; l++)
         for (int hd = 0; hd < r->H; hd++) {
             const HeadSparsity *h = &r->heads[l * r->H + hd];
@@ -601,6 +634,8 @@ void sparsity_write_records(FILE *f, long step, const char *mixer, const char *o
             runlog_put_int(&w, "layer", l);
             runlog_put_int(&w, "head", hd);
             runlog_put_str(&w, "mixer", r->hybrid ? r->mixer[l] : mixer);  // a hybrid's layer: its own
+            runlog_put_str(&w, "split", split ? split : "val");
+            if (recall >= 0) runlog_put_int(&w, "recall_layer", recall);
             runlog_put_num_or_null(&w, "S", h->S);
             runlog_put_num_or_null(&w, "S_recall", h->S_recall);
             runlog_put_int(&w, "rows", h->rows);
@@ -622,6 +657,8 @@ void sparsity_write_records(FILE *f, long step, const char *mixer, const char *o
             runlog_put_num(&w, "neg_mass", h->neg_mass);
             runlog_put_num(&w, "S_onehot", h->S_onehot);
             runlog_put_num(&w, "S_recall_onehot", h->S_recall_onehot);
+            runlog_put_num(&w, "eff_tokens", h->eff_tokens);
+            runlog_put_num(&w, "eff_tokens_recall", h->eff_tokens_recall);
             runlog_put_str(&w, "theory", theory_name(r->theory[l]));
             if (h->rows_pred > 0) {
                 runlog_put_int(&w, "rows_pred", h->rows_pred);
@@ -641,6 +678,8 @@ void sparsity_write_records(FILE *f, long step, const char *mixer, const char *o
             if (h->rows_answer > 0) {
                 runlog_put_int(&w, "rows_answer", h->rows_answer);
                 runlog_put_num(&w, "ans_share", h->ans_share);
+                runlog_put_num(&w, "ans_chance", h->ans_chance);
+                runlog_put_num(&w, "ans_lift", h->ans_share / h->ans_chance);
                 runlog_put_num(&w, "key_share", h->key_share);
                 runlog_put_num(&w, "ans_hit", h->ans_hit);
                 runlog_put_num(&w, "ans_rank", h->ans_rank);
@@ -651,7 +690,17 @@ void sparsity_write_records(FILE *f, long step, const char *mixer, const char *o
                     runlog_put_int(&w, "answer_window", r->answer_window[l]);
                     runlog_put_num(&w, "ans_window_share", h->ans_window_share);
                     runlog_put_num(&w, "ans_window_hit", h->ans_window_hit);
+                    runlog_put_num(&w, "ans_window_chance", h->ans_window_chance);
+                    runlog_put_num(&w, "ans_window_lift", h->ans_window_share / h->ans_window_chance);
                 }
+                runlog_put_int(&w, "rows_right", h->rows_right);
+                runlog_put_int(&w, "rows_wrong", h->rows_wrong);
+                runlog_put_num(&w, "S_recall_right", h->S_recall_right);
+                runlog_put_num(&w, "S_recall_wrong", h->S_recall_wrong);
+                runlog_put_num(&w, "window_share_right", h->window_share_right);
+                runlog_put_num(&w, "window_share_wrong", h->window_share_wrong);
+                runlog_put_num(&w, "window_hit_right", h->window_hit_right);
+                runlog_put_num(&w, "window_hit_wrong", h->window_hit_wrong);
             }
             for (int c = 0; c < r->n_cells; c++) {  // a mixture: where recall and focus fail, per cell
                 const HeadSparsity *ch = &r->cell_heads[((size_t)c * r->L + l) * r->H + hd];
@@ -698,19 +747,28 @@ int sparsity_recall_layer(const SparsityResult *r) {
 void sparsity_print_layers(FILE *f, long step, const SparsityResult *r) {
     int recall = sparsity_recall_layer(r);
     for (int l = 0; l < r->L; l++) {
+        const HeadSparsity *hs = &r->heads[l * r->H];
         fprintf(f, "step %6ld | L%d%s S_recall", step, l, l == recall ? "*" : " ");
         for (int h = 0; h < r->H; h++) {
-            double v = r->heads[l * r->H + h].S_recall;
+            double v = hs[h].S_recall;
             if (isfinite(v)) fprintf(f, " %.3f", v);
             else fputs("   - ", f);
+        }
+        fputs(" | tokens", f);  // effective tokens n S^2 of the query rows
+        for (int h = 0; h < r->H; h++) {
+            double v = hs[h].eff_tokens_recall;
+            if (isfinite(v)) fprintf(f, " %.1f", v);
+            else fputs(" -", f);
         }
         if (r->kv_pairs > 0) {
             fputs(r->answer_window[l] > 1 ? " | answer window share" : " | answer share", f);
             for (int h = 0; h < r->H; h++) {
-                double v = r->heads[l * r->H + h].ans_window_share;
+                double v = hs[h].ans_window_share;
                 if (isfinite(v)) fprintf(f, " %.3f", v);
                 else fputs("   - ", f);
             }
+            // the chance level is the rows' geometry: the same for every head
+            if (isfinite(hs[0].ans_window_chance)) fprintf(f, " (chance %.3f)", hs[0].ans_window_chance);
         }
         fputc('\n', f);
     }

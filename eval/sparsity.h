@@ -47,6 +47,15 @@ typedef struct {
     long rows_answer;
     double ans_share, key_share, ans_hit, ans_rank, top1, top4, n90;
     double ans_window_share, ans_window_hit;  // over the answer window (eval/answer.h)
+    // chance: what a uniform row (1/n on each causal position) puts on the value position and on
+    // the answer window (clipped at the row), mean over the same rows; also the chance of a hit
+    double ans_chance, ans_window_chance;
+    // effective tokens: per row n S^2 (1 for a one-hot row, n for a flat one), mean over the rows
+    double eff_tokens, eff_tokens_recall;
+    // the answer rows split by whether the model answered them right (argmax = target) or wrong
+    long rows_right, rows_wrong;
+    double S_recall_right, S_recall_wrong;
+    double window_share_right, window_share_wrong, window_hit_right, window_hit_wrong;
     // by position: bin b holds rows i in [b * bin_width, (b+1) * bin_width)
     long bin_rows[SPARSITY_POS_BINS], bin_rows_pred[SPARSITY_POS_BINS];
     double bin_S[SPARSITY_POS_BINS], bin_pred[SPARSITY_POS_BINS];
@@ -78,8 +87,10 @@ int sparsity_answer_window(const Model *m, int l);
 int sparsity_supported(const Model *m);
 
 // The validation sequences a pass measures (of each MQAR cell on its own: pass it dataset_cell's
-// view): the first eval_batches x B of val (all of them when eval_batches = 0), or with sparsity_rows = N > 0 every row of ceil(N / T) of those sequences
-// taken at an even stride (sequence floor(k * n / m), k < m): every position is covered equally.
+// view): the first eval_batches x B of val (all of them when eval_batches = 0), or with
+// sparsity_rows = N > 0 every row of ceil(N / rows) of those sequences, rows = the query rows of a
+// sequence (MQAR: its pairs; text: T), so at least N query rows, taken at an even stride
+// (sequence floor(k * n / m), k < m): every position is covered equally.
 // Returns the count and fills seq (allocated; free it).
 long sparsity_sequences(const Dataset *val, int B, int T, long eval_batches, long sparsity_rows, long **seq);
 
@@ -97,11 +108,13 @@ void sparsity_result_free(SparsityResult *r);
 // {"type":"sparsity","step":..,"layer":..,"head":..,"mixer":"softmax","S":..,"S_recall":..,...}
 // S and S_recall are null without rows; other fields are left out when they have no value.
 // options: what an evaluation changed from the run's own (NULL or "": the run's own).
-void sparsity_write_records(FILE *f, long step, const char *mixer, const char *options, const SparsityResult *r);
-// One compact line per layer for the training log: S_recall per head and, on MQAR, the query
-// rows' mean answer share (answer window share behind a short convolution) per head; the recall
-// layer is starred, e.g.
-// "step    392 | L1* S_recall 0.256 0.301 | answer share 0.812 0.120".
+// split: the set measured ("val", "test"; NULL: "val").
+void sparsity_write_records(FILE *f, long step, const char *mixer, const char *split, const char *options,
+                            const SparsityResult *r);
+// One compact line per layer for the training log: S_recall per head, the query rows' mean
+// effective tokens (n S^2) per head and, on MQAR, their mean answer share (answer window share
+// behind a convolution) per head with a uniform row's share; the recall layer is starred, e.g.
+// "step    392 | L1* S_recall 0.256 0.301 | tokens 1.4 2.0 | answer share 0.812 0.120 (chance 0.061)".
 void sparsity_print_layers(FILE *f, long step, const SparsityResult *r);
 // The layer whose query rows put the largest mean share of their weight on the answer window
 // (mean over heads; the answer position itself without a short convolution); -1 without answer

@@ -26,23 +26,29 @@ int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
             n += emit(tag, runlog_num(r, g_train_fields[i]), fn, ctx);
         }
         break;
-    case RUNLOG_EVAL:
-        n += emit("val/loss", runlog_num(r, "loss"), fn, ctx);
-        n += emit("val/acc", runlog_num(r, "acc"), fn, ctx);
+    case RUNLOG_EVAL: {
+        const char *split = strcmp(r->split, "test") ? "val" : "test";
+        snprintf(tag, sizeof tag, "%s/loss", split);
+        n += emit(tag, runlog_num(r, "loss"), fn, ctx);
+        snprintf(tag, sizeof tag, "%s/acc", split);
+        n += emit(tag, runlog_num(r, "acc"), fn, ctx);
         for (int i = 0; i < r->obj->n; i++) {  // the cells' accuracies, in the record's order
             const char *k = r->obj->keys[i];
             if (strncmp(k, "acc_", 4) || strlen(k) > 100) continue;
-            snprintf(tag, sizeof tag, "val/%s", k);
+            snprintf(tag, sizeof tag, "%s/%s", split, k);
             n += emit(tag, runlog_num(r, k), fn, ctx);
         }
         break;
-    case RUNLOG_SPARSITY:
+    }
+    case RUNLOG_SPARSITY: {
         if (r->layer < 0 || r->head < 0) break;
-        snprintf(tag, sizeof tag, "sparsity/L%d_H%d/S_recall", r->layer, r->head);
+        const char *group = strcmp(r->split, "test") ? "sparsity" : "sparsity_test";
+        snprintf(tag, sizeof tag, "%s/L%d_H%d/S_recall", group, r->layer, r->head);
         n += emit(tag, runlog_num(r, "S_recall"), fn, ctx);
-        snprintf(tag, sizeof tag, "sparsity/L%d_H%d/answer_share", r->layer, r->head);
+        snprintf(tag, sizeof tag, "%s/L%d_H%d/answer_share", group, r->layer, r->head);
         n += emit(tag, derived_window_share(r), fn, ctx);
         break;
+    }
     default: break;
     }
     return n;
@@ -84,15 +90,15 @@ void tb_write_train(TfEvents *w, const RunlogTrain *rec) {
     render_end(&m, w);
 }
 
-void tb_write_eval(TfEvents *w, long step, const ValStats *v) {
+void tb_write_eval(TfEvents *w, long step, const ValStats *v, const char *split, const char *selected) {
     Rendered m;
-    RunlogEval rec = {.sequences = -1};  // the trainer's record, as print_eval writes it
+    RunlogEval rec = {.sequences = -1, .split = split, .selected = selected};  // as the trainer writes it
     val_write_record(render_begin(&m), step, v, &rec);
     render_end(&m, w);
 }
 
-void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const SparsityResult *r) {
+void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const char *split, const SparsityResult *r) {
     Rendered m;
-    sparsity_write_records(render_begin(&m), step, mixer, NULL, r);
+    sparsity_write_records(render_begin(&m), step, mixer, split, NULL, r);
     render_end(&m, w);
 }

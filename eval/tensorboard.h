@@ -4,10 +4,11 @@
 // themselves, one rule per record type:
 //
 //   train     train/loss, train/acc, train/lr, train/grad_norm, train/tok_per_s
-//   eval      val/loss, val/acc and, on an MQAR mixture, val/acc_kv<K>_L<L> per test cell
+//   eval      val/loss, val/acc and, on an MQAR mixture, val/acc_kv<K>_L<L> per test cell; the
+//             test set's record at the end of a run: test/loss, test/acc, test/acc_kv<K>_L<L>
 //   sparsity  sparsity/L<l>_H<h>/S_recall and sparsity/L<l>_H<h>/answer_share, the share of the
 //             query rows' weight on the answer (derived_window_share: the answer window's behind
-//             a short convolution, else the value position's)
+//             a short convolution, else the value position's); sparsity_test/... on the test set
 //
 // A record measured under other options (./evaluate's) and a field with no value (null, left
 // out) give no scalar. Each value is the float32 of the number the record's text holds: the
@@ -26,5 +27,6 @@ int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx);
 // The trainer's mirror, one event per record, written to w->f (the caller flushes and checks it):
 // the train record, the eval record of v at step, and the sparsity records of r at step.
 void tb_write_train(TfEvents *w, const RunlogTrain *rec);
-void tb_write_eval(TfEvents *w, long step, const ValStats *v);
-void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const SparsityResult *r);
+// split: "val" or "test" (selected: the test record's "best" or "last"; NULL for val).
+void tb_write_eval(TfEvents *w, long step, const ValStats *v, const char *split, const char *selected);
+void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const char *split, const SparsityResult *r);

@@ -172,6 +172,7 @@ static void build_activations(Model *m, int allocate) {
     carve(&cl, &m->dh_rows, (size_t)m->rows_max * C);
     carve(&cl, &m->logits, (size_t)m->head_chunk * s->V);
     carve(&cl, &m->row_loss, (size_t)m->rows_max);
+    carve(&cl, &m->row_hit, (size_t)m->rows_max);
     carve(&cl, &m->branch, BT * C);
     carve(&cl, &m->dres, BT * C);
     carve(&cl, &m->dln, BT * C);
@@ -403,6 +404,7 @@ static HeadStats head_forward(Model *m, int want_grad) {
             int arg = 0;
             while (arg < V - 1 && !(z[arg] == mx)) arg++;
             correct += arg == target;
+            m->row_hit[r0 + r] = arg == target;
             real sum = 0;
 #pragma omp simd reduction(+ : sum)
             for (int v = 0; v < V; v++) sum += vexpr(z[v] - mx);

@@ -82,6 +82,7 @@ typedef struct {
     real *h_rows, *dh_rows;           // [rows_max, C] final features at counted positions, and grads
     real *logits;                     // [head_chunk, V] one chunk of head rows
     real *row_loss;                   // [rows_max] cross-entropy of each counted row
+    real *row_hit;                    // [rows_max] 1 where its argmax was the target, else 0
     int head_chunk;
     // scratch shared by layers
     real *branch, *dres, *dln;  // [B,T,C]

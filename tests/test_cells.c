@@ -174,8 +174,8 @@ TEST(cells_accuracy_is_the_mean_over_cells) {
     CHECK(val_acc(&v) == 0.75);
 }
 
-#define TINY                                                                                                           \
-    "vocab_size=64 seq_len=32 mqar_train_examples=128 mqar_test_examples=24 d_model=16 n_layer=2 "                     \
+#define TINY                                                                                                            \
+    "vocab_size=64 seq_len=32 mqar_train_examples=128 mqar_test_examples=24 mqar_val_examples=24 d_model=16 n_layer=2 " \
     "n_head=2 batch_size=16 lr=3e-3 log_every=0 threads=1 mlp=false"
 
 // The last line of path that starts with prefix (allocated), or NULL.
@@ -319,7 +319,7 @@ TEST(cells_sweep_summary_draws_state_and_cells) {
     char text[1024];
     snprintf(text, sizeof text,
              "out = %s/sw\njobs = 1\nvocab_size = 64\nseq_len = 32\nmqar_cells = \"2x16, 4x32\"\n"
-             "mqar_test_cells = \"2x16, 4x16, 4x32, 8x32\"\nmqar_train_examples = 64\nmqar_test_examples = 16\n"
+             "mqar_test_cells = \"2x16, 4x16, 4x32, 8x32\"\nmqar_train_examples = 64\nmqar_test_examples = 16\nmqar_val_examples = 16\n"
              "d_model = 16\nn_head = 2\nbatch_size = 16\nsteps = 4\neval_every = 2\nsparsity_every = 4\n"
              "save_every = 0\nlog_every = 0\nmlp = false\nmixer = softmax, gla\n",
              test_tmpdir());

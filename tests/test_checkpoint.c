@@ -13,7 +13,7 @@
 #include "tests/test.h"
 
 #define TINY                                                                                                           \
-    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=300 mqar_test_examples=64 "                          \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=300 mqar_test_examples=64 mqar_val_examples=64 "     \
     "d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=4 save_every=5"
 
 static Model *small_model(Config *cfg, int d_model) {

@@ -198,7 +198,7 @@ TEST(config_quoted_prompt_run_evaluates_samples_and_resumes) {
     const char *run = test_path("q\"p\nx");
     int st = test_run(out, sizeof out,
                       "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=64 "
-                      "mqar_test_examples=16 batch_size=8 d_model=16 steps=2 sample_every=0 threads=1 "
+                      "mqar_test_examples=16 mqar_val_examples=16 batch_size=8 d_model=16 steps=2 sample_every=0 threads=1 "
                       "'out_dir=%s' 'sample_prompt=1 2\"3' 2>&1",
                       run);
     CHECK(st == 0, "train exit %d: %s", st, out);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ablation/run_summary.h"
 #include "core/io.h"
 #include "core/json.h"
 #include "core/safetensors.h"
@@ -14,7 +15,7 @@
 #include "tests/test.h"
 
 #define TINY                                                                                                           \
-    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=40 "                          \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=40 mqar_val_examples=40 "     \
     "d_model=16 n_layer=2 n_head=2 batch_size=16 lr=3e-3 log_every=0 eval_every=0 threads=1"
 
 // A run of 6 steps with checkpoints at 0, 2, 4, 6 in tmp/name.
@@ -230,10 +231,11 @@ TEST(evaluate_run_folder_gives_one_record_per_checkpoint_per_head) {
     char *second = read_file_text(p, NULL);
     CHECK(!strcmp(first, second), "eval.jsonl differs between runs or thread counts");
     // eval_batches and sparsity_rows change what is measured
-    st = test_run(out, sizeof out, "./evaluate %s threads=1 eval_batches=1 sparsity_rows=100", dir);
+    st = test_run(out, sizeof out, "./evaluate %s threads=1 eval_batches=1 sparsity_rows=16", dir);
     CHECK(st == 0, "%s", out);
     char *third = read_file_text(p, NULL);
-    // sparsity_rows = 100: every row of 4 sequences (the validation pass: the first batch of 16)
+    // sparsity_rows = 16 query rows: every row of 4 sequences of 4 pairs (the validation pass: the
+    // first batch of 16)
     CHECK(strstr(third, "\"rows\":128,") && strstr(third, "\"sequences\":4}"), "%.400s", third);
     // report.html: one self-contained page
     check_report(dir, 0);
@@ -519,7 +521,7 @@ TEST(evaluate_sampled_rows_match_all_rows_on_a_trained_model) {
     char out[8192];
     int st = test_run(out, sizeof out,
                       "./train %s vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 "
-                      "mqar_test_examples=400 d_model=32 n_layer=2 n_head=2 batch_size=32 lr=3e-3 steps=80 save_every=80 "
+                      "mqar_test_examples=400 mqar_val_examples=400 d_model=32 n_layer=2 n_head=2 batch_size=32 lr=3e-3 steps=80 save_every=80 "
                       "eval_every=0 log_every=0 sparsity_every=0 threads=1 out_dir=%s",
                       conf, dir);
     CHECK(st == 0, "train: %s", out);
@@ -528,7 +530,7 @@ TEST(evaluate_sampled_rows_match_all_rows_on_a_trained_model) {
     st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000080.safetensors threads=1", dir);
     CHECK(st == 0, "%s", out);
     read_S(dir, all, rows_all);
-    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000080.safetensors sparsity_rows=3000 threads=1", dir);
+    st = test_run(out, sizeof out, "./evaluate %s/ckpt_00000080.safetensors sparsity_rows=376 threads=1", dir);
     CHECK(st == 0, "%s", out);
     read_S(dir, sampled, rows_sampled);
     double lowest = 1;
@@ -538,4 +540,45 @@ TEST(evaluate_sampled_rows_match_all_rows_on_a_trained_model) {
         lowest = all[c] < lowest ? all[c] : lowest;
     }
     CHECK(lowest < 0.8, "every head is still near flat (lowest S %g): the model did not train", lowest);
+}
+
+// The recall layer has one definition (eval/derived.h), computed once per sparsity pass and
+// recorded: the trainer's log stars it, ./evaluate stars it, report.html shades it and ./sweep's
+// summary reads it, and all four name the same layer. On a run behind a short convolution and on
+// a Mamba run (whose answer window is its own convolution's), where shares of window and value
+// position differ and readers that picked by another field disagreed.
+TEST(evaluate_recall_layer_is_the_same_for_every_reader) {
+    const char *conf = test_write_file("r.conf", "mlp = false\n");
+    static const char *variants[2][2] = {{"conv", "mixer=softmax short_conv=3"}, {"mamba", "mixer=mamba pos_emb=none"}};
+    for (int v = 0; v < 2; v++) {
+        const char *dir = test_path(variants[v][0]);
+        static char out[65536];
+        int st = test_run(out, sizeof out,
+                          "./train %s " TINY " %s steps=40 eval_every=40 sparsity_every=40 save_every=40 out_dir=%s 2>&1",
+                          conf, variants[v][1], dir);
+        CHECK(st == 0, "%s", out);
+        // the trainer: the starred layer of its last step-40 line
+        int trainer = -1;
+        for (const char *q = out; (q = strstr(q, "step     40 | L")); q++)
+            if (q[16] == '*' || q[17] == '*') trainer = atoi(q + 15);
+        char out2[8192];
+        st = test_run(out2, sizeof out2, "./evaluate %s/ckpt_00000040.safetensors threads=1 2>&1", dir);
+        CHECK(st == 0, "%s", out2);
+        int evaluate = -1;
+        const char *star = strchr(strstr(out2, "| S L") ? strstr(out2, "| S L") : out2, '*');
+        if (star && star[-2] == 'L') evaluate = star[-1] - '0';
+        char p[1024];
+        snprintf(p, sizeof p, "%s/report.html", dir);
+        char *html = read_file_text(p, NULL);
+        const char *shaded = html ? strstr(html, "is layer ") : NULL;
+        int report = shaded ? atoi(shaded + 9) : -1;
+        free(html);
+        RunSummary r;
+        run_summary_read(dir, &r);
+        int sweep = r.recall_layer;
+        run_summary_free(&r);
+        CHECK(trainer >= 0 && trainer == evaluate && evaluate == report && report == sweep,
+              "%s: trainer L%d, ./evaluate L%d, report.html L%d, sweep L%d\n%s\n%s", variants[v][0], trainer, evaluate,
+              report, sweep, out, out2);
+    }
 }

@@ -30,7 +30,7 @@ static const char *train_tiny(const char *name, const char *extra) {
     const char *dir = test_path(name);
     int st = test_run(out, sizeof out,
                       "./train configs/quickstart.conf steps=3 n_layer=%d n_head=%d d_model=%d vocab_size=%d "
-                      "seq_len=%d mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 batch_size=8 "
+                      "seq_len=%d mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 mqar_val_examples=16 batch_size=8 "
                       "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never %s out_dir=%s",
                       L, NH, C, V, T, extra, dir);
     CHECK(st == 0, "%s: exit %d: %s", extra, st, out);
@@ -358,7 +358,7 @@ TEST(export_safetensors_is_the_weights_only_and_opens_as_a_checkpoint) {
     char base[1024];
     snprintf(base, sizeof base,
              "./train configs/quickstart.conf steps=1 n_layer=%d n_head=%d d_model=%d vocab_size=%d "
-             "seq_len=%d mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 batch_size=8 eval_every=0 "
+             "seq_len=%d mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 mqar_val_examples=16 batch_size=8 eval_every=0 "
              "sparsity_every=0 sample_every=0 threads=1 mlp=true",
              L, NH, C, V, T);
     st = test_run(out, sizeof out, "%s resume=never init_from=%s out_dir=%s", base, file, test_path("init"));

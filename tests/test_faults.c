@@ -28,7 +28,7 @@
 // 1 thread (bit-identical resume), a checkpoint after every step.
 #define RUN                                                                                                            \
     "./train /dev/null vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 "                              \
-    "mqar_test_examples=64 d_model=32 n_head=2 batch_size=16 lr=3e-3 eval_every=20 "                                   \
+    "mqar_test_examples=64 mqar_val_examples=64 d_model=32 n_head=2 batch_size=16 lr=3e-3 eval_every=20 "              \
     "sparsity_every=0 log_every=1 save_every=1 threads=1"
 
 // The data section of a safetensors file (the tensors; headers differ by out_dir).
@@ -602,7 +602,7 @@ TEST(faults_sweep_killed_ends_its_trainers) {
     char cwd[1024];
     CHECK(getcwd(cwd, sizeof cwd));
     test_write_file("b.conf",
-                    "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\n"
+                    "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\nmqar_val_examples = 64\n"
                     "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
                     "save_every = 100000\nsteps = 1000000\n");
     test_write_file("k.sweep", "base = b.conf\nseed = 1, 2\n");

@@ -281,7 +281,7 @@ TEST(gla_float_training_step_at_T1024_strong_and_weak_decay) {
         char out[4096];
         int st = test_run(out, sizeof out,
                           "./train %s vocab_size=2048 seq_len=1024 mqar_kv_pairs=8 mqar_train_examples=8 "
-                          "mqar_test_examples=4 d_model=32 n_head=2 batch_size=4 steps=2 log_every=1 "
+                          "mqar_test_examples=4 mqar_val_examples=4 d_model=32 n_head=2 batch_size=4 steps=2 log_every=1 "
                           "eval_every=2 sparsity_every=0 save_every=0 nan_policy=stop gla_gate_norm=%g "
                           "threads=1 out_dir=%s/r%d",
                           conf, norms[k], test_tmpdir(), k);

@@ -365,7 +365,7 @@ TEST(hybrid_and_short_conv_bad_input_names_the_key) {
 // --- the programs on a hybrid ------------------------------------------------------------------
 
 #define TINY                                                                                                           \
-    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=32 "                          \
+    "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=256 mqar_test_examples=32 mqar_val_examples=32 "     \
     "d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=4 save_every=4 threads=1"
 
 TEST(hybrid_trains_resumes_evaluates_and_samples) {

@@ -242,7 +242,7 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
     char out[4096];
     int st = test_run(out, sizeof out,
                       "./train configs/quickstart.conf steps=3 d_model=16 n_head=2 vocab_size=300 "
-                      "seq_len=16 mlp=true mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 batch_size=8 "
+                      "seq_len=16 mlp=true mqar_kv_pairs=2 mqar_train_examples=64 mqar_test_examples=16 mqar_val_examples=16 batch_size=8 "
                       "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never out_dir=%s",
                       test_path("rt_run"));
     CHECK(st == 0, "%s", out);
@@ -261,7 +261,7 @@ TEST(llmc_model_file_round_trips_bit_exactly) {
     // a vocabulary below 128 with d_model 64: mlp.fc (4C x C) is larger than the padded wte
     st = test_run(out, sizeof out,
                   "./train configs/quickstart.conf steps=1 d_model=64 n_head=2 vocab_size=100 "
-                  "seq_len=64 mlp=true mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=4 "
+                  "seq_len=64 mlp=true mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 mqar_val_examples=8 batch_size=4 "
                   "eval_every=0 sparsity_every=0 sample_every=0 threads=1 resume=never out_dir=%s",
                   test_path("wide"));
     CHECK(st == 0, "%s", out);
@@ -333,7 +333,7 @@ TEST(llmc_bad_files_and_mismatched_configs_are_one_line_exit_2) {
     // export refuses a model llm.c cannot run
     st = test_run(out, sizeof out,
                   "./train configs/quickstart.conf mixer=linear mlp=true steps=1 d_model=16 seq_len=16 "
-                  "vocab_size=300 mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=8 "
+                  "vocab_size=300 mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 mqar_val_examples=8 batch_size=8 "
                   "eval_every=0 sparsity_every=0 threads=1 resume=never out_dir=%s",
                   test_path("lin"));
     CHECK(st == 0, "%s", out);
@@ -419,7 +419,7 @@ TEST(llmc_evaluate_real_text_per_head) {
     // seq_len stays fixed for this project's checkpoints
     st = test_run(out, sizeof out,
                   "./train configs/quickstart.conf steps=1 d_model=16 seq_len=16 vocab_size=300 "
-                  "mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 batch_size=8 eval_every=0 "
+                  "mqar_kv_pairs=2 mqar_train_examples=16 mqar_test_examples=8 mqar_val_examples=8 batch_size=8 eval_every=0 "
                   "sparsity_every=0 threads=1 resume=never out_dir=%s",
                   test_path("sl"));
     CHECK(st == 0, "%s", out);

@@ -8,6 +8,8 @@
 #include "data/dataset.h"
 #include "data/mqar.h"
 #include "data/mt19937.h"
+#include "data/task.h"
+#include "tests/gradcheck.h"
 #include "tests/test.h"
 
 // FNV-1a 64 over the little-endian bytes of an int32 array (numpy's arr.astype('<i4').tobytes()).
@@ -276,4 +278,64 @@ TEST(mqar_bad_spec_exits_2) {
     int rc = test_fork(make_bad_dataset, NULL, err, sizeof err);
     CHECK(rc == 2, "exit status %d", rc);
     CHECK(strstr(err, "seq_len") && strchr(err, '\n') == strrchr(err, '\n'), "message: %s", err);
+}
+
+// --- the splits (data/task.h, docs/mqar.md#splits) -------------------------------------------------
+
+static int in_split(const Dataset *ds, uint64_t h) {
+    for (long i = 0; i < ds->n; i++)
+        if (dataset_sequence_hash(ds, i) == h) return 1;
+    return 0;
+}
+
+// On a cell with few distinct sequences (7 keys x 8 values x 3 places) the three seeds draw many
+// of the same sequences: validation keeps none that train or test holds, by hash, and says how
+// many it left out; test keeps its own (Zoology's) and counts those train holds.
+TEST(mqar_validation_is_disjoint_from_train_and_test_by_hash) {
+    Config c;
+    test_config(&c,
+                "task=mqar vocab_size=16 seq_len=8 mqar_kv_pairs=1 mqar_train_examples=300 "
+                "mqar_val_examples=100 mqar_test_examples=100");
+    Task t;
+    task_open(&t, &c, TASK_ALL);
+    CHECK(t.has_train && t.has_val && t.has_test);
+    CHECK(t.val.n > 0 && t.val.n < 100 && t.val_dropped == 100 - t.val.n, "val %ld dropped %ld", t.val.n, t.val_dropped);
+    CHECK(t.test.n == 100 && t.test_in_train > 0, "test %ld in train %ld", t.test.n, t.test_in_train);
+    CHECK(t.val.cell_first[0] == 0 && t.val.cell_first[1] == t.val.n);
+    for (long i = 0; i < t.val.n; i++) {
+        uint64_t h = dataset_sequence_hash(&t.val, i);
+        CHECK(!in_split(&t.train, h) && !in_split(&t.test, h), "validation sequence %ld is in train or test", i);
+        // the labels moved with their inputs: the one label is the value after the key
+        int query = -1;
+        for (int p = 2; p < 8; p++)
+            if (t.val.labels[i * 8 + p] >= 0) query = p;
+        CHECK(query > 0 && t.val.inputs[i * 8 + query] == t.val.inputs[i * 8] &&
+              t.val.labels[i * 8 + query] == t.val.inputs[i * 8 + 1]);
+    }
+    // the same validation set whichever splits are asked for (./evaluate asks for val alone)
+    Task v;
+    task_open(&v, &c, TASK_VAL);
+    CHECK(!v.has_train && !v.has_test && v.val.n == t.val.n &&
+          !memcmp(v.val.inputs, t.val.inputs, sizeof(int32_t) * (size_t)t.val.n * 8));
+    task_close(&v);
+    task_close(&t);
+    // the default cell draws no sequence twice: nothing is left out
+    config_free(&c);
+    test_config(&c, "task=mqar mqar_train_examples=20000 mqar_val_examples=1000 mqar_test_examples=1000");
+    task_open(&t, &c, TASK_ALL);
+    CHECK(t.val.n == 1000 && t.val_dropped == 0 && t.test_in_train == 0);
+    task_close(&t);
+    config_free(&c);
+}
+
+// A cell where every validation sequence is also a training one: exit 2, naming the key.
+TEST(mqar_validation_with_nothing_left_exits_2) {
+    const char *conf = test_write_file("allseen.conf",
+                                       "vocab_size = 8\nseq_len = 4\nmqar_kv_pairs = 1\nmqar_train_examples = 3000\n"
+                                       "mqar_val_examples = 20\nmqar_test_examples = 20\nd_model = 8\nsteps = 1\n");
+    char out[2048];
+    int st = test_run(out, sizeof out, "./train %s out_dir=%s/allseen_run 2>&1", conf, test_tmpdir());
+    CHECK(st == 2 && strstr(out, "mqar_val_examples: all 20 validation sequences also occur in train or test") &&
+              strchr(out, '\n') == strrchr(out, '\n'),
+          "exit %d: %s", st, out);
 }

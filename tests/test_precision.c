@@ -72,7 +72,7 @@ TEST(bf16_gemm_matches_rounded_operands_and_is_thread_invariant) {
 // MQAR, 2 layers with the MLP so every kind of matmul (qkv, proj, fc, LM head) runs in bf16.
 #define MQAR_ARGS                                                                                                      \
     "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=1024 "                                               \
-    "mqar_test_examples=64 d_model=32 n_head=2 mlp=true batch_size=32 lr=3e-3 log_every=5 "                            \
+    "mqar_test_examples=64 mqar_val_examples=64 d_model=32 n_head=2 mlp=true batch_size=32 lr=3e-3 log_every=5 "       \
     "eval_every=0 save_every=0 steps=80 threads=2"
 
 static void train_losses(const char *dir, double *loss, int *n) {

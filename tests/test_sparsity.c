@@ -60,6 +60,27 @@ TEST(sparsity_of_known_rows) {
     CHECK(!sparsity_row(a, 10, &st));
 }
 
+// Effective tokens n S^2: 1 for a one-hot row at any length, n for a flat one, k for k equal
+// weights: the number of tokens a row with that S spreads over.
+TEST(sparsity_effective_tokens_of_known_rows) {
+    real a[300];
+    RowStats st;
+    for (int n = 1; n <= 300; n += 23) {
+        memset(a, 0, sizeof a);
+        a[n - 1] = (real)-2;
+        CHECK(sparsity_row(a, n, &st));
+        CHECK_CLOSE(n * st.S * st.S, 1, 1e-12);
+        for (int j = 0; j < n; j++) a[j] = (real)0.25;
+        CHECK(sparsity_row(a, n, &st));
+        CHECK_CLOSE(n * st.S * st.S, n, 1e-9);
+        int k = (n + 2) / 3;
+        memset(a, 0, sizeof a);
+        for (int j = 0; j < k; j++) a[n - 1 - j] = (real)1.5;
+        CHECK(sparsity_row(a, n, &st));
+        CHECK_CLOSE(n * st.S * st.S, k, 1e-9);
+    }
+}
+
 // S of a softmax row over n keys drawn N(mu, Sigma) with an anisotropic Sigma, averaged over rows.
 // Each row draws q, mu and a diagonal-plus-rank-one Sigma; the keys are mu + A z with A A' = Sigma.
 static double softmax_row_S(const double *x, int n, real *a) {
@@ -437,9 +458,10 @@ TEST(sparsity_rows_subset_covers_every_position) {
     rig_make(&r, 4, 11);
     SparsityResult res = {0};
     long *seq;
-    long m = sparsity_sequences(&r.ds, r.B, r.T, 0, 40, &seq);  // 3 sequences of 16 rows
+    // at least 6 query rows: 3 sequences of 2 pairs (16 rows each)
+    long m = sparsity_sequences(&r.ds, r.B, r.T, 0, 6, &seq);
     CHECK(m == 3 && seq[0] == 0 && seq[1] == 3 && seq[2] == 7, "%ld: %ld %ld %ld", m, seq[0], seq[1], seq[2]);
-    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 40, &res);
+    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 6, &res);
     Brute b;
     brute_force(&r, m, seq, &b);
     for (int i = 0; i < 4; i++) {
@@ -451,14 +473,54 @@ TEST(sparsity_rows_subset_covers_every_position) {
             CHECK(res.heads[i].bin_rows[p] == 3, "position %d: %ld rows", p, res.heads[i].bin_rows[p]);
     }
     free(seq);
-    // 16 * 11 = 176 = N: a multiple of T that the old flat stride aliased onto one position
-    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 16 * 5, &res);
+    // 5 sequences: every position as often (the old flat stride aliased N = 176 onto one position)
+    sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 2 * 5, &res);
     for (int p = 0; p < 16; p++) CHECK(res.heads[0].bin_rows[p] == 5);
     // more rows than there are: all of them
     sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 100000, &res);
     CHECK(res.heads[0].rows == 11 * 16);
     sparsity_result_free(&res);
     rig_free_all(&r);
+}
+
+// A uniform map (softmax with zero queries and keys: every causal weight 1/n) puts exactly the
+// chance level on the value position and on the answer window, with a lift of 1, and spreads over
+// every position: effective tokens n. Behind a short convolution (window 3) as well.
+TEST(sparsity_uniform_map_shares_equal_their_chance) {
+    for (int conv = 1; conv <= 3; conv += 2) {
+        Rig r;
+        rig_make(&r, 4, 24);
+        if (conv > 1) {  // rebuilt with a short convolution of width 3
+            model_free(r.m);
+            Config cfg;
+            test_config(&cfg, "short_conv=3");
+            ModelShape s = {.V = 32, .C = 8, .L = 2, .H = 2, .T = 16, .mlp = 1, .pos_emb = 1};
+            r.m = model_create(&s, mixer_find("softmax"), &cfg, r.B, r.B * 2);
+            model_init_weights(r.m, 1);
+        }
+        for (int l = 0; l < 2; l++) {
+            char name[64];
+            snprintf(name, sizeof name, "h.%d.attn.qkv.weight", l);
+            const TensorInfo *t = model_find_tensor(r.m, name);
+            CHECK(t, "%s", name);
+            // rows [0, 2C) are q and k: zero scores, a flat softmax
+            memset(r.m->params + t->offset, 0, sizeof(real) * 2 * 8 * 8);
+        }
+        SparsityResult res = {0};
+        sparsity_eval(r.m, &r.ds, r.B, r.T, 0, 0, &res);
+        for (int i = 0; i < 4; i++) {
+            const HeadSparsity *h = &res.heads[i];
+            CHECK(h->rows_answer > 0 && res.answer_window[i / 2] == conv);
+            CHECK_CLOSE(h->ans_share, h->ans_chance, 1e-12);
+            CHECK_CLOSE(h->ans_window_share, h->ans_window_chance, 1e-12);
+            CHECK(conv == 1 ? h->ans_window_chance == h->ans_chance : h->ans_window_chance > 2 * h->ans_chance,
+                  "conv %d: %g %g", conv, h->ans_window_chance, h->ans_chance);
+            CHECK_CLOSE(h->S_recall, 1, 1e-12);
+            CHECK(h->eff_tokens_recall > 2 && h->rows_right + h->rows_wrong == h->rows_answer);
+        }
+        sparsity_result_free(&res);
+        rig_free_all(&r);
+    }
 }
 
 TEST(sparsity_pass_is_identical_for_any_thread_count_and_batch_size) {
@@ -487,19 +549,27 @@ TEST(sparsity_records_follow_design) {
          .S_pred_spearman = 0.7, .S_recall_pred_ratio_median = 0.4, .S_recall_pred_spearman = NAN, .S_inf = 0.1,
          .rows_answer = 8, .ans_share = 0.8, .key_share = 0.1, .ans_hit = 0.875, .ans_rank = 1.25, .top1 = 0.8,
          .top4 = 0.95, .n90 = 3, .ans_window_share = 0.8, .ans_window_hit = 0.875, .S_kv = 0.6, .S_other = 0.7, .rows_kv = 16, .rows_other = 40, .S_norm = 0.3,
-         .bin_S = {1, 0.5}, .bin_pred = {1, NAN}, .rows_zero = 3, .rows_recall_zero = 1},
+         .bin_S = {1, 0.5}, .bin_pred = {1, NAN}, .rows_zero = 3, .rows_recall_zero = 1, .eff_tokens_recall = 1.5,
+         .ans_chance = 0.061, .ans_window_chance = 0.061},
         // clang-format on
-        {.rows = 64, .rows_recall = 0, .S = 0.75, .S_recall = NAN, .entropy = 0.9, .max_weight = 0.1},
+        {.rows = 64,
+         .rows_recall = 0,
+         .S = 0.75,
+         .S_recall = NAN,
+         .entropy = 0.9,
+         .max_weight = 0.1,
+         .eff_tokens_recall = NAN,
+         .ans_window_chance = NAN},
     };
     SparsityResult r = {
         .L = 2, .H = 1, .theory = {THEORY_EXP, THEORY_EXP}, .heads = heads, .kv_pairs = 4, .n_bins = 2, .bin_width = 32};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    sparsity_write_records(f, 100, "softmax", NULL, &r);
+    sparsity_write_records(f, 100, "softmax", NULL, NULL, &r);
     fclose(f);
-    const char *want =
-        "{\"type\":\"sparsity\",\"step\":100,\"layer\":0,\"head\":0,\"mixer\":\"softmax\",\"S\":0.5,\"S_recall\":0.25,\"rows\":64,";
+    const char *want = "{\"type\":\"sparsity\",\"step\":100,\"layer\":0,\"head\":0,\"mixer\":\"softmax\",\"split\":\"val\","
+                       "\"recall_layer\":0,\"S\":0.5,\"S_recall\":0.25,\"rows\":64,";
     CHECK(!strncmp(buf, want, strlen(want)), "%s", buf);
     char *second = strchr(buf, '\n') + 1;
     CHECK(strchr(second, '\n') && !strchr(second, '\n')[1], "two lines expected: %s", buf);
@@ -533,7 +603,9 @@ TEST(sparsity_records_follow_design) {
     heads[1].ans_share = heads[1].ans_window_share = NAN;
     sparsity_print_layers(f, 100, &r);
     fclose(f);
-    CHECK(!strcmp(buf, "step    100 | L0* S_recall 0.250 | answer share 0.800\nstep    100 | L1  S_recall   -  | answer share   - \n"),
+    CHECK(!strcmp(buf,
+                  "step    100 | L0* S_recall 0.250 | tokens 1.5 | answer share 0.800 (chance 0.061)\n"
+                  "step    100 | L1  S_recall   -  | tokens - | answer share   - \n"),
           "%s", buf);
     CHECK(sparsity_recall_layer(&r) == 0);
     free(buf);
@@ -541,7 +613,7 @@ TEST(sparsity_records_follow_design) {
     r.answer_window[0] = r.answer_window[1] = 4;
     buf = NULL;
     f = open_memstream(&buf, &len);
-    sparsity_write_records(f, 100, "softmax", NULL, &r);
+    sparsity_write_records(f, 100, "softmax", NULL, NULL, &r);
     fclose(f);
     CHECK(strstr(buf, "\"n90\":3,\"answer_window\":4,\"ans_window_share\":0.8,\"ans_window_hit\":0.875"), "%s", buf);
     free(buf);

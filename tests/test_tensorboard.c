@@ -48,19 +48,23 @@ static int expect(const RunlogRecord *r, void *ctx) {
             snprintf(tag, sizeof tag, "train/%s", f[i]);
             point(l, tag, r->step, runlog_num(r, f[i]));
         }
-    } else if (r->type == RUNLOG_EVAL) {
-        point(l, "val/loss", r->step, runlog_num(r, "loss"));
-        point(l, "val/acc", r->step, runlog_num(r, "acc"));
+    } else if (r->type == RUNLOG_EVAL) {  // the test set's record at the end: test/...
+        const char *split = strcmp(r->split, "test") ? "val" : "test";
+        snprintf(tag, sizeof tag, "%s/loss", split);
+        point(l, tag, r->step, runlog_num(r, "loss"));
+        snprintf(tag, sizeof tag, "%s/acc", split);
+        point(l, tag, r->step, runlog_num(r, "acc"));
         for (int i = 0; i < r->obj->n; i++)
             if (!strncmp(r->obj->keys[i], "acc_kv", 6)) {
-                snprintf(tag, sizeof tag, "val/%s", r->obj->keys[i]);
+                snprintf(tag, sizeof tag, "%s/%s", split, r->obj->keys[i]);
                 point(l, tag, r->step, runlog_num(r, r->obj->keys[i]));
             }
     } else if (r->type == RUNLOG_SPARSITY) {
-        snprintf(tag, sizeof tag, "sparsity/L%d_H%d/S_recall", r->layer, r->head);
+        const char *group = strcmp(r->split, "test") ? "sparsity" : "sparsity_test";
+        snprintf(tag, sizeof tag, "%s/L%d_H%d/S_recall", group, r->layer, r->head);
         point(l, tag, r->step, runlog_num(r, "S_recall"));
         double w = runlog_num(r, "ans_window_share");
-        snprintf(tag, sizeof tag, "sparsity/L%d_H%d/answer_share", r->layer, r->head);
+        snprintf(tag, sizeof tag, "%s/L%d_H%d/answer_share", group, r->layer, r->head);
         point(l, tag, r->step, isfinite(w) ? w : runlog_num(r, "ans_share"));
     }
     return 0;
@@ -89,7 +93,7 @@ static int count_event_files(const char *dir) {
 // A mixture with a short convolution (answer windows), evaluated every 3 steps.
 #define TB_RUN                                                                                                         \
     "./train %s vocab_size=64 seq_len=32 mqar_cells=4x32,2x16 mqar_train_examples=512 "                                \
-    "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 short_conv=2 log_every=1 "                        \
+    "mqar_test_examples=64 mqar_val_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 short_conv=2 log_every=1 "   \
     "eval_every=3 sparsity_every=3 save_every=5 steps=12 threads=1 tensorboard=true out_dir=%s"
 
 TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
@@ -115,7 +119,8 @@ TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
     CHECK(runlog_each(p, expect, &want) == 0);
     CHECK(has(&want, "train/loss", 1) && has(&want, "train/tok_per_s", 12) && has(&want, "val/acc_kv4_L32", 0) &&
               has(&want, "val/acc_kv2_L16", 12) && has(&want, "sparsity/L1_H1/S_recall", 9) &&
-              has(&want, "sparsity/L0_H0/answer_share", 12),
+              has(&want, "sparsity/L0_H0/answer_share", 12) && has(&want, "test/acc_kv4_L32", 12) &&
+              has(&want, "sparsity_test/L1_H1/S_recall", 12),
           "the run log lacks a scalar the test expects");
 
     char err[512] = "";

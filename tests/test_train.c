@@ -3,13 +3,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/io.h"
+#include "core/run_dir.h"
+#include "core/runlog.h"
 #include "tests/test.h"
+#include "trainer/checkpoint.h"
 
 // A tiny MQAR run: 2 layers, d_model 16, about a second.
 #define TINY                                                                                                           \
     "vocab_size=64 seq_len=32 mqar_kv_pairs=4 mqar_train_examples=512 "                                                \
-    "mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=10"
+    "mqar_test_examples=64 mqar_val_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 log_every=1 eval_every=10"
 
 static const char *tiny_conf(void) { return test_write_file("tiny.conf", "mixer = softmax\nmlp = false\n"); }
 
@@ -76,9 +80,13 @@ TEST(train_metrics_records_follow_design) {
     CHECK(strstr(text, "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":"), "%s", text);
     int lines = 0;
     for (char *q = text; *q; q++) lines += *q == '\n';
-    CHECK(lines == 14, "%d lines", lines);  // run + 10 train + eval at 0 and 10 + done
+    CHECK(lines == 15, "%d lines", lines);  // run + 10 train + eval at 0 and 10 + test + done
+    // the test set, read once at the end on the best validation step's weights, before done
+    const char *test = strstr(text, "{\"type\":\"eval\",\"step\":");
+    while (test && !strstr(test, "\"split\":\"test\"")) test = strstr(test + 1, "{\"type\":\"eval\",\"step\":");
+    CHECK(test && strstr(text, "\"split\":\"test\",\"selected\":\"best\"") && strstr(test, "{\"type\":\"done\""), "%s", text);
     // the run record first: the state each layer carries (softmax: K and V caches, 2 x 32 x 16)
-    CHECK(!strncmp(text, "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"params\":", 46), "%s", text);
+    CHECK(!strncmp(text, "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2,\"params\":", 59), "%s", text);
     CHECK(strstr(text, "\"state_floats\":1024,\"state_floats_by_layer\":[1024,1024]}\n"), "%s", text);
     CHECK(strstr(text, "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n"), "%s", text);
 }
@@ -217,4 +225,65 @@ TEST(train_refuses_a_run_that_cannot_fit_in_memory_naming_the_key) {
     int st =
         test_run(out, sizeof out, "./train /dev/null " TINY " steps=1 max_memory=1 out_dir=%s/fits 2>&1", test_tmpdir());
     CHECK(st == 0, "exit %d: %s", st, out);
+}
+
+typedef struct {
+    double best_acc;
+    long best_step, test_step, n_test;
+    char selected[8];
+} BestLog;
+
+static int best_log(const RunlogRecord *r, void *ctx) {
+    BestLog *b = ctx;
+    if (r->type != RUNLOG_EVAL) return 0;
+    if (!strcmp(r->split, "test")) {
+        b->n_test++, b->test_step = r->step;
+        snprintf(b->selected, sizeof b->selected, "%s", runlog_str(r, "selected") ? runlog_str(r, "selected") : "");
+    } else if (runlog_num(r, "acc") > b->best_acc) b->best_acc = runlog_num(r, "acc"), b->best_step = r->step;
+    return 0;
+}
+
+// The validation split chooses, the test set is read once (docs/mqar.md#splits): stop_at_acc
+// and the best step read validation; the test set is read at the end, on the best step's
+// weights, whatever happened after it; best.safetensors holds them and survives keep_last; a run
+// interrupted and resumed reads the test set once, at its real end, on the same best step;
+// ./evaluate reads the test set only when asked (split=test), as a series of its own.
+TEST(train_reads_the_test_set_once_on_the_best_validation_step) {
+    const char *conf = tiny_conf();
+    char out[8192], p[512];
+    const char *args = TINY " steps=24 eval_every=4 sparsity_every=4 save_every=4 keep_last=1 lr=2e-2";
+    int st = test_run(out, sizeof out, "./train %s %s stop_at_step=10 out_dir=%s/b", conf, args, test_tmpdir());
+    CHECK(st == 0 && !strstr(out, "test (read once"), "an interrupted run read the test set: %s", out);
+    st = test_run(out, sizeof out, "./train %s %s out_dir=%s/b", conf, args, test_tmpdir());
+    CHECK(st == 0 && strstr(out, "resuming from") && strstr(out, "test (read once, on the best validation step "), "%s", out);
+    BestLog b = {-1, -1, -1, 0, ""};
+    snprintf(p, sizeof p, "%s/b/metrics.jsonl", test_tmpdir());
+    CHECK(runlog_each(p, best_log, &b) == 0);
+    CHECK(b.n_test == 1 && b.test_step == b.best_step && !strcmp(b.selected, "best"), "test %ld at %ld (%s), best %ld",
+          b.n_test, b.test_step, b.selected, b.best_step);
+    // best.safetensors holds the best step, beside the one newest checkpoint keep_last leaves
+    Config c;
+    long step = -1;
+    char err[256];
+    snprintf(p, sizeof p, "%s/b/%s", test_tmpdir(), RUN_DIR_BEST);
+    CHECK(ckpt_read_config(p, &c, &step, err, sizeof err) == 0 && step == b.best_step, "%s: step %ld", err, step);
+    config_free(&c);
+    // the best step's and the test set's maps are in sparsity.jsonl
+    snprintf(p, sizeof p, "%s/b/sparsity.jsonl", test_tmpdir());
+    char *sp = read_file_text(p, NULL), want[160];
+    snprintf(want, sizeof want,
+             "{\"type\":\"sparsity\",\"step\":%ld,\"layer\":1,\"head\":1,\"mixer\":\"softmax\",\"split\":\"test\"",
+             b.best_step);
+    CHECK(sp && strstr(sp, want) && strstr(sp, "\"eff_tokens_recall\":") && strstr(sp, "\"ans_chance\":"), "%s", want);
+    free(sp);
+    // ./evaluate: the validation set by default, the test set on request, apart from the run's own
+    snprintf(p, sizeof p, "%s/b/%s", test_tmpdir(), RUN_DIR_BEST);
+    st = test_run(out, sizeof out, "./evaluate %s split=test threads=1", p);
+    CHECK(st == 0 && strstr(out, "| test loss "), "%s", out);
+    snprintf(p, sizeof p, "%s/b/eval.jsonl", test_tmpdir());
+    char *ev = read_file_text(p, NULL);
+    CHECK(ev && strstr(ev, "\"split\":\"test\"") && strstr(ev, "\"options\":\"split=test\""), "%s", ev);
+    free(ev);
+    st = test_run(out, sizeof out, "./evaluate %s/b split=train 2>&1", test_tmpdir());
+    CHECK(st == 2 && !strcmp(out, "split: expected val or test, got 'train'\n"), "%d %s", st, out);
 }
