@@ -57,6 +57,12 @@ static int metrics_record(const RunlogRecord *rec, void *ctx) {
         if (isfinite(tok)) m->tok_sum += tok, m->n_tok++;
     } else if (rec->type == RUNLOG_RUN) {
         r->state_floats = runlog_num(rec, "state_floats");
+        r->protocol = (int)runlog_int(rec, "protocol", 0);
+    } else if (rec->type == RUNLOG_EVAL && !strcmp(rec->split, "test")) {  // the last one counts
+        r->test_acc = runlog_num(rec, "acc");
+        r->test_step = rec->step;
+        const char *sel = runlog_str(rec, "selected");
+        snprintf(r->test_selected, sizeof r->test_selected, "%s", sel ? sel : "");
     } else if (rec->type == RUNLOG_EVAL) {
         double loss = runlog_num(rec, "loss"), acc = runlog_num(rec, "acc");
         if (m->n_eval == m->eval_cap) {
@@ -87,6 +93,7 @@ static void metrics_curve(MetricsScan *m) {
     DerivedCurve c;
     derived_curve(m->eval_step, m->eval_acc, m->n_eval, DERIVED_TARGET_ACC, &c);
     m->r->best_acc = c.best_acc;
+    m->r->best_step = c.best_step;
     m->r->steps_to_target = c.steps_to_target;
     for (long i = 0; i < m->n_eval && c.steps_to_target >= 0; i++)
         if ((long)m->eval_step[i] == c.steps_to_target) {
@@ -96,11 +103,17 @@ static void metrics_curve(MetricsScan *m) {
     m->r->capped_improving = m->done_last && !strcmp(m->reason, "steps") && c.still_improving;
 }
 
+// One sparsity record of the run's own on the validation set (split test records are read apart).
+typedef struct {
+    double step, S, S_recall;
+    int layer, head, recall_layer;     // recall_layer: as recorded (-1: an older log)
+    RecallAt fig;                      // the record's own figures (layer, step set; means of one head)
+    double cell_S[SUMMARY_MAX_CELLS];  // S_recall per cell (NAN: none)
+} SpRecord;
+
 typedef struct {
     long n, cap;
-    double *step, *S, *S_recall, *ans_share, *ans_hit;
-    int *layer, *head;
-    double *cell_S;  // [cap * SUMMARY_MAX_CELLS] S_recall per cell (NAN: none)
+    SpRecord *v;
     int n_cells;
     char cell[SUMMARY_MAX_CELLS][24];
 } SparsityScan;
@@ -108,35 +121,40 @@ typedef struct {
 static int sparsity_record(const RunlogRecord *rec, void *ctx) {
     SparsityScan *s = ctx;
     const JsonValue *v = rec->obj;
-    double step = (double)rec->step, layer = rec->layer;
-    if (rec->type != RUNLOG_SPARSITY || *rec->options || !(layer >= 0 && layer < 4096)) return 0;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->step = reallocCheck(s->step, sizeof(double) * (size_t)s->cap);
-        s->S = reallocCheck(s->S, sizeof(double) * (size_t)s->cap);
-        s->S_recall = reallocCheck(s->S_recall, sizeof(double) * (size_t)s->cap);
-        s->layer = reallocCheck(s->layer, sizeof(int) * (size_t)s->cap);
-        s->head = reallocCheck(s->head, sizeof(int) * (size_t)s->cap);
-        s->ans_share = reallocCheck(s->ans_share, sizeof(double) * (size_t)s->cap);
-        s->ans_hit = reallocCheck(s->ans_hit, sizeof(double) * (size_t)s->cap);
-        s->cell_S = reallocCheck(s->cell_S, sizeof(double) * (size_t)s->cap * SUMMARY_MAX_CELLS);
-    }
+    int layer = rec->layer;
+    if (rec->type != RUNLOG_SPARSITY || *rec->options || strcmp(rec->split, "val") || !(layer >= 0 && layer < 4096))
+        return 0;
+    if (s->n == s->cap) s->v = reallocCheck(s->v, sizeof(SpRecord) * (size_t)(s->cap = s->cap ? 2 * s->cap : 256));
+    SpRecord *r = &s->v[s->n++];
     double cs[SUMMARY_MAX_CELLS];
     char names[SUMMARY_MAX_CELLS][24];
     int nc;
     cell_fields(v, "S_recall_", names, cs, &nc);
     if (nc) memcpy(s->cell, names, sizeof names), s->n_cells = nc;
-    for (int c = 0; c < SUMMARY_MAX_CELLS; c++) s->cell_S[s->n * SUMMARY_MAX_CELLS + c] = c < nc ? cs[c] : NAN;
-    // behind a short convolution the answer window's share and hit (eval/derived.h)
-    double wh = runlog_num(rec, "ans_window_hit");
-    s->ans_share[s->n] = derived_window_share(rec);
-    s->ans_hit[s->n] = isfinite(wh) ? wh : runlog_num(rec, "ans_hit");
-    s->step[s->n] = step;
-    s->S[s->n] = runlog_num(rec, "S");  // null (no rows) reads as NAN
-    s->S_recall[s->n] = runlog_num(rec, "S_recall");
-    s->layer[s->n] = (int)layer;
-    s->head[s->n] = rec->head;
-    s->n++;
+    for (int c = 0; c < SUMMARY_MAX_CELLS; c++) r->cell_S[c] = c < nc ? cs[c] : NAN;
+    r->step = (double)rec->step;
+    r->S = runlog_num(rec, "S");  // null (no rows) reads as NAN
+    r->S_recall = runlog_num(rec, "S_recall");
+    r->layer = layer;
+    r->head = rec->head;
+    r->recall_layer = derived_recorded_recall_layer(rec);
+    // the recall figures by eval/derived.h's one definition: the answer window's where it is
+    // wider than the value position, else the value position's
+    RecallAt *f = &r->fig;
+    double wh = runlog_num(rec, "ans_window_hit"), wc = runlog_num(rec, "ans_window_chance");
+    f->step = rec->step, f->layer = layer;
+    f->S = r->S_recall;
+    f->share = derived_window_share(rec);
+    f->hit = isfinite(wh) ? wh : runlog_num(rec, "ans_hit");
+    f->chance = isfinite(runlog_num(rec, "ans_window_share")) ? wc : runlog_num(rec, "ans_chance");
+    f->eff_tokens = runlog_num(rec, "eff_tokens_recall");
+    f->onehot = runlog_num(rec, "S_recall_onehot");
+    f->S_right = runlog_num(rec, "S_recall_right");
+    f->S_wrong = runlog_num(rec, "S_recall_wrong");
+    f->share_right = runlog_num(rec, "window_share_right");
+    f->share_wrong = runlog_num(rec, "window_share_wrong");
+    f->rows_right = runlog_num(rec, "rows_right");
+    f->rows_wrong = runlog_num(rec, "rows_wrong");
     return 0;
 }
 
@@ -144,20 +162,21 @@ static int sparsity_record(const RunlogRecord *rec, void *ctx) {
 static int layer_stats(const SparsityScan *s, double step, double **mean, double **min, double **recall) {
     int L = 0;
     for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->layer[i] + 1 > L) L = s->layer[i] + 1;
-    *mean = callocCheck((size_t)L, sizeof(double));
-    *min = mallocCheck(sizeof(double) * (size_t)L);
-    *recall = callocCheck((size_t)L, sizeof(double));
-    int *n = callocCheck((size_t)L, sizeof(int)), *nr = callocCheck((size_t)L, sizeof(int));
+        if (s->v[i].step == step && s->v[i].layer + 1 > L) L = s->v[i].layer + 1;
+    *mean = callocCheck((size_t)L + 1, sizeof(double));
+    *min = mallocCheck(sizeof(double) * ((size_t)L + 1));
+    *recall = callocCheck((size_t)L + 1, sizeof(double));
+    int *n = callocCheck((size_t)L + 1, sizeof(int)), *nr = callocCheck((size_t)L + 1, sizeof(int));
     for (int l = 0; l < L; l++) (*min)[l] = INFINITY;
     for (long i = 0; i < s->n; i++) {
-        if (s->step[i] != step) continue;
-        int l = s->layer[i];
-        if (isfinite(s->S[i])) {
-            (*mean)[l] += s->S[i], n[l]++;
-            if (s->S[i] < (*min)[l]) (*min)[l] = s->S[i];
+        const SpRecord *r = &s->v[i];
+        if (r->step != step) continue;
+        int l = r->layer;
+        if (isfinite(r->S)) {
+            (*mean)[l] += r->S, n[l]++;
+            if (r->S < (*min)[l]) (*min)[l] = r->S;
         }
-        if (isfinite(s->S_recall[i])) (*recall)[l] += s->S_recall[i], nr[l]++;
+        if (isfinite(r->S_recall)) (*recall)[l] += r->S_recall, nr[l]++;
     }
     for (int l = 0; l < L; l++) {
         (*mean)[l] = n[l] ? (*mean)[l] / n[l] : NAN;
@@ -169,41 +188,76 @@ static int layer_stats(const SparsityScan *s, double step, double **mean, double
     return L;
 }
 
-// At one step: the recall layer (the largest mean answer share over heads, as the trainer stars
-// it) and its per-cell S_recall, mean over heads.
-static void recall_layer_cells(const SparsityScan *s, double step, RunSummary *r) {
-    double cell_sum[SUMMARY_MAX_CELLS] = {0};
-    int cell_n[SUMMARY_MAX_CELLS] = {0}, L = 0, H = 0;
+// Adds x to a mean kept as (sum, count) when finite.
+static void add_finite(double *sum, int *n, double x) {
+    if (isfinite(x)) *sum += x, (*n)++;
+}
+
+// Layer l's figures at one step, means over its heads (NAN where no head has the field).
+static RecallAt layer_figures(const SparsityScan *s, double step, int l) {
+    enum { K = 11 };
+    double sum[K] = {0};
+    int n[K] = {0};
+    for (long i = 0; i < s->n; i++) {
+        const RecallAt *f = &s->v[i].fig;
+        if (s->v[i].step != step || s->v[i].layer != l) continue;
+        double x[K] = {f->S,
+                       f->share,
+                       f->hit,
+                       f->chance,
+                       f->eff_tokens,
+                       f->onehot,
+                       f->S_right,
+                       f->S_wrong,
+                       f->share_right,
+                       f->share_wrong,
+                       f->rows_right + f->rows_wrong};
+        for (int k = 0; k < K; k++) add_finite(&sum[k], &n[k], x[k]);
+    }
+    double m[K];
+    for (int k = 0; k < K; k++) m[k] = n[k] ? sum[k] / n[k] : NAN;
+    RecallAt r = {(long)step, l, m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], NAN, NAN};
+    for (long i = 0; i < s->n; i++)  // row counts: the first head's (every head measures the same rows)
+        if (s->v[i].step == step && s->v[i].layer == l) {
+            r.rows_right = s->v[i].fig.rows_right, r.rows_wrong = s->v[i].fig.rows_wrong;
+            break;
+        }
+    return r;
+}
+
+// The recall layer at one step (eval/derived.h, as the trainer stars it) and its figures.
+static RecallAt recall_at(const SparsityScan *s, double step) {
+    int L = 0, H = 0;
     for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step) {
-            if (s->layer[i] + 1 > L) L = s->layer[i] + 1;
-            if (s->head[i] >= 0 && s->head[i] < 4096 && s->head[i] + 1 > H) H = s->head[i] + 1;
+        if (s->v[i].step == step) {
+            if (s->v[i].layer + 1 > L) L = s->v[i].layer + 1;
+            if (s->v[i].head >= 0 && s->v[i].head < 4096 && s->v[i].head + 1 > H) H = s->v[i].head + 1;
         }
     double *share = mallocCheck(sizeof(double) * (size_t)(L * H + 1));
     for (int i = 0; i < L * H; i++) share[i] = NAN;
     for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->head[i] >= 0 && s->head[i] < H)
-            share[s->layer[i] * H + s->head[i]] = s->ans_share[i];
-    int best = derived_recall_layer(share, L, H);  // as the trainer stars it
+        if (s->v[i].step == step && s->v[i].head >= 0 && s->v[i].head < H)
+            share[s->v[i].layer * H + s->v[i].head] = s->v[i].fig.share;
+    int best = derived_recall_layer(share, L, H);  // an older log's; the recorded layer wins
     free(share);
-    r->recall_layer = best;
-    if (best < 0) return;
-    double sr = 0, sh = 0, hit = 0;
-    int nr = 0, nh = 0;
-    for (long i = 0; i < s->n; i++) {
-        if (s->step[i] != step || s->layer[i] != best) continue;
-        if (isfinite(s->S_recall[i])) sr += s->S_recall[i], nr++;
-        if (isfinite(s->ans_share[i]) && isfinite(s->ans_hit[i])) sh += s->ans_share[i], hit += s->ans_hit[i], nh++;
-    }
-    r->recall_S = nr ? sr / nr : NAN;
-    r->recall_ans_share = nh ? sh / nh : NAN;
-    r->recall_ans_hit = nh ? hit / nh : NAN;
-    if (!s->n_cells) return;
     for (long i = 0; i < s->n; i++)
-        if (s->step[i] == step && s->layer[i] == best)
+        if (s->v[i].step == step && s->v[i].recall_layer >= 0) best = s->v[i].recall_layer;
+    if (best < 0) {
+        RecallAt none = {(long)step, -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+        return none;
+    }
+    return layer_figures(s, step, best);
+}
+
+// The recall layer's per-cell S_recall at one step, mean over heads.
+static void recall_cells(const SparsityScan *s, double step, RunSummary *r) {
+    double cell_sum[SUMMARY_MAX_CELLS] = {0};
+    int cell_n[SUMMARY_MAX_CELLS] = {0};
+    if (!s->n_cells || r->recall_layer < 0) return;
+    for (long i = 0; i < s->n; i++)
+        if (s->v[i].step == step && s->v[i].layer == r->recall_layer)
             for (int c = 0; c < s->n_cells; c++)
-                if (isfinite(s->cell_S[i * SUMMARY_MAX_CELLS + c]))
-                    cell_sum[c] += s->cell_S[i * SUMMARY_MAX_CELLS + c], cell_n[c]++;
+                if (isfinite(s->v[i].cell_S[c])) cell_sum[c] += s->v[i].cell_S[c], cell_n[c]++;
     // the cells of the eval records name the columns; sparsity's are matched to them by name
     for (int c = 0; c < r->n_cells; c++) {
         r->cell_S_recall[c] = NAN;
@@ -220,8 +274,8 @@ static void recall_curve(const SparsityScan *s, RunSummary *r) {
         double sum = 0;
         int n = 0;
         for (long i = 0; i < s->n && r->recall_layer >= 0; i++)
-            if (s->step[i] == r->curve_step[k] && s->layer[i] == r->recall_layer && isfinite(s->S_recall[i]))
-                sum += s->S_recall[i], n++;
+            if (s->v[i].step == r->curve_step[k] && s->v[i].layer == r->recall_layer && isfinite(s->v[i].S_recall))
+                sum += s->v[i].S_recall, n++;
         r->curve_recall[k] = n ? sum / n : NAN;
     }
 }
@@ -231,52 +285,60 @@ static void read_sparsity(const char *dir, RunSummary *r) {
     snprintf(path, sizeof path, "%s/sparsity.jsonl", dir);
     SparsityScan s = {0};
     if (runlog_each(path, sparsity_record, &s) != 0 || s.n == 0) goto done;
-    // the curve: records come in step order, a step's (layer, head) lines together
+    // the curve: the steps in order (the best step's records may come after later ones)
     for (long i = 0; i < s.n; i++) {
-        if (r->n_curve && r->curve_step[r->n_curve - 1] == s.step[i]) continue;
+        int seen = 0;
+        for (int k = 0; k < r->n_curve && !seen; k++) seen = r->curve_step[k] == s.v[i].step;
+        if (seen) continue;
         double *mean, *min, *recall;
-        int L = layer_stats(&s, s.step[i], &mean, &min, &recall);
+        int L = layer_stats(&s, s.v[i].step, &mean, &min, &recall);
         double best = INFINITY;
         for (int l = 0; l < L; l++)
             if (mean[l] < best) best = mean[l];
-        r->curve_step = reallocCheck(r->curve_step, sizeof(double) * (size_t)(r->n_curve + 1));
-        r->curve_S = reallocCheck(r->curve_S, sizeof(double) * (size_t)(r->n_curve + 1));
-        r->curve_step[r->n_curve] = s.step[i];
-        r->curve_S[r->n_curve++] = isfinite(best) ? best : NAN;
+        int k = r->n_curve++;
+        r->curve_step = reallocCheck(r->curve_step, sizeof(double) * (size_t)r->n_curve);
+        r->curve_S = reallocCheck(r->curve_S, sizeof(double) * (size_t)r->n_curve);
+        for (; k > 0 && r->curve_step[k - 1] > s.v[i].step; k--)
+            r->curve_step[k] = r->curve_step[k - 1], r->curve_S[k] = r->curve_S[k - 1];
+        r->curve_step[k] = s.v[i].step;
+        r->curve_S[k] = isfinite(best) ? best : NAN;
         free(mean);
         free(min);
         free(recall);
     }
-    double last = s.step[0];
+    double last = s.v[0].step;
     for (long i = 0; i < s.n; i++)
-        if (s.step[i] > last) last = s.step[i];
+        if (s.v[i].step > last) last = s.v[i].step;
     r->S_step = (long)last;
     r->n_layers = layer_stats(&s, last, &r->S_mean, &r->S_min, &r->S_recall);
+    r->layer_last = mallocCheck(sizeof(RecallAt) * (size_t)(r->n_layers + 1));
+    for (int l = 0; l < r->n_layers; l++) r->layer_last[l] = layer_figures(&s, last, l);
     double sum = 0, rmin = INFINITY;
     long n = 0;
     r->S_min_all = INFINITY;
     for (long i = 0; i < s.n; i++) {
-        if (s.step[i] != last) continue;
-        if (isfinite(s.S[i])) {
-            sum += s.S[i], n++;
-            if (s.S[i] < r->S_min_all) r->S_min_all = s.S[i];
+        if (s.v[i].step != last) continue;
+        if (isfinite(s.v[i].S)) {
+            sum += s.v[i].S, n++;
+            if (s.v[i].S < r->S_min_all) r->S_min_all = s.v[i].S;
         }
-        if (isfinite(s.S_recall[i]) && s.S_recall[i] < rmin) rmin = s.S_recall[i];
+        if (isfinite(s.v[i].S_recall) && s.v[i].S_recall < rmin) rmin = s.v[i].S_recall;
     }
     r->S_mean_all = n ? sum / n : NAN;
     if (!n) r->S_min_all = NAN;
     r->S_recall_min_all = isfinite(rmin) ? rmin : NAN;
-    recall_layer_cells(&s, last, r);
+    r->last = recall_at(&s, last);
+    r->recall_layer = r->last.layer;
+    r->recall_S = r->last.S, r->recall_ans_share = r->last.share, r->recall_ans_hit = r->last.hit;
+    if (r->best_step >= 0) {
+        int have = 0;
+        for (long i = 0; i < s.n && !have; i++) have = s.v[i].step == r->best_step;
+        if (have) r->best = recall_at(&s, (double)r->best_step);
+    }
+    recall_cells(&s, last, r);
     recall_curve(&s, r);
 done:
-    free(s.step);
-    free(s.S);
-    free(s.S_recall);
-    free(s.layer);
-    free(s.head);
-    free(s.ans_share);
-    free(s.ans_hit);
-    free(s.cell_S);
+    free(s.v);
 }
 
 void run_summary_read(const char *dir, RunSummary *r) {
@@ -286,6 +348,10 @@ void run_summary_read(const char *dir, RunSummary *r) {
     r->state_floats = NAN;
     r->recall_layer = -1;
     r->recall_S = r->recall_ans_share = r->recall_ans_hit = NAN;
+    r->test_acc = NAN;
+    r->test_step = r->best_step = -1;
+    RecallAt none = {-1, -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    r->best = r->last = none;
     for (int c = 0; c < SUMMARY_MAX_CELLS; c++) r->cell_acc[c] = r->cell_S_recall[c] = NAN;
     r->steps_to_target = -1;
     r->S_step = -1;
@@ -314,6 +380,7 @@ void run_summary_free(RunSummary *r) {
     free(r->curve_step);
     free(r->curve_S);
     free(r->curve_recall);
+    free(r->layer_last);
     memset(r, 0, sizeof *r);
 }
 

@@ -16,15 +16,32 @@ typedef enum { SEL_NONE, SEL_CHOSEN, SEL_NOT_CHOSEN } Selected;
 
 #define SUMMARY_MAX_CELLS 32
 
+// One layer's figures at one sparsity step, means over its heads (NAN: not measured): the query
+// rows' S and effective tokens (n S^2) with the one-hot floor, the recall share (the answer
+// window's, eval/derived.h) and argmax hit with a uniform row's chance, and the rows the model
+// answered right and wrong apart.
 typedef struct {
-    RunStatus status;          // from the folder; RUN_FAILED is set by the caller that ran it
-    int has_metrics;           // the folder has a metrics.jsonl
-    int exit_code;             // RUN_FAILED: the exit status of ./train
-    long running_pid;          // RUN_RUNNING: the process that holds the folder (0: unknown)
-    long step;                 // last step logged
-    double final_loss;         // last eval record's loss (NAN: none)
-    double best_acc;           // highest eval accuracy (NAN: none)
-    long steps_to_target;      // first eval step with acc >= SUMMARY_TARGET_ACC; -1: never
+    long step;
+    int layer;  // -1: none
+    double S, share, hit, chance, eff_tokens, onehot;
+    double S_right, S_wrong, share_right, share_wrong;
+    double rows_right, rows_wrong;
+} RecallAt;
+
+typedef struct {
+    RunStatus status;       // from the folder; RUN_FAILED is set by the caller that ran it
+    int has_metrics;        // the folder has a metrics.jsonl
+    int exit_code;          // RUN_FAILED: the exit status of ./train
+    long running_pid;       // RUN_RUNNING: the process that holds the folder (0: unknown)
+    long step;              // last step logged
+    double final_loss;      // last eval record's loss (NAN: none)
+    int protocol;           // the run record's (RUNLOG_PROTOCOL); 0: an older log, whose val records read the test set
+    double best_acc;        // highest validation accuracy (NAN: none)
+    long best_step;         // its step (the first on ties; -1: none)
+    double test_acc;        // the test set, read once at the end (NAN: not read)
+    long test_step;         // the step whose weights it read (-1: none)
+    char test_selected[8];  // "best" or "last"
+    long steps_to_target;   // first eval step with acc >= SUMMARY_TARGET_ACC; -1: never
     double minutes_to_target;  // training time to that step, from the train records (NAN: unknown)
     double minutes;            // training time to the last train record (NAN: no train records)
     double tok_per_s;          // mean over the train records (NAN: none)
@@ -46,6 +63,8 @@ typedef struct {
     int recall_layer;                         // the layer whose query rows put most weight on the answer (-1: none)
     // the recall layer at the last sparsity step, means over heads (NAN: no answer metrics)
     double recall_S, recall_ans_share, recall_ans_hit;
+    RecallAt last, best;   // the recall layer's figures at the last sparsity step and the best step
+    RecallAt *layer_last;  // [n_layers] every layer's at the last sparsity step
     int capped_improving;  // finished by its step cap below the target while still improving
     Selected selected;     // set by ./sweep for a two-stage sweep's first-stage points
 } RunSummary;

@@ -19,9 +19,14 @@ static int is_group_dim(const SweepFile *sw, int d) {
     return 0;
 }
 
-// a beats b: higher accuracy; on a tie the smaller value (numbers compared as numbers).
-static int better(const SweepFile *sw, int entry, int a, int b, double acc_a, double acc_b) {
-    double x = isfinite(acc_a) ? acc_a : -1, y = isfinite(acc_b) ? acc_b : -1;
+// a beats b on the validation set: a run that reached the target beats one that did not; between
+// two that did, fewer steps to it; then the higher best accuracy; then the smaller value (numbers
+// compared as numbers).
+static int better(const SweepFile *sw, const Selection *s, int entry, int a, int b) {
+    double x = isfinite(s->acc[a]) ? s->acc[a] : -1, y = isfinite(s->acc[b]) ? s->acc[b] : -1;
+    int ra = s->steps[a] >= 0, rb = s->steps[b] >= 0;
+    if (ra != rb) return ra;
+    if (ra && s->steps[a] != s->steps[b]) return s->steps[a] < s->steps[b];
     if (x != y) return x > y;
     char *ea, *eb;
     const char *va = sweep_value(sw, a, entry), *vb = sweep_value(sw, b, entry);
@@ -40,7 +45,9 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
     s->rep = mallocCheck(sizeof(int) * (size_t)n);
     s->choice = mallocCheck(sizeof(int) * (size_t)n);
     s->acc = mallocCheck(sizeof(double) * (size_t)n);
+    s->steps = mallocCheck(sizeof(long) * (size_t)n);
     s->unread = callocCheck((size_t)n, 1);
+    s->on_test = callocCheck((size_t)n, 1);
     for (int i = 0; i < n; i++) {
         int rep = i, first = 1;
         for (int d = 0; d < sw->n_dims; d++) {
@@ -52,10 +59,13 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
         s->rep[i] = rep - s->value[i] * (int)sw->dims[ds].stride;
         s->stage[i] = first ? 1 : 2;
         s->acc[i] = NAN;
+        s->steps[i] = -1;
         if (first && run_finished(dirs[i])) {
             RunSummary r;
             run_summary_read(dirs[i], &r);
             s->acc[i] = r.best_acc;
+            s->steps[i] = r.steps_to_target;
+            s->on_test[i] = r.protocol < RUNLOG_PROTOCOL;  // an older log: its "val" was the test set
             s->unread[i] = !isfinite(r.best_acc);
             run_summary_free(&r);
         }
@@ -66,7 +76,7 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
         for (int v = 0; v < sw->dims[ds].n_values; v++) {
             int c = rep + v * (int)sw->dims[ds].stride;
             if (!run_finished(dirs[c]) || s->unread[c]) ready = 0;
-            else if (best < 0 || better(sw, e, c, best, s->acc[c], s->acc[best])) best = c;
+            else if (best < 0 || better(sw, s, e, c, best)) best = c;
         }
         s->choice[i] = ready && best >= 0 ? s->value[best] : -1;
     }
@@ -74,6 +84,7 @@ void selection_make(const SweepFile *sw, char *const *dirs, Selection *s) {
 
 void selection_free(Selection *s) {
     free(s->stage), free(s->value), free(s->rep), free(s->choice), free(s->acc), free(s->unread);
+    free(s->steps), free(s->on_test);
     memset(s, 0, sizeof *s);
 }
 
@@ -123,19 +134,25 @@ static int chosen_point(const SweepFile *sw, const Selection *s, int rep) {
     return -1;
 }
 
-// Why rep's group got its (made) choice: the accuracies, a tie, or the only value.
+// Why rep's group got its (made) choice, against the runner-up (the best of the others by the
+// same order): reached the target and it did not, fewer steps, higher accuracy, a tie, or the
+// only value. Logs older than the validation split chose on the test set: said so.
 static void put_why(FILE *f, const SweepFile *sw, const Selection *s, int rep) {
     int e = sweep_entry_index(sw, sw->select), ds = sw->entries[e].dim;
     int best = chosen_point(sw, s, rep), second = -1;
     for (int v = 0; v < sw->dims[ds].n_values; v++) {
         int c = rep + v * (int)sw->dims[ds].stride;
-        double a = isfinite(s->acc[c]) ? s->acc[c] : -1;
-        if (c != best && (second < 0 || a > (isfinite(s->acc[second]) ? s->acc[second] : -1))) second = c;
+        if (c != best && (second < 0 || better(sw, s, e, c, second))) second = c;
     }
     if (second < 0) fputs("the only value", f);
+    else if (s->steps[best] >= 0 && s->steps[second] < 0)
+        fprintf(f, "reached %.2f (%s: best %.4f)", DERIVED_TARGET_ACC, sweep_value(sw, second, e), s->acc[second]);
+    else if (s->steps[best] >= 0 && s->steps[best] != s->steps[second])
+        fprintf(f, "fewer steps to %.2f (%ld against %ld)", DERIVED_TARGET_ACC, s->steps[best], s->steps[second]);
     else if (s->acc[best] == s->acc[second] || (!isfinite(s->acc[best]) && !isfinite(s->acc[second])))
         fprintf(f, "a tie with %s: the smaller", sweep_value(sw, second, e));
     else fprintf(f, "best accuracy (%.4f against %.4f)", s->acc[best], s->acc[second]);
+    if (s->on_test[best]) fputs("; chosen on the TEST set (a log older than the validation split)", f);
 }
 
 void selection_put_choice(const SweepFile *sw, const Selection *s, int rep, FILE *f) {
@@ -162,8 +179,11 @@ char *selection_markdown(const SweepFile *sw, const Selection *s) {
         if (k >= 0) fprintf(f, "%s `%s = %s`", g ? "," : "", sw->group_over[g], sweep_value(sw, 0, k));
     }
     fprintf(f,
-            "; each group took the value with the best accuracy there (ties: the smaller), and the second "
-            "stage ran the other values of `%s` at that value only.\n\n| group | best accuracy per `%s` | chosen | why |\n"
+            "; each group took the value that did best on the validation set there (reached 0.99, then "
+            "fewest steps to it, then the higher best accuracy, then the smaller value), and the second "
+            "stage ran the other values of `%s` at that value only. Its statistics are those of the second "
+            "stage's seeds: the selection seed is listed apart.\n\n| group | best validation accuracy per `%s` | "
+            "chosen | why |\n"
             "|---|---|---|---|\n",
             sw->n_group_over ? sw->group_over[0] : "", sw->select);
     for (int i = 0; i < s->n; i++) {

@@ -1,7 +1,8 @@
 // Two-stage sweeps (`select = KEY`, docs/sweeps.md#two-stage-sweeps), Zoology's protocol for the
 // learning rate: the first stage runs every value of KEY at the first value of each group_over
-// key (seed 0); per group of the other keys the value whose run reached the best accuracy is
-// chosen (ties: the smaller value); the second stage runs the other group_over values (seeds 1,
+// key (seed 0); per group of the other keys the value that did best on the validation set is
+// chosen (reached the target; then fewest steps to it; then the higher best accuracy; then the
+// smaller value); the second stage runs the other group_over values (seeds 1,
 // 2) at the chosen value only. The choice is read from the run folders, so it survives restarts
 // and works for --print, --slurm and --collect alike.
 #pragma once
@@ -11,16 +12,18 @@
 #include "ablation/sweep_file.h"
 
 typedef struct {
-    int on;        // the sweep has select = KEY
-    int n;         // points
-    int *stage;    // [n] 1: every group_over key at its first value; 2: the others
-    int *value;    // [n] the point's value index on the select axis
-    int *rep;      // [n] the point with its select and group_over choices at 0 (names its group)
-    int *choice;   // [n] the value index chosen for the point's group; -1 while a first-stage run
-                   // of the group is unfinished
-    double *acc;   // [n] best accuracy of a finished first-stage point (NAN otherwise)
-    char *unread;  // [n] 1: a finished first-stage point whose log has no accuracy (its eval
-                   // records lost): its group's choice is not made (-1), never a guess
+    int on;         // the sweep has select = KEY
+    int n;          // points
+    int *stage;     // [n] 1: every group_over key at its first value; 2: the others
+    int *value;     // [n] the point's value index on the select axis
+    int *rep;       // [n] the point with its select and group_over choices at 0 (names its group)
+    int *choice;    // [n] the value index chosen for the point's group; -1 while a first-stage run
+                    // of the group is unfinished
+    double *acc;    // [n] best validation accuracy of a finished first-stage point (NAN otherwise)
+    long *steps;    // [n] its steps to the target (-1: never, or not finished)
+    char *on_test;  // [n] 1: its log is older than the validation split (the accuracy is the test set's)
+    char *unread;   // [n] 1: a finished first-stage point whose log has no accuracy (its eval
+                    // records lost): its group's choice is not made (-1), never a guess
 } Selection;
 
 // Reads the first-stage run folders dirs[] and makes the choices. A finished first-stage run

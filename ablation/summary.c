@@ -22,14 +22,23 @@ static void fmt(char *b, size_t n, const char *f, double v) {
     else snprintf(b, n, "-");
 }
 
-// "mean ± sd" (just the mean for one value, "-" for none).
+// The values of a group, one per held-out seed: "0.991, 0.985" below 3 values (a spread of two
+// is no spread), "mean ± sd (v1, v2, v3)" from 3 on; "-" for none.
 static void fmt_stat(char *b, size_t n, const char *f, const Stat *s) {
-    char m[32], d[32];
-    fmt(m, sizeof m, f, stat_mean(s));
-    if (s->n < 2) snprintf(b, n, "%s", m);
+    char m[32], d[32], list[400];
+    size_t k = 0;
+    list[0] = 0;
+    for (int i = 0; i < s->n && i < STAT_VALUES && k + 40 < sizeof list; i++) {
+        fmt(m, sizeof m, f, s->v[i]);
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", m);
+    }
+    if (s->n > STAT_VALUES) snprintf(list + k, sizeof list - k, ", ...");
+    if (s->n == 0) snprintf(b, n, "-");
+    else if (s->n < 3) snprintf(b, n, "%s", list);
     else {
+        fmt(m, sizeof m, f, stat_mean(s));
         fmt(d, sizeof d, f, stat_sd(s));
-        snprintf(b, n, "%s ± %s", m, d);
+        snprintf(b, n, "%s ± %s (%s)", m, d, list);
     }
 }
 
@@ -83,6 +92,21 @@ static void fmt_layers(char *b, size_t n, const double *v, int L) {
         fmt(c, sizeof c, "%.3f", v[l]);
         k += (size_t)snprintf(b + k, n - k, "%s%s", l ? " " : "", c);
     }
+}
+
+// A recall layer's figures: "L1 @392: S_recall 0.256 (1.4 tokens, one-hot 0.24) | share 0.812 =
+// 13.3x chance 0.061 | hit 0.97 | right 0.25 (3890) wrong 0.41 (110)".
+static void fmt_recall(char *b, size_t n, const RecallAt *f) {
+    if (f->layer < 0 || !isfinite(f->share)) {
+        snprintf(b, n, "-");
+        return;
+    }
+    int k =
+        snprintf(b, n, "L%d @%ld: S_recall %.3f (%.2f tokens, one-hot %.3f) | share %.3f = %.1fx chance %.3f | hit %.3f",
+                 f->layer, f->step, f->S, f->eff_tokens, f->onehot, f->share, f->share / f->chance, f->chance, f->hit);
+    if (k > 0 && (size_t)k < n && isfinite(f->rows_right))
+        snprintf(b + k, n - (size_t)k, " | right %.3f (%.0f rows), wrong %.3f (%.0f rows)", f->S_right, f->rows_right,
+                 f->S_wrong, f->rows_wrong);
 }
 
 static int key_in(const char *key, char **list, int n) {
@@ -140,11 +164,20 @@ static void summary_free(Summary *s) {
     free(s->series_of);
 }
 
-static const char *g_group_metric[G_N] = {"final_val_loss", "best_acc",         "steps_to_0.99",  "minutes_to_0.99",
-                                          "S_min",          "S_mean",           "S_recall_min",   "tok_per_s",
-                                          "recall_S",       "recall_ans_share", "recall_ans_hit", "state_floats"};
-static const char *g_group_fmt[G_N] = {"%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f",
-                                       "%.3f", "%.0f", "%.3f", "%.3f", "%.3f", "%.0f"};
+// clang-format off
+static const char *g_group_metric[G_N] = {
+    "final_val_loss", "best_val_acc", "test_acc", "steps_to_0.99", "minutes_to_0.99", "S_min", "S_mean",
+    "S_recall_min", "tok_per_s", "recall_S", "recall_eff_tokens", "recall_ans_share", "recall_chance",
+    "recall_lift", "recall_ans_hit", "recall_S_right", "recall_S_wrong", "state_floats"};
+static const char *g_group_title[G_N] = {
+    "val loss", "best val acc", "test acc", "steps to 0.99", "min to 0.99", "S min", "S mean",
+    "S_recall min", "tok/s", "recall layer S_recall", "effective tokens", "answer share", "chance",
+    "lift", "argmax hit", "S_recall right", "S_recall wrong", "state"};
+static const char *g_group_fmt[G_N] = {
+    "%.4f", "%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f",
+    "%.3f", "%.0f", "%.3f", "%.2f", "%.3f", "%.3f",
+    "%.1f", "%.3f", "%.3f", "%.3f", "%.0f"};
+// clang-format on
 
 static int grouping_matters(const Summary *s) { return s->n_groups < s->sw->n_points; }
 
@@ -162,10 +195,11 @@ static void write_points_md(const Summary *s, FILE *f) {
     for (int k = 0; k < s->n_varied; k++)
         if (md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
-    fputs(" status | steps | val loss | best acc | steps to 0.99 | min to 0.99 | S per layer | S min per layer |"
-          " S_recall per layer | tok/s | state | recall layer: S_recall, answer share, argmax hit |\n|",
+    fputs(" status | steps | val loss | best val acc (step) | test acc (step read) | steps to 0.99 | min to 0.99 |"
+          " S per layer | S min per layer | S_recall per layer | tokens per layer | answer share per layer | tok/s |"
+          " state | recall layer at the last step | at the best step |\n|",
           f);
-    for (int k = 0; k < cols + s->mixer_md + 12; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 16; k++) fputs("---|", f);
     fputc('\n', f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -182,6 +216,13 @@ static void write_points_md(const Summary *s, FILE *f) {
         fmt(b, sizeof b, "%.4f", r->final_loss);
         md_cell(f, b);
         fmt(b, sizeof b, "%.4f", r->best_acc);
+        if (r->best_step >= 0) snprintf(b + strlen(b), sizeof b - strlen(b), " (%ld)", r->best_step);
+        if (r->has_metrics && r->protocol < RUNLOG_PROTOCOL)
+            snprintf(b + strlen(b), sizeof b - strlen(b), ", older log: test set");
+        md_cell(f, b);
+        fmt(b, sizeof b, "%.4f", r->test_acc);
+        if (r->test_step >= 0)
+            snprintf(b + strlen(b), sizeof b - strlen(b), " (%ld, %s)", r->test_step, r->test_selected);
         md_cell(f, b);
         if (r->steps_to_target >= 0) snprintf(b, sizeof b, "%ld", r->steps_to_target);
         else snprintf(b, sizeof b, "%s", r->status == RUN_DONE ? "never" : "-");
@@ -194,14 +235,20 @@ static void write_points_md(const Summary *s, FILE *f) {
         md_cell(f, c);
         fmt_layers(c, sizeof c, r->S_recall, r->n_layers);
         md_cell(f, c);
+        double eff[64], share[64];
+        int nl = r->n_layers < 64 ? r->n_layers : 64;
+        for (int l = 0; l < nl; l++) eff[l] = r->layer_last[l].eff_tokens, share[l] = r->layer_last[l].share;
+        fmt_layers(c, sizeof c, eff, nl);
+        md_cell(f, c);
+        fmt_layers(c, sizeof c, share, nl);
+        md_cell(f, c);
         fmt(b, sizeof b, "%.0f", r->tok_per_s);
         md_cell(f, b);
         fmt(b, sizeof b, "%.0f", r->state_floats);
         md_cell(f, b);
-        if (r->recall_layer >= 0 && isfinite(r->recall_ans_share))
-            snprintf(b, sizeof b, "L%d: %.3f, %.3f, %.3f", r->recall_layer, r->recall_S, r->recall_ans_share,
-                     r->recall_ans_hit);
-        else snprintf(b, sizeof b, "-");
+        fmt_recall(b, sizeof b, &r->last);
+        md_cell(f, b);
+        fmt_recall(b, sizeof b, &r->best);
         md_cell(f, b);
         fputc('\n', f);
     }
@@ -209,22 +256,24 @@ static void write_points_md(const Summary *s, FILE *f) {
 
 static void write_groups_md(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
-    char b[256];
-    int cols = 0;
+    char b[512];
+    int cols = 0, any_selection = 0;
+    for (int g = 0; g < s->n_groups; g++) any_selection |= summary_group_stats(s, g).selection >= 0;
     fputs("|", f);
     for (int k = 0; k < s->n_varied; k++)
         if (group_column(s, s->varied[k]) && md_column(s, s->varied[k]))
             md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) md_cell(f, "mixer");
-    fputs(" finished | reached 0.99 | capped, improving | val loss | best acc | steps to 0.99 | min to 0.99 |"
-          " S min | S mean | S_recall min | tok/s | recall layer S_recall | answer share | argmax hit | state |\n|",
-          f);
-    for (int k = 0; k < cols + s->mixer_md + 15; k++) fputs("---|", f);
+    fputs(" finished | reached 0.99 | capped, improving |", f);
+    for (int m = 0; m < G_N; m++) md_cell(f, g_group_title[m]);
+    if (any_selection) md_cell(f, "selection seed: best val acc, test acc");
+    fputs("\n|", f);
+    for (int k = 0; k < cols + s->mixer_md + 3 + G_N + any_selection; k++) fputs("---|", f);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
         GroupStats gs = summary_group_stats(s, g);
-        if (!gs.points) continue;  // a two-stage sweep's value that was not chosen
+        if (!gs.points && gs.selection < 0) continue;  // a two-stage sweep's value that was not chosen
         fputs("|", f);
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) {
@@ -243,6 +292,15 @@ static void write_groups_md(const Summary *s, FILE *f) {
             else fmt_stat(b, sizeof b, g_group_fmt[m], &gs.st[m]);
             md_cell(f, b);
         }
+        if (any_selection) {
+            if (gs.selection >= 0) {
+                char acc[32], test[32];
+                fmt(acc, sizeof acc, "%.4f", s->runs[gs.selection].best_acc);
+                fmt(test, sizeof test, "%.4f", s->runs[gs.selection].test_acc);
+                snprintf(b, sizeof b, "%s: %s, %s", sw->point_names[gs.selection], acc, test);
+            } else snprintf(b, sizeof b, "-");
+            md_cell(f, b);
+        }
         fputc('\n', f);
     }
 }
@@ -255,9 +313,17 @@ static void write_points_csv(const Summary *s, FILE *f) {
     if (s->mixer_col) csv_cell(f, "mixer", 0);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
           "tok_per_s,S_min,S_mean,S_recall_min,state_floats,recall_layer,recall_S,recall_ans_share,recall_ans_hit,"
-          "capped_improving,selection",
+          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected",
           f);
-    for (int l = 0; l < s->max_layers; l++) fprintf(f, ",S_mean_L%d,S_min_L%d,S_recall_L%d", l, l, l);
+    static const char *at[2] = {"last", "best"};
+    for (int k = 0; k < 2; k++)
+        fprintf(f,
+                ",%s_step,%s_recall_layer,%s_recall_S,%s_recall_eff_tokens,%s_recall_onehot,%s_recall_share,"
+                "%s_recall_chance,%s_recall_lift,%s_recall_hit,%s_rows_right,%s_rows_wrong,%s_S_right,%s_S_wrong,"
+                "%s_share_right,%s_share_wrong",
+                at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k], at[k]);
+    for (int l = 0; l < s->max_layers; l++)
+        fprintf(f, ",S_mean_L%d,S_min_L%d,S_recall_L%d,eff_tokens_L%d,ans_share_L%d,chance_L%d", l, l, l, l, l, l);
     for (int c = 0; c < s->n_cells; c++) fprintf(f, ",acc_%s,S_recall_%s", s->cells[c], s->cells[c]);
     fputc('\n', f);
     static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not_selected", "running"};
@@ -291,11 +357,29 @@ static void write_points_csv(const Summary *s, FILE *f) {
         csv_num(f, r->recall_S);
         csv_num(f, r->recall_ans_share);
         csv_num(f, r->recall_ans_hit);
-        fprintf(f, ",%d,%s", r->capped_improving, sel[r->selected]);
+        fprintf(f, ",%d,%s,%d", r->capped_improving, sel[r->selected], r->protocol);
+        if (r->best_step >= 0) fprintf(f, ",%ld", r->best_step);
+        else fputc(',', f);
+        csv_num(f, r->test_acc);
+        if (r->test_step >= 0) fprintf(f, ",%ld,%s", r->test_step, r->test_selected);
+        else fputs(",,", f);
+        for (int k = 0; k < 2; k++) {
+            const RecallAt *a = k ? &r->best : &r->last;
+            if (a->layer >= 0) fprintf(f, ",%ld,%d", a->step, a->layer);
+            else fputs(",,", f);
+            double v[13] = {a->S,          a->eff_tokens, a->onehot,     a->share,   a->chance,  a->share / a->chance,
+                            a->hit,        a->rows_right, a->rows_wrong, a->S_right, a->S_wrong, a->share_right,
+                            a->share_wrong};
+            for (int j = 0; j < 13; j++) csv_num(f, a->layer >= 0 ? v[j] : NAN);
+        }
         for (int l = 0; l < s->max_layers; l++) {
-            csv_num(f, l < r->n_layers ? r->S_mean[l] : NAN);
-            csv_num(f, l < r->n_layers ? r->S_min[l] : NAN);
-            csv_num(f, l < r->n_layers ? r->S_recall[l] : NAN);
+            int have = l < r->n_layers;
+            csv_num(f, have ? r->S_mean[l] : NAN);
+            csv_num(f, have ? r->S_min[l] : NAN);
+            csv_num(f, have ? r->S_recall[l] : NAN);
+            csv_num(f, have ? r->layer_last[l].eff_tokens : NAN);
+            csv_num(f, have ? r->layer_last[l].share : NAN);
+            csv_num(f, have ? r->layer_last[l].chance : NAN);
         }
         for (int c = 0; c < s->n_cells; c++) {
             int k = run_cell(r, s->cells[c]);
@@ -314,12 +398,14 @@ static void write_groups_csv(const Summary *s, FILE *f) {
         if (group_column(s, s->varied[k])) csv_cell(f, sw->entries[s->varied[k]].key, first), first = 0;
     if (s->mixer_col) csv_cell(f, "mixer", first), first = 0;
     fprintf(f, "%spoints,finished,reached_0.99,capped_improving", first ? "" : ",");
-    for (int m = 0; m < G_N; m++) fprintf(f, ",%s_mean,%s_sd", g_group_metric[m], g_group_metric[m]);
-    fputc('\n', f);
+    for (int m = 0; m < G_N; m++)
+        fprintf(f, ",%s_n,%s_mean,%s_sd,%s_values", g_group_metric[m], g_group_metric[m], g_group_metric[m],
+                g_group_metric[m]);
+    fputs(",selection_point,selection_best_val_acc,selection_test_acc\n", f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
         GroupStats gs = summary_group_stats(s, g);
-        if (!gs.points) continue;
+        if (!gs.points && gs.selection < 0) continue;
         first = 1;
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k])) {
@@ -328,10 +414,18 @@ static void write_groups_csv(const Summary *s, FILE *f) {
             }
         if (s->mixer_col) csv_cell(f, cfg_value(s, rep, "mixer"), first), first = 0;
         fprintf(f, "%s%d,%d,%d,%d", first ? "" : ",", gs.points, gs.finished, gs.reached, gs.capped);
-        for (int m = 0; m < G_N; m++) {
+        for (int m = 0; m < G_N; m++) {  // values: the held-out seeds', separated by ';'
+            fprintf(f, ",%d", gs.st[m].n);
             csv_num(f, stat_mean(&gs.st[m]));
             csv_num(f, stat_sd(&gs.st[m]));
+            fputc(',', f);
+            for (int i = 0; i < gs.st[m].n && i < STAT_VALUES; i++) fprintf(f, "%s%.8g", i ? ";" : "", gs.st[m].v[i]);
         }
+        if (gs.selection >= 0) {
+            csv_cell(f, sw->point_names[gs.selection], 0);
+            csv_num(f, s->runs[gs.selection].best_acc);
+            csv_num(f, s->runs[gs.selection].test_acc);
+        } else fputs(",,,", f);
         fputc('\n', f);
     }
 }
@@ -403,15 +497,23 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
             sw->n_points, sw->n_points == 1 ? "" : "s", count[RUN_DONE], count[RUN_PARTIAL], count[RUN_FAILED],
             count[RUN_MISSING], unselected, running, sw->out);
     fprintf(f,
-            "Accuracy is the validation accuracy of the eval records; \"to 0.99\" is the first evaluation at or "
-            "above %.2f (minutes: training time from the train records, evaluations excluded). S is at the last "
-            "sparsity step, per layer (mean and min over heads); S_recall per layer is the mean over heads.\n\n",
+            "Accuracy is the validation accuracy of the eval records (logs older than the validation split: "
+            "the test set's, marked); \"to 0.99\" is the first evaluation at or above %.2f (minutes: training "
+            "time from the train records, evaluations excluded). The test accuracy was read once, at the end of "
+            "the run, on the best validation step's weights. S is at the last sparsity step, per layer (mean and "
+            "min over heads); S_recall per layer is the mean over heads; tokens are the effective tokens n S^2 "
+            "of the query rows (1: one-hot). The recall layer is the layer whose query rows put the largest share "
+            "of their weight on the answer window (docs/sparsity.md#where-the-weight-lands); its share is beside "
+            "the share a uniform row puts there (chance) and their ratio (lift); right and wrong are the S_recall "
+            "of the rows the model answered right and wrong.\n\n",
             SUMMARY_TARGET_ACC);
     if (grouping_matters(&s)) {
         fputs("## Grouped over", f);
         for (int k = 0; k < sw->n_group_over; k++) fprintf(f, "%s `%s`", k ? "," : "", sw->group_over[k]);
-        fputs("\n\nMean ± sample standard deviation over the finished points of each group; S min, S mean and "
-              "S_recall min are over every (layer, head) of a run at its end.\n\n",
+        fputs("\n\nOver the finished held-out points of each group (a two-stage sweep's selection seed, which "
+              "chose the value, is listed apart and never averaged): each seed's value, and from 3 values on their "
+              "mean ± sample standard deviation first. S min, S mean and S_recall min are over every (layer, "
+              "head) of a run at its end; the recall figures are the recall layer's at the last sparsity step.\n\n",
               f);
         write_groups_md(&s, f);
         fputc('\n', f);

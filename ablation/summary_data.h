@@ -9,9 +9,12 @@
 #include "ablation/sweep_file.h"
 #include "core/config.h"
 
+#define STAT_VALUES 32  // values kept to list beside a mean (one per seed)
+
 typedef struct {
     double sum, sum2;
     int n;
+    double v[STAT_VALUES];  // the first STAT_VALUES values, in point order
 } Stat;
 
 static inline double stat_mean(const Stat *s) { return s->n ? s->sum / s->n : NAN; }
@@ -55,19 +58,44 @@ static inline int project(const SweepFile *sw, int point, const int *keep) {
     return p;
 }
 
-// The metrics grouped over seeds: over the finished points of a group.
-enum { G_LOSS, G_ACC, G_STEPS, G_MIN, G_SMIN, G_SMEAN, G_SRECALL, G_TOKS, G_RS, G_ANS, G_HIT, G_STATE, G_N };
+// The metrics grouped over seeds: over the finished points of a group. The recall figures
+// (G_RS .. G_SWRONG) are the recall layer's at the last sparsity step (RunSummary.last).
+enum {
+    G_LOSS,
+    G_ACC,
+    G_TEST,
+    G_STEPS,
+    G_MIN,
+    G_SMIN,
+    G_SMEAN,
+    G_SRECALL,
+    G_TOKS,
+    G_RS,
+    G_EFF,
+    G_ANS,
+    G_CHANCE,
+    G_LIFT,
+    G_HIT,
+    G_SRIGHT,
+    G_SWRONG,
+    G_STATE,
+    G_N
+};
 
 // 1 when a point counts in the grouped table and figures: not a first-stage candidate the
 // selection passed over, not a second-stage point it never ran.
 static inline int counts(const RunSummary *r) { return r->status != RUN_NOT_SELECTED && r->selected != SEL_NOT_CHOSEN; }
 
 typedef struct {
-    int points, finished, reached, capped;  // capped: finished at the step cap while still improving
+    int points, finished, reached, capped;  // held-out points (capped: at the step cap, still improving)
     Stat st[G_N];
+    int selection;  // a two-stage sweep: the point whose seed chose the value (-1: none); its
+                    // figures are listed apart, never in st (held-out seeds only)
 } GroupStats;
 
-// The statistics of group g over its points that count.
+// One point's metric m (G_*), NAN when it has none.
+double summary_point_metric(const RunSummary *r, int m);
+// The statistics of group g over its points that count, less the selection seed's.
 GroupStats summary_group_stats(const Summary *s, int g);
 
 // A value of an entry as a table shows it: a base by its file name without .conf.

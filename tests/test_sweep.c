@@ -218,7 +218,7 @@ TEST(sweep_run_summary_reads_metrics_and_sparsity) {
 static void tiny_base(void) {
     test_write_file("tiny.conf",
                     "mlp = false\nvocab_size = 64\nseq_len = 32\nmqar_kv_pairs = 4\n"
-                    "mqar_train_examples = 256\nmqar_test_examples = 32\nd_model = 8\nbatch_size = 8\n"
+                    "mqar_train_examples = 256\nmqar_test_examples = 32\nmqar_val_examples = 32\nd_model = 8\nbatch_size = 8\n"
                     "lr = 3e-3\nsteps = 4\nlog_every = 1\neval_every = 2\nsparsity_every = 2\nsave_every = 2\n");
 }
 
@@ -239,17 +239,92 @@ static char *read_out(const char *name, const char *file) {
 
 // Bad input stops before anything runs: exit 2, one line naming file:line.
 // A finished run folder whose best accuracy is acc.
+// A finished run's log: validation accuracy acc at step 10 and, read once at the end, a test
+// accuracy of 1 - acc: a selection that read the test set would choose the other way.
 static void fake_run(const char *dir, double acc) {
     CHECK(mkdir_p(dir) == 0);
-    char p[1024], text[256];
+    char p[1024], text[512];
     snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
     snprintf(text, sizeof text,
+             "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2}\n"
              "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":%.4f}\n"
+             "{\"type\":\"eval\",\"step\":10,\"split\":\"test\",\"selected\":\"best\",\"loss\":1,\"acc\":%.4f}\n"
              "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n",
-             acc);
+             acc, 1 - acc);
     FILE *f = fopenCheck(p, "w");
     fputs(text, f);
     fcloseCheck(f, p);
+}
+
+// A finished run's log as written before the validation split: no protocol in its run record
+// (none at all here), its "val" records read the test set; and a run that reaches 0.99 at a step.
+static void fake_log(const char *dir, const char *text) {
+    CHECK(mkdir_p(dir) == 0);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    FILE *f = fopenCheck(p, "w");
+    fputs(text, f);
+    fcloseCheck(f, p);
+}
+
+// Ties in selection (on validation): reaching 0.99 beats not reaching it; then fewer steps to it;
+// then the higher accuracy; then the smaller value. The summary reader keeps the test record
+// apart (test_acc) and never in the curve; an older log is recognised and its choice labelled.
+TEST(sweep_select_breaks_ties_by_steps_then_accuracy_on_validation) {
+    SweepFile sw;
+    char err[512], text[512];
+    snprintf(text, sizeof text, "out = %s/ties\nmixer = softmax, gla\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n",
+             test_tmpdir());
+    CHECK(parse(text, &sw, err, sizeof err) == 0, "%s", err);
+    char *dirs[8];
+    for (int i = 0; i < 8; i++) dirs[i] = sweep_point_dir(&sw, i);
+    // point = mixer * 4 + lr * 2 + seed; first stage 0, 2 (softmax) and 4, 6 (gla)
+    const char *proto = "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2}\n";
+    char log[1024];
+    // softmax: 1e-3 reaches 0.99 at step 40 (best 0.995), 1e-2 at step 20 (best 0.992): fewer steps win
+    snprintf(log, sizeof log,
+             "%s{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":1,\"acc\":0.5}\n"
+             "{\"type\":\"eval\",\"step\":40,\"split\":\"val\",\"loss\":1,\"acc\":0.995}\n"
+             "{\"type\":\"eval\",\"step\":40,\"split\":\"test\",\"selected\":\"best\",\"loss\":1,\"acc\":0.999}\n"
+             "{\"type\":\"done\",\"step\":40,\"reason\":\"stop_at_acc\"}\n",
+             proto);
+    fake_log(dirs[0], log);
+    snprintf(log, sizeof log,
+             "%s{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":1,\"acc\":0.992}\n"
+             "{\"type\":\"eval\",\"step\":20,\"split\":\"test\",\"selected\":\"best\",\"loss\":1,\"acc\":0.9}\n"
+             "{\"type\":\"done\",\"step\":20,\"reason\":\"stop_at_acc\"}\n",
+             proto);
+    fake_log(dirs[2], log);
+    // gla, an older log: 1e-3 at 0.97 never reaching 0.99, 1e-2 reaching it: reached wins
+    fake_log(dirs[4],
+             "{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":1,\"acc\":0.97}\n"
+             "{\"type\":\"done\",\"step\":20,\"reason\":\"steps\"}\n");
+    fake_log(dirs[6],
+             "{\"type\":\"eval\",\"step\":20,\"split\":\"val\",\"loss\":1,\"acc\":0.991}\n"
+             "{\"type\":\"done\",\"step\":20,\"reason\":\"stop_at_acc\"}\n");
+    Selection s;
+    selection_make(&sw, dirs, &s);
+    CHECK(s.choice[0] == 1 && s.choice[4] == 1, "softmax %d gla %d", s.choice[0], s.choice[4]);
+    char *md = selection_markdown(&sw, &s);
+    CHECK(strstr(md, "| mixer=softmax | 1e-3: 0.9950, 1e-2: 0.9920 | 1e-2 | fewer steps to 0.99 (20 against 40) |"),
+          "%s", md);
+    CHECK(strstr(md,
+                 "| 1e-2 | reached 0.99 (1e-3: best 0.9700); chosen on the TEST set (a log older than the "
+                 "validation split) |"),
+          "%s", md);
+    free(md);
+    RunSummary r;
+    run_summary_read(dirs[0], &r);
+    CHECK(r.protocol == 2 && r.best_acc == 0.995 && r.best_step == 40 && r.test_acc == 0.999 && r.test_step == 40 &&
+              !strcmp(r.test_selected, "best") && r.steps_to_target == 40,
+          "%g %ld %g", r.best_acc, r.best_step, r.test_acc);
+    run_summary_free(&r);
+    run_summary_read(dirs[4], &r);
+    CHECK(r.protocol == 0 && r.best_acc == 0.97 && !isfinite(r.test_acc));
+    run_summary_free(&r);
+    selection_free(&s);
+    for (int i = 0; i < 8; i++) free(dirs[i]);
+    sweep_free(&sw);
 }
 
 // Two stages: the choice per group is the best first-stage accuracy, a tie goes to the smaller
@@ -486,7 +561,9 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     CHECK(csv && !strncmp(csv, "point,mixer,d_model,seed,status,", 32) && strstr(csv, "S_recall_L1"), "%s", csv);
     char *groups = read_out("col", "summary_groups.csv");
     CHECK(groups && strstr(groups, "\nsoftmax,8,2,2,0,0,") && strstr(groups, "\nlinear,16,2,1,0,") &&
-              strstr(groups, "reached_0.99,capped_improving,") && strstr(groups, ",state_floats_mean,state_floats_sd\n"),
+              strstr(groups, "reached_0.99,capped_improving,") &&
+              strstr(groups, ",state_floats_n,state_floats_mean,state_floats_sd,state_floats_values,selection_point,") &&
+              strstr(groups, ",selection_best_val_acc,selection_test_acc\n"),
           "%s", groups);
     char *svg = read_out("col", "acc_vs_d_model.svg");
     CHECK(svg && strstr(svg, "<svg") && strstr(svg, ">softmax<") && strstr(svg, ">linear<"), "no accuracy figure");
@@ -730,4 +807,61 @@ TEST(sweep_select_point_with_lost_records_is_named_not_compared_as_nan) {
                      "noeval.sweep:6: select: the choice of lr is by validation accuracy, but point "
                      "'lr=1e-3,seed=0' has eval_every = 0 (expected eval_every > 0)\n"),
           "exit %d: %s", st, out);
+}
+
+// The protocol end to end (docs/sweeps.md#two-stage-sweeps, issue: an instrument that cannot
+// flatter): 2 rates x 4 seeds on a small cell. The summary reports the held-out seeds (seeds 1-3
+// at the chosen rate) with each seed's value and, from 3 values on, mean ± sd; the selection seed
+// apart, never averaged; the test set read once per run; chance, lift and effective tokens; every
+// layer; the rows answered right and wrong; the recall layer at the best and the last step. With
+// one held-out run gone, 2 values are listed without a ±.
+TEST(sweep_two_stage_summary_reports_held_out_seeds_with_chance) {
+    const char *f = sweep_file("proto",
+                               "steps = 6\neval_every = 2\nmixer = softmax\nlr = 3e-3, 1e-2\n"
+                               "seed = 0, 1, 2, 3\nselect = lr\n");
+    char out[16384];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1 2>&1", f);
+    CHECK(st == 0 && strstr(out, "sweep proto: 5 run, 0 skipped"), "%s", out);
+    char *md = read_out("proto", "summary.md");
+    CHECK(md, "no summary.md");
+    const char *groups = strstr(md, "## Grouped over `seed`");
+    CHECK(groups && strstr(groups, "selection seed, which chose the value, is listed apart and never averaged"), "%s", md);
+    CHECK(strstr(groups, "| test acc |") && strstr(groups, "| effective tokens |") && strstr(groups, "| chance |") &&
+              strstr(groups, "| lift |") && strstr(groups, "| S_recall right | S_recall wrong |") &&
+              strstr(groups, "| selection seed: best val acc, test acc |"),
+          "%s", groups);
+    // the chosen rate's row: 3 held-out seeds, mean ± sd and the three values; the selection seed apart
+    const char *row = strstr(groups, " | softmax | 3/3 |");
+    CHECK(row, "%s", groups);
+    const char *end = strchr(row + 1, '\n');
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)(end - row), row);
+    CHECK(strstr(line, " ± ") && strstr(line, "(") && strstr(line, ",seed=0: "), "%s", line);
+    // points: the test accuracy and the step it read, every layer, both steps, chance and the split
+    const char *points = strstr(md, "## Points");
+    CHECK(points && strstr(points, "| tokens per layer | answer share per layer |") &&
+              strstr(points, "| recall layer at the last step | at the best step |") && strstr(points, ", best)") &&
+              strstr(points, "x chance 0.") && strstr(points, "tokens, one-hot") && strstr(points, "| right "),
+          "%s", points);
+    free(md);
+    char *csv = read_out("proto", "summary.csv");
+    CHECK(csv && strstr(csv, ",protocol,best_step,test_acc,test_step,test_selected,") &&
+              strstr(csv, ",last_recall_chance,last_recall_lift,") && strstr(csv, ",eff_tokens_L1,ans_share_L1,chance_L1"),
+          "%.600s", csv);
+    free(csv);
+    // one held-out run lost: two values, no ± (a spread of two is no spread)
+    const char *chosen_line = strstr(out, "chosen: all: lr = ");
+    CHECK(chosen_line, "%s", out);
+    char lr[16];
+    CHECK(sscanf(chosen_line, "chosen: all: lr = %15[^,]", lr) == 1);
+    st = test_run(out, sizeof out, "rm -rf '%s/out_proto/lr=%s,seed=3' && ./sweep %s --collect 2>&1", test_tmpdir(), lr, f);
+    CHECK(st == 0, "%s", out);
+    md = read_out("proto", "summary.md");
+    groups = strstr(md, "## Grouped over `seed`");
+    row = groups ? strstr(groups, " | softmax | 2/3 |") : NULL;  // the lost one is missing
+    CHECK(row, "%s", md);
+    end = strchr(row + 1, '\n');
+    snprintf(line, sizeof line, "%.*s", (int)(end - row), row);
+    CHECK(!strstr(line, "±") && strstr(line, ", "), "%s", line);
+    free(md);
 }
