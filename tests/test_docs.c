@@ -178,6 +178,41 @@ TEST(results_pilot_table_is_what_pilot_table_sh_prints) {
     free(md);
 }
 
+// The results prose is generated too: results/results_prose.sh prints every paragraph of the README's
+// and docs/results.md's results prose from the committed logs and summaries, each between its
+// marker comments, and the pages show exactly those blocks, no more and no fewer: a number that is
+// not in the logs, or a stale sentence, fails here.
+TEST(results_prose_is_what_results_prose_sh_prints) {
+    static char out[65536];
+    const char *pages[][2] = {{"readme", "README.md"}, {"results", "docs/results.md"}};
+    const char *open_tag = "<!-- results_prose.sh ", *close_tag = "<!-- /results_prose.sh ";
+    for (int i = 0; i < 2; i++) {
+        int rc = test_run(out, sizeof out, "sh results/results_prose.sh %s", pages[i][0]);
+        CHECK(rc == 0, "results/results_prose.sh %s (exit %d): %s", pages[i][0], rc, out);
+        CHECK(strlen(out) + 1 < sizeof out, "results/results_prose.sh %s: output truncated", pages[i][0]);
+        char *md = read_file_text(pages[i][1], NULL);
+        CHECK(md, "%s not found", pages[i][1]);
+        int blocks = 0, marked = 0;
+        for (char *b = strstr(out, open_tag); b; b = strstr(b, open_tag)) {
+            char *e = strstr(b, close_tag);
+            CHECK(e && strchr(e, '\n'), "results/results_prose.sh %s: a block without its end marker", pages[i][0]);
+            e = strchr(e, '\n') + 1;
+            char keep = *e;
+            *e = 0;
+            CHECK(strstr(md, b),
+                  "%s does not show the block results/results_prose.sh %s prints (run results/results_prose.sh --write):\n%s",
+                  pages[i][1], pages[i][0], b);
+            *e = keep;
+            b = e;
+            blocks++;
+        }
+        for (const char *m = strstr(md, open_tag); m; m = strstr(m + 1, open_tag)) marked++;
+        CHECK(blocks >= 2 && marked == blocks, "%s has %d results_prose.sh blocks, the script prints %d", pages[i][1],
+              marked, blocks);
+        free(md);
+    }
+}
+
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {

@@ -310,7 +310,7 @@ TEST(h3_map_is_the_kernel_times_q_dot_shifted_k) {
 TEST(h3_init_names_and_shapes) {
     MixerRig r;
     int C = 8, N = 64;
-    rig_setup(&r, "h3", NULL, C, 2, 1, 3, 0, 2, 86);  // defaults: d_state 64, head_dim 1
+    rig_setup(&r, "h3", "h3_head_dim=1", C, 2, 1, 3, 0, 2, 86);  // default d_state 64, head_dim 1
     const char *names[] = {"attn.qkv.weight",   "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
                            "attn.ssm_k.weight", "attn.ssm_k.D",  "attn.ssm.log_dt",  "attn.ssm.A_log",
                            "attn.ssm.C",        "attn.ssm.D"};
@@ -325,6 +325,10 @@ TEST(h3_init_names_and_shapes) {
         for (int n = 0; n < N; n++) CHECK_CLOSE(exp(A_log[h * N + n]), n + 1, 1e-12);  // S4D-Real
     }
     CHECK(r.kind->n_maps && r.kind->n_maps(r.st) == C && r.kind->step && r.kind->flops);
+    rig_free(&r);
+    rig_setup(&r, "h3", NULL, C, 2, 1, 3, 0, 2, 86);  // the default head_dim is 2, as Zoology's MQAR config
+    CHECK(r.kind->n_maps(r.st) == C / 2, "%d maps", r.kind->n_maps(r.st));
+    CHECK(rig_param(&r, "attn.ssm.log_dt") && r.decl[6].shape[0] == C / 2, "log_dt has %d rows", (int)r.decl[6].shape[0]);
     rig_free(&r);
 }
 

@@ -115,7 +115,7 @@ TEST(every_mixer_state_floats_match_their_formula) {
         {"decay", H * D * D},                             // S [D, D] per head
         {"gla", H * (C / 2 / H) * (C / H)},               // S [dk, dv] per head, dk = C/2/H, dv = C/H
         {"mamba", (4 - 1) * (2 * C) + (2 * C) * 16},      // conv window (d_conv - 1) x E, h [E, d_state]
-        {"h3", C * 64 + C * 1 * 64},                      // shift window [C, N], diagonal states [C, P, N]
+        {"h3", C * 64 + C * 2 * 64},                      // shift window [C, N], diagonal states [C, P, N], P = 2
         {"deltanet", H * D * D + (4 - 1) * 3 * C},        // S [D, D] per head (Zoology's count), conv window [3, 3C]
         {"gated_deltanet", H * D * D + (4 - 1) * 3 * C},  // the same: the decay and the gate add no state
     };

@@ -1,7 +1,8 @@
 // H3, Hungry Hungry Hippos (Fu, Dao et al. 2022, arXiv 2212.14052; HazyResearch/H3's H3 layer):
 //   q, k, v = x Wqkv^T + b;  ks = SSM_shift(k) (per channel);  o = q * SSM_diag(ks * v);
 //   y = o Wproj^T + b.
-// Channels form heads of P = h3_head_dim (1 by default, as in H3 and Zoology); head h owns
+// Channels form heads of P = h3_head_dim (2 by default, as Zoology's MQAR Figure 2 config runs
+// H3; H3's own layer defaults to 1, which leaves the query a scalar gain per channel); head h owns
 // channels h*P..h*P+P-1 and one diagonal SSM of h3_d_state states shared by its P*P products:
 //   o_i[d2] = sum_{d1} q_i[d1] sum_{j <= i} Kbar_h(i-j) ks_j[d1] v_j[d2]
 // with Kbar_h the head's kernel (model/mixers/h3_ssm.h; S4D-Real, its D skip in Kbar_h(0)). So
@@ -49,8 +50,8 @@ enum { S_KE = QKV_N_SCRATCH, S_DK, S_DSHIFT, S_WT, S_DKS, S_U, S_DY, S_DU, S_DKE
 static const KeyDef h3_keys[] = {
     {"h3_d_state", KEY_INT, "64", RANGE_POS, 0, 0, "model",
      "h3: states N of the diagonal SSM and taps of the shift SSM (H3's d_state)"},
-    {"h3_head_dim", KEY_INT, "1", RANGE_POS, 0, 0, "model",
-     "h3: channels per H3 head (1 as in H3 and Zoology); d_model / h3_head_dim must divide by n_head"},
+    {"h3_head_dim", KEY_INT, "2", RANGE_POS, 0, 0, "model",
+     "h3: channels per H3 head (2 as in Zoology's MQAR config; 1 as H3's layer defaults); d_model / h3_head_dim must divide by n_head"},
     {"h3_conv", KEY_ENUM, "auto", 0, "auto|direct|fft", 0, "model",
      "h3: the SSM convolution directly, O(T^2), or by FFT, O(T log T); auto: whichever is cheaper at the call's length"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},

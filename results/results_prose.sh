@@ -1,0 +1,44 @@
+#!/bin/sh
+# The results prose of README.md and docs/results.md, every number in it read from committed files:
+# the run logs and summary of results/mqar_results/ (the MQAR cell at three seeds), of
+# results/delta_pilot/, and docs/mqar_capacity_summary.csv (the capacity sweep). The pages hold each
+# paragraph between marker comments, exactly as this script prints it, and `make test` checks that
+# (tests/test_docs.c), so a sentence changes here or nowhere.
+#   results/results_prose.sh readme     the README's blocks
+#   results/results_prose.sh results    docs/results.md's blocks
+#   results/results_prose.sh facts      the numbers, one per line (for checking by eye)
+#   results/results_prose.sh --write    rewrite the blocks in README.md and docs/results.md
+# Chance levels are computed here from the MQAR layout (docs/mqar.md, data/mqar.c): pairs k0 v0 k1
+# v1 ... at positions 0 .. 2K-1, the query of pair k at position 2K + 2 g_k, where g_0, g_1, ...
+# are drawn in that order without replacement from 0 .. (L - 2K)/2 - 1 with weights (g + 1)^(a - 1)
+# (numpy's legacy choice(replace=False, p), successive draws). A query row i sees n = i + 1
+# positions; a uniform row puts 1/n on each. Its chance share of the answer (the value at 2k + 1) is
+# the mean of 1/n over the query rows, and of a w-wide answer window (the value and the w - 1
+# positions after it, those up to row i) the mean of min(w, i - v + 1)/n: expectations over the
+# generator, not over the test set's 12000 drawn rows. The check: the same expectation of 1/sqrt(n)
+# is the one-hot floor, which the sparsity records measured on those rows (S_recall_onehot).
+set -eu
+cd "$(dirname "$0")/.."
+mode=${1:?usage: results/results_prose.sh readme|results|facts|--write}
+
+if [ "$mode" = --write ]; then
+    for page in README.md:readme docs/results.md:results; do
+        file=${page%%:*}
+        sh results/results_prose.sh "${page#*:}" > "$file.blocks"
+        awk -v blocks="$file.blocks" '
+        BEGIN { while ((getline l < blocks) > 0) {
+                    if (l ~ /^<!-- results_prose\.sh [a-z_]+ -->$/) { name = l; text[name] = "" }
+                    if (name != "") text[name] = text[name] l "\n"
+                    if (l ~ /^<!-- \/results_prose\.sh [a-z_]+ -->$/) name = "" } }
+        /^<!-- results_prose\.sh [a-z_]+ -->$/ { if (!($0 in text)) { print "no block " $0 > "/dev/stderr"; exit 1 }
+                                             printf "%s", text[$0]; skip = 1; next }
+        skip && /^<!-- \/results_prose\.sh [a-z_]+ -->$/ { skip = 0; next }
+        !skip' "$file" > "$file.new"
+        mv "$file.new" "$file"
+        rm -f "$file.blocks"
+    done
+    exit 0
+fi
+
+awk -v mode="$mode" -v R=results/mqar_results -v P=results/delta_pilot -v CAP=docs/mqar_capacity_summary.csv \
+    -v CAPSWEEP=configs/ablations/mqar_capacity.sweep -f results/results_prose.awk
