@@ -229,15 +229,20 @@ typedef struct {
     long step;
     double acc;
     int done_last;
+    int has_test;  // the log holds the test set's record (read at the end)
 } LogAtStep;
 
 static int log_at_step(const RunlogRecord *r, void *ctx) {
     LogAtStep *a = ctx;
+    if (r->type == RUNLOG_EVAL && !*r->options && !strcmp(r->split, "test")) a->has_test = 1;
     if (r->type == RUNLOG_EVAL && r->step == a->step && !*r->options && !strcmp(r->split, "val"))
         a->acc = runlog_num(r, "acc");
     a->done_last = r->type == RUNLOG_DONE && r->step == a->step;
     return 0;
 }
+
+static void open_logs(Trainer *tr);
+static void test_at_end(Trainer *tr);
 
 // A resumed run may already be complete: its checkpoint is its last step, or (resume = auto)
 // validation accuracy had reached stop_at_acc there. Its log then ends with the done record,
@@ -247,7 +252,7 @@ static int run_complete(Trainer *tr, const char *resume) {
     const char *reason = NULL;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    LogAtStep at = {tr->step, -1, 0};
+    LogAtStep at = {tr->step, -1, 0, 0};
     runlog_each(path, log_at_step, &at);
     if (tr->step >= tr->steps) reason = "steps";
     else if (!strcmp(cfg_str(&tr->cfg, "resume"), "auto") && tr->sch.stop_at_acc > 0 && at.acc >= tr->sch.stop_at_acc)
@@ -255,10 +260,10 @@ static int run_complete(Trainer *tr, const char *resume) {
     int has_done = at.done_last;
     if (!reason) return 0;
     if (!has_done) {
-        FILE *f = fopen(path, "a");
-        if (!f) die_input("out_dir: cannot write '%s'", path);
-        runlog_write_done(f, tr->step, reason);
-        if (fclose(f) != 0) die("%s: write error (%s)", path, strerror(errno));
+        open_logs(tr);
+        if (!at.has_test) test_at_end(tr);  // the process died before it read the test set
+        runlog_write_done(tr->metrics, tr->step, reason);
+        flush_log(tr, tr->metrics, "metrics.jsonl");
         printf("%s: the run was complete at step %ld (%s) but its log had no done record: written\n", tr->out_dir,
                tr->step, !strcmp(reason, "steps") ? "its last step" : "validation accuracy reached stop_at_acc");
     } else if (!strcmp(reason, "steps")) {

@@ -591,7 +591,22 @@ TEST(faults_missing_done_record_is_written_on_resume) {
         CHECK(st == 0 && strstr(out, "the run is complete") && strstr(out, "nothing to do"), "exit %d: %s", st, out);
         char *third = read_file_text(p, NULL);
         CHECK(!strcmp(third, full), "a complete run's log changed:\n%s", third);
-        free(full), free(again), free(third);
+        // died while reading the test set (its record torn off with the done record): the
+        // resume reads it, on the best step's weights from best.safetensors, the same numbers
+        char *test = strstr(full, "\"split\":\"test\"");
+        while (test && test > full && test[-1] != '\n') test--;
+        const char *test_end = test ? strchr(test, '\n') : NULL;
+        CHECK(test && test_end && test_end + 1 == last, "the test record is not the one before done:\n%s", full);
+        f = fopenCheck(p, "w");
+        fwriteCheck(full, 1, (size_t)(test - full), f, p);
+        fcloseCheck(f, p);
+        st = test_run(out, sizeof out, RUN " %s out_dir=%s/r%d", extra, d, acc);
+        CHECK(st == 0 && strstr(out, "test (read once, on the best validation step ") &&
+                  strstr(out, "but its log had no done record: written\n"),
+              "exit %d: %s", st, out);
+        char *fourth = read_file_text(p, NULL);
+        CHECK(!strcmp(fourth, full), "the log after the resume differs:\n%s\nvs\n%s", fourth, full);
+        free(full), free(again), free(third), free(fourth);
     }
 }
 
