@@ -2,7 +2,9 @@
 # docs/results.md's table of a one-seed pilot (the seed the sweep file fixes): one row per point of
 # a collected sweep folder, from
 # the summary.csv that `./sweep FILE --collect` writes (so the table is whatever the sweep
-# measured). The recall layer is eval/derived.c's (the largest mean answer-window share).
+# measured). The recall layer is eval/derived.c's (the largest mean answer-window share), its
+# figures at the last sparsity step; chance is a uniform row's share of the same answer window and
+# lift the share over it; the test accuracy was read once, at the end, on the best validation step.
 #   results/pilot_table.sh results/delta_pilot
 set -euo pipefail
 dir=${1:?usage: results/pilot_table.sh SWEEP_FOLDER (with summary.csv)}
@@ -11,15 +13,16 @@ dir=${1:?usage: results/pilot_table.sh SWEEP_FOLDER (with summary.csv)}
 sed 's/^"[^"]*",//; s/^point,//' "$dir/summary.csv" | awk -F, '
 NR == 1 {
     for (i = 1; i <= NF; i++) col[$i] = i
-    print "| mixer | lr | best acc | steps to 0.99 | recall layer | its S_recall | answer share | argmax hit | state floats |"
-    print "|---|---|---|---|---|---|---|---|---|"
+    print "| mixer | lr | best val acc (step) | test acc | steps to 0.99 | recall layer | its S_recall (tokens) | answer share | chance | lift | argmax hit | state floats |"
+    print "|---|---|---|---|---|---|---|---|---|---|---|---|"
     next
 }
 function v(name, fmt) { if (!(name in col)) return "-"; x = $col[name]; return x == "" ? "-" : sprintf(fmt, x) }
 {
     steps = $col["steps_to_0.99"] == "" ? "never" : $col["steps_to_0.99"]
     layer = $col["recall_layer"] == "" ? "-" : "L" $col["recall_layer"]
-    printf "| `%s` | %s | %s | %s | %s | %s | %s | %s | %s |\n", $col["mixer"], $col["lr"],
-        v("best_acc", "%.4f"), steps, layer, v("recall_S", "%.3f"), v("recall_ans_share", "%.2f"),
-        v("recall_ans_hit", "%.2f"), v("state_floats", "%.0f")
+    printf "| `%s` | %s | %s (%s) | %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s |\n", $col["mixer"], $col["lr"],
+        v("best_acc", "%.4f"), v("best_step", "%d"), v("test_acc", "%.4f"), steps, layer, v("recall_S", "%.3f"),
+        v("last_recall_eff_tokens", "%.1f"), v("recall_ans_share", "%.2f"), v("last_recall_chance", "%.3f"),
+        v("last_recall_lift", "%.1f"), v("recall_ans_hit", "%.2f"), v("state_floats", "%.0f")
 }'

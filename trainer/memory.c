@@ -49,7 +49,9 @@ MemoryPlan memory_plan(const Config *c, const TaskPlan *task) {
     // A lower bound first, in floating point: the embedding table (parameter, gradient, moments)
     // and one [B, T, C] buffer per layer. Above the limit, the exact count is not needed (and the
     // mixers' buffer arithmetic is not made for sizes that no machine holds).
-    double slots = adamw ? 4 : 2;
+    // parameters, gradients (and AdamW's two moments), and the best validation step's weights the
+    // trainer keeps for the test set (docs/mqar.md#splits)
+    double slots = (adamw ? 4 : 2) + 1;
     double wte = (double)s.V * C * sizeof(real) * slots, res = B * T * C * sizeof(real) * (s.L + 1);
     if (wte + res + p.data > p.limit) {
         p.params = wte, p.acts = res;
