@@ -4,18 +4,19 @@
 #include <string.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/vmath.h"
 
 int delta_n_states(int T, int L) { return (T + L - 1) / L; }
 
 // Work layout (both passes): S, dS [D, D]; KK, Linv, Tm, P, dP, Gam, QK, dGam [L, L]; U, dU, E,
-// Z, Kd, X [L, D]; gam, c, r, dgam, dc, dr [L]; tmp [max(L, D), D] for the n x D and D x D
-// products. The decay's buffers go unused without g.
+// Z, Kd, X, Kt, Ut [L, D] (Kt, Ut: K and U' transposed, [D, n]); gam, c, r, dgam, dc, dr [L]; tmp
+// [max(L, D), D] for the n x D and D x D products. The decay's buffers go unused without g.
 size_t delta_chunk_work(int D, int L) {
-    return 2 * (size_t)D * D + 8 * (size_t)L * L + 6 * (size_t)L * D + 6 * (size_t)L + (size_t)(L > D ? L : D) * D;
+    return 2 * (size_t)D * D + 8 * (size_t)L * L + 8 * (size_t)L * D + 6 * (size_t)L + (size_t)(L > D ? L : D) * D;
 }
 
 typedef struct {
-    real *S, *dS, *KK, *Linv, *Tm, *P, *dP, *Gam, *QK, *dGam, *U, *dU, *E, *Z, *Kd, *X;
+    real *S, *dS, *KK, *Linv, *Tm, *P, *dP, *Gam, *QK, *dGam, *U, *dU, *E, *Z, *Kd, *X, *Kt, *Ut;
     real *gam, *c, *r, *dgam, *dc, *dr, *tmp;
 } Work;
 
@@ -25,7 +26,8 @@ static Work carve(real *w, int D, int L) {
     k.S = w, k.dS = k.S + DD, k.KK = k.dS + DD, k.Linv = k.KK + LL, k.Tm = k.Linv + LL, k.P = k.Tm + LL;
     k.dP = k.P + LL, k.Gam = k.dP + LL, k.QK = k.Gam + LL, k.dGam = k.QK + LL, k.U = k.dGam + LL;
     k.dU = k.U + LD, k.E = k.dU + LD, k.Z = k.E + LD, k.Kd = k.Z + LD, k.X = k.Kd + LD;
-    k.gam = k.X + LD, k.c = k.gam + L, k.r = k.c + L, k.dgam = k.r + L, k.dc = k.dgam + L, k.dr = k.dc + L;
+    k.Kt = k.X + LD, k.Ut = k.Kt + LD, k.gam = k.Ut + LD, k.c = k.gam + L, k.r = k.c + L, k.dgam = k.r + L,
+    k.dc = k.dgam + L, k.dr = k.dc + L;
     k.tmp = k.dr + L;
     return k;
 }
@@ -34,7 +36,6 @@ static Work carve(real *w, int D, int L) {
 // to where the factor is nonzero. Only exact zeros are left out of each element's sum (an FMA
 // chain in the fixed order of gemm.h), so the bits are those of the full product.
 #define RB 16
-#define SB 16  // columns per block of the forward substitution
 // C [n, N] (=, or += with beta 1) A B, A [n, n] lower-triangular (row i zero past column i).
 static void mm_lower_a(int n, int N, const real *A, int lda, const real *B, int ldb, real beta, real *C, int ldc) {
     for (int r0 = 0; r0 < n; r0 += RB) {
@@ -50,12 +51,21 @@ static void mm_lower_at(int n, int N, const real *A, int lda, const real *B, int
                     C + (size_t)r0 * ldc, ldc);
     }
 }
-// The lower triangle (diagonal in) of C [n, n] = A B^T (A, B [n, K]); in each row block the
-// columns up to the block's last row come out, the rest of C is left alone.
-static void mm_lower_c(int n, int K, const real *A, int lda, const real *B, int ldb, real *C) {
+// The lower triangle (diagonal in) of C [n, n] = A B^T (A, B [n, K]) from Bt = B^T [K, n]; in each
+// row block the columns up to the block's last row come out, the rest of C is left alone.
+static void mm_lower_c(int n, int K, const real *A, int lda, const real *Bt, real *C) {
     for (int r0 = 0; r0 < n; r0 += RB) {
         int r1 = r0 + RB < n ? r0 + RB : n;
-        gemm_serial(0, 1, r1 - r0, r1, K, A + (size_t)r0 * lda, lda, B, ldb, 0, C + (size_t)r0 * n, n);
+        gemm_serial(0, 0, r1 - r0, r1, K, A + (size_t)r0 * lda, lda, Bt, n, 0, C + (size_t)r0 * n, n);
+    }
+}
+
+// xt [D, n] = x^T (x [n, D], row stride ldx).
+static void transpose(int n, int D, const real *x, int ldx, real *xt) {
+    for (int i0 = 0; i0 < n; i0 += 16) {  // 16 rows of x at a time (in L1), written a column at a time
+        int i1 = i0 + 16 < n ? i0 + 16 : n;
+        for (int d = 0; d < D; d++)
+            for (int i = i0; i < i1; i++) xt[(size_t)d * n + i] = x[(size_t)i * ldx + d];
     }
 }
 
@@ -66,9 +76,13 @@ static void mm_lower_c(int n, int K, const real *A, int lda, const real *B, int 
 // nothing overflows at any length. Kd = diag(c) K.
 static void decays(const Work *w, int n, int D, const real *g, int ldg, const real *k, int ldk) {
     for (int i = 0; i < n; i++) w->gam[i] = (i ? w->gam[i - 1] : 0) + g[(size_t)i * ldg];
+    const real *gm = w->gam;
     for (int i = 0; i < n; i++) {
-        w->c[i] = expr(w->gam[i]), w->r[i] = expr(w->gam[n - 1] - w->gam[i]);
-        for (int j = 0; j < n; j++) w->Gam[(size_t)i * n + j] = j <= i ? expr(w->gam[i] - w->gam[j]) : 0;
+        w->c[i] = vexpr_nonpos(gm[i]), w->r[i] = vexpr_nonpos(gm[n - 1] - gm[i]);
+        real *gi = w->Gam + (size_t)i * n;
+#pragma omp simd
+        for (int j = 0; j <= i; j++) gi[j] = vexpr_nonpos(gm[i] - gm[j]);
+        for (int j = i + 1; j < n; j++) gi[j] = 0;
         for (int d = 0; d < D; d++) w->Kd[(size_t)i * D + d] = w->c[i] * k[(size_t)i * ldk + d];
     }
 }
@@ -79,7 +93,19 @@ static void causal_mask(real *A, int n) {
         for (int c = r + 1; c < n; c++) A[(size_t)r * n + c] = 0;
 }
 
-// The chunk's n rows (k, v, beta at the chunk's start; entering with state S0, zero when s0_zero):
+// Columns j0 .. j0 + nb of row i of the forward substitution (below): li = e_i - sum_l a_l Linv_l
+// over the rows l = j0 .. i - 1, the FMAs in order of l; nb a constant at the fast call sites.
+static inline void subst_block(int nb, int i, int j0, int n, const real *arow, const real *Linv, real *li) {
+    real acc[64];
+    for (int t = 0; t < nb; t++) acc[t] = j0 + t == i;
+    for (int l = j0; l < i; l++) {
+        const real *ll = Linv + (size_t)l * n + j0, a = arow[l];
+        for (int t = 0; t < nb; t++) acc[t] -= a * ll[t];
+    }
+    for (int t = 0; t < nb; t++) li[j0 + t] = acc[t];
+}
+
+// The chunk's n rows (k, v, beta at the chunk's start; entering with state S0, NULL when zero):
 // KK = K K^T (lower triangle), then by forward substitution Linv = (I + A)^{-1} with A_ij = beta_i
 // k_i . k_j (times Gam_ij with a decay) below the diagonal (unit lower-triangular, so row i needs
 // only the rows above it: Linv_i = e_i - sum_{l < i} A_il Linv_l, whole rows, zero past the
@@ -87,29 +113,22 @@ static void causal_mask(real *A, int n) {
 // E = V itself when S0 = 0: then *e, *lde point at V) and the pseudo-values U' = Tm E into U.
 static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *kd, int ldkd, const real *v,
                          int ldv, const real *beta, int ldb, int decay, const real *S0, const real **e, int *lde) {
-    mm_lower_c(n, D, k, ldk, k, ldk, w->KK);
+    transpose(n, D, k, ldk, w->Kt);
+    mm_lower_c(n, D, k, ldk, w->Kt, w->KK);
     real *arow = w->Tm;  // row i of A, before Tm is written
     for (int i = 0; i < n; i++) {
         real *li = w->Linv + (size_t)i * n, bi = beta[(size_t)i * ldb];
         for (int l = 0; l < i; l++) arow[l] = bi * w->KK[(size_t)i * n + l] * (decay ? w->Gam[(size_t)i * n + l] : 1);
-        // columns in blocks of SB held in a local accumulator (registers), each from the first
-        // row l with a nonzero there (l >= the block's start)
-        for (int j0 = 0; j0 < n; j0 += SB) {
-            int nb = n - j0 < SB ? n - j0 : SB;
-            real acc[SB];
-            for (int t = 0; t < SB; t++) acc[t] = j0 + t == i;
-            if (nb == SB) {
-                for (int l = j0; l < i; l++) {
-                    const real *ll = w->Linv + (size_t)l * n + j0, a = arow[l];
-                    for (int t = 0; t < SB; t++) acc[t] -= a * ll[t];
-                }
-            } else {
-                for (int l = j0; l < i; l++) {
-                    const real *ll = w->Linv + (size_t)l * n + j0, a = arow[l];
-                    for (int t = 0; t < nb; t++) acc[t] -= a * ll[t];
-                }
-            }
-            for (int t = 0; t < nb; t++) li[j0 + t] = acc[t];
+        // row i, columns j0.. in blocks of 64, 16 or what is left, each held in registers and
+        // summed from the block's first row on (the rows above add exact zeros to it); past the
+        // diagonal the row is zero
+        for (int j0 = 0; j0 < n;) {
+            int nb = n - j0 >= 64 ? 64 : n - j0 >= 16 ? 16 : n - j0;
+            if (j0 > i) nb = n - j0, memset(li + j0, 0, sizeof(real) * nb);
+            else if (nb == 64) subst_block(64, i, j0, n, arow, w->Linv, li);
+            else if (nb == 16) subst_block(16, i, j0, n, arow, w->Linv, li);
+            else subst_block(nb, i, j0, n, arow, w->Linv, li);
+            j0 += nb;
         }
     }
     for (int i = 0; i < n; i++)
@@ -160,7 +179,7 @@ void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const rea
                 for (int i = 0; i < n; i++)
                     for (int d = 0; d < D; d++) o[(size_t)i * ldo + d] *= w.c[i];
         }
-        mm_lower_c(n, D, q, ldq, k, ldk, w.P);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
+        mm_lower_c(n, D, q, ldq, w.Kt, w.P);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
         causal_mask(w.P, n);
         if (g)
             for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
@@ -210,7 +229,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
             for (int i = 0; i < n * n; i++) w.dGam[i] = 0;
         }
         ut_transform(&w, n, D, k, ldk, kd, ldkd, v, ldv, b, ldb, g != NULL, c ? S0 : NULL, &e, &lde);
-        mm_lower_c(n, D, q, ldq, k, ldk, w.P);
+        mm_lower_c(n, D, q, ldq, w.Kt, w.P);
         causal_mask(w.P, n);
         if (g) {
             memcpy(w.QK, w.P, sizeof(real) * n * n);
@@ -231,7 +250,8 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         } else if (c) {
             gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 1, dq, ldq);
         }
-        mm_lower_c(n, D, dout, lddo, w.U, D, w.dP);
+        transpose(n, D, w.U, D, w.Ut);
+        mm_lower_c(n, D, dout, lddo, w.Ut, w.dP);
         causal_mask(w.dP, n);
         if (g)
             for (int i = 0; i < n * n; i++) w.dGam[i] = w.dP[i] * w.QK[i], w.dP[i] *= w.Gam[i];
@@ -263,7 +283,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
             db[(size_t)j * ldb] += s;
         }
         real *mA = w.dP;  // Z U'^T = -dA
-        mm_lower_c(n, D, w.Z, D, w.U, D, mA);
+        mm_lower_c(n, D, w.Z, D, w.Ut, mA);
         // Z becomes -Y = -diag(beta) Z: dV += Y, dKd = -Y S0^T, dS0 += Kd^T (-Y)
         for (int j = 0; j < n; j++)
             for (int d = 0; d < D; d++) w.Z[(size_t)j * D + d] *= -b[(size_t)j * ldb];
