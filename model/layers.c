@@ -214,20 +214,8 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
                          int T, int C, int K) {
     int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     real *wt = conv_taps(w, C, K);
-    // dinp: each row gathers from the K outputs it fed (parallel over rows, no races)
-#pragma omp parallel for schedule(static)
-    for (int bt = 0; bt < N; bt++) {
-        int t = bt % T;
-        real *dx = dinp + (size_t)bt * C;
-        for (int k = 0; k < K; k++) {
-            int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
-            if (t + ahead >= T) continue;
-            const real *dy = dout + (size_t)(bt + ahead) * C, *wk = wt + (size_t)k * C;
-            for (int c = 0; c < C; c++) dx[c] += wk[c] * dy[c];
-        }
-    }
-    free(wt);
-    // dw, dbias: partial sums per row chunk, added in chunk order (thread-count free)
+    // one pass over row chunks: dinp (each row gathers from the K outputs it fed, no races), and
+    // dw, dbias as partial sums per chunk, added in chunk order below (thread-count free)
     real *partial = callocCheck((size_t)n_chunks * C * (K + 1), sizeof(real));  // [chunk][K | bias][C]
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < n_chunks; ch++) {
@@ -235,6 +223,13 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
         int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
         for (int bt = ch * ROW_CHUNK; bt < end; bt++) {
             int t = bt % T;
+            real *dx = dinp + (size_t)bt * C;
+            for (int k = 0; k < K; k++) {
+                int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
+                if (t + ahead >= T) continue;
+                const real *dy = dout + (size_t)(bt + ahead) * C, *wk = wt + (size_t)k * C;
+                for (int c = 0; c < C; c++) dx[c] += wk[c] * dy[c];
+            }
             const real *dy = dout + (size_t)bt * C;
             for (int c = 0; c < C; c++) pb[c] += dy[c];
             for (int k = 0; k < K; k++) {
@@ -246,6 +241,7 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
             }
         }
     }
+    free(wt);
     for (int ch = 0; ch < n_chunks; ch++) {
         const real *p = partial + (size_t)ch * C * (K + 1);
         for (int c = 0; c < C; c++) {

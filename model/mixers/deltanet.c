@@ -188,6 +188,7 @@ static real log_decay(real z, real A_log) { return -expr(A_log) * softplusr(z); 
 // k L2-normalised, q scaled) and rn [2H] (1/norm of head h's q at h, of its k at H + h).
 static void features_token(const DeltaNet *m, const real *c, real *qkv, real *rn) {
     int C = m->C, H = m->H, D = m->D;
+#pragma omp simd
     for (int i = 0; i < 3 * C; i++) qkv[i] = c[i] * sigmoidr(c[i]);
     for (int p = 0; p < 2; p++)  // q, then k
         for (int h = 0; h < H; h++) {
@@ -211,6 +212,7 @@ static void features_token_backward(const DeltaNet *m, const real *c, const real
             real r = rn[p * H + h];
             for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
         }
+#pragma omp simd
     for (int i = 0; i < 3 * C; i++) {  // SiLU'(c) = sigma(c) (1 + c (1 - sigma(c)))
         real sg = sigmoidr(c[i]);
         dqkv[i] *= sg * (1 + c[i] * (1 - sg));
@@ -235,6 +237,7 @@ static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rs
 
 // Gated DeltaNet's output gate on one token, in place: u *= SiLU(gpre).
 static void gate_token(const DeltaNet *m, const real *gpre, real *u) {
+#pragma omp simd
     for (int i = 0; i < m->C; i++) u[i] *= gpre[i] * sigmoidr(gpre[i]);
 }
 
@@ -300,7 +303,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     memset(t[S_DNRM], 0, sizeof(real) * BT * C);
     matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, u, p[P_O], BT, C, C, m->prec);
     if (m->gate) {  // u = n SiLU(c): dc = du n SiLU'(c), dn = du SiLU(c)
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < (size_t)BT * C; i++) {
             real c = a[A_GPRE][i], sg = sigmoidr(c), du = t[S_DNRM][i];
             t[S_DGATE][i] = du * t[S_NRM][i] * sg * (1 + c * (1 - sg));
