@@ -169,7 +169,7 @@ void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const rea
         const real *q = Q + (size_t)t0 * ldq, *k = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv, *e;
         real *o = O + (size_t)t0 * ldo;
         int lde;
-        memcpy(states + (size_t)c * D * D, w.S, sizeof(real) * D * D);
+        if (c) memcpy(states + (size_t)c * D * D, w.S, sizeof(real) * D * D);
         if (g) decays(&w, n, D, g + (size_t)t0 * ldg, ldg, k, ldk);
         ut_transform(&w, n, D, k, ldk, g ? w.Kd : k, g ? D : ldk, v, ldv, beta + (size_t)t0 * ldb, ldb, g != NULL,
                      c ? w.S : NULL, &e, &lde);
@@ -261,7 +261,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         if (ds && g) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 0, w.X, D);
             add_scaled_rows(n, D, w.r, w.X, dk, ldk, k, ldk, w.dr);
-            for (int i = 0; i < D * D; i++) dc_last += S0[i] * w.dS[i];
+            for (int i = 0; c && i < D * D; i++) dc_last += S0[i] * w.dS[i];
         } else if (ds) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 1, dk, ldk);
         }

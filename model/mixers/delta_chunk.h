@@ -34,7 +34,8 @@ int delta_n_states(int T, int L);
 size_t delta_chunk_work(int D, int L);
 
 // O (row stride ldo) from Q, K, V (row strides ldq, ldk, ldv) and beta (stride ldb); writes the
-// state entering each chunk to states [delta_n_states(T, L), D, D] for the backward.
+// state entering each chunk to states [delta_n_states(T, L), D, D] for the backward (but the
+// first, which is zero: neither pass touches states[0]).
 void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
                          const real *beta, int ldb, real *O, int ldo, real *states, real *work);
 

@@ -173,6 +173,13 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     }
 }
 
+// x [rows, n] = 0, the rows split between the threads (a serial memset of the layer's largest
+// buffers was a visible part of the backward).
+static void zero_rows(real *x, int rows, int n) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) memset(x + (size_t)r * n, 0, sizeof(real) * n);
+}
+
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
 
 // torch's softplus (threshold 20: the identity above), as fla's F.softplus.
@@ -300,7 +307,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         memcpy(u + (size_t)r * C, t[S_NRM] + (size_t)r * C, sizeof(real) * C);
         gate_token(m, a[A_GPRE] + (size_t)r * C, u + (size_t)r * C);
     }
-    memset(t[S_DNRM], 0, sizeof(real) * BT * C);
+    zero_rows(t[S_DNRM], BT, C);
     matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, u, p[P_O], BT, C, C, m->prec);
     if (m->gate) {  // u = n SiLU(c): dc = du n SiLU'(c), dn = du SiLU(c)
 #pragma omp parallel for simd schedule(static)
@@ -312,7 +319,6 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     }
     norm_backward(m, io);
     // the delta rule, chunked, in reverse time
-    memset(t[S_DQKV], 0, sizeof(real) * BT * C3);
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
@@ -322,6 +328,8 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
+        for (int r = 0; r < T; r++)  // this task's slices of dqkv, which the kernel accumulates into
+            for (int p3 = 0; p3 < 3; p3++) memset(dq + (size_t)r * C3 + p3 * C, 0, sizeof(real) * D);
         gdelta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
                               m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
                               t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
@@ -338,7 +346,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         }
     }
     // the convolution, then the projections into dx
-    memset(t[S_DPRE], 0, sizeof(real) * BT * C3);
+    zero_rows(t[S_DPRE], BT, C3);
     short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
