@@ -320,11 +320,19 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         if (!g) continue;
         // the decays into dgam, then dg by the reverse cumulative sum
         for (int i = 0; i < n; i++) w.dgam[i] = w.c[i] * w.dc[i] - w.r[i] * w.dr[i];
-        for (int i = 0; i < n; i++)
+        real *col = w.dc;  // dc is read: the column sums of dGam ⊙ Gam, built a row at a time
+        for (int j = 0; j < n; j++) col[j] = 0;
+        for (int i = 0; i < n; i++) {
+            const real *dGi = w.dGam + (size_t)i * n, *Gi = w.Gam + (size_t)i * n;
+            real s = 0;
+#pragma omp simd reduction(+ : s)
             for (int j = 0; j < i; j++) {
-                real e_ = w.dGam[(size_t)i * n + j] * w.Gam[(size_t)i * n + j];
-                w.dgam[i] += e_, w.dgam[j] -= e_;
+                real e_ = dGi[j] * Gi[j];
+                s += e_, col[j] += e_;
             }
+            w.dgam[i] += s;
+        }
+        for (int j = 0; j < n; j++) w.dgam[j] -= col[j];
         real dlast = w.c[n - 1] * dc_last;
         for (int j = 0; j < n; j++) dlast += w.r[j] * w.dr[j];
         w.dgam[n - 1] += dlast;
