@@ -46,19 +46,17 @@ typedef struct {
 
 // Gated DeltaNet adds after these: Wa [H, C], A_log [H], dt_bias [H], and with the gate Wg [C, C].
 enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O, P_A, P_ALOG, P_DT, P_GATE };
-// saved: pre [B,T,3C] = x Wqkv^T (its conv is recomputed), qkv [B,T,3C] the kernel's inputs
+// saved: pre [B,T,3C] = x Wqkv^T, conv [B,T,3C] (before SiLU), qkv [B,T,3C] the kernel's inputs
 // (q normalised and scaled, k normalised, v = SiLU(conv)), rn [B,T,2H] the 1/norm of q and k per
 // head, beta [B,T,H], att [B,T,C] (o before the norm), rstd [B,T,H], chunk-entry states
 // [B,H,n_states,D,D]
 // Gated DeltaNet adds z [B,T,H] = x Wa^T + dt_bias, g [B,T,H] the log-decays, gpre [B,T,C] = x Wg^T
 // (an empty buffer without the gate).
-enum { A_PRE, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
+enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
-// [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], the conv weight's gradient per
-// sequence [B, K, 3C], per-thread kernel work and conv outputs of one (sequence, head) [T, 3, D]
-// (recomputed in backward from pre: cheaper than a [B, T, 3C] buffer written and read back)
+// [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
 // Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
-enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_CPART, S_CONV, S_WORK, S_DG, S_DGATE };
+enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -145,6 +143,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     const DeltaNet *m = st;
     size_t BT = (size_t)B * T, C = (size_t)m->C, H = (size_t)m->H, D = (size_t)m->D;
     saved[A_PRE] = (BufDecl){"pre", BT * 3 * C};
+    saved[A_CONV] = (BufDecl){"conv", BT * 3 * C};
     saved[A_QKV] = (BufDecl){"qkv", BT * 3 * C};
     saved[A_RN] = (BufDecl){"qk_rnorm", BT * 2 * H};
     saved[A_BETA] = (BufDecl){"beta", BT * H};
@@ -165,8 +164,6 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_DPRE] = (BufDecl){"dpre", BT * 3 * C};
     scratch[S_DBETA] = (BufDecl){"dbeta", BT * H};
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * D};
-    scratch[S_CPART] = (BufDecl){"conv_partials", (size_t)B * m->K * 3 * C};
-    scratch[S_CONV] = (BufDecl){"conv", (size_t)omp_get_max_threads() * T * 3 * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
     *n_scratch = S_WORK + 1;
     if (m->gated) {
@@ -194,14 +191,13 @@ static real log_decay(real z, real A_log) { return -expr(A_log) * softplusr(z); 
 // ---------------------------------------------------------------------------------------------
 // Pieces shared by forward, backward and step, one token at a time.
 
-// One token and head h: from its conv outputs c (head h's q channels, then its k and v ones ldp
-// further each), head h's slices of the kernel's inputs qkv
+// One token and head h: from its conv output c [3C], head h's slices of the kernel's inputs qkv
 // [3C] (SiLU, then q and k L2-normalised, q scaled) and rn [2H] (1/norm of its q at h, of its k
 // at H + h).
-static void features_head(const DeltaNet *m, int h, const real *c, int ldp, real *qkv, real *rn) {
+static void features_head(const DeltaNet *m, int h, const real *c, real *qkv, real *rn) {
     int C = m->C, H = m->H, D = m->D;
     for (int p = 0; p < 3; p++) {  // q, k, v
-        const real *cp = c + p * ldp;
+        const real *cp = c + p * C + h * D;
         real *x = qkv + p * C + h * D;
 #pragma omp simd
         for (int d = 0; d < D; d++) x[d] = cp[d] * sigmoidr(cp[d]);
@@ -216,12 +212,11 @@ static void features_head(const DeltaNet *m, int h, const real *c, int ldp, real
 
 // All heads of one token (generation).
 static void features_token(const DeltaNet *m, const real *c, real *qkv, real *rn) {
-    for (int h = 0; h < m->H; h++) features_head(m, h, c + h * m->D, m->C, qkv, rn);
+    for (int h = 0; h < m->H; h++) features_head(m, h, c, qkv, rn);
 }
 
 // Its backward: head h's slices of dqkv [3C] in place from d(kernel inputs) to d(conv output) c.
-static void features_head_backward(const DeltaNet *m, int h, const real *c, int ldp, const real *qkv, const real *rn,
-                                   real *dqkv) {
+static void features_head_backward(const DeltaNet *m, int h, const real *c, const real *qkv, const real *rn, real *dqkv) {
     int C = m->C, H = m->H, D = m->D;
     // y = x r (r = (|x|^2 + eps)^-1/2): dx = r (dy - y (y . dy)); q's saved value is scale y
     for (int p = 0; p < 2; p++) {
@@ -232,7 +227,7 @@ static void features_head_backward(const DeltaNet *m, int h, const real *c, int 
         for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
     }
     for (int p = 0; p < 3; p++) {  // SiLU'(c) = sigma(c) (1 + c (1 - sigma(c)))
-        const real *cp = c + p * ldp;
+        const real *cp = c + p * C + h * D;
         real *dp = dqkv + p * C + h * D;
 #pragma omp simd
         for (int d = 0; d < D; d++) {
@@ -240,63 +235,6 @@ static void features_head_backward(const DeltaNet *m, int h, const real *c, int 
             dp[d] *= sg * (1 + cp[d] * (1 - sg));
         }
     }
-}
-
-// The conv weights [3C, K] transposed to taps [K, 3C] (contiguous per tap).
-static real *conv_taps(const DeltaNet *m, const real *w) {
-    int C3 = 3 * m->C, K = m->K;
-    real *wt = mallocCheck(sizeof(real) * (size_t)K * C3);
-    for (int c = 0; c < C3; c++)
-        for (int k = 0; k < K; k++) wt[(size_t)k * C3 + c] = w[(size_t)c * K + k];
-    return wt;
-}
-
-// The causal depthwise conv of head h's channels (its q, k and v slices) for the T rows of one
-// sequence (pre at its first row, row stride 3C) into conv [T, 3, D]: conv_t = sum_k w_k
-// pre_{t-(K-1-k)}, taps in order from 0 (the sums of short_conv_forward, so the same bits).
-static void conv_head(const DeltaNet *m, int h, int T, const real *wt, const real *pre, real *conv) {
-    int C = m->C, C3 = 3 * C, D = m->D, K = m->K;
-    for (int t = 0; t < T; t++)
-        for (int p = 0; p < 3; p++) {
-            int c0 = p * C + h * D;
-            real *o = conv + ((size_t)t * 3 + p) * D;
-            for (int d = 0; d < D; d++) o[d] = 0;
-            for (int k = 0; k < K; k++) {
-                int back = K - 1 - k;
-                if (back > t) continue;
-                const real *x = pre + (size_t)(t - back) * C3 + c0, *wk = wt + (size_t)k * C3 + c0;
-                for (int d = 0; d < D; d++) o[d] += wk[d] * x[d];
-            }
-        }
-}
-
-// Its backward on the same channels and rows: dpre (written, not accumulated) from dconv, and
-// the weight's gradient into part [K, 3C] (this sequence's, written), rows in order.
-static void conv_head_backward(const DeltaNet *m, int h, int T, const real *wt, const real *pre, const real *dconv,
-                               real *dpre, real *part) {
-    int C = m->C, C3 = 3 * C, D = m->D, K = m->K;
-    for (int p = 0; p < 3; p++)
-        for (int k = 0; k < K; k++) memset(part + (size_t)k * C3 + p * C + h * D, 0, sizeof(real) * D);
-    for (int t = 0; t < T; t++)
-        for (int p = 0; p < 3; p++) {
-            int c0 = p * C + h * D;
-            real *dx = dpre + (size_t)t * C3 + c0;
-            const real *dy = dconv + (size_t)t * C3 + c0;
-            for (int d = 0; d < D; d++) dx[d] = 0;
-            for (int k = 0; k < K; k++) {
-                int ahead = K - 1 - k;  // conv_{t+ahead} used pre_t with w_k
-                if (t + ahead >= T) continue;
-                const real *dya = dconv + (size_t)(t + ahead) * C3 + c0, *wk = wt + (size_t)k * C3 + c0;
-                for (int d = 0; d < D; d++) dx[d] += wk[d] * dya[d];
-            }
-            for (int k = 0; k < K; k++) {
-                int back = K - 1 - k;
-                if (back > t) continue;
-                const real *x = pre + (size_t)(t - back) * C3 + c0;
-                real *pk = part + (size_t)k * C3 + c0;
-                for (int d = 0; d < D; d++) pk[d] += dy[d] * x[d];
-            }
-        }
 }
 
 // One token's per-head RMSNorm: out = o rstd w; rstd[h] written when rstd_out, else read.
@@ -328,7 +266,7 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **p = io->p;
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
-    real *wt = conv_taps(m, p[P_CONV]);
+    short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
     matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
     if (m->gated) matmul_forward(a[A_Z], io->x, p[P_A], NULL, BT, C, H, m->prec);
     if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
@@ -336,11 +274,9 @@ static void deltanet_forward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        // head h of sequence b's conv and features (its rows are in cache for the kernel right after)
-        real *cv = io->tmp[S_CONV] + (size_t)omp_get_thread_num() * T * 3 * D;
-        conv_head(m, h, T, wt, a[A_PRE] + (size_t)b * T * C3, cv);
+        // head h of sequence b's features (its rows are in cache for the kernel right after)
         for (int r = b * T; r < (b + 1) * T; r++) {
-            features_head(m, h, cv + (size_t)(r - b * T) * 3 * D, D, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+            features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
             a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
             if (!m->gated) continue;
             real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
@@ -353,7 +289,6 @@ static void deltanet_forward(const void *st, MixerIO *io) {
                              a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
                              io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
     }
-    free(wt);
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
         norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 1, io->tmp[S_NRM] + (size_t)r * C);
@@ -397,7 +332,6 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
-    real *wt = conv_taps(m, p[P_CONV]);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
@@ -410,26 +344,17 @@ static void deltanet_backward(const void *st, MixerIO *io) {
                               m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
                               t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
                               m->gated ? t[S_DG] + ob : NULL, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
-        // the L2 norms and SiLU of head h per token (its conv outputs recomputed); beta = sigmoid(z):
-        // dz = dbeta beta (1 - beta)
-        real *cv = t[S_CONV] + (size_t)omp_get_thread_num() * T * 3 * D;
-        conv_head(m, h, T, wt, a[A_PRE] + (size_t)b * T * C3, cv);
+        // the L2 norms and SiLU of head h per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
         for (int r = b * T; r < (b + 1) * T; r++) {
-            features_head_backward(m, h, cv + (size_t)(r - b * T) * 3 * D, D, a[A_QKV] + (size_t)r * C3,
+            features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3,
                                    a[A_RN] + (size_t)r * 2 * H, t[S_DQKV] + (size_t)r * C3);
             real bt = a[A_BETA][(size_t)r * H + h];
             t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
         }
-        // the convolution of head h's channels: dpre, and this sequence's share of dw
-        conv_head_backward(m, h, T, wt, a[A_PRE] + (size_t)b * T * C3, t[S_DQKV] + (size_t)b * T * C3,
-                           t[S_DPRE] + (size_t)b * T * C3, t[S_CPART] + (size_t)b * m->K * C3);
     }
-    free(wt);
-    for (int b = 0; b < B; b++)  // dw: the sequences' shares added in order (thread-count free)
-        for (int c = 0; c < C3; c++)
-            for (int k = 0; k < m->K; k++)
-                g[P_CONV][(size_t)c * m->K + k] += t[S_CPART][((size_t)b * m->K + k) * C3 + c];
-    // the projections into dx
+    // the convolution, then the projections into dx
+    zero_rows(t[S_DPRE], BT, C3);
+    short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
     if (!m->gated) return;
