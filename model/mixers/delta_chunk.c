@@ -4,18 +4,19 @@
 #include <string.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/vmath.h"
 
 int delta_n_states(int T, int L) { return (T + L - 1) / L; }
 
-// Work layout (both passes): S, dS [D, D]; KK, Linv, Tm, P, dP, Gam, QK, dGam [L, L]; W, U, dU,
-// dW, Kd, X [L, D]; gam, c, r, dgam, dc, dr [L]; tmp [max(L, D), D] for the n x D and D x D
-// products (the backward's dTm and dLinv reuse P and dP). The decay's buffers go unused without g.
+// Work layout (both passes): S, dS [D, D]; KK, Linv, Tm, P, dP, Gam, QK, dGam [L, L]; U, dU, E,
+// Z, Kd, X, Kt, Ut [L, D] (Kt, Ut: K and U' transposed, [D, n]); gam, c, r, dgam, dc, dr [L]; tmp
+// [max(L, D), D] for the n x D and D x D products. The decay's buffers go unused without g.
 size_t delta_chunk_work(int D, int L) {
-    return 2 * (size_t)D * D + 8 * (size_t)L * L + 6 * (size_t)L * D + 6 * (size_t)L + (size_t)(L > D ? L : D) * D;
+    return 2 * (size_t)D * D + 8 * (size_t)L * L + 8 * (size_t)L * D + 6 * (size_t)L + (size_t)(L > D ? L : D) * D;
 }
 
 typedef struct {
-    real *S, *dS, *KK, *Linv, *Tm, *P, *dP, *Gam, *QK, *dGam, *W, *U, *dU, *dW, *Kd, *X;
+    real *S, *dS, *KK, *Linv, *Tm, *P, *dP, *Gam, *QK, *dGam, *U, *dU, *E, *Z, *Kd, *X, *Kt, *Ut;
     real *gam, *c, *r, *dgam, *dc, *dr, *tmp;
 } Work;
 
@@ -23,11 +24,49 @@ static Work carve(real *w, int D, int L) {
     size_t DD = (size_t)D * D, LL = (size_t)L * L, LD = (size_t)L * D;
     Work k;
     k.S = w, k.dS = k.S + DD, k.KK = k.dS + DD, k.Linv = k.KK + LL, k.Tm = k.Linv + LL, k.P = k.Tm + LL;
-    k.dP = k.P + LL, k.Gam = k.dP + LL, k.QK = k.Gam + LL, k.dGam = k.QK + LL, k.W = k.dGam + LL;
-    k.U = k.W + LD, k.dU = k.U + LD, k.dW = k.dU + LD, k.Kd = k.dW + LD, k.X = k.Kd + LD;
-    k.gam = k.X + LD, k.c = k.gam + L, k.r = k.c + L, k.dgam = k.r + L, k.dc = k.dgam + L, k.dr = k.dc + L;
+    k.dP = k.P + LL, k.Gam = k.dP + LL, k.QK = k.Gam + LL, k.dGam = k.QK + LL, k.U = k.dGam + LL;
+    k.dU = k.U + LD, k.E = k.dU + LD, k.Z = k.E + LD, k.Kd = k.Z + LD, k.X = k.Kd + LD;
+    k.Kt = k.X + LD, k.Ut = k.Kt + LD, k.gam = k.Ut + LD, k.c = k.gam + L, k.r = k.c + L, k.dgam = k.r + L,
+    k.dc = k.dgam + L, k.dr = k.dc + L;
     k.tmp = k.dr + L;
     return k;
+}
+
+// Products with a triangular n x n factor, in row blocks of RB, each block's inner dimension cut
+// to where the factor is nonzero. Only exact zeros are left out of each element's sum (an FMA
+// chain in the fixed order of gemm.h), so the bits are those of the full product.
+#define RB 16
+// C [n, N] (=, or += with beta 1) A B, A [n, n] lower-triangular (row i zero past column i).
+static void mm_lower_a(int n, int N, const real *A, int lda, const real *B, int ldb, real beta, real *C, int ldc) {
+    for (int r0 = 0; r0 < n; r0 += RB) {
+        int r1 = r0 + RB < n ? r0 + RB : n;
+        gemm_serial(0, 0, r1 - r0, N, r1, A + (size_t)r0 * lda, lda, B, ldb, beta, C + (size_t)r0 * ldc, ldc);
+    }
+}
+// C [n, N] (=, +=) A^T B, A [n, n] lower-triangular (so row i of A^T is zero before column i).
+static void mm_lower_at(int n, int N, const real *A, int lda, const real *B, int ldb, real beta, real *C, int ldc) {
+    for (int r0 = 0; r0 < n; r0 += RB) {
+        int r1 = r0 + RB < n ? r0 + RB : n;
+        gemm_serial(1, 0, r1 - r0, N, n - r0, A + (size_t)r0 * lda + r0, lda, B + (size_t)r0 * ldb, ldb, beta,
+                    C + (size_t)r0 * ldc, ldc);
+    }
+}
+// The lower triangle (diagonal in) of C [n, n] = A B^T (A, B [n, K]) from Bt = B^T [K, n]; in each
+// row block the columns up to the block's last row come out, the rest of C is left alone.
+static void mm_lower_c(int n, int K, const real *A, int lda, const real *Bt, real *C) {
+    for (int r0 = 0; r0 < n; r0 += RB) {
+        int r1 = r0 + RB < n ? r0 + RB : n;
+        gemm_serial(0, 0, r1 - r0, r1, K, A + (size_t)r0 * lda, lda, Bt, n, 0, C + (size_t)r0 * n, n);
+    }
+}
+
+// xt [D, n] = x^T (x [n, D], row stride ldx).
+static void transpose(int n, int D, const real *x, int ldx, real *xt) {
+    for (int i0 = 0; i0 < n; i0 += 16) {  // 16 rows of x at a time (in L1), written a column at a time
+        int i1 = i0 + 16 < n ? i0 + 16 : n;
+        for (int d = 0; d < D; d++)
+            for (int i = i0; i < i1; i++) xt[(size_t)d * n + i] = x[(size_t)i * ldx + d];
+    }
 }
 
 // The chunk's decays from its n log-decays g (stride ldg): gam_i = g_0 + ... + g_i, summed from
@@ -37,47 +76,72 @@ static Work carve(real *w, int D, int L) {
 // nothing overflows at any length. Kd = diag(c) K.
 static void decays(const Work *w, int n, int D, const real *g, int ldg, const real *k, int ldk) {
     for (int i = 0; i < n; i++) w->gam[i] = (i ? w->gam[i - 1] : 0) + g[(size_t)i * ldg];
+    const real *gm = w->gam;
     for (int i = 0; i < n; i++) {
-        w->c[i] = expr(w->gam[i]), w->r[i] = expr(w->gam[n - 1] - w->gam[i]);
-        for (int j = 0; j < n; j++) w->Gam[(size_t)i * n + j] = j <= i ? expr(w->gam[i] - w->gam[j]) : 0;
+        w->c[i] = vexpr_nonpos(gm[i]), w->r[i] = vexpr_nonpos(gm[n - 1] - gm[i]);
+        real *gi = w->Gam + (size_t)i * n;
+#pragma omp simd
+        for (int j = 0; j <= i; j++) gi[j] = vexpr_nonpos(gm[i] - gm[j]);
+        for (int j = i + 1; j < n; j++) gi[j] = 0;
         for (int d = 0; d < D; d++) w->Kd[(size_t)i * D + d] = w->c[i] * k[(size_t)i * ldk + d];
     }
-}
-
-// The chunk's n rows (k, v, beta at the chunk's start): KK = K K^T, then by forward substitution
-// Linv = (I + A)^{-1} with A_ij = beta_i k_i . k_j (times Gam_ij with a decay) below the diagonal
-// (unit lower-triangular, so row i needs only the rows above it: Linv_ij = [i == j] - sum_{j <= l
-// < i} A_il Linv_lj), then Tm = Linv diag(beta), W = Tm Kd (Kd = K without a decay), U = Tm V.
-// Everything above the diagonal is zero.
-static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *kd, int ldkd, const real *v,
-                         int ldv, const real *beta, int ldb, int decay) {
-    gemm_serial(0, 1, n, n, D, k, ldk, k, ldk, 0, w->KK, n);
-    for (int i = 0; i < n; i++) {
-        real *li = w->Linv + (size_t)i * n, bi = beta[(size_t)i * ldb];
-        for (int j = 0; j < n; j++) li[j] = i == j;
-        for (int l = 0; l < i; l++) {
-            real a = bi * w->KK[(size_t)i * n + l];  // A_il
-            if (decay) a *= w->Gam[(size_t)i * n + l];
-            const real *ll = w->Linv + (size_t)l * n;
-            for (int j = 0; j <= l; j++) li[j] -= a * ll[j];
-        }
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) w->Tm[(size_t)i * n + j] = w->Linv[(size_t)i * n + j] * beta[(size_t)j * ldb];
-    gemm_serial(0, 0, n, D, n, w->Tm, n, kd, ldkd, 0, w->W, D);
-    gemm_serial(0, 0, n, D, n, w->Tm, n, v, ldv, 0, w->U, D);
-}
-
-// U' = U - W S0 in U (the pseudo-values u_t of the chunk).
-static void pseudo_values(const Work *w, int n, int D, const real *S0) {
-    gemm_serial(0, 0, n, D, D, w->W, D, S0, D, 0, w->tmp, D);
-    for (int i = 0; i < n * D; i++) w->U[i] -= w->tmp[i];
 }
 
 // A[n, n] keeps its lower triangle with the diagonal, 0 above.
 static void causal_mask(real *A, int n) {
     for (int r = 0; r < n; r++)
         for (int c = r + 1; c < n; c++) A[(size_t)r * n + c] = 0;
+}
+
+// Columns j0 .. j0 + nb of row i of the forward substitution (below): li = e_i - sum_l a_l Linv_l
+// over the rows l = j0 .. i - 1, the FMAs in order of l; nb a constant at the fast call sites.
+static inline void subst_block(int nb, int i, int j0, int n, const real *arow, const real *Linv, real *li) {
+    real acc[64];
+    for (int t = 0; t < nb; t++) acc[t] = j0 + t == i;
+    for (int l = j0; l < i; l++) {
+        const real *ll = Linv + (size_t)l * n + j0, a = arow[l];
+        for (int t = 0; t < nb; t++) acc[t] -= a * ll[t];
+    }
+    for (int t = 0; t < nb; t++) li[j0 + t] = acc[t];
+}
+
+// The chunk's n rows (k, v, beta at the chunk's start; entering with state S0, NULL when zero):
+// KK = K K^T (lower triangle), then by forward substitution Linv = (I + A)^{-1} with A_ij = beta_i
+// k_i . k_j (times Gam_ij with a decay) below the diagonal (unit lower-triangular, so row i needs
+// only the rows above it: Linv_i = e_i - sum_{l < i} A_il Linv_l, whole rows, zero past the
+// diagonal), Tm = Linv diag(beta); the effective values E = V - Kd S0 (Kd = K without a decay;
+// E = V itself when S0 = 0: then *e, *lde point at V) and the pseudo-values U' = Tm E into U.
+static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *kd, int ldkd, const real *v,
+                         int ldv, const real *beta, int ldb, int decay, const real *S0, const real **e, int *lde) {
+    transpose(n, D, k, ldk, w->Kt);
+    mm_lower_c(n, D, k, ldk, w->Kt, w->KK);
+    real *arow = w->Tm;  // row i of A, before Tm is written
+    for (int i = 0; i < n; i++) {
+        real *li = w->Linv + (size_t)i * n, bi = beta[(size_t)i * ldb];
+        for (int l = 0; l < i; l++) arow[l] = bi * w->KK[(size_t)i * n + l] * (decay ? w->Gam[(size_t)i * n + l] : 1);
+        // row i, columns j0.. in blocks of 64, 16 or what is left, each held in registers and
+        // summed from the block's first row on (the rows above add exact zeros to it); past the
+        // diagonal the row is zero
+        for (int j0 = 0; j0 < n;) {
+            int nb = n - j0 >= 64 ? 64 : n - j0 >= 16 ? 16 : n - j0;
+            if (j0 > i) nb = n - j0, memset(li + j0, 0, sizeof(real) * nb);
+            else if (nb == 64) subst_block(64, i, j0, n, arow, w->Linv, li);
+            else if (nb == 16) subst_block(16, i, j0, n, arow, w->Linv, li);
+            else subst_block(nb, i, j0, n, arow, w->Linv, li);
+            j0 += nb;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) w->Tm[(size_t)i * n + j] = w->Linv[(size_t)i * n + j] * beta[(size_t)j * ldb];
+    if (S0) {
+        gemm_serial(0, 0, n, D, D, kd, ldkd, S0, D, 0, w->E, D);
+        for (int i = 0; i < n; i++)
+            for (int d = 0; d < D; d++) w->E[(size_t)i * D + d] = v[(size_t)i * ldv + d] - w->E[(size_t)i * D + d];
+        *e = w->E, *lde = D;
+    } else {
+        *e = v, *lde = ldv;
+    }
+    mm_lower_a(n, D, w->Tm, n, *e, *lde, 0, w->U, D);
 }
 
 // dst_i += s_i src_i for n rows of D (src [n, D] dense), and ds_i = src_i . y_i when ds: the
@@ -94,27 +158,32 @@ static void add_scaled_rows(int n, int D, const real *s, const real *src, real *
     }
 }
 
+// The first chunk enters with S0 = 0 and the last leaves with dS = 0: the products with them are
+// left out (and their consumers), as is dS0 for the first chunk, which nothing reads.
 void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
                           const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work) {
     Work w = carve(work, D, L);
     memset(w.S, 0, sizeof(real) * D * D);
     for (int t0 = 0, c = 0; t0 < T; t0 += L, c++) {
         int n = T - t0 < L ? T - t0 : L;
-        const real *q = Q + (size_t)t0 * ldq, *k = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv;
+        const real *q = Q + (size_t)t0 * ldq, *k = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv, *e;
         real *o = O + (size_t)t0 * ldo;
-        memcpy(states + (size_t)c * D * D, w.S, sizeof(real) * D * D);
+        int lde;
+        if (c) memcpy(states + (size_t)c * D * D, w.S, sizeof(real) * D * D);
         if (g) decays(&w, n, D, g + (size_t)t0 * ldg, ldg, k, ldk);
-        ut_transform(&w, n, D, k, ldk, g ? w.Kd : k, g ? D : ldk, v, ldv, beta + (size_t)t0 * ldb, ldb, g != NULL);
-        pseudo_values(&w, n, D, w.S);
-        gemm_serial(0, 0, n, D, D, q, ldq, w.S, D, 0, o, ldo);  // from the state: diag(c) Q S0
-        if (g)
-            for (int i = 0; i < n; i++)
-                for (int d = 0; d < D; d++) o[(size_t)i * ldo + d] *= w.c[i];
-        gemm_serial(0, 1, n, n, D, q, ldq, k, ldk, 0, w.P, n);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
+        ut_transform(&w, n, D, k, ldk, g ? w.Kd : k, g ? D : ldk, v, ldv, beta + (size_t)t0 * ldb, ldb, g != NULL,
+                     c ? w.S : NULL, &e, &lde);
+        if (c) {  // from the state: diag(c) Q S0
+            gemm_serial(0, 0, n, D, D, q, ldq, w.S, D, 0, o, ldo);
+            if (g)
+                for (int i = 0; i < n; i++)
+                    for (int d = 0; d < D; d++) o[(size_t)i * ldo + d] *= w.c[i];
+        }
+        mm_lower_c(n, D, q, ldq, w.Kt, w.P);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
         causal_mask(w.P, n);
         if (g)
             for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
-        gemm_serial(0, 0, n, D, n, w.P, n, w.U, D, 1, o, ldo);
+        mm_lower_a(n, D, w.P, n, w.U, D, c ? 1 : 0, o, ldo);
         if (t0 + n >= T) continue;
         if (g) {  // S1 = c_{n-1} S0 + K^T diag(r) U'
             for (int i = 0; i < D * D; i++) w.S[i] *= w.c[n - 1];
@@ -131,10 +200,11 @@ void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const rea
 // (without a decay read c = r = Gam = 1 and drop the lines on them):
 //   dU' = P^T dO + diag(r) K dS                  (P = Q K^T ⊙ Gam ⊙ M)
 //   dQ += diag(c) dO S0^T + (dO U'^T ⊙ M ⊙ Gam) K;  dK += (dO U'^T ⊙ M ⊙ Gam)^T Q + diag(r) U' dS^T
-//   dS0 = c_{n-1} dS + Q^T diag(c) dO - W^T dU'  (S0 enters O, S1 and U' = U - W S0)
-//   dW = -dU' S0^T;  U = Tm V: dV += Tm^T dU';  W = Tm diag(c) K: dK += diag(c) Tm^T dW
-//   dTm = dU' V^T + dW (diag(c) K)^T;  Tm = Linv diag(beta): dbeta_j += sum_i dTm_ij Linv_ij, dLinv = dTm diag(beta)
-//   Linv = (I + A)^{-1}: dA = -Linv^T dLinv Linv^T, kept below the diagonal (A's support)
+//   dS0 = c_{n-1} dS + Q^T diag(c) dO - Kd^T Y   (S0 enters O, S1 and E = V - Kd S0)
+// Through U' = Tm E = Linv diag(beta) E, with Z = Linv^T dU' and Y = diag(beta) Z = dE:
+//   dbeta_j += E_j . Z_j;  dV += Y;  dKd = -Y S0^T: dK += diag(c) dKd (and dc);
+//   Linv = (I + A)^{-1}, dLinv = dU' (diag(beta) E)^T: dA = -Linv^T dLinv Linv^T = -Z U'^T, kept
+//   below the diagonal (A's support; the rest of dLinv, above the diagonal, adds nothing there)
 //   A_ij = beta_i k_i . k_j Gam_ij (i > j): dbeta_i += sum_j dA_ij k_i . k_j Gam_ij; with
 //   H = diag(beta) dA ⊙ Gam, dK += H K + H^T K.
 // The decays: dc, dr, dc_{n-1} and dGam (from P and A) gather into dgam (c_i = exp(gam_i): dgam_i
@@ -147,113 +217,122 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
     memset(w.dS, 0, sizeof(real) * D * D);
     int last = (T - 1) / L * L;
     for (int t0 = last, c = last / L; t0 >= 0; t0 -= L, c--) {
-        int n = T - t0 < L ? T - t0 : L;
+        int n = T - t0 < L ? T - t0 : L, lde, ds = t0 != last;  // ds: dS nonzero; c: S0 nonzero, dS0 read
         size_t oq = (size_t)t0 * ldq, ok = (size_t)t0 * ldk, ov = (size_t)t0 * ldv, ob = (size_t)t0 * ldb;
-        const real *q = Q + oq, *k = K + ok, *v = V + ov, *b = beta + ob, *dout = dO + (size_t)t0 * lddo;
-        const real *S0 = states + (size_t)c * D * D;
+        const real *q = Q + oq, *k = K + ok, *v = V + ov, *b = beta + ob, *dout = dO + (size_t)t0 * lddo, *e;
+        const real *S0 = states + (size_t)c * D * D, *kd = g ? w.Kd : k;
         real *dq = dQ + oq, *dk = dK + ok, *dv = dV + ov, *db = dbeta + ob;
+        int ldkd = g ? D : ldk;
         if (g) {
             decays(&w, n, D, g + (size_t)t0 * ldg, ldg, k, ldk);
             for (int i = 0; i < n; i++) w.dc[i] = w.dr[i] = 0;
             for (int i = 0; i < n * n; i++) w.dGam[i] = 0;
         }
-        ut_transform(&w, n, D, k, ldk, g ? w.Kd : k, g ? D : ldk, v, ldv, b, ldb, g != NULL);
-        pseudo_values(&w, n, D, S0);
-        gemm_serial(0, 1, n, n, D, q, ldq, k, ldk, 0, w.P, n);
+        ut_transform(&w, n, D, k, ldk, kd, ldkd, v, ldv, b, ldb, g != NULL, c ? S0 : NULL, &e, &lde);
+        mm_lower_c(n, D, q, ldq, w.Kt, w.P);
         causal_mask(w.P, n);
         if (g) {
             memcpy(w.QK, w.P, sizeof(real) * n * n);
             for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
         }
         // dU' = P^T dO + diag(r) K dS
-        gemm_serial(1, 0, n, D, n, w.P, n, dout, lddo, 0, w.dU, D);
-        if (g) {
+        mm_lower_at(n, D, w.P, n, dout, lddo, 0, w.dU, D);
+        if (ds && g) {
             gemm_serial(0, 0, n, D, D, k, ldk, w.dS, D, 0, w.X, D);
             add_scaled_rows(n, D, w.r, w.X, w.dU, D, NULL, 0, NULL);
-        } else {
+        } else if (ds) {
             gemm_serial(0, 0, n, D, D, k, ldk, w.dS, D, 1, w.dU, D);
         }
         // dQ, dK through O = diag(c) Q S0 + P U' and S1 = c_{n-1} S0 + K^T diag(r) U'
-        if (g) {
+        if (c && g) {
             gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 0, w.X, D);
             add_scaled_rows(n, D, w.c, w.X, dq, ldq, q, ldq, w.dc);
-        } else {
+        } else if (c) {
             gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 1, dq, ldq);
         }
-        gemm_serial(0, 1, n, n, D, dout, lddo, w.U, D, 0, w.dP, n);
+        transpose(n, D, w.U, D, w.Ut);
+        mm_lower_c(n, D, dout, lddo, w.Ut, w.dP);
         causal_mask(w.dP, n);
         if (g)
             for (int i = 0; i < n * n; i++) w.dGam[i] = w.dP[i] * w.QK[i], w.dP[i] *= w.Gam[i];
-        gemm_serial(0, 0, n, D, n, w.dP, n, k, ldk, 1, dq, ldq);
-        gemm_serial(1, 0, n, D, n, w.dP, n, q, ldq, 1, dk, ldk);
+        mm_lower_a(n, D, w.dP, n, k, ldk, 1, dq, ldq);
+        mm_lower_at(n, D, w.dP, n, q, ldq, 1, dk, ldk);
         real dc_last = 0;
-        if (g) {
+        if (ds && g) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 0, w.X, D);
             add_scaled_rows(n, D, w.r, w.X, dk, ldk, k, ldk, w.dr);
-            for (int i = 0; i < D * D; i++) dc_last += S0[i] * w.dS[i], w.dS[i] *= w.c[n - 1];
-            for (int i = 0; i < n; i++)
-                for (int d = 0; d < D; d++) w.X[(size_t)i * D + d] = w.c[i] * dout[(size_t)i * lddo + d];
-            gemm_serial(1, 0, D, D, n, q, ldq, w.X, D, 1, w.dS, D);
-        } else {
+            for (int i = 0; c && i < D * D; i++) dc_last += S0[i] * w.dS[i];
+        } else if (ds) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 1, dk, ldk);
-            gemm_serial(1, 0, D, D, n, q, ldq, dout, lddo, 1, w.dS, D);
         }
-        // dS0 = c_{n-1} dS + Q^T diag(c) dO - W^T dU' (dS is read above for the last time)
-        gemm_serial(1, 0, D, D, n, w.W, D, w.dU, D, 0, w.tmp, D);
-        for (int i = 0; i < D * D; i++) w.dS[i] -= w.tmp[i];
-        // dW = -dU' S0^T
-        gemm_serial(0, 1, n, D, D, w.dU, D, S0, D, 0, w.dW, D);
-        for (int i = 0; i < n * D; i++) w.dW[i] = -w.dW[i];
-        // through U = Tm V and W = Tm diag(c) K
-        gemm_serial(1, 0, n, D, n, w.Tm, n, w.dU, D, 1, dv, ldv);
-        if (g) {
-            gemm_serial(1, 0, n, D, n, w.Tm, n, w.dW, D, 0, w.X, D);
-            add_scaled_rows(n, D, w.c, w.X, dk, ldk, k, ldk, w.dc);
-        } else {
-            gemm_serial(1, 0, n, D, n, w.Tm, n, w.dW, D, 1, dk, ldk);
+        if (c) {  // dS0 = c_{n-1} dS + Q^T diag(c) dO, less Kd^T Y below
+            if (g) {
+                for (int i = 0; i < D * D; i++) w.dS[i] *= w.c[n - 1];
+                for (int i = 0; i < n; i++)
+                    for (int d = 0; d < D; d++) w.X[(size_t)i * D + d] = w.c[i] * dout[(size_t)i * lddo + d];
+                gemm_serial(1, 0, D, D, n, q, ldq, w.X, D, 1, w.dS, D);
+            } else {
+                gemm_serial(1, 0, D, D, n, q, ldq, dout, lddo, 1, w.dS, D);
+            }
         }
-        real *dTm = w.P, *dLinv = w.dP;  // P and dP are done with
-        gemm_serial(0, 1, n, n, D, w.dU, D, v, ldv, 0, dTm, n);
-        gemm_serial(0, 1, n, n, D, w.dW, D, g ? w.Kd : k, g ? D : ldk, 1, dTm, n);
-        // Tm = Linv diag(beta) (lower with the diagonal)
+        // Z = Linv^T dU'; dbeta_j += E_j . Z_j; dA = -Z U'^T below the diagonal (into dP's place)
+        mm_lower_at(n, D, w.Linv, n, w.dU, D, 0, w.Z, D);
         for (int j = 0; j < n; j++) {
             real s = 0;
-            for (int i = j; i < n; i++) s += dTm[(size_t)i * n + j] * w.Linv[(size_t)i * n + j];
+            for (int d = 0; d < D; d++) s += e[(size_t)j * lde + d] * w.Z[(size_t)j * D + d];
             db[(size_t)j * ldb] += s;
         }
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++)
-                dLinv[(size_t)i * n + j] = j <= i ? dTm[(size_t)i * n + j] * b[(size_t)j * ldb] : 0;
-        // dA = -Linv^T dLinv Linv^T: X = Linv^T dLinv into dTm's place, then dA = X Linv^T into Tm's
-        real *X = dTm, *dA = w.Tm;
-        gemm_serial(1, 0, n, n, n, w.Linv, n, dLinv, n, 0, X, n);
-        gemm_serial(0, 1, n, n, n, X, n, w.Linv, n, 0, dA, n);
-        // A_ij = beta_i k_i . k_j Gam_ij below the diagonal; H = diag(beta) (-dA) ⊙ Gam there, 0 elsewhere
-        real *H = dLinv;
-        for (int i = 0; i < n; i++) {
-            real s = 0, bi = b[(size_t)i * ldb];
-            for (int j = 0; j < n; j++) {
-                size_t ij = (size_t)i * n + j;
-                real e = j < i ? -dA[ij] : 0;
-                if (g) {
-                    w.dGam[ij] += bi * e * w.KK[ij];
-                    e *= w.Gam[ij];
-                }
-                s += e * w.KK[ij];
-                H[ij] = bi * e;
+        real *mA = w.dP;  // Z U'^T = -dA
+        mm_lower_c(n, D, w.Z, D, w.Ut, mA);
+        // Z becomes -Y = -diag(beta) Z: dV += Y, dKd = -Y S0^T, dS0 += Kd^T (-Y)
+        for (int j = 0; j < n; j++)
+            for (int d = 0; d < D; d++) w.Z[(size_t)j * D + d] *= -b[(size_t)j * ldb];
+        for (int j = 0; j < n; j++)
+            for (int d = 0; d < D; d++) dv[(size_t)j * ldv + d] -= w.Z[(size_t)j * D + d];
+        if (c) {
+            if (g) {
+                gemm_serial(0, 1, n, D, D, w.Z, D, S0, D, 0, w.X, D);
+                add_scaled_rows(n, D, w.c, w.X, dk, ldk, k, ldk, w.dc);
+            } else {
+                gemm_serial(0, 1, n, D, D, w.Z, D, S0, D, 1, dk, ldk);
             }
+            gemm_serial(1, 0, D, D, n, kd, ldkd, w.Z, D, 1, w.dS, D);
+        }
+        // A_ij = beta_i k_i . k_j Gam_ij below the diagonal; H = diag(beta) dA ⊙ Gam there, 0 elsewhere
+        real *H = w.Tm;                // Tm is done with
+        for (int i = 0; i < n; i++) {  // (KK and mA hold only their lower triangles)
+            real s = 0, bi = b[(size_t)i * ldb];
+            for (int j = 0; j < i; j++) {
+                size_t ij = (size_t)i * n + j;
+                real e_ = -mA[ij];
+                if (g) {
+                    w.dGam[ij] += bi * e_ * w.KK[ij];
+                    e_ *= w.Gam[ij];
+                }
+                s += e_ * w.KK[ij];
+                H[ij] = bi * e_;
+            }
+            for (int j = i; j < n; j++) H[(size_t)i * n + j] = 0;
             db[(size_t)i * ldb] += s;
         }
-        gemm_serial(0, 0, n, D, n, H, n, k, ldk, 1, dk, ldk);
-        gemm_serial(1, 0, n, D, n, H, n, k, ldk, 1, dk, ldk);
+        mm_lower_a(n, D, H, n, k, ldk, 1, dk, ldk);
+        mm_lower_at(n, D, H, n, k, ldk, 1, dk, ldk);
         if (!g) continue;
         // the decays into dgam, then dg by the reverse cumulative sum
         for (int i = 0; i < n; i++) w.dgam[i] = w.c[i] * w.dc[i] - w.r[i] * w.dr[i];
-        for (int i = 0; i < n; i++)
+        real *col = w.dc;  // dc is read: the column sums of dGam ⊙ Gam, built a row at a time
+        for (int j = 0; j < n; j++) col[j] = 0;
+        for (int i = 0; i < n; i++) {
+            const real *dGi = w.dGam + (size_t)i * n, *Gi = w.Gam + (size_t)i * n;
+            real s = 0;
+#pragma omp simd reduction(+ : s)
             for (int j = 0; j < i; j++) {
-                real e = w.dGam[(size_t)i * n + j] * w.Gam[(size_t)i * n + j];
-                w.dgam[i] += e, w.dgam[j] -= e;
+                real e_ = dGi[j] * Gi[j];
+                s += e_, col[j] += e_;
             }
+            w.dgam[i] += s;
+        }
+        for (int j = 0; j < n; j++) w.dgam[j] -= col[j];
         real dlast = w.c[n - 1] * dc_last;
         for (int j = 0; j < n; j++) dlast += w.r[j] * w.dr[j];
         w.dgam[n - 1] += dlast;

@@ -10,7 +10,8 @@
 // so with Tm = (I + tril(diag(beta) K K^T, -1))^{-1} diag(beta) (the inverse by forward
 // substitution), W = Tm K and U = Tm V:
 //   U' = U - W S0,   O = Q S0 + (Q K^T ⊙ M) U',   S1 = S0 + K^T U'      (M: causal, diagonal in)
-// all n x n and n x D matmuls. Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv 2412.06464)
+// all n x n and n x D matmuls (U' computed as Tm (V - K S0), so W is never formed; the triangular
+// factors' zero halves are skipped, and so are the products with S0 = 0 in the first chunk). Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv 2412.06464)
 // adds a decay alpha_t = exp(g_t) in (0, 1]: S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} +
 // beta_t k_t v_t^T. With gam_i = g_0 + ... + g_i summed from the chunk's start, c_i = exp(gam_i),
 // Gam_ij = exp(gam_i - gam_j) (j <= i) and r_j = exp(gam_{n-1} - gam_j), the same form holds with
@@ -33,12 +34,13 @@ int delta_n_states(int T, int L);
 size_t delta_chunk_work(int D, int L);
 
 // O (row stride ldo) from Q, K, V (row strides ldq, ldk, ldv) and beta (stride ldb); writes the
-// state entering each chunk to states [delta_n_states(T, L), D, D] for the backward.
+// state entering each chunk to states [delta_n_states(T, L), D, D] for the backward (but the
+// first, which is zero: neither pass touches states[0]).
 void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
                          const real *beta, int ldb, real *O, int ldo, real *states, real *work);
 
 // Given dO, ACCUMULATES dQ, dK, dV (layouts of Q, K, V) and dbeta (stride ldb), reading the states
-// the forward saved; each chunk's Tm, W, U are recomputed. One pass in reverse time carrying
+// the forward saved; each chunk's Tm and U' are recomputed. One pass in reverse time carrying
 // dS = dLoss/dS at the chunk's end.
 void delta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
                           const real *beta, int ldb, const real *states, const real *dO, int lddo, real *dQ, real *dK,

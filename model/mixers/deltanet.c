@@ -173,6 +173,13 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     }
 }
 
+// x [rows, n] = 0, the rows split between the threads (a serial memset of the layer's largest
+// buffers was a visible part of the backward).
+static void zero_rows(real *x, int rows, int n) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) memset(x + (size_t)r * n, 0, sizeof(real) * n);
+}
+
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
 
 // torch's softplus (threshold 20: the identity above), as fla's F.softplus.
@@ -184,36 +191,49 @@ static real log_decay(real z, real A_log) { return -expr(A_log) * softplusr(z); 
 // ---------------------------------------------------------------------------------------------
 // Pieces shared by forward, backward and step, one token at a time.
 
-// One token: from its conv output c [3C], the kernel's inputs qkv [3C] (SiLU, then per head q and
-// k L2-normalised, q scaled) and rn [2H] (1/norm of head h's q at h, of its k at H + h).
-static void features_token(const DeltaNet *m, const real *c, real *qkv, real *rn) {
+// One token and head h: from its conv output c [3C], head h's slices of the kernel's inputs qkv
+// [3C] (SiLU, then q and k L2-normalised, q scaled) and rn [2H] (1/norm of its q at h, of its k
+// at H + h).
+static void features_head(const DeltaNet *m, int h, const real *c, real *qkv, real *rn) {
     int C = m->C, H = m->H, D = m->D;
-    for (int i = 0; i < 3 * C; i++) qkv[i] = c[i] * sigmoidr(c[i]);
-    for (int p = 0; p < 2; p++)  // q, then k
-        for (int h = 0; h < H; h++) {
-            real *x = qkv + p * C + h * D, ss = 0;
-            for (int d = 0; d < D; d++) ss += x[d] * x[d];
-            real r = 1 / sqrtr(ss + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
-            rn[p * H + h] = r;
-            for (int d = 0; d < D; d++) x[d] *= f;
-        }
+    for (int p = 0; p < 3; p++) {  // q, k, v
+        const real *cp = c + p * C + h * D;
+        real *x = qkv + p * C + h * D;
+#pragma omp simd
+        for (int d = 0; d < D; d++) x[d] = cp[d] * sigmoidr(cp[d]);
+        if (p == 2) break;
+        real ss = 0;
+        for (int d = 0; d < D; d++) ss += x[d] * x[d];
+        real r = 1 / sqrtr(ss + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
+        rn[p * H + h] = r;
+        for (int d = 0; d < D; d++) x[d] *= f;
+    }
 }
 
-// Its backward: dqkv [3C] in place from d(kernel inputs) to d(conv output) c.
-static void features_token_backward(const DeltaNet *m, const real *c, const real *qkv, const real *rn, real *dqkv) {
+// All heads of one token (generation).
+static void features_token(const DeltaNet *m, const real *c, real *qkv, real *rn) {
+    for (int h = 0; h < m->H; h++) features_head(m, h, c, qkv, rn);
+}
+
+// Its backward: head h's slices of dqkv [3C] in place from d(kernel inputs) to d(conv output) c.
+static void features_head_backward(const DeltaNet *m, int h, const real *c, const real *qkv, const real *rn, real *dqkv) {
     int C = m->C, H = m->H, D = m->D;
     // y = x r (r = (|x|^2 + eps)^-1/2): dx = r (dy - y (y . dy)); q's saved value is scale y
-    for (int p = 0; p < 2; p++)
-        for (int h = 0; h < H; h++) {
-            const real *y = qkv + p * C + h * D;
-            real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1, dot = 0;
-            for (int d = 0; d < D; d++) dot += y[d] * dy[d];  // = (y/s) . (s dy)
-            real r = rn[p * H + h];
-            for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
+    for (int p = 0; p < 2; p++) {
+        const real *y = qkv + p * C + h * D;
+        real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1, dot = 0;
+        for (int d = 0; d < D; d++) dot += y[d] * dy[d];  // = (y/s) . (s dy)
+        real r = rn[p * H + h];
+        for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
+    }
+    for (int p = 0; p < 3; p++) {  // SiLU'(c) = sigma(c) (1 + c (1 - sigma(c)))
+        const real *cp = c + p * C + h * D;
+        real *dp = dqkv + p * C + h * D;
+#pragma omp simd
+        for (int d = 0; d < D; d++) {
+            real sg = sigmoidr(cp[d]);
+            dp[d] *= sg * (1 + cp[d] * (1 - sg));
         }
-    for (int i = 0; i < 3 * C; i++) {  // SiLU'(c) = sigma(c) (1 + c (1 - sigma(c)))
-        real sg = sigmoidr(c[i]);
-        dqkv[i] *= sg * (1 + c[i] * (1 - sg));
     }
 }
 
@@ -235,6 +255,7 @@ static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rs
 
 // Gated DeltaNet's output gate on one token, in place: u *= SiLU(gpre).
 static void gate_token(const DeltaNet *m, const real *gpre, real *u) {
+#pragma omp simd
     for (int i = 0; i < m->C; i++) u[i] *= gpre[i] * sigmoidr(gpre[i]);
 }
 
@@ -249,20 +270,19 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
     if (m->gated) matmul_forward(a[A_Z], io->x, p[P_A], NULL, BT, C, H, m->prec);
     if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        features_token(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
-        for (int h = 0; h < H; h++) a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
-        for (int h = 0; m->gated && h < H; h++) {  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
-            real *z = a[A_Z] + (size_t)r * H + h;
-            *z += p[P_DT][h];
-            a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
-        }
-    }
     int ns = delta_n_states(T, m->L);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
+        // head h of sequence b's features (its rows are in cache for the kernel right after)
+        for (int r = b * T; r < (b + 1) * T; r++) {
+            features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+            a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
+            if (!m->gated) continue;
+            real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
+            *z += p[P_DT][h];
+            a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
+        }
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl, H,
@@ -297,10 +317,10 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         memcpy(u + (size_t)r * C, t[S_NRM] + (size_t)r * C, sizeof(real) * C);
         gate_token(m, a[A_GPRE] + (size_t)r * C, u + (size_t)r * C);
     }
-    memset(t[S_DNRM], 0, sizeof(real) * BT * C);
+    zero_rows(t[S_DNRM], BT, C);
     matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, u, p[P_O], BT, C, C, m->prec);
     if (m->gate) {  // u = n SiLU(c): dc = du n SiLU'(c), dn = du SiLU(c)
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < (size_t)BT * C; i++) {
             real c = a[A_GPRE][i], sg = sigmoidr(c), du = t[S_DNRM][i];
             t[S_DGATE][i] = du * t[S_NRM][i] * sg * (1 + c * (1 - sg));
@@ -309,7 +329,6 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     }
     norm_backward(m, io);
     // the delta rule, chunked, in reverse time
-    memset(t[S_DQKV], 0, sizeof(real) * BT * C3);
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
@@ -319,23 +338,22 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
+        for (int r = 0; r < T; r++)  // this task's slices of dqkv, which the kernel accumulates into
+            for (int p3 = 0; p3 < 3; p3++) memset(dq + (size_t)r * C3 + p3 * C, 0, sizeof(real) * D);
         gdelta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
                               m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
                               t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
                               m->gated ? t[S_DG] + ob : NULL, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
-    }
-    // the L2 norms and SiLU per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        features_token_backward(m, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
-                                t[S_DQKV] + (size_t)r * C3);
-        for (int h = 0; h < H; h++) {
+        // the L2 norms and SiLU of head h per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
+        for (int r = b * T; r < (b + 1) * T; r++) {
+            features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3,
+                                   a[A_RN] + (size_t)r * 2 * H, t[S_DQKV] + (size_t)r * C3);
             real bt = a[A_BETA][(size_t)r * H + h];
             t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
         }
     }
     // the convolution, then the projections into dx
-    memset(t[S_DPRE], 0, sizeof(real) * BT * C3);
+    zero_rows(t[S_DPRE], BT, C3);
     short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
