@@ -1,0 +1,184 @@
+#include "model/mixers/based_chunk.h"
+
+#include <math.h>
+
+#include "model/kernels/gemm.h"
+
+int based_phi_width(int d) { return 1 + d + d * d; }
+
+// phi's two scales: d^(-1/4) on x, 1 / (sqrt(2) sqrt(d)) on x x^T.
+static real scale1(int d) { return (real)(1 / sqrt(sqrt((double)d))); }
+static real scale2(int d) { return (real)(1 / (sqrt(2.0) * sqrt((double)d))); }
+
+void based_phi(int d, const real *x, real *f) {
+    real c1 = scale1(d), c2 = scale2(d);
+    f[0] = 1;
+    for (int a = 0; a < d; a++) f[1 + a] = x[a] * c1;
+    real *f2 = f + 1 + d;
+    for (int a = 0; a < d; a++) {
+        real xa = x[a] * c2;
+        for (int b = 0; b < d; b++) f2[a * d + b] = xa * x[b];
+    }
+}
+
+void based_phi_backward(int d, const real *x, const real *df, real *dx) {
+    real c1 = scale1(d), c2 = scale2(d);
+    const real *g2 = df + 1 + d;
+    // f2[a,b] = c2 x_a x_b: dx_a += c2 sum_b (g2[a,b] + g2[b,a]) x_b
+    for (int a = 0; a < d; a++) {
+        real s = 0;
+        for (int b = 0; b < d; b++) s += (g2[a * d + b] + g2[b * d + a]) * x[b];
+        dx[a] += c1 * df[1 + a] + c2 * s;
+    }
+}
+
+real based_weight(int d, const real *q, const real *k) {
+    real s = 0;
+    for (int c = 0; c < d; c++) s += q[c] * k[c];
+    s *= (real)(1 / sqrt((double)d));
+    return 1 + s + s * s / 2;
+}
+
+size_t based_chunk_work(int T, int d, int Dv, int L) {
+    size_t F = (size_t)based_phi_width(d), W = (size_t)Dv + 1, n = (size_t)(L < T ? L : T);
+    // state S (or G) [F, W]; [v, 1] and dO' for the whole head [T, W] each; O' [n, W]; phi rows and
+    // their gradients [n, F] each; the weights and their gradients [n, n] each
+    return F * W + 2 * (size_t)T * W + n * W + 2 * n * F + 2 * n * n;
+}
+
+typedef struct {
+    real *S, *Vp, *dOp, *Op, *Pf, *dPf, *A, *P;
+} Work;
+
+static Work carve(real *w, int T, int d, int Dv, int L) {
+    size_t F = (size_t)based_phi_width(d), W = (size_t)Dv + 1, n = (size_t)(L < T ? L : T);
+    Work k;
+    k.S = w;
+    k.Vp = k.S + F * W;
+    k.dOp = k.Vp + (size_t)T * W;
+    k.Op = k.dOp + (size_t)T * W;
+    k.Pf = k.Op + n * W;
+    k.dPf = k.Pf + n * F;
+    k.A = k.dPf + n * F;
+    k.P = k.A + n * n;
+    return k;
+}
+
+// Rows r of X (stride ldx) into phi rows Pf [n, F].
+static void phi_rows(int d, int n, const real *X, int ldx, real *Pf) {
+    int F = based_phi_width(d);
+    for (int r = 0; r < n; r++) based_phi(d, X + (size_t)r * ldx, Pf + (size_t)r * F);
+}
+
+// A [n, n] holds the chunk's q.k: on and below the diagonal 1 + s + s^2/2 (s = q.k / sqrt(d)),
+// and, with P (the gradient of those weights, dO' V'^T), P becomes the gradient of q.k,
+// P (1 + s) / sqrt(d); 0 above the diagonal in both.
+static void weights(real *A, real *P, int n, int d) {
+    real c0 = (real)(1 / sqrt((double)d));
+    for (int r = 0; r < n; r++) {
+        real *a = A + (size_t)r * n, *p = P ? P + (size_t)r * n : NULL;
+        for (int c = 0; c <= r; c++) {
+            real s = a[c] * c0;
+            a[c] = 1 + s + s * s / 2;
+            if (p) p[c] *= (1 + s) * c0;
+        }
+        for (int c = r + 1; c < n; c++) {
+            a[c] = 0;
+            if (p) p[c] = 0;
+        }
+    }
+}
+
+void based_chunk_forward(int T, int d, int Dv, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                         int ldv, real *O, int ldo, real *den, real *work) {
+    int F = based_phi_width(d), W = Dv + 1;
+    Work k = carve(work, T, d, Dv, L);
+    for (int t = 0; t < T; t++) {  // V' = [v, 1]
+        real *vp = k.Vp + (size_t)t * W;
+        for (int c = 0; c < Dv; c++) vp[c] = V[(size_t)t * ldv + c];
+        vp[Dv] = 1;
+    }
+    for (int t0 = 0; t0 < T; t0 += L) {
+        int n = T - t0 < L ? T - t0 : L;
+        const real *q = Q + (size_t)t0 * ldq, *kk = K + (size_t)t0 * ldk, *vp = k.Vp + (size_t)t0 * W;
+        if (t0 > 0) {  // from the chunks before: O' = phi(Q) S
+            phi_rows(d, n, q, ldq, k.Pf);
+            gemm_serial(0, 0, n, W, F, k.Pf, F, k.S, W, 0, k.Op, W);
+        }
+        gemm_serial(0, 1, n, n, d, q, ldq, kk, ldk, 0, k.A, n);
+        weights(k.A, NULL, n, d);
+        gemm_serial(0, 0, n, W, n, k.A, n, vp, W, t0 > 0 ? 1 : 0, k.Op, W);
+        for (int r = 0; r < n; r++) {
+            const real *op = k.Op + (size_t)r * W;
+            real dn = op[Dv] + (real)BASED_EPS, *o = O + (size_t)(t0 + r) * ldo;
+            den[t0 + r] = dn;
+            for (int c = 0; c < Dv; c++) o[c] = op[c] / dn;
+        }
+        if (t0 + n < T) {  // S += phi(K)^T V'
+            phi_rows(d, n, kk, ldk, k.Pf);
+            gemm_serial(1, 0, F, W, n, k.Pf, F, vp, W, t0 > 0 ? 1 : 0, k.S, W);
+        }
+    }
+}
+
+void based_chunk_backward(int T, int d, int Dv, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                          int ldv, const real *O, int ldo, const real *den, const real *dO, int lddo, real *dQ,
+                          real *dK, real *dV, real *work) {
+    int F = based_phi_width(d), W = Dv + 1;
+    Work k = carve(work, T, d, Dv, L);
+    // o = num / den: dO' = [dO / den, -(dO . o) / den], the gradient of O' = [num, den]
+    for (int t = 0; t < T; t++) {
+        const real *v = V + (size_t)t * ldv, *o = O + (size_t)t * ldo, *dout = dO + (size_t)t * lddo;
+        real *vp = k.Vp + (size_t)t * W, *dop = k.dOp + (size_t)t * W, s = 0;
+        for (int c = 0; c < Dv; c++) {
+            vp[c] = v[c];
+            dop[c] = dout[c] / den[t];
+            s += dout[c] * o[c];
+        }
+        vp[Dv] = 1;
+        dop[Dv] = -s / den[t];
+    }
+    // Pass 1, forward time: dphi(Q) = dO' S^T through the state entering each chunk (recomputed),
+    // and the chunk's own: with P = dO' V'^T, the gradient of q.k is P (1 + s) / sqrt(d), so
+    // dQ += P K, dK += P^T Q; dV += A^T dO'.
+    for (int t0 = 0; t0 < T; t0 += L) {
+        int n = T - t0 < L ? T - t0 : L;
+        const real *q = Q + (size_t)t0 * ldq, *kk = K + (size_t)t0 * ldk, *vp = k.Vp + (size_t)t0 * W;
+        const real *dop = k.dOp + (size_t)t0 * W;
+        if (t0 > 0) {
+            gemm_serial(0, 1, n, F, W, dop, W, k.S, W, 0, k.dPf, F);
+            for (int r = 0; r < n; r++)
+                based_phi_backward(d, q + (size_t)r * ldq, k.dPf + (size_t)r * F, dQ + (size_t)(t0 + r) * ldq);
+        }
+        gemm_serial(0, 1, n, n, W, dop, W, vp, W, 0, k.P, n);
+        gemm_serial(0, 1, n, n, d, q, ldq, kk, ldk, 0, k.A, n);
+        weights(k.A, k.P, n, d);
+        gemm_serial(0, 0, n, d, n, k.P, n, kk, ldk, 1, dQ + (size_t)t0 * ldq, ldq);
+        gemm_serial(1, 0, n, d, n, k.P, n, q, ldq, 1, dK + (size_t)t0 * ldk, ldk);
+        gemm_serial(1, 0, n, Dv, n, k.A, n, dop, W, 1, dV + (size_t)t0 * ldv, ldv);
+        if (t0 + n < T) {
+            phi_rows(d, n, kk, ldk, k.Pf);
+            gemm_serial(1, 0, F, W, n, k.Pf, F, vp, W, t0 > 0 ? 1 : 0, k.S, W);
+        }
+    }
+    // Pass 2, reverse time: G = sum over the chunks after of phi(q_i) dO'_i^T [F, W] gives
+    // dphi(k_j) = G v'_j and dv_j += G[:, :Dv]^T phi(k_j).
+    real *G = k.S;
+    int last = (T - 1) / L * L;
+    for (int t0 = last; t0 >= 0; t0 -= L) {
+        int n = T - t0 < L ? T - t0 : L;
+        const real *vp = k.Vp + (size_t)t0 * W, *dop = k.dOp + (size_t)t0 * W;
+        if (t0 < last) {
+            const real *kk = K + (size_t)t0 * ldk;
+            phi_rows(d, n, kk, ldk, k.Pf);
+            gemm_serial(0, 1, n, F, W, vp, W, G, W, 0, k.dPf, F);
+            for (int r = 0; r < n; r++)
+                based_phi_backward(d, kk + (size_t)r * ldk, k.dPf + (size_t)r * F, dK + (size_t)(t0 + r) * ldk);
+            gemm_serial(0, 0, n, Dv, F, k.Pf, F, G, W, 1, dV + (size_t)t0 * ldv, ldv);
+        }
+        if (t0 > 0) {
+            phi_rows(d, n, Q + (size_t)t0 * ldq, ldq, k.Pf);
+            gemm_serial(1, 0, F, W, n, k.Pf, F, dop, W, t0 < last ? 1 : 0, G, W);
+        }
+    }
+}
