@@ -206,18 +206,20 @@ static void based_step(const void *st, real *const *p, real *state, int t, const
 }
 
 // Per token: the projections (C -> 2 H d + C, C -> C); per head, with n = min(L, T) and W = Dv + 1:
-// the chunk's scores and weights times [v, 1] (2 n d + 2 n W), the features (d^2), the state's
-// read and update (2 F W each). Backward: twice the projections; per head P = dO' V'^T, the
-// scores again, dQ, dK and dV within the chunk (2 n W + 2 n d + 4 n d + 2 n Dv), and across
-// chunks dphi(q), the state again, dphi(k), dV and G (2 F W each), the features and their
-// gradients (3 d^2 + 2 d^2).
+// the chunk's scores and weights times [v, 1] (2 n d + 2 n W), and for the tokens of every chunk
+// but the first (a fraction f = (chunks - 1) / chunks: none on a one-chunk sequence) the state's
+// read and update (2 F W each) with their features (d^2). Backward: twice the projections; per
+// head P = dO' V'^T, the scores again, dQ, dK and dV within the chunk (2 n W + 2 n d + 4 n d +
+// 2 n Dv), and across chunks (the same fraction) dphi(q), the state again, dphi(k), dV and G (2 F W
+// each) with the features and their gradients (3 d^2 + 2 d^2).
 static void based_flops(const void *st, int B, int T, double *fwd, double *bwd) {
     const Based *m = st;
     double BT = (double)B * T, C = m->C, H = m->H, d = m->d, Dv = m->Dv, W = Dv + 1;
-    double n = T < m->L ? T : m->L, F = based_phi_width(m->d);
+    double n = T < m->L ? T : m->L, F = based_phi_width(m->d), chunks = ceil((double)T / m->L);
+    double f = (chunks - 1) / chunks;
     double proj = 2 * BT * C * (m->P + C);
-    double kf = BT * H * (2 * n * d + 2 * n * W + d * d + 4 * F * W);
-    double kb = BT * H * (2 * n * W + 6 * n * d + 2 * n * Dv + 10 * F * W + 5 * d * d);
+    double kf = BT * H * (2 * n * d + 2 * n * W + f * (d * d + 4 * F * W));
+    double kb = BT * H * (2 * n * W + 6 * n * d + 2 * n * Dv + f * (10 * F * W + 5 * d * d));
     *fwd = proj + kf;
     *bwd = 2 * proj + kb;
 }
