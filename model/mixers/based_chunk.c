@@ -22,13 +22,22 @@ void based_phi(int d, const real *x, real *f) {
 }
 
 void based_phi_backward(int d, const real *x, const real *df, real *dx) {
-    real c1 = scale1(d), c2 = scale2(d);
+    real c1 = scale1(d), c2 = scale2(d), u[64];  // d <= 64 (based_feature_dim's range)
     const real *g2 = df + 1 + d;
-    // f2[a,b] = c2 x_a x_b: dx_a += c2 sum_b (g2[a,b] + g2[b,a]) x_b
+    // f2[a,b] = c2 x_a x_b: dx_a += c2 sum_b (g2[a,b] + g2[b,a]) x_b, both products row by row
+    for (int a = 0; a < d; a++) u[a] = 0;
+    for (int b = 0; b < d; b++) {
+        const real *row = g2 + (size_t)b * d;
+        real xb = x[b];
+#pragma omp simd
+        for (int a = 0; a < d; a++) u[a] += row[a] * xb;
+    }
     for (int a = 0; a < d; a++) {
+        const real *row = g2 + (size_t)a * d;
         real s = 0;
-        for (int b = 0; b < d; b++) s += (g2[a * d + b] + g2[b * d + a]) * x[b];
-        dx[a] += c1 * df[1 + a] + c2 * s;
+#pragma omp simd reduction(+ : s)
+        for (int b = 0; b < d; b++) s += row[b] * x[b];
+        dx[a] += c1 * df[1 + a] + c2 * (s + u[a]);
     }
 }
 
