@@ -8,7 +8,8 @@
 //   y = o Wo^T                           no bias
 // with phi(q).phi(k) = 1 + s + s^2 / 2, s = q.k / sqrt(d): the second-order Taylor expansion of
 // exp(s), positive. Training: model/mixers/based_chunk.c (chunks of based_chunk = 64 tokens,
-// the weights within a chunk from the d-wide scores, the [F, Dv + 1] state across chunks),
+// the weights within a chunk from the d-wide scores, the state [F, Dv] and its normaliser [F]
+// across chunks),
 // backward its two passes; q, k, v and the normalisers are saved. The plain quadratic reference
 // the tests hold it to: model/mixers/based_naive.c.
 #include <math.h>

@@ -49,24 +49,25 @@ real based_weight(int d, const real *q, const real *k) {
 }
 
 size_t based_chunk_work(int T, int d, int Dv, int L) {
-    size_t F = (size_t)based_phi_width(d), W = (size_t)Dv + 1, n = (size_t)(L < T ? L : T);
-    // state S (or G) [F, W]; [v, 1] and dO' for the whole head [T, W] each; O' [n, W]; phi rows and
-    // their gradients [n, F] each; the weights and their gradients [n, n] each
-    return F * W + 2 * (size_t)T * W + n * W + 2 * n * F + 2 * n * n;
+    size_t F = (size_t)based_phi_width(d), n = (size_t)(L < T ? L : T);
+    // the state S (or G) [F, Dv] and its normaliser z (or gz) [F]; dO / den and the normaliser's
+    // gradient for the whole head [T, Dv + 1]; phi rows and their gradients [n, F] each; the
+    // weights and their gradients [n, n] each
+    return F * ((size_t)Dv + 1) + (size_t)T * ((size_t)Dv + 1) + 2 * n * F + 2 * n * n;
 }
 
 typedef struct {
-    real *S, *Vp, *dOp, *Op, *Pf, *dPf, *A, *P;
+    real *S, *z, *dnum, *dden, *Pf, *dPf, *A, *P;
 } Work;
 
 static Work carve(real *w, int T, int d, int Dv, int L) {
-    size_t F = (size_t)based_phi_width(d), W = (size_t)Dv + 1, n = (size_t)(L < T ? L : T);
+    size_t F = (size_t)based_phi_width(d), n = (size_t)(L < T ? L : T);
     Work k;
     k.S = w;
-    k.Vp = k.S + F * W;
-    k.dOp = k.Vp + (size_t)T * W;
-    k.Op = k.dOp + (size_t)T * W;
-    k.Pf = k.Op + n * W;
+    k.z = k.S + F * Dv;
+    k.dnum = k.z + F;
+    k.dden = k.dnum + (size_t)T * Dv;
+    k.Pf = k.dden + T;
     k.dPf = k.Pf + n * F;
     k.A = k.dPf + n * F;
     k.P = k.A + n * n;
@@ -98,34 +99,49 @@ static void weights(real *A, real *P, int n, int d) {
     }
 }
 
+// z (first: from 0) += the column sums of Pf [n, F], rows in order.
+static void add_rows(real *z, const real *Pf, int n, int F, int first) {
+    if (first)
+        for (int f = 0; f < F; f++) z[f] = 0;
+    for (int r = 0; r < n; r++) {
+        const real *row = Pf + (size_t)r * F;
+#pragma omp simd
+        for (int f = 0; f < F; f++) z[f] += row[f];
+    }
+}
+
 void based_chunk_forward(int T, int d, int Dv, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
                          int ldv, real *O, int ldo, real *den, real *work) {
-    int F = based_phi_width(d), W = Dv + 1;
+    int F = based_phi_width(d);
     Work k = carve(work, T, d, Dv, L);
-    for (int t = 0; t < T; t++) {  // V' = [v, 1]
-        real *vp = k.Vp + (size_t)t * W;
-        for (int c = 0; c < Dv; c++) vp[c] = V[(size_t)t * ldv + c];
-        vp[Dv] = 1;
-    }
     for (int t0 = 0; t0 < T; t0 += L) {
         int n = T - t0 < L ? T - t0 : L;
-        const real *q = Q + (size_t)t0 * ldq, *kk = K + (size_t)t0 * ldk, *vp = k.Vp + (size_t)t0 * W;
-        if (t0 > 0) {  // from the chunks before: O' = phi(Q) S
+        const real *q = Q + (size_t)t0 * ldq, *kk = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv;
+        real *o = O + (size_t)t0 * ldo, *dn = den + t0;
+        if (t0 > 0) {  // from the chunks before: num = phi(Q) S, den = phi(Q) z
             phi_rows(d, n, q, ldq, k.Pf);
-            gemm_serial(0, 0, n, W, F, k.Pf, F, k.S, W, 0, k.Op, W);
+            gemm_serial(0, 0, n, Dv, F, k.Pf, F, k.S, Dv, 0, o, ldo);
+            for (int r = 0; r < n; r++) {
+                const real *pr = k.Pf + (size_t)r * F;
+                real s = 0;
+                for (int f = 0; f < F; f++) s += pr[f] * k.z[f];
+                dn[r] = s;
+            }
         }
         gemm_serial(0, 1, n, n, d, q, ldq, kk, ldk, 0, k.A, n);
         weights(k.A, NULL, n, d);
-        gemm_serial(0, 0, n, W, n, k.A, n, vp, W, t0 > 0 ? 1 : 0, k.Op, W);
+        gemm_serial(0, 0, n, Dv, n, k.A, n, v, ldv, t0 > 0 ? 1 : 0, o, ldo);
         for (int r = 0; r < n; r++) {
-            const real *op = k.Op + (size_t)r * W;
-            real dn = op[Dv] + (real)BASED_EPS, *o = O + (size_t)(t0 + r) * ldo;
-            den[t0 + r] = dn;
-            for (int c = 0; c < Dv; c++) o[c] = op[c] / dn;
+            const real *a = k.A + (size_t)r * n;
+            real s = t0 > 0 ? dn[r] : 0, *orow = o + (size_t)r * ldo;
+            for (int c = 0; c <= r; c++) s += a[c];
+            dn[r] = s + (real)BASED_EPS;
+            for (int c = 0; c < Dv; c++) orow[c] /= dn[r];
         }
-        if (t0 + n < T) {  // S += phi(K)^T V'
+        if (t0 + n < T) {  // S += phi(K)^T V, z += the sum of phi(K)'s rows
             phi_rows(d, n, kk, ldk, k.Pf);
-            gemm_serial(1, 0, F, W, n, k.Pf, F, vp, W, t0 > 0 ? 1 : 0, k.S, W);
+            gemm_serial(1, 0, F, Dv, n, k.Pf, F, v, ldv, t0 > 0 ? 1 : 0, k.S, Dv);
+            add_rows(k.z, k.Pf, n, F, t0 == 0);
         }
     }
 }
@@ -133,61 +149,74 @@ void based_chunk_forward(int T, int d, int Dv, int L, const real *Q, int ldq, co
 void based_chunk_backward(int T, int d, int Dv, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
                           int ldv, const real *O, int ldo, const real *den, const real *dO, int lddo, real *dQ,
                           real *dK, real *dV, real *work) {
-    int F = based_phi_width(d), W = Dv + 1;
+    int F = based_phi_width(d);
     Work k = carve(work, T, d, Dv, L);
-    // o = num / den: dO' = [dO / den, -(dO . o) / den], the gradient of O' = [num, den]
+    // o = num / den: dnum = dO / den, dden = -(dO . o) / den
     for (int t = 0; t < T; t++) {
-        const real *v = V + (size_t)t * ldv, *o = O + (size_t)t * ldo, *dout = dO + (size_t)t * lddo;
-        real *vp = k.Vp + (size_t)t * W, *dop = k.dOp + (size_t)t * W, s = 0;
+        const real *o = O + (size_t)t * ldo, *dout = dO + (size_t)t * lddo;
+        real *dnum = k.dnum + (size_t)t * Dv, s = 0;
         for (int c = 0; c < Dv; c++) {
-            vp[c] = v[c];
-            dop[c] = dout[c] / den[t];
+            dnum[c] = dout[c] / den[t];
             s += dout[c] * o[c];
         }
-        vp[Dv] = 1;
-        dop[Dv] = -s / den[t];
+        k.dden[t] = -s / den[t];
     }
-    // Pass 1, forward time: dphi(Q) = dO' S^T through the state entering each chunk (recomputed),
-    // and the chunk's own: with P = dO' V'^T, the gradient of q.k is P (1 + s) / sqrt(d), so
-    // dQ += P K, dK += P^T Q; dV += A^T dO'.
+    // Pass 1, forward time: dphi(Q) = dnum S^T + dden z^T through the state entering each chunk
+    // (recomputed), and the chunk's own: with P = dnum V^T + dden 1^T, the gradient of q.k is
+    // P (1 + s) / sqrt(d), so dQ += P K, dK += P^T Q; dV += A^T dnum.
     for (int t0 = 0; t0 < T; t0 += L) {
         int n = T - t0 < L ? T - t0 : L;
-        const real *q = Q + (size_t)t0 * ldq, *kk = K + (size_t)t0 * ldk, *vp = k.Vp + (size_t)t0 * W;
-        const real *dop = k.dOp + (size_t)t0 * W;
+        const real *q = Q + (size_t)t0 * ldq, *kk = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv;
+        const real *dnum = k.dnum + (size_t)t0 * Dv, *dden = k.dden + t0;
         if (t0 > 0) {
-            gemm_serial(0, 1, n, F, W, dop, W, k.S, W, 0, k.dPf, F);
-            for (int r = 0; r < n; r++)
-                based_phi_backward(d, q + (size_t)r * ldq, k.dPf + (size_t)r * F, dQ + (size_t)(t0 + r) * ldq);
+            gemm_serial(0, 1, n, F, Dv, dnum, Dv, k.S, Dv, 0, k.dPf, F);
+            for (int r = 0; r < n; r++) {
+                real *g = k.dPf + (size_t)r * F;
+                for (int f = 0; f < F; f++) g[f] += dden[r] * k.z[f];
+                based_phi_backward(d, q + (size_t)r * ldq, g, dQ + (size_t)(t0 + r) * ldq);
+            }
         }
-        gemm_serial(0, 1, n, n, W, dop, W, vp, W, 0, k.P, n);
+        gemm_serial(0, 1, n, n, Dv, dnum, Dv, v, ldv, 0, k.P, n);
+        for (int r = 0; r < n; r++)
+            for (int c = 0; c <= r; c++) k.P[(size_t)r * n + c] += dden[r];
         gemm_serial(0, 1, n, n, d, q, ldq, kk, ldk, 0, k.A, n);
         weights(k.A, k.P, n, d);
         gemm_serial(0, 0, n, d, n, k.P, n, kk, ldk, 1, dQ + (size_t)t0 * ldq, ldq);
         gemm_serial(1, 0, n, d, n, k.P, n, q, ldq, 1, dK + (size_t)t0 * ldk, ldk);
-        gemm_serial(1, 0, n, Dv, n, k.A, n, dop, W, 1, dV + (size_t)t0 * ldv, ldv);
+        gemm_serial(1, 0, n, Dv, n, k.A, n, dnum, Dv, 1, dV + (size_t)t0 * ldv, ldv);
         if (t0 + n < T) {
             phi_rows(d, n, kk, ldk, k.Pf);
-            gemm_serial(1, 0, F, W, n, k.Pf, F, vp, W, t0 > 0 ? 1 : 0, k.S, W);
+            gemm_serial(1, 0, F, Dv, n, k.Pf, F, v, ldv, t0 > 0 ? 1 : 0, k.S, Dv);
+            add_rows(k.z, k.Pf, n, F, t0 == 0);
         }
     }
-    // Pass 2, reverse time: G = sum over the chunks after of phi(q_i) dO'_i^T [F, W] gives
-    // dphi(k_j) = G v'_j and dv_j += G[:, :Dv]^T phi(k_j).
-    real *G = k.S;
+    // Pass 2, reverse time: G = sum over the chunks after of phi(q_i) dnum_i^T [F, Dv] and
+    // gz = sum phi(q_i) dden_i [F] give dphi(k_j) = G v_j + gz and dv_j += G^T phi(k_j).
+    real *G = k.S, *gz = k.z;
     int last = (T - 1) / L * L;
     for (int t0 = last; t0 >= 0; t0 -= L) {
         int n = T - t0 < L ? T - t0 : L;
-        const real *vp = k.Vp + (size_t)t0 * W, *dop = k.dOp + (size_t)t0 * W;
+        const real *v = V + (size_t)t0 * ldv, *dnum = k.dnum + (size_t)t0 * Dv, *dden = k.dden + t0;
         if (t0 < last) {
             const real *kk = K + (size_t)t0 * ldk;
             phi_rows(d, n, kk, ldk, k.Pf);
-            gemm_serial(0, 1, n, F, W, vp, W, G, W, 0, k.dPf, F);
-            for (int r = 0; r < n; r++)
-                based_phi_backward(d, kk + (size_t)r * ldk, k.dPf + (size_t)r * F, dK + (size_t)(t0 + r) * ldk);
-            gemm_serial(0, 0, n, Dv, F, k.Pf, F, G, W, 1, dV + (size_t)t0 * ldv, ldv);
+            gemm_serial(0, 1, n, F, Dv, v, ldv, G, Dv, 0, k.dPf, F);
+            for (int r = 0; r < n; r++) {
+                real *g = k.dPf + (size_t)r * F;
+                for (int f = 0; f < F; f++) g[f] += gz[f];
+                based_phi_backward(d, kk + (size_t)r * ldk, g, dK + (size_t)(t0 + r) * ldk);
+            }
+            gemm_serial(0, 0, n, Dv, F, k.Pf, F, G, Dv, 1, dV + (size_t)t0 * ldv, ldv);
         }
         if (t0 > 0) {
             phi_rows(d, n, Q + (size_t)t0 * ldq, ldq, k.Pf);
-            gemm_serial(1, 0, F, W, n, k.Pf, F, dop, W, t0 < last ? 1 : 0, G, W);
+            gemm_serial(1, 0, F, Dv, n, k.Pf, F, dnum, Dv, t0 < last ? 1 : 0, G, Dv);
+            if (t0 == last)
+                for (int f = 0; f < F; f++) gz[f] = 0;
+            for (int r = 0; r < n; r++) {
+                const real *row = k.Pf + (size_t)r * F;
+                for (int f = 0; f < F; f++) gz[f] += row[f] * dden[r];
+            }
         }
     }
 }

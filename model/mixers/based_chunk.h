@@ -4,8 +4,9 @@
 //   phi(q).phi(k) = 1 + s + s^2 / 2,  s = q.k / sqrt(d)               (> 0: at least 1/2)
 //   o_i = sum_{j<=i} (phi(q_i).phi(k_j)) v_j / (phi(q_i) . sum_{j<=i} phi(k_j) + 1e-12)
 // Chunked (chunks of L tokens): within a chunk the n x n weights 1 + s + s^2/2 straight from the
-// d-wide scores, across chunks the state S = sum_j phi(k_j) [v_j, 1]^T, [F, Dv + 1] (its last
-// column is the normaliser sum_j phi(k_j)). The plain quadratic reference: based_naive.h.
+// d-wide scores, across chunks the state S = sum_j phi(k_j) v_j^T [F, Dv] and the normaliser
+// z = sum_j phi(k_j) [F] (one state [F, Dv + 1] in the docs and in step(); two here, so the
+// products stay Dv wide). The plain quadratic reference: based_naive.h.
 #pragma once
 #include <stddef.h>
 
