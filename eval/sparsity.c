@@ -142,7 +142,7 @@ typedef struct {
 
 typedef struct {                             // per-thread scratch
     real *a;                                 // [T*T] one map
-    real *q, *k;                             // [T*4C] theory queries and keys
+    real *q, *k;                             // [T*K] theory queries and keys (mixer_qk_width)
     double *pred, *inf, *beta, *gamma2, *w;  // [T]
 } Scratch;
 
@@ -483,7 +483,7 @@ typedef struct {
 
 static void pass_init(Pass *p, Model *m, int B, int T) {
     memset(p, 0, sizeof *p);
-    int L = m->s.L, H = m->s.H, C = m->s.C, n_maps_max = 0, any_theory = 0;
+    int L = m->s.L, H = m->s.H, C = m->s.C, n_maps_max = 0, any_theory = 0, qk = 0;
     *p = (Pass){.m = m, .B = B, .T = T, .L = L, .H = H};
     // a hybrid stack's layers have their own mixers: their own map counts and theories
     for (int l = 0; l < L; l++) {
@@ -492,6 +492,8 @@ static void pass_init(Pass *p, Model *m, int B, int T) {
         if (p->n_maps[l] % H) die("internal error: mixer '%s' has %d maps for %d heads", mk->name, p->n_maps[l], H);
         if (p->n_maps[l] > n_maps_max) n_maps_max = p->n_maps[l];
         any_theory |= mk->theory != THEORY_NONE;
+        int w = mixer_qk_width(mk, m->mixer_state[l], C);  // attention_qk's width (Based: 1 + d + d^2)
+        qk = w > qk ? w : qk;
     }
     p->head_sums = callocCheck((size_t)L * H, sizeof(MapSums));
     p->head_pairs = callocCheck((size_t)L * H, sizeof(PairList));
@@ -506,8 +508,8 @@ static void pass_init(Pass *p, Model *m, int B, int T) {
     for (int t = 0; t < p->n_threads; t++) {
         Scratch *s = &p->scr[t];
         s->a = mallocCheck(sizeof(real) * (size_t)T * T);
-        s->q = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
-        s->k = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
+        s->q = mallocCheck(sizeof(real) * (size_t)T * qk);
+        s->k = mallocCheck(sizeof(real) * (size_t)T * qk);
         s->pred = mallocCheck(sizeof(double) * T * 5);
         s->inf = s->pred + T;
         s->beta = s->inf + T;

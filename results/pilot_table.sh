@@ -9,8 +9,9 @@
 set -euo pipefail
 dir=${1:?usage: results/pilot_table.sh SWEEP_FOLDER (with summary.csv)}
 [ -f "$dir/summary.csv" ] || { echo "pilot_table: $dir/summary.csv: not found (run ./sweep ... --collect first)" >&2; exit 2; }
-# The first field, the quoted point name, holds commas: it is dropped before splitting.
-sed 's/^"[^"]*",//; s/^point,//' "$dir/summary.csv" | awk -F, '
+# The first field, the point name, is dropped before splitting: quoted when it holds commas
+# (mixer=deltanet,lr=1e-2), bare when it does not (lr=1e-2), and `point` in the header.
+sed -E 's/^("[^"]*"|[^,]*),//' "$dir/summary.csv" | awk -F, '
 NR == 1 {
     for (i = 1; i <= NF; i++) col[$i] = i
     print "| mixer | lr | best val acc (step) | test acc | steps to 0.99 | recall layer | its S_recall (tokens) | answer share | chance | lift | argmax hit | state floats |"

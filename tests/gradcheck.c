@@ -314,11 +314,13 @@ void rig_check_qk(MixerRig *r, double tol) {
     MixerIO io = rig_io(r);
     int T = r->T, C = r->dims.C;
     real *a = mallocCheck(sizeof(real) * T * T);
-    real *q = mallocCheck(sizeof(real) * T * 4 * C), *k = mallocCheck(sizeof(real) * T * 4 * C);
+    int W = mixer_qk_width(r->kind, r->st, C);
+    real *q = mallocCheck(sizeof(real) * T * W), *k = mallocCheck(sizeof(real) * T * W);
     for (int b = 0; b < r->B; b++)
         for (int m = 0; m < r->kind->n_maps(r->st); m++) {
             r->kind->attention(r->st, &io, b, m, a);
             int K = r->kind->attention_qk(r->st, &io, b, m, q, k);
+            CHECK(K <= W, "%s: attention_qk returned %d, past its width %d", r->kind->name, K, W);
             for (int i = 0; i < T; i++) {
                 double w[1024], sum = 0, mx = -1e300;
                 for (int j = 0; j <= i; j++) {

@@ -166,15 +166,21 @@ TEST(readme_results_table_is_what_readme_table_sh_prints) {
     }
 }
 
-// The delta-rule pilot's table is generated too: results/pilot_table.sh prints it from the
+// The one-seed pilots' tables are generated too: results/pilot_table.sh prints each from the
 // committed sweep's summary, and docs/results.md shows exactly that.
 TEST(results_pilot_table_is_what_pilot_table_sh_prints) {
-    static char table[8192];
-    int rc = test_run(table, sizeof table, "bash results/pilot_table.sh results/delta_pilot");
-    CHECK(rc == 0, "results/pilot_table.sh (exit %d): %s", rc, table);
-    CHECK(strstr(table, "| `deltanet` |") && strstr(table, "| `gated_deltanet` |"), "%s", table);
+    static const char *pilots[][2] = {{"results/delta_pilot", "| `gated_deltanet` |"},
+                                      {"results/based_pilot", "| `based` |"}};
     char *md = read_file_text("docs/results.md", NULL);
-    CHECK(md && strstr(md, table), "docs/results.md does not show the table results/pilot_table.sh prints:\n%s", table);
+    CHECK(md, "docs/results.md not found");
+    for (int i = 0; md && i < 2; i++) {
+        static char table[8192];
+        int rc = test_run(table, sizeof table, "bash results/pilot_table.sh %s", pilots[i][0]);
+        CHECK(rc == 0, "results/pilot_table.sh %s (exit %d): %s", pilots[i][0], rc, table);
+        CHECK(strstr(table, pilots[i][1]), "%s", table);
+        CHECK(strstr(md, table), "docs/results.md does not show the table of results/pilot_table.sh %s:\n%s",
+              pilots[i][0], table);
+    }
     free(md);
 }
 

@@ -131,6 +131,10 @@ typedef struct MixerKind {
     // REQUIRED for THEORY_DECAY, gives its lambda. THEORY_IDENTITY reads the map itself.
     Theory theory;
     int (*attention_qk)(const void *st, const MixerIO *io, int b, int m, real *q, real *k);
+    // OPTIONAL, with attention_qk (NULL: at most 4 C): the most K that attention_qk returns. The
+    // evaluator and the tests size q and k by it (mixer_qk_width): Based's phi(q), phi(k) are
+    // 1 + d + d^2 wide, 273 at d = 16, past 4 C = 256 on the cell.
+    int (*qk_width)(const void *st);
     double (*decay_rate)(const void *st, int m);
 
     // The generation group, OPTIONAL (state_size and step both NULL: the sampler reruns the
@@ -153,6 +157,11 @@ typedef struct MixerKind {
     // `make bench`'s GFLOP/s.
     void (*flops)(const void *st, int B, int T, double *fwd, double *bwd);
 } MixerKind;
+
+// The width to size attention_qk's q and k by, per token, for a mixer built with d_model C.
+static inline int mixer_qk_width(const MixerKind *k, const void *st, int C) {
+    return k->qk_width ? k->qk_width(st) : 4 * C;
+}
 
 // The registry (model/mixers/registry.c).
 const MixerKind *mixer_find(const char *name);

@@ -21,7 +21,8 @@
     X(mixer_gpam)                                                                                                      \
     X(mixer_h3)                                                                                                        \
     X(mixer_deltanet)                                                                                                  \
-    X(mixer_gated_deltanet)
+    X(mixer_gated_deltanet)                                                                                            \
+    X(mixer_based)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)
@@ -59,7 +60,8 @@ int mixer_validate(const MixerKind *k, char *err, size_t errlen) {
         group(maps, !!k->attention_values, "attention_values", maps_why, err, errlen) ||
         group(!!k->value_window, !!k->attention, "attention", "value_window is set", err, errlen) ||
         group(k->theory != THEORY_NONE, !!k->attention, "attention", "theory is not THEORY_NONE", err, errlen) ||
-        group(!!k->attention_qk, !!k->attention, "attention", "attention_qk is set", err, errlen))
+        group(!!k->attention_qk, !!k->attention, "attention", "attention_qk is set", err, errlen) ||
+        group(!!k->qk_width, !!k->attention_qk, "attention_qk", "qk_width is set", err, errlen))
         return -1;
     int needs_qk = k->theory == THEORY_EXP || k->theory == THEORY_LINEAR || k->theory == THEORY_RELU2;
     if (group(needs_qk, !!k->attention_qk, "attention_qk", "theory is EXP, LINEAR or RELU2", err, errlen) ||
