@@ -118,6 +118,7 @@ TEST(every_mixer_state_floats_match_their_formula) {
         {"h3", C * 64 + C * 1 * 64},                      // shift window [C, N], diagonal states [C, P, N]
         {"deltanet", H * D * D + (4 - 1) * 3 * C},        // S [D, D] per head (Zoology's count), conv window [3, 3C]
         {"gated_deltanet", H * D * D + (4 - 1) * 3 * C},  // the same: the decay and the gate add no state
+        {"mamba2", (2 * C) * 16 + (4 - 1) * (2 * C + 2 * 16)},  // S [N, P] per head = E N (Zoology's 2 d N), conv window
     };
     Config cfg;
     test_config(&cfg, NULL);

@@ -21,7 +21,8 @@
     X(mixer_gpam)                                                                                                      \
     X(mixer_h3)                                                                                                        \
     X(mixer_deltanet)                                                                                                  \
-    X(mixer_gated_deltanet)
+    X(mixer_gated_deltanet)                                                                                            \
+    X(mixer_mamba2)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)
