@@ -161,7 +161,8 @@ static void in_proj(const Mamba2 *m, real *const *p, const real *x, real *z, rea
 
 // One token after the conv: xbc = SiLU(conv); dtr += dt_bias; dt = softplus(dtr).
 static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, real *xbc, real *dtr, real *dt) {
-    for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] * sigmoidr(conv[i]);
+#pragma omp simd
+    for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] / (1 + vexpr(-conv[i]));
     for (int h = 0; h < m->NH; h++) {
         dtr[h] += dt_bias[h];
         dt[h] = softplusr(dtr[h]);
@@ -169,18 +170,27 @@ static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, re
 }
 
 // One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd
-// when `write`, else reads it.
+// when `write`, else reads it. Head by head (D is per head), each a SIMD loop over its channels.
 static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, const real *xbc, const real *z, real *g,
                             real *rstd, int write, real *nrm) {
     int E = m->E, P = m->P;
     real ss = 0;
-    for (int e = 0; e < E; e++) {
-        real y = ys[e] + p[P_D][e / P] * xbc[e];
-        g[e] = y * z[e] * sigmoidr(z[e]);
-        ss += g[e] * g[e];
+    for (int h = 0; h < m->NH; h++) {
+        real Dh = p[P_D][h];
+        const real *yh = ys + h * P, *xh = xbc + h * P, *zh = z + h * P;
+        real *gh = g + h * P;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < P; c++) {
+            real gv = (yh[c] + Dh * xh[c]) * zh[c] / (1 + vexpr(-zh[c]));
+            gh[c] = gv;
+            ss += gv * gv;
+        }
     }
     if (write) *rstd = 1 / sqrtr(ss / E + (real)M2_NORM_EPS);
-    for (int e = 0; e < E; e++) nrm[e] = g[e] * *rstd * p[P_NORM][e];
+    real r = *rstd;
+    const real *w = p[P_NORM];
+#pragma omp simd
+    for (int e = 0; e < E; e++) nrm[e] = g[e] * r * w[e];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -231,15 +241,18 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     qkv_head_rmsnorm_backward(t[S_DG], g[P_NORM], t[S_PART], t[S_DNRM], t[S_G], a[A_RSTD], p[P_NORM], BT, 1, E);
     // the gate: g = y SiLU(z); dg becomes dy (the gradient of ys + D xs) in place
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        const real *z = a[A_Z] + (size_t)r * E, *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW;
-        real *dg = t[S_DG] + (size_t)r * E, *dz = t[S_DZ] + (size_t)r * E;
-        for (int e = 0; e < E; e++) {
-            real s = sigmoidr(z[e]), y = ys[e] + p[P_D][e / P] * xs[e];
-            dz[e] = dg[e] * y * s * (1 + z[e] * (1 - s));
-            dg[e] *= z[e] * s;
+    for (int r = 0; r < BT; r++)
+        for (int h = 0; h < NH; h++) {
+            size_t o = (size_t)r * E + h * P;
+            const real *z = a[A_Z] + o, *ys = a[A_YS] + o, *xs = a[A_XBC] + (size_t)r * XW + h * P;
+            real *dg = t[S_DG] + o, *dz = t[S_DZ] + o, Dh = p[P_D][h];
+#pragma omp simd
+            for (int c = 0; c < P; c++) {
+                real s = 1 / (1 + vexpr(-z[c])), y = ys[c] + Dh * xs[c];
+                dz[c] = dg[c] * y * s * (1 + z[c] * (1 - s));
+                dg[c] *= z[c] * s;
+            }
         }
-    }
     // the SSD and the D skip, per (sequence, head)
     memset(t[S_DXBC], 0, sizeof(real) * BT * XW);
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
@@ -285,9 +298,14 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     colsum_accumulate(g[P_DT_B], t[S_DDT], BT, NH);
     // SiLU, the conv, in_proj
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < BT * XW; i++) {
-        real c = a[A_CONV][i], s = sigmoidr(c);
-        t[S_DXBC][i] *= s * (1 + c * (1 - s));
+    for (int r = 0; r < BT; r++) {
+        const real *cv = a[A_CONV] + (size_t)r * XW;
+        real *d = t[S_DXBC] + (size_t)r * XW;
+#pragma omp simd
+        for (int i = 0; i < XW; i++) {
+            real s = 1 / (1 + vexpr(-cv[i]));
+            d[i] *= s * (1 + cv[i] * (1 - s));
+        }
     }
     memset(t[S_DXBCP], 0, sizeof(real) * BT * XW);
     short_conv_backward(t[S_DXBCP], g[P_CONV_W], g[P_CONV_B], t[S_DXBC], a[A_XBCP], p[P_CONV_W], B, T, XW, M2_CONV);

@@ -4,37 +4,40 @@
 #include <string.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/vmath.h"
 
 int ssd_n_states(int T, int L) { return (T + L - 1) / L; }
 
-// Work layout (both passes): S, dS [N, P]; G, M, dM [L, L]; Cd, Bw, dCd, dBw [L, N]; cum, ec, w,
-// dcum [L].
+// Work layout (both passes): S, dS [N, P]; G, Dec, M, dM [L, L]; Cd, Bw, dCd, dBw [L, N]; cum, ec,
+// w, dcum, dtc (the chunk's dt, contiguous), ddtc (its gradient) [L].
 size_t ssd_work(int P, int N, int L) {
-    return 2 * (size_t)N * P + 3 * (size_t)L * L + 4 * (size_t)L * N + 4 * (size_t)L;
+    return 2 * (size_t)N * P + 4 * (size_t)L * L + 4 * (size_t)L * N + 6 * (size_t)L;
 }
 
 typedef struct {
-    real *S, *dS, *G, *M, *dM, *Cd, *Bw, *dCd, *dBw, *cum, *ec, *w, *dcum;
+    real *S, *dS, *G, *Dec, *M, *dM, *Cd, *Bw, *dCd, *dBw, *cum, *ec, *w, *dcum, *dtc, *ddtc;
 } Work;
 
 static Work carve(real *p, int P, int N, int L) {
     size_t NP = (size_t)N * P, LL = (size_t)L * L, LN = (size_t)L * N;
     Work k;
-    k.S = p, k.dS = k.S + NP, k.G = k.dS + NP, k.M = k.G + LL, k.dM = k.M + LL, k.Cd = k.dM + LL;
-    k.Bw = k.Cd + LN, k.dCd = k.Bw + LN, k.dBw = k.dCd + LN, k.cum = k.dBw + LN, k.ec = k.cum + L;
-    k.w = k.ec + L, k.dcum = k.w + L;
+    k.S = p, k.dS = k.S + NP, k.G = k.dS + NP, k.Dec = k.G + LL, k.M = k.Dec + LL, k.dM = k.M + LL;
+    k.Cd = k.dM + LL, k.Bw = k.Cd + LN, k.dCd = k.Bw + LN, k.dBw = k.dCd + LN, k.cum = k.dBw + LN;
+    k.ec = k.cum + L, k.w = k.ec + L, k.dcum = k.w + L, k.dtc = k.dcum + L, k.ddtc = k.dtc + L;
     return k;
 }
 
-// One chunk of n tokens (pointers at its first token): cum (the segment sum of A dt), ec =
-// exp(cum), w_j = exp(cum_{n-1} - cum_j) dt_j, G = C B^T, M = G ⊙ exp(cum_i - cum_j) dt_j below
-// and on the diagonal (0 above), Cd = diag(ec) C, Bw = diag(w) B.
+// One chunk of n tokens (pointers at its first token): dtc (its dt, contiguous), cum (the segment
+// sum of A dt), ec = exp(cum), w_j = exp(cum_{n-1} - cum_j) dt_j, G = C B^T, Dec_ij = exp(cum_i -
+// cum_j) and M = G ⊙ Dec dt_j below and on the diagonal (0 above), Cd = diag(ec) C, Bw =
+// diag(w) B.
 static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt, real A, const real *B, int ldb,
                           const real *C, int ldc) {
-    for (int i = 0; i < n; i++) k->cum[i] = (i ? k->cum[i - 1] : 0) + A * dt[(size_t)i * lddt];
+    for (int i = 0; i < n; i++) k->dtc[i] = dt[(size_t)i * lddt];
+    for (int i = 0; i < n; i++) k->cum[i] = (i ? k->cum[i - 1] : 0) + A * k->dtc[i];
     for (int i = 0; i < n; i++) {
         k->ec[i] = expr(k->cum[i]);
-        k->w[i] = expr(k->cum[n - 1] - k->cum[i]) * dt[(size_t)i * lddt];
+        k->w[i] = expr(k->cum[n - 1] - k->cum[i]) * k->dtc[i];
         for (int m = 0; m < N; m++) {
             k->Cd[(size_t)i * N + m] = k->ec[i] * C[(size_t)i * ldc + m];
             k->Bw[(size_t)i * N + m] = k->w[i] * B[(size_t)i * ldb + m];
@@ -42,9 +45,13 @@ static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt,
     }
     gemm_serial(0, 1, n, n, N, C, ldc, B, ldb, 0, k->G, n);
     for (int i = 0; i < n; i++) {
-        real *mi = k->M + (size_t)i * n;
-        const real *gi = k->G + (size_t)i * n;
-        for (int j = 0; j <= i; j++) mi[j] = gi[j] * expr(k->cum[i] - k->cum[j]) * dt[(size_t)j * lddt];
+        real *mi = k->M + (size_t)i * n, *ei = k->Dec + (size_t)i * n, ci = k->cum[i];
+        const real *gi = k->G + (size_t)i * n, *cum = k->cum, *dtc = k->dtc;
+#pragma omp simd
+        for (int j = 0; j <= i; j++) {
+            ei[j] = vexpr(ci - cum[j]);
+            mi[j] = gi[j] * ei[j] * dtc[j];
+        }
         for (int j = i + 1; j < n; j++) mi[j] = 0;
     }
 }
@@ -81,7 +88,7 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
         real *dx = dX + (size_t)s * ldx, *dd = ddt + (size_t)s * lddt;
         real *db = dB + (size_t)s * lddbc, *dc = dC + (size_t)s * lddbc;
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
-        for (int i = 0; i < n; i++) k.dcum[i] = 0;
+        for (int i = 0; i < n; i++) k.dcum[i] = k.ddtc[i] = 0;
         real decay = k.ec[n - 1];
         // S1 = decay S0 + Bw^T X: the end state's gradient dS reaches S0's decay, Bw and X
         real dot = 0;
@@ -97,7 +104,7 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
             }
             // w_j = exp(cum_{n-1} - cum_j) dt_j
             real q = dw * k.w[j];
-            dd[(size_t)j * lddt] += dw * expr(k.cum[n - 1] - k.cum[j]);
+            k.ddtc[j] += dw * expr(k.cum[n - 1] - k.cum[j]);
             k.dcum[n - 1] += q;
             k.dcum[j] -= q;
         }
@@ -122,13 +129,17 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
         for (int i = 0; i < n; i++) {
             real *dmi = k.dM + (size_t)i * n;
             const real *gi = k.G + (size_t)i * n, *mi = k.M + (size_t)i * n;
+            const real *ei = k.Dec + (size_t)i * n;
+            real rowq = 0;
+#pragma omp simd reduction(+ : rowq)
             for (int j = 0; j <= i; j++) {
-                real e = expr(k.cum[i] - k.cum[j]), q = dmi[j] * mi[j];
-                dd[(size_t)j * lddt] += dmi[j] * gi[j] * e;
-                k.dcum[i] += q;
+                real q = dmi[j] * mi[j];
+                k.ddtc[j] += dmi[j] * gi[j] * ei[j];
+                rowq += q;
                 k.dcum[j] -= q;
-                dmi[j] *= e * d[(size_t)j * lddt];
+                dmi[j] *= ei[j] * k.dtc[j];
             }
+            k.dcum[i] += rowq;
             for (int j = i + 1; j < n; j++) dmi[j] = 0;
         }
         gemm_serial(0, 0, n, N, n, k.dM, n, b, ldb, 1, dc, lddbc);   // G = C B^T: dC += dG B
@@ -137,8 +148,8 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
         real acc = 0;
         for (int t = n - 1; t >= 0; t--) {
             acc += k.dcum[t];
-            dd[(size_t)t * lddt] += A * acc;
-            dA_acc += d[(size_t)t * lddt] * acc;
+            dd[(size_t)t * lddt] += k.ddtc[t] + A * acc;
+            dA_acc += k.dtc[t] * acc;
         }
     }
     *dA += dA_acc;
