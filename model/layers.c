@@ -184,7 +184,16 @@ void colsum_accumulate(real *out, const real *x, int N, int C) {
     free(partial);
 }
 
+// w[C,K] transposed to [K][C], so the loops over channels read it contiguously (SIMD).
+static real *conv_weight_t(const real *w, int C, int K) {
+    real *wT = mallocCheck(sizeof(real) * (size_t)K * C);
+    for (int k = 0; k < K; k++)
+        for (int c = 0; c < C; c++) wT[(size_t)k * C + c] = w[(size_t)c * K + k];
+    return wT;
+}
+
 void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T, int C, int K) {
+    real *wT = conv_weight_t(w, C, K);
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
@@ -193,15 +202,18 @@ void short_conv_forward(real *out, const real *inp, const real *w, const real *b
         for (int k = 0; k < K; k++) {
             int back = K - 1 - k;  // inp[t - back] meets w[:, k]
             if (back > t) continue;
-            const real *x = inp + (size_t)(bt - back) * C;
-            for (int c = 0; c < C; c++) o[c] += w[(size_t)c * K + k] * x[c];
+            const real *x = inp + (size_t)(bt - back) * C, *wk = wT + (size_t)k * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) o[c] += wk[c] * x[c];
         }
     }
+    free(wT);
 }
 
 void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
                          int T, int C, int K) {
     int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
+    real *wT = conv_weight_t(w, C, K);
     // dinp: each row gathers from the K outputs it fed (parallel over rows, no races)
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < N; bt++) {
@@ -210,33 +222,38 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
         for (int k = 0; k < K; k++) {
             int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
             if (t + ahead >= T) continue;
-            const real *dy = dout + (size_t)(bt + ahead) * C;
-            for (int c = 0; c < C; c++) dx[c] += w[(size_t)c * K + k] * dy[c];
+            const real *dy = dout + (size_t)(bt + ahead) * C, *wk = wT + (size_t)k * C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) dx[c] += wk[c] * dy[c];
         }
     }
+    free(wT);
     // dw, dbias: partial sums per row chunk, added in chunk order (thread-count free)
-    real *partial = callocCheck((size_t)n_chunks * C * (K + 1), sizeof(real));  // [chunk][C][K | bias]
+    real *partial = callocCheck((size_t)n_chunks * C * (K + 1), sizeof(real));  // [chunk][K | bias][C]
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < n_chunks; ch++) {
-        real *p = partial + (size_t)ch * C * (K + 1);
+        real *p = partial + (size_t)ch * C * (K + 1), *pb = p + (size_t)K * C;
         int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
         for (int bt = ch * ROW_CHUNK; bt < end; bt++) {
             int t = bt % T;
             const real *dy = dout + (size_t)bt * C;
-            for (int c = 0; c < C; c++) p[(size_t)c * (K + 1) + K] += dy[c];
+#pragma omp simd
+            for (int c = 0; c < C; c++) pb[c] += dy[c];
             for (int k = 0; k < K; k++) {
                 int back = K - 1 - k;
                 if (back > t) continue;
                 const real *x = inp + (size_t)(bt - back) * C;
-                for (int c = 0; c < C; c++) p[(size_t)c * (K + 1) + k] += dy[c] * x[c];
+                real *pk = p + (size_t)k * C;
+#pragma omp simd
+                for (int c = 0; c < C; c++) pk[c] += dy[c] * x[c];
             }
         }
     }
     for (int ch = 0; ch < n_chunks; ch++) {
         const real *p = partial + (size_t)ch * C * (K + 1);
         for (int c = 0; c < C; c++) {
-            for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += p[(size_t)c * (K + 1) + k];
-            if (dbias) dbias[c] += p[(size_t)c * (K + 1) + K];
+            for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += p[(size_t)k * C + c];
+            if (dbias) dbias[c] += p[(size_t)K * C + c];
         }
     }
     free(partial);

@@ -67,8 +67,9 @@ void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real 
         real *y = Y + (size_t)s * ldy;
         memcpy(states + (size_t)c * N * P, k.S, sizeof(real) * N * P);
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
-        gemm_serial(0, 0, n, P, n, k.M, n, x, ldx, 0, y, ldy);   // the diagonal block
-        gemm_serial(0, 0, n, P, N, k.Cd, N, k.S, P, 1, y, ldy);  // the chunk's entry state
+        gemm_serial(0, 0, n, P, n, k.M, n, x, ldx, 0, y, ldy);          // the diagonal block
+        if (c) gemm_serial(0, 0, n, P, N, k.Cd, N, k.S, P, 1, y, ldy);  // the entry state (0 at first)
+        if (s + n == T) break;                                          // no state after the last
         real decay = k.ec[n - 1];
         for (int i = 0; i < N * P; i++) k.S[i] *= decay;
         gemm_serial(1, 0, N, P, n, k.Bw, N, x, ldx, 1, k.S, P);  // the state at the chunk's end
@@ -90,38 +91,43 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
         for (int i = 0; i < n; i++) k.dcum[i] = k.ddtc[i] = 0;
         real decay = k.ec[n - 1];
-        // S1 = decay S0 + Bw^T X: the end state's gradient dS reaches S0's decay, Bw and X
-        real dot = 0;
-        for (int i = 0; i < N * P; i++) dot += k.dS[i] * S0[i];
-        k.dcum[n - 1] += decay * dot;
-        gemm_serial(0, 1, n, N, P, x, ldx, k.dS, P, 0, k.dBw, N);  // dBw = X dS^T
-        gemm_serial(0, 0, n, P, N, k.Bw, N, k.dS, P, 1, dx, ldx);  // dX += Bw dS
-        for (int j = 0; j < n; j++) {
-            real dw = 0;
-            for (int m = 0; m < N; m++) {
-                dw += b[(size_t)j * ldb + m] * k.dBw[(size_t)j * N + m];
-                db[(size_t)j * lddbc + m] += k.w[j] * k.dBw[(size_t)j * N + m];
+        // S1 = decay S0 + Bw^T X: the end state's gradient dS reaches S0's decay, Bw and X (dS is
+        // 0 after the last chunk, and S0 before the first: those products are skipped)
+        if (s + n < T) {
+            real dot = 0;
+            for (int i = 0; i < N * P; i++) dot += k.dS[i] * S0[i];
+            k.dcum[n - 1] += decay * dot;
+            gemm_serial(0, 1, n, N, P, x, ldx, k.dS, P, 0, k.dBw, N);  // dBw = X dS^T
+            gemm_serial(0, 0, n, P, N, k.Bw, N, k.dS, P, 1, dx, ldx);  // dX += Bw dS
+            for (int j = 0; j < n; j++) {
+                real dw = 0;
+                for (int m = 0; m < N; m++) {
+                    dw += b[(size_t)j * ldb + m] * k.dBw[(size_t)j * N + m];
+                    db[(size_t)j * lddbc + m] += k.w[j] * k.dBw[(size_t)j * N + m];
+                }
+                // w_j = exp(cum_{n-1} - cum_j) dt_j
+                real q = dw * k.w[j];
+                k.ddtc[j] += dw * expr(k.cum[n - 1] - k.cum[j]);
+                k.dcum[n - 1] += q;
+                k.dcum[j] -= q;
             }
-            // w_j = exp(cum_{n-1} - cum_j) dt_j
-            real q = dw * k.w[j];
-            k.ddtc[j] += dw * expr(k.cum[n - 1] - k.cum[j]);
-            k.dcum[n - 1] += q;
-            k.dcum[j] -= q;
         }
         // Y += Cd S0: dCd = dY S0^T, then Cd = diag(ec) C
-        gemm_serial(0, 1, n, N, P, dy, lddy, S0, P, 0, k.dCd, N);
-        for (int i = 0; i < n; i++) {
-            real r = 0;
-            for (int m = 0; m < N; m++) {
-                real g = k.dCd[(size_t)i * N + m];
-                r += k.Cd[(size_t)i * N + m] * g;
-                dc[(size_t)i * lddbc + m] += k.ec[i] * g;
+        if (c) {
+            gemm_serial(0, 1, n, N, P, dy, lddy, S0, P, 0, k.dCd, N);
+            for (int i = 0; i < n; i++) {
+                real r = 0;
+                for (int m = 0; m < N; m++) {
+                    real g = k.dCd[(size_t)i * N + m];
+                    r += k.Cd[(size_t)i * N + m] * g;
+                    dc[(size_t)i * lddbc + m] += k.ec[i] * g;
+                }
+                k.dcum[i] += r;
             }
-            k.dcum[i] += r;
+            // the state entering the chunk: dS0 = decay dS + Cd^T dY
+            for (int i = 0; i < N * P; i++) k.dS[i] *= decay;
+            gemm_serial(1, 0, N, P, n, k.Cd, N, dy, lddy, 1, k.dS, P);
         }
-        // the state entering the chunk: dS0 = decay dS + Cd^T dY
-        for (int i = 0; i < N * P; i++) k.dS[i] *= decay;
-        gemm_serial(1, 0, N, P, n, k.Cd, N, dy, lddy, 1, k.dS, P);
         // Y = M X: dM = dY X^T (lower triangle), dX += M^T dY
         gemm_serial(1, 0, n, P, n, k.M, n, dy, lddy, 1, dx, ldx);
         gemm_serial(0, 1, n, n, P, dy, lddy, x, ldx, 0, k.dM, n);
