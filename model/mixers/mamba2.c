@@ -264,12 +264,15 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         size_t row = (size_t)b * T;
         const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DG] + row * E + h * P;
         real *dx = t[S_DXBC] + row * XW + h * P, *dbc = t[S_DBC] + (row * NH + h) * 2 * N, Dh = p[P_D][h], dD = 0;
-        for (int i = 0; i < T; i++)
+        for (int i = 0; i < T; i++) {
+            const real *dyi = dy + (size_t)i * E, *xi = x + (size_t)i * XW + h * P;
+            real *dxi = dx + (size_t)i * XW;
+#pragma omp simd reduction(+ : dD)
             for (int c = 0; c < P; c++) {
-                real d = dy[(size_t)i * E + c];
-                dD += d * x[(size_t)i * XW + h * P + c];
-                dx[(size_t)i * XW + c] = Dh * d;
+                dD += dyi[c] * xi[c];
+                dxi[c] = Dh * dyi[c];
             }
+        }
         t[S_DD][bh] = dD;
         t[S_DA][bh] = 0;
         ssd_backward(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
