@@ -7,8 +7,8 @@
 set -euo pipefail
 dir=${1:?usage: results/pilot_table.sh SWEEP_FOLDER (with summary.csv)}
 [ -f "$dir/summary.csv" ] || { echo "pilot_table: $dir/summary.csv: not found (run ./sweep ... --collect first)" >&2; exit 2; }
-# The first field, the quoted point name, holds commas: it is dropped before splitting.
-sed 's/^"[^"]*",//; s/^point,//' "$dir/summary.csv" | awk -F, '
+# The first field, the point name (quoted when it holds commas), is dropped before splitting.
+sed -E 's/^("[^"]*"|[^,]*),//' "$dir/summary.csv" | awk -F, '
 NR == 1 {
     for (i = 1; i <= NF; i++) col[$i] = i
     print "| mixer | lr | best acc | steps to 0.99 | recall layer | its S_recall | answer share | argmax hit | state floats |"
