@@ -1,7 +1,7 @@
 #!/bin/sh
 # The results prose of README.md and docs/results.md, every number in it read from committed files:
 # the run logs and summary of results/mqar_results/ (the MQAR cell at three seeds), of
-# results/delta_pilot/ and results/based_pilot/, and docs/mqar_capacity_summary.csv (the capacity
+# results/delta_pilot/, results/based_pilot/ and results/mamba2_pilot/, and docs/mqar_capacity_summary.csv (the capacity
 # sweep). The pages hold each
 # paragraph between marker comments, exactly as this script prints it, and `make test` checks that
 # (tests/test_docs.c), so a sentence changes here or nowhere.
@@ -41,5 +41,5 @@ if [ "$mode" = --write ]; then
     exit 0
 fi
 
-awk -v mode="$mode" -v R=results/mqar_results -v P=results/delta_pilot -v PB=results/based_pilot -v CAP=docs/mqar_capacity_summary.csv \
+awk -v mode="$mode" -v R=results/mqar_results -v P=results/delta_pilot -v PB=results/based_pilot -v PM=results/mamba2_pilot -v CAP=docs/mqar_capacity_summary.csv \
     -v CAPSWEEP=configs/ablations/mqar_capacity.sweep -f results/results_prose.awk

@@ -32,7 +32,8 @@ typedef struct {
     Config *own_cfg;       // the config rig_setup made (freed by rig_free), or NULL
 } MixerRig;
 
-// Config with every key at its default plus `overrides` ("key=value key=value", may be NULL).
+// Config with every key at its default (but mamba2_head_dim = 4, so that the tests' d_model 8
+// has mamba2 heads) plus `overrides` ("key=value key=value", may be NULL).
 void test_config(Config *c, const char *overrides);
 // Builds a mixer with random parameters: weights N(0, 1/sqrt(fan_in)), norms 1 + N(0, 0.3), biases
 // N(0, 0.3), custom tensors from the mixer's init; x ~ N(0, 1), R ~ N(0, 1).

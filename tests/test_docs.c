@@ -219,6 +219,17 @@ TEST(results_prose_is_what_results_prose_sh_prints) {
     }
 }
 
+// Mamba-2's pilot table the same way (results/mamba2_pilot).
+TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
+    static char table[8192];
+    int rc = test_run(table, sizeof table, "bash results/pilot_table.sh results/mamba2_pilot");
+    CHECK(rc == 0, "results/pilot_table.sh (exit %d): %s", rc, table);
+    CHECK(strstr(table, "| `mamba2` |"), "%s", table);
+    char *md = read_file_text("docs/results.md", NULL);
+    CHECK(md && strstr(md, table), "docs/results.md does not show the table results/pilot_table.sh prints:\n%s", table);
+    free(md);
+}
+
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {

@@ -119,6 +119,7 @@ TEST(every_mixer_state_floats_match_their_formula) {
         {"deltanet", H * D * D + (4 - 1) * 3 * C},        // S [D, D] per head (Zoology's count), conv window [3, 3C]
         {"gated_deltanet", H * D * D + (4 - 1) * 3 * C},  // the same: the decay and the gate add no state
         {"based", H * (1 + 16 + 16 * 16) * (D + 1)},      // S [1 + d + d^2, D + 1] per head, d = 16 (normaliser last)
+        {"mamba2", (2 * C) * 16 + (4 - 1) * (2 * C + 2 * 16)},  // S [N, P] per head = E N (Zoology's 2 d N), conv window
     };
     Config cfg;
     test_config(&cfg, NULL);

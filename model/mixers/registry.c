@@ -22,7 +22,8 @@
     X(mixer_h3)                                                                                                        \
     X(mixer_deltanet)                                                                                                  \
     X(mixer_gated_deltanet)                                                                                            \
-    X(mixer_based)
+    X(mixer_based)                                                                                                     \
+    X(mixer_mamba2)
 
 #define DECLARE(m) extern const MixerKind m;
 MIXER_LIST(DECLARE)

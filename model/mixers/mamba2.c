@@ -1,0 +1,424 @@
+// Mamba-2 block (Dao and Gu 2024, "Transformers are SSMs", arXiv 2405.21060; mamba_ssm's Mamba2
+// and fla's Mamba2 layer with one group; docs/mixers.md#mamba2). E = mamba2_expand * d_model
+// channels in NH = E / P heads of P = mamba2_head_dim channels, N = mamba2_d_state:
+//   [z, xBC, dt] = x W_in^T                    [E], [E + 2N], [NH]  (no bias)
+//   [xs, B, C] = SiLU(causal depthwise conv_4(xBC) + b_conv)        (xs [E], B [N], C [N])
+//   dt = softplus(dt + dt_bias) [NH],  A = -exp(A_log) [NH]
+//   per head h (channels hP .. hP+P-1 of xs): S_t = exp(dt_t A_h) S_{t-1} + dt_t B_t xs_t^T,
+//   ys_t = S_t^T C_t                           (model/mixers/mamba2_ssd.c, chunked)
+//   y = ys + D_h xs;  g = y * SiLU(z);  u = RMSNorm(g) * w  (over all E, eps 1e-5)
+//   out = u W_out^T                            (no bias)
+// The SSD runs in chunks of mamba2_chunk tokens with its chunk-entry states saved; backward is
+// that kernel's reverse pass, then the norm, gate, skip, softplus, conv and projections by hand.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "model/kernels/gemm.h"
+#include "model/kernels/vmath.h"
+#include "model/layers.h"
+#include "model/mixers/mamba2_ssd.h"
+#include "model/mixers/mixer.h"
+#include "model/mixers/qkv_common.h"
+
+#define M2_CONV 4         // the depthwise conv's width (mamba_ssm's d_conv, fla's conv_kernel)
+#define M2_NORM_EPS 1e-5  // the gated RMSNorm's eps
+
+typedef struct {
+    int C, E, P, NH, N, L;  // d_model, inner width, head width, heads, d_state, chunk
+    int XW;                 // E + 2N: the conv's channels (xs, B, C)
+    int n_layer, mlp;       // for out_proj's init scale
+    Precision prec;         // of the projections
+} Mamba2;
+
+enum { P_IN, P_CONV_W, P_CONV_B, P_DT_B, P_A_LOG, P_D, P_NORM, P_OUT };
+// saved: z [B,T,E], xbc_pre [B,T,XW] (in_proj's xBC rows), conv [B,T,XW] (before SiLU), xbc
+// [B,T,XW] (after), dtr [B,T,NH] (softplus's argument, bias in), dt [B,T,NH], ys [B,T,E] (the
+// SSD's output before the D skip), rstd [B,T], chunk-entry states [B,NH,n_states,N,P]
+enum { A_Z, A_XBCP, A_CONV, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
+// scratch: g [B,T,E] (the gated output, recomputed in backward), nrm, dnrm, dg [B,T,E] (dg becomes
+// dy then), dz [B,T,E], dxbc, dxbcp [B,T,XW], ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per
+// (sequence, head) [B,NH], norm weight partials, per-thread SSD work
+enum { S_G, S_NRM, S_DNRM, S_DG, S_DZ, S_DXBC, S_DXBCP, S_DDT, S_DBC, S_DA, S_DD, S_PART, S_WORK };
+
+static const KeyDef mamba2_keys[] = {
+    {"mamba2_expand", KEY_INT, "2", RANGE_POS, 0, 0, "model", "mamba2: channels E = mamba2_expand * d_model"},
+    {"mamba2_head_dim", KEY_INT, "64", RANGE_POS, 0, 0, "model",
+     "mamba2: channels P per SSM head (E / P heads, a multiple of n_head)"},
+    {"mamba2_d_state", KEY_INT, "16", RANGE_POS, 0, 0, "model", "mamba2: states N of B_t and C_t (one group)"},
+    {"mamba2_chunk", KEY_INT, "64", RANGE_POS, 0, 0, "model",
+     "mamba2: tokens per chunk of the SSD algorithm (speed and rounding only, not the function)"},
+    {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
+};
+
+static void *mamba2_create(const MixerDims *d) {
+    long ex = cfg_int(d->cfg, "mamba2_expand"), P = cfg_int(d->cfg, "mamba2_head_dim");
+    long N = cfg_int(d->cfg, "mamba2_d_state"), L = cfg_int(d->cfg, "mamba2_chunk");
+    if (ex > 64) die_input("mamba2_expand: expected 1..64, got %ld", ex);
+    if (N > 1024) die_input("mamba2_d_state: expected 1..1024, got %ld", N);
+    if (L > 1024) die_input("mamba2_chunk: expected 1..1024, got %ld", L);
+    long E = ex * d->C;
+    if (P > E || E % P) die_input("mamba2_head_dim: %ld does not divide d_inner = mamba2_expand x d_model = %ld", P, E);
+    if ((E / P) % d->H)
+        die_input("mamba2_head_dim: d_inner %ld / head dim %ld = %ld heads, not a multiple of n_head %d", E, P, E / P, d->H);
+    Mamba2 *m = mallocCheck(sizeof *m);
+    *m = (Mamba2){.C = d->C,
+                  .E = (int)E,
+                  .P = (int)P,
+                  .NH = (int)(E / P),
+                  .N = (int)N,
+                  .L = (int)L,
+                  .XW = (int)(E + 2 * N),
+                  .n_layer = d->n_layer,
+                  .mlp = cfg_bool(d->cfg, "mlp"),
+                  .prec = d->prec};
+    return m;
+}
+
+static void mamba2_destroy(void *st) { free(st); }
+
+// mamba_ssm's init: PyTorch's default Linear and Conv1d draws U(+-1/sqrt(fan_in)) (the depthwise
+// conv's fan_in is its width), out_proj divided by sqrt(residual branches per layer * n_layer);
+// dt_bias the inverse softplus of dt log-uniform in [1e-3, 0.1] floored at 1e-4, A ~ U(1, 16),
+// D = 1, the norm's weight 1. A_log, D and dt_bias are not weight-decayed.
+static int mamba2_params(const void *st, ParamDecl *out) {
+    const Mamba2 *m = st;
+    int C = m->C, E = m->E, NH = m->NH;
+    double out_scale = 1 / sqrt((double)E) / sqrt((m->mlp ? 2.0 : 1.0) * m->n_layer);
+    out[P_IN] =
+        (ParamDecl){"mamba2.in_proj.weight", 2, {2 * E + 2 * m->N + NH, C}, INIT_UNIFORM, 1 / sqrt((double)C), 0};
+    out[P_CONV_W] = (ParamDecl){"mamba2.conv.weight", 2, {m->XW, M2_CONV}, INIT_UNIFORM, 1 / sqrt((double)M2_CONV), 0};
+    out[P_CONV_B] = (ParamDecl){"mamba2.conv.bias", 1, {m->XW}, INIT_UNIFORM, 1 / sqrt((double)M2_CONV), 0};
+    out[P_DT_B] = (ParamDecl){"mamba2.dt_bias", 1, {NH}, INIT_CUSTOM, 0, 1};
+    out[P_A_LOG] = (ParamDecl){"mamba2.A_log", 1, {NH}, INIT_CUSTOM, 0, 1};
+    out[P_D] = (ParamDecl){"mamba2.D", 1, {NH}, INIT_ONE, 0, 1};
+    out[P_NORM] = (ParamDecl){"mamba2.norm.weight", 1, {E}, INIT_ONE, 0, 0};
+    out[P_OUT] = (ParamDecl){"mamba2.out_proj.weight", 2, {C, E}, INIT_UNIFORM, out_scale, 0};
+    return 8;
+}
+
+static void mamba2_init_custom(const void *st, int index, real *w, Rng *rng) {
+    const Mamba2 *m = st;
+    for (int h = 0; h < m->NH; h++)
+        if (index == P_A_LOG) {  // A ~ U(1, 16)
+            w[h] = (real)log(1 + 15 * rng_uniform(rng));
+        } else if (index == P_DT_B) {  // softplus(dt_bias) = dt
+            double dt = exp(log(1e-3) + rng_uniform(rng) * (log(1e-1) - log(1e-3)));
+            dt = dt < 1e-4 ? 1e-4 : dt;
+            w[h] = (real)(dt + log(-expm1(-dt)));
+        }
+}
+
+static size_t work_size(const Mamba2 *m) { return ssd_work(m->P, m->N, m->L); }
+
+static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
+    const Mamba2 *m = st;
+    size_t BT = (size_t)B * T, E = (size_t)m->E, XW = (size_t)m->XW, NH = (size_t)m->NH;
+    saved[A_Z] = (BufDecl){"z", BT * E};
+    saved[A_XBCP] = (BufDecl){"xbc_pre", BT * XW};
+    saved[A_CONV] = (BufDecl){"conv", BT * XW};
+    saved[A_XBC] = (BufDecl){"xbc", BT * XW};
+    saved[A_DTR] = (BufDecl){"dt_raw", BT * NH};
+    saved[A_DT] = (BufDecl){"dt", BT * NH};
+    saved[A_YS] = (BufDecl){"ys", BT * E};
+    saved[A_RSTD] = (BufDecl){"rstd", BT};
+    saved[A_ST] = (BufDecl){"chunk_states", (size_t)B * NH * ssd_n_states(T, m->L) * m->N * m->P};
+    *n_saved = A_ST + 1;
+    scratch[S_G] = (BufDecl){"gated", BT * E};
+    scratch[S_NRM] = (BufDecl){"nrm", BT * E};
+    scratch[S_DNRM] = (BufDecl){"dnrm", BT * E};
+    scratch[S_DG] = (BufDecl){"dgated", BT * E};
+    scratch[S_DZ] = (BufDecl){"dz", BT * E};
+    scratch[S_DXBC] = (BufDecl){"dxbc", BT * XW};
+    scratch[S_DXBCP] = (BufDecl){"dxbc_pre", BT * XW};
+    scratch[S_DDT] = (BufDecl){"ddt", BT * NH};
+    scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};
+    scratch[S_DA] = (BufDecl){"dA_seq", (size_t)B * NH};
+    scratch[S_DD] = (BufDecl){"dD_seq", (size_t)B * NH};
+    scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * E};
+    scratch[S_WORK] = (BufDecl){"ssd_work", (size_t)omp_get_max_threads() * work_size(m)};
+    *n_scratch = S_WORK + 1;
+}
+
+static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
+
+// torch's softplus (threshold 20: the identity above), as mamba_ssm's F.softplus.
+static real softplusr(real z) { return z > 20 ? z : log1pr(expr(z)); }
+
+// ---------------------------------------------------------------------------------------------
+// Pieces shared by forward, backward and step, one token at a time.
+
+// The in_proj's three row blocks: z, xBC, dt (mamba_ssm's order; B and C follow xs in xBC).
+static void in_proj(const Mamba2 *m, real *const *p, const real *x, real *z, real *xbcp, real *dtr, int n) {
+    const real *W = p[P_IN];
+    matmul_forward(z, x, W, NULL, n, m->C, m->E, m->prec);
+    matmul_forward(xbcp, x, W + (size_t)m->E * m->C, NULL, n, m->C, m->XW, m->prec);
+    matmul_forward(dtr, x, W + (size_t)(m->E + m->XW) * m->C, NULL, n, m->C, m->NH, m->prec);
+}
+
+// One token after the conv: xbc = SiLU(conv); dtr += dt_bias; dt = softplus(dtr).
+static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, real *xbc, real *dtr, real *dt) {
+#pragma omp simd
+    for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] / (1 + vexpr(-conv[i]));
+    for (int h = 0; h < m->NH; h++) {
+        dtr[h] += dt_bias[h];
+        dt[h] = softplusr(dtr[h]);
+    }
+}
+
+// One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd
+// when `write`, else reads it. Head by head (D is per head), each a SIMD loop over its channels.
+static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, const real *xbc, const real *z, real *g,
+                            real *rstd, int write, real *nrm) {
+    int E = m->E, P = m->P;
+    real ss = 0;
+    for (int h = 0; h < m->NH; h++) {
+        real Dh = p[P_D][h];
+        const real *yh = ys + h * P, *xh = xbc + h * P, *zh = z + h * P;
+        real *gh = g + h * P;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < P; c++) {
+            real gv = (yh[c] + Dh * xh[c]) * zh[c] / (1 + vexpr(-zh[c]));
+            gh[c] = gv;
+            ss += gv * gv;
+        }
+    }
+    if (write) *rstd = 1 / sqrtr(ss / E + (real)M2_NORM_EPS);
+    real r = *rstd;
+    const real *w = p[P_NORM];
+#pragma omp simd
+    for (int e = 0; e < E; e++) nrm[e] = g[e] * r * w[e];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
+    int B = io->B, T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E;
+    real **a = io->act;
+    int ns = ssd_n_states(T, m->L);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        const real *x = a[A_XBC] + (size_t)b * T * XW, *dt = a[A_DT] + (size_t)b * T * NH + h;
+        ssd_forward(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                    a[A_YS] + (size_t)b * T * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
+                    io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+    }
+}
+
+static void mamba2_forward(const void *st, MixerIO *io) {
+    const Mamba2 *m = st;
+    int B = io->B, T = io->T, BT = B * T, E = m->E, XW = m->XW, NH = m->NH;
+    real **a = io->act, **p = io->p;
+    in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], BT);
+    short_conv_forward(a[A_CONV], a[A_XBCP], p[P_CONV_W], p[P_CONV_B], B, T, XW, M2_CONV);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        act_token(m, p[P_DT_B], a[A_CONV] + (size_t)r * XW, a[A_XBC] + (size_t)r * XW, a[A_DTR] + (size_t)r * NH,
+                  a[A_DT] + (size_t)r * NH);
+    ssd_all_forward(m, io);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
+                        io->tmp[S_G] + (size_t)r * E, a[A_RSTD] + r, 1, io->tmp[S_NRM] + (size_t)r * E);
+    matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, BT, E, m->C, m->prec);
+}
+
+static void mamba2_backward(const void *st, MixerIO *io) {
+    const Mamba2 *m = st;
+    int B = io->B, T = io->T, BT = B * T, C = m->C, E = m->E, XW = m->XW, NH = m->NH, P = m->P, N = m->N;
+    real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
+    // out_proj and the norm (g and nrm recomputed)
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
+                        t[S_G] + (size_t)r * E, a[A_RSTD] + r, 0, t[S_NRM] + (size_t)r * E);
+    memset(t[S_DNRM], 0, sizeof(real) * BT * E);
+    matmul_backward(t[S_DNRM], g[P_OUT], NULL, io->dy, t[S_NRM], p[P_OUT], BT, E, C, m->prec);
+    qkv_head_rmsnorm_backward(t[S_DG], g[P_NORM], t[S_PART], t[S_DNRM], t[S_G], a[A_RSTD], p[P_NORM], BT, 1, E);
+    // the gate: g = y SiLU(z); dg becomes dy (the gradient of ys + D xs) in place
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        for (int h = 0; h < NH; h++) {
+            size_t o = (size_t)r * E + h * P;
+            const real *z = a[A_Z] + o, *ys = a[A_YS] + o, *xs = a[A_XBC] + (size_t)r * XW + h * P;
+            real *dg = t[S_DG] + o, *dz = t[S_DZ] + o, Dh = p[P_D][h];
+#pragma omp simd
+            for (int c = 0; c < P; c++) {
+                real s = 1 / (1 + vexpr(-z[c])), y = ys[c] + Dh * xs[c];
+                dz[c] = dg[c] * y * s * (1 + z[c] * (1 - s));
+                dg[c] *= z[c] * s;
+            }
+        }
+    // the SSD and the D skip, per (sequence, head)
+    memset(t[S_DXBC], 0, sizeof(real) * BT * XW);
+    memset(t[S_DDT], 0, sizeof(real) * BT * NH);
+    memset(t[S_DBC], 0, sizeof(real) * BT * NH * 2 * N);
+    int ns = ssd_n_states(T, m->L);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        int b = bh / NH, h = bh % NH;
+        size_t row = (size_t)b * T;
+        const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DG] + row * E + h * P;
+        real *dx = t[S_DXBC] + row * XW + h * P, *dbc = t[S_DBC] + (row * NH + h) * 2 * N, Dh = p[P_D][h], dD = 0;
+        for (int i = 0; i < T; i++) {
+            const real *dyi = dy + (size_t)i * E, *xi = x + (size_t)i * XW + h * P;
+            real *dxi = dx + (size_t)i * XW;
+#pragma omp simd reduction(+ : dD)
+            for (int c = 0; c < P; c++) {
+                dD += dyi[c] * xi[c];
+                dxi[c] = Dh * dyi[c];
+            }
+        }
+        t[S_DD][bh] = dD;
+        t[S_DA][bh] = 0;
+        ssd_backward(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                     a[A_ST] + (size_t)bh * ns * N * P, dy, E, dx, t[S_DDT] + row * NH + h, dbc, dbc + N, NH * 2 * N,
+                     t[S_DA] + bh, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+    }
+    // B and C: the heads' sums, in order; dt through softplus
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++) {
+        for (int j = 0; j < 2 * N; j++) {
+            real acc = 0;
+            for (int h = 0; h < NH; h++) acc += t[S_DBC][((size_t)r * NH + h) * 2 * N + j];
+            t[S_DXBC][(size_t)r * XW + E + j] = acc;
+        }
+        for (int h = 0; h < NH; h++) {
+            real z = a[A_DTR][(size_t)r * NH + h];
+            t[S_DDT][(size_t)r * NH + h] *= z > 20 ? 1 : sigmoidr(z);
+        }
+    }
+    for (int h = 0; h < NH; h++) {  // sums over sequences, in order
+        real dA = 0, dD = 0, A = -expr(p[P_A_LOG][h]);
+        for (int b = 0; b < B; b++) dA += t[S_DA][b * NH + h], dD += t[S_DD][b * NH + h];
+        g[P_A_LOG][h] += dA * A;  // dA/dA_log = A
+        g[P_D][h] += dD;
+    }
+    colsum_accumulate(g[P_DT_B], t[S_DDT], BT, NH);
+    // SiLU, the conv, in_proj
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++) {
+        const real *cv = a[A_CONV] + (size_t)r * XW;
+        real *d = t[S_DXBC] + (size_t)r * XW;
+#pragma omp simd
+        for (int i = 0; i < XW; i++) {
+            real s = 1 / (1 + vexpr(-cv[i]));
+            d[i] *= s * (1 + cv[i] * (1 - s));
+        }
+    }
+    memset(t[S_DXBCP], 0, sizeof(real) * BT * XW);
+    short_conv_backward(t[S_DXBCP], g[P_CONV_W], g[P_CONV_B], t[S_DXBC], a[A_XBCP], p[P_CONV_W], B, T, XW, M2_CONV);
+    const real *W = p[P_IN];
+    real *dW = g[P_IN];
+    matmul_backward(io->dx, dW, NULL, t[S_DZ], io->x, W, BT, C, E, m->prec);
+    matmul_backward(io->dx, dW + (size_t)E * C, NULL, t[S_DXBCP], io->x, W + (size_t)E * C, BT, C, XW, m->prec);
+    matmul_backward(io->dx, dW + (size_t)(E + XW) * C, NULL, t[S_DDT], io->x, W + (size_t)(E + XW) * C, BT, C, NH, m->prec);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention maps (docs/mixers.md#mamba2): one per SSM head, shared by its P channels,
+//   a_ij = (C_i . B_j) exp(A_h sum_{t=j+1..i} dt_t) dt_j,
+// so ys_i = sum_j a_ij xs_j for the head's channels (before the D skip, the gate and the norm).
+
+static int mamba2_n_maps(const void *st) { return ((const Mamba2 *)st)->NH; }
+
+static void mamba2_attention(const void *st, const MixerIO *io, int b, int h, real *att) {
+    const Mamba2 *m = st;
+    int T = io->T, XW = m->XW;
+    const real *x = io->act[A_XBC] + (size_t)b * T * XW, *dt = io->act[A_DT] + (size_t)b * T * m->NH + h;
+    real A = -expr(io->p[P_A_LOG][h]);
+    for (int i = 0; i < T; i++) {
+        ssd_map_row(T, m->N, i, dt, m->NH, A, x + m->E, XW, x + m->E + m->N, XW, att + (size_t)i * T);
+        for (int j = i + 1; j < T; j++) att[(size_t)i * T + j] = 0;
+    }
+}
+
+// The map acts on xs after the causal conv of width 4: token p is in xs_p .. xs_{p+3}.
+static int mamba2_value_window(const void *st) {
+    (void)st;
+    return M2_CONV;
+}
+
+// Head h's values are its P channels of xs; its outputs ys before the D skip.
+static int mamba2_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
+    const Mamba2 *m = st;
+    int T = io->T, P = m->P;
+    for (int t = 0; t < T; t++) {
+        size_t row = (size_t)b * T + t;
+        memcpy(v + (size_t)t * P, io->act[A_XBC] + row * m->XW + (size_t)h * P, sizeof(real) * P);
+        memcpy(o + (size_t)t * P, io->act[A_YS] + row * m->E + (size_t)h * P, sizeof(real) * P);
+    }
+    return P;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation: the state is the conv window (the last 3 xBC projections [3, E + 2N], oldest first)
+// and S [NH, N, P]; then scratch for one token: z [E], xbc_pre, conv, xbc [E + 2N], dtr, dt [NH],
+// ys, g, nrm [E], rstd [1].
+
+static size_t mamba2_state_floats(const void *st) {
+    const Mamba2 *m = st;
+    // S is E N (Zoology's 2 d N at mamba2_expand 2); the conv window rides along
+    return (size_t)m->NH * m->N * m->P + (size_t)(M2_CONV - 1) * m->XW;
+}
+
+static size_t mamba2_state_size(const void *st) {
+    const Mamba2 *m = st;
+    return mamba2_state_floats(st) + 4 * (size_t)m->E + 3 * (size_t)m->XW + 2 * (size_t)m->NH + 1;
+}
+
+static void mamba2_step(const void *st, real *const *p, real *state, int t, const real *x, real *y) {
+    const Mamba2 *m = st;
+    int E = m->E, XW = m->XW, NH = m->NH, P = m->P, N = m->N;
+    real *win = state, *S = win + (size_t)(M2_CONV - 1) * XW, *z = S + (size_t)NH * N * P;
+    real *xbcp = z + E, *conv = xbcp + XW, *xbc = conv + XW, *dtr = xbc + XW, *dt = dtr + NH, *ys = dt + NH;
+    real *g = ys + E, *nrm = g + E, *rstd = nrm + E;
+    (void)t;  // the window is zero at position 0, as the state
+    in_proj(m, p, x, z, xbcp, dtr, 1);
+    short_conv_step(conv, win, xbcp, p[P_CONV_W], p[P_CONV_B], XW, M2_CONV);
+    act_token(m, p[P_DT_B], conv, xbc, dtr, dt);
+    for (int h = 0; h < NH; h++)
+        ssd_step(P, N, S + (size_t)h * N * P, xbc + h * P, dt[h], -expr(p[P_A_LOG][h]), xbc + E, xbc + E + N, ys + h * P);
+    gate_norm_token(m, p, ys, xbc, z, g, rstd, 1, nrm);
+    matmul_forward(y, nrm, p[P_OUT], NULL, 1, E, m->C, m->prec);
+}
+
+// Per token: the projections (in_proj C -> 2E + 2N + NH, out_proj E -> C), the conv (2 K (E +
+// 2N)), the gate and norm (about 10 E); per head and chunk of L (per token): C B^T (2 L N), the
+// decays (L exponentials, each counted as 1), M X (2 L P), the entry state's read C S0 and the
+// chunk state's update B^T X (2 N P each). Backward: twice the projections and conv, about 2.5
+// times the SSD (its recomputed forward left out).
+static void mamba2_flops(const void *st, int B, int T, double *fwd, double *bwd) {
+    const Mamba2 *m = st;
+    double BT = (double)B * T, C = m->C, E = m->E, N = m->N, P = m->P, NH = m->NH, L = T < m->L ? T : m->L;
+    double proj = 2 * BT * (C * (2 * E + 2 * N + NH) + E * C) + 2 * BT * m->XW * M2_CONV + 10 * BT * E;
+    double kern = BT * NH * (2 * L * N + L + 2 * L * P + 4 * N * P);
+    *fwd = proj + kern;
+    *bwd = 2 * proj + 2.5 * kern;
+}
+
+const MixerKind mixer_mamba2 = {
+    .name = "mamba2",
+    .summary = "Mamba-2: the scalar-decay SSM S = exp(dt A) S + dt B x^T per head, SSD chunked form, conv, gated RMSNorm (Dao & Gu 2024)",
+    .options = mamba2_keys,
+    .create = mamba2_create,
+    .destroy = mamba2_destroy,
+    .params = mamba2_params,
+    .init_custom = mamba2_init_custom,
+    .buffers = mamba2_buffers,
+    .forward = mamba2_forward,
+    .backward = mamba2_backward,
+    .n_maps = mamba2_n_maps,
+    .attention = mamba2_attention,
+    .attention_values = mamba2_attention_values,
+    .value_window = mamba2_value_window,
+    .theory = THEORY_NONE,
+    .state_size = mamba2_state_size,
+    .state_floats = mamba2_state_floats,
+    .step = mamba2_step,
+    .flops = mamba2_flops,
+};
