@@ -84,7 +84,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
   MAKEFLAGS += -j$(NPROC)
 endif
 
-.PHONY: all test clean asan bench gemm-check format format-check dup-check
+.PHONY: all test clean asan bench gemm-check format format-check dup-check torch-venv
 ifeq ($(ALT_DIR),)
 all: $(PROGRAMS)
 else
@@ -130,7 +130,9 @@ test: all $(if $(ALT_DIR),,build/run_tests)
 
 # `make bench`: the gemm kernels, then every bench/*.conf model for every registered mixer
 # (bench/bench.c; results appended to bench/results.jsonl). BENCH_ARGS passes options, e.g.
-# BENCH_ARGS="--quick --only softmax". The PyTorch column needs /usr/bin/python3 with torch.
+# BENCH_ARGS="--quick --only softmax". The PyTorch columns (PyTorch 2.x: eager, torch.compile, bf16
+# autocast) use build/torch-venv, which `make torch-venv` makes (bench/torch_venv.sh; never needed
+# by the build, the tests or CI), or BENCH_ARGS="--python PATH".
 BENCH_CONF ?= $(sort $(wildcard bench/*.conf))
 BENCH_ARGS ?=
 build/bench: build/f32/bench/bench.o build/f32/bench/peak.o $(F32_OBJ)
@@ -149,6 +151,9 @@ gemm-check: $(BENCH_DIR)/bench_gemm
 bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
 	$(BENCH_DIR)/bench_gemm --quick --no-check
 	$(BENCH_DIR)/bench $(BENCH_ARGS) $(BENCH_CONF)
+
+torch-venv:
+	bench/torch_venv.sh build/torch-venv
 
 # `make format-check`: every .c and .h as .clang-format says (clang-format 14, Debian 12's: another
 # version formats some constructs otherwise); `make format` rewrites them. CI runs format-check.

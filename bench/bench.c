@@ -1,8 +1,10 @@
 // `make bench`: trains the model of each bench/*.conf for a few steps after a warm-up, once per
 // mixer of the registry (and per seq_len of a sweep), and prints and appends to
 // bench/results.jsonl: tokens/s, ms/step, achieved GFLOP/s, the share of the fp32 FMA peak the
-// bench measures itself, peak RSS, threads, precision; beside it PyTorch's figure for the same
-// softmax model (bench/torch_ref.py, when /usr/bin/python3 has torch) and llm.c's (from the conf).
+// bench measures itself, peak RSS, threads, precision; beside it PyTorch's figures for the same
+// softmax model (bench/torch_ref.py under PyTorch 2.x from build/torch-venv, made by
+// `make torch-venv`, or --python; one per variant: eager fp32, torch.compile, bf16 autocast, and for
+// MQAR the LM head at every position or at the labelled ones only) and llm.c's (from the conf).
 //
 // Usage: build/bench [options] CONF... [key=value ...]
 //   --only SUBSTR    run only rows whose "config/mixer" contains SUBSTR
@@ -11,7 +13,12 @@
 //   --steps N, --warmup N   override the confs' bench_steps / bench_warmup
 //   --quick          1 warm-up step, 3 timed steps, first seq_len of a sweep only
 //   --threads N      OpenMP threads (default: the conf's `threads`, 0 = OpenMP default)
-//   --no-torch       skip the PyTorch comparison;  --python PATH (default /usr/bin/python3)
+//   --no-torch       skip the PyTorch comparison
+//   --python PATH    the interpreter with torch (default build/torch-venv/bin/python, else python3)
+//   --torch-variants LIST   torch_ref.py variants, each eager|compile|bf16|compile-bf16, for MQAR
+//                    with /all or /labelled (the head's positions); default eager,compile,bf16 and
+//                    for MQAR eager/all,eager/labelled,compile/labelled,bf16/labelled
+//   --tries N        tries of a row (and of each PyTorch variant) when another process was busy (3)
 //   --out FILE       results file (default bench/results.jsonl; "-" = none)
 //   --wait-quiet S   before each row wait up to S seconds for a second in which other processes
 //                    use under 5% of the CPUs (a shared host)
@@ -20,7 +27,7 @@
 // Trustworthy figures on a shared host: every row runs in its own process (its peak RSS is its
 // own); a short FMA-peak probe runs right before and right after the timed steps, and when either
 // falls below 85% of the peak measured at start (another process held a core) the row is redone,
-// up to 3 times, else flagged "busy" (a lower bound); so is a row during which other processes
+// up to --tries (3) times, else flagged "busy" (a lower bound); so is a row during which other processes
 // used over 5% of the CPUs (/proc/stat minus our own CPU time: it sees other containers too). The figure is the best step time of the
 // timed steps (the median is in results.jsonl).
 //
@@ -90,13 +97,15 @@ typedef struct {
 } Result;
 
 typedef struct {
-    const char *only, *mixers, *python, *out;
-    int steps, warmup, quick, threads, torch;
+    const char *only, *mixers, *python, *out, *torch_variants;
+    int steps, warmup, quick, threads, torch, tries;
     double wait_quiet;  // seconds to wait for a quiet machine before each row
     int n_over;
     char **over;             // key=value overrides
     double peak, peak_bf16;  // measured at start (threads of the run)
 } Options;
+
+static int parse_list(const char *s, char out[][64], int cap);
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -263,7 +272,7 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
     int steps = o->steps > 0 ? o->steps : (int)cfg_int(&cfg, "bench_steps");
     double *ms = mallocCheck(sizeof(double) * steps);
     double best_total = 1e30;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int attempt = 0; attempt < o->tries; attempt++) {
         r->attempts = attempt + 1;
         double before = peak_fp32_quick(r->threads);
         CpuMark m0 = cpu_mark();
@@ -377,41 +386,116 @@ static void measure_peaks(Options *o) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// PyTorch: bench/torch_ref.py in a subprocess; tokens/s, or 0 (why in *note).
+// PyTorch: bench/torch_ref.py in a subprocess, once per variant (eager, compile, bf16, ...; for
+// MQAR also the head at every position or at the labelled ones only).
 
-static int g_torch_missing;
+#define MAX_TORCH 8
+#define TORCH_VENV_PYTHON "build/torch-venv/bin/python"  // make torch-venv
+typedef struct {
+    char name[32];     // "eager", "compile/labelled", ...
+    char mode[16];     // torch_ref.py's --variant
+    int labelled;      // --labelled-only
+    double tok;        // tokens/s, 0: failed (note says why)
+    double compile_s;  // torch.compile's first step
+    int busy;
+    char note[200];
+} TorchRun;
 
-static double torch_tokens_per_s(const Options *o, const Config *c, const Result *r, int per_seq_targets, char *note,
-                                 size_t nn) {
-    *note = 0;
-    if (g_torch_missing) return 0;
-    char cmd[1024];
+static int g_torch_missing;  // the interpreter has no torch: no more tries this run
+static char g_torch_version[32], g_torch_settings[512];
+static int g_torch_settings_shown;
+
+static void torch_run(const Options *o, const Config *c, const Result *r, int per_seq_targets, TorchRun *v) {
+    v->tok = 0, v->compile_s = 0, v->note[0] = 0;
+    if (g_torch_missing) return;
+    char cmd[1280];
     snprintf(cmd, sizeof cmd,
              "%s bench/torch_ref.py --V %d --T %d --B %d --C %d --L %d --H %d --mlp %d --pos-emb %d "
-             "--targets %d --threads %d --steps %d --warmup %d --lr %g --weight-decay %g --clip %g 2>&1",
+             "--targets %d --threads %d --steps %d --warmup %d --lr %g --weight-decay %g --clip %g --variant %s%s 2>&1",
              o->python, r->V, r->T, r->B, r->C, r->L, r->H, r->mlp, !strcmp(cfg_str(c, "pos_emb"), "learned"),
              per_seq_targets, r->threads, o->steps > 0 ? o->steps : (int)cfg_int(c, "bench_steps"),
              o->warmup >= 0 ? o->warmup : (int)cfg_int(c, "bench_warmup"), cfg_float(c, "lr"),
-             cfg_float(c, "weight_decay"), cfg_float(c, "grad_clip"));
+             cfg_float(c, "weight_decay"), cfg_float(c, "grad_clip"), v->mode, v->labelled ? " --labelled-only" : "");
     fflush(stdout);
     FILE *p = popen(cmd, "r");
-    if (!p) return snprintf(note, nn, "cannot run %s", o->python), 0;
-    char line[512];
-    double tok = 0;
+    if (!p) {
+        snprintf(v->note, sizeof v->note, "cannot run %s", o->python);
+        return;
+    }
+    char line[2048], last[2048] = "";
     while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
         char *q = strstr(line, "tokens_per_s=");
-        if (q) tok = atof(q + 13);
-        else if (strstr(line, "skipped")) {
-            line[strcspn(line, "\n")] = 0;
-            snprintf(note, nn, "%.200s", line);
+        if (!strncmp(line, "settings: ", 10)) {
+            if (!*g_torch_settings) snprintf(g_torch_settings, sizeof g_torch_settings, "%.500s", line + 10);
+            char *tv = strstr(line, "torch=");
+            if (tv) snprintf(g_torch_version, sizeof g_torch_version, "%.*s", (int)strcspn(tv + 6, " "), tv + 6);
+        } else if (q) {
+            v->tok = atof(q + 13);
+            char *cs = strstr(line, "compile_s=");
+            if (cs) v->compile_s = atof(cs + 10);
+        } else if (!strncmp(line, "skipped", 7)) {
+            snprintf(v->note, sizeof v->note, "%.190s", line);
+            g_torch_missing = 1;  // do not retry for every row
+        } else if (*line) {
+            snprintf(last, sizeof last, "%s", line);
         }
     }
     int st = pclose(p);
-    if (tok <= 0) {
-        if (!*note) snprintf(note, nn, "torch_ref.py failed (status %d)", st);
-        g_torch_missing = 1;  // do not retry for every row
+    if (v->tok <= 0 && !*v->note)
+        snprintf(v->note, sizeof v->note, "torch_ref.py failed (status %d): %.150s", st, last);
+}
+
+// The variants to run for a row: --torch-variants, else eager, compile and bf16 (for MQAR each with
+// the head at the labelled positions only, and eager also with the head everywhere).
+static int torch_variants(const Options *o, int mqar, TorchRun *v) {
+    const char *list = o->torch_variants ? o->torch_variants
+        : mqar                           ? "eager/all,eager/labelled,compile/labelled,bf16/labelled"
+                                         : "eager,compile,bf16";
+    char items[MAX_TORCH][64];
+    int n = parse_list(list, items, MAX_TORCH);
+    for (int i = 0; i < n; i++) {
+        memset(&v[i], 0, sizeof v[i]);
+        snprintf(v[i].name, sizeof v[i].name, "%.31s", items[i]);
+        char *slash = strchr(items[i], '/');
+        if (slash) *slash = 0;
+        snprintf(v[i].mode, sizeof v[i].mode, "%.15s", items[i]);
+        v[i].labelled = slash && !strcmp(slash + 1, "labelled");
+        if (slash && !v[i].labelled && strcmp(slash + 1, "all"))
+            die_input("--torch-variants: '%s': a head is /all or /labelled", v[i].name);
     }
-    return tok;
+    return n;
+}
+
+// The softmax row's PyTorch figures, one per variant (each the best of up to o->tries tries when
+// another process was busy; busy when even the best try shared the CPUs).
+static void torch_compare(const Options *o, const Config *cfg, const Result *r, int per_seq, TorchRun *v, int n) {
+    for (int i = 0; i < n; i++) {
+        double share = 0;
+        TorchRun best = v[i];
+        for (int attempt = 0; attempt < o->tries; attempt++) {
+            if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
+            CpuMark t0 = cpu_mark();
+            torch_run(o, cfg, r, per_seq, &v[i]);
+            double sh = others_share(t0, cpu_mark());
+            if (v[i].tok > best.tok || attempt == 0) best = v[i], share = sh;
+            if (v[i].tok <= 0 || sh <= 0.05) break;
+        }
+        v[i] = best;
+        v[i].busy = v[i].tok > 0 && share > 0.05;
+        if (v[i].busy && !*v[i].note)
+            snprintf(v[i].note, sizeof v[i].note, "busy: other processes used %.0f%% of the CPUs", 100 * share);
+    }
+}
+
+// The variant in the "torch" column: eager fp32 (for MQAR with the head at the labelled positions
+// only, as attnscope runs it), else the first that ran.
+static int torch_column(const TorchRun *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (v[i].tok > 0 && (!strcmp(v[i].name, "eager") || !strcmp(v[i].name, "eager/labelled"))) return i;
+    for (int i = 0; i < n; i++)
+        if (v[i].tok > 0) return i;
+    return -1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -468,7 +552,8 @@ static int parse_list(const char *s, char out[][64], int cap) {
 static void usage(void) {
     fprintf(stderr,
             "usage: build/bench [--only S] [--mixers A,B] [--steps N] [--warmup N] [--quick] "
-            "[--threads N] [--no-torch] [--python PATH] [--out FILE] [--wait-quiet S] CONF... [key=value ...]\n");
+            "[--threads N] [--no-torch] [--python PATH] [--torch-variants LIST] [--tries N] [--out FILE] "
+            "[--wait-quiet S] CONF... [key=value ...]\n");
     exit(2);
 }
 
@@ -485,6 +570,8 @@ static int parse_args(int argc, char **argv, Options *o, const char **confs, int
         else if (!strcmp(a, "--warmup")) o->warmup = atoi(ARG());
         else if (!strcmp(a, "--threads")) o->threads = atoi(ARG());
         else if (!strcmp(a, "--python")) o->python = ARG();
+        else if (!strcmp(a, "--torch-variants")) o->torch_variants = ARG();
+        else if (!strcmp(a, "--tries")) o->tries = atoi(ARG()) > 0 ? atoi(argv[i]) : 1;
         else if (!strcmp(a, "--out")) o->out = ARG();
         else if (!strcmp(a, "--wait-quiet")) o->wait_quiet = atof(ARG());
         else if (!strcmp(a, "--quick")) o->quick = 1;
@@ -510,29 +597,8 @@ typedef struct {
     FILE *out;  // NULL: --out -
 } RunInfo;
 
-// The softmax row's PyTorch figure (best of up to 3 tries when another process was busy);
-// *busy when even the best try shared the CPUs.
-static double torch_compare(const Options *o, const Config *cfg, const Result *r, int per_seq, char *note, size_t nn,
-                            int *busy) {
-    double torch = 0, share = 0;
-    *busy = 0;
-    for (int attempt = 0; attempt < 3 && (attempt == 0 || *busy); attempt++) {
-        if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
-        CpuMark t0 = cpu_mark();
-        double t = torch_tokens_per_s(o, cfg, r, per_seq, note, nn);
-        double sh = others_share(t0, cpu_mark());
-        if (t > torch) torch = t, share = sh;  // the best try
-        *busy = torch > 0 && sh > 0.05;
-        if (t <= 0) break;
-    }
-    *busy = torch > 0 && share > 0.05;
-    if (*busy && !*note)
-        snprintf(note, nn, "busy: other processes used %.0f%% of the CPUs during the PyTorch run", 100 * share);
-    return torch;
-}
-
 static void write_json_row(const RunInfo *ri, const Options *o, const char *cname, const char *mixer, const char *prec,
-                           const Result *r, double tok, double gf, double torch, int torch_busy, double llmc,
+                           const Result *r, double tok, double gf, const TorchRun *tv, int n_tv, int col, double llmc,
                            double vs_llmc) {
     FILE *out = ri->out;
     fputc('{', out);
@@ -551,9 +617,20 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
             r->threads, r->B, r->T, r->V, r->C, r->L, r->H, r->mlp, tok, r->ms_best, r->ms_median, r->cpu_ms, r->fwd_ms,
             r->bwd_ms, r->opt_ms, r->flop_step * 1e-9, gf, o->peak, 100 * gf / o->peak, r->mixer_flops ? "true" : "false",
             r->act_mb, r->rss_mb, r->busy ? "true" : "false", r->others, r->attempts, load1());
-    if (torch > 0)
-        fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", torch, tok / torch,
-                torch_busy ? "true" : "false");
+    if (col >= 0) {  // the column's variant, then every variant
+        fprintf(out, "\"torch_tokens_per_s\":%.1f,\"vs_torch\":%.3f,\"torch_busy\":%s,", tv[col].tok, tok / tv[col].tok,
+                tv[col].busy ? "true" : "false");
+        json_str(out, "torch_column", tv[col].name);
+        json_str(out, "torch_version", g_torch_version);
+        fputs("\"torch\":[", out);
+        for (int i = 0; i < n_tv; i++) {
+            fprintf(out, "%s{", i ? "," : "");
+            json_str(out, "variant", tv[i].name);
+            fprintf(out, "\"tokens_per_s\":%.1f,\"vs\":%.3f,\"compile_s\":%.1f,\"busy\":%s}", tv[i].tok,
+                    tv[i].tok > 0 ? tok / tv[i].tok : 0, tv[i].compile_s, tv[i].busy ? "true" : "false");
+        }
+        fputs("],", out);
+    }
     if (vs_llmc > 0) fprintf(out, "\"llmc_tokens_per_s\":%.1f,\"vs_llmc\":%.3f,", llmc, vs_llmc);
     if (r->sparsity_ms > 0)
         fprintf(out, "\"sparsity_ms\":%.1f,\"sparsity_steps\":%.2f,\"sparsity_first_ms\":%.1f,\"sparsity_others_cpu\":%.3f,",
@@ -581,11 +658,14 @@ static double bench_row(const RunInfo *ri, const Options *o, const char *conf, c
     }
     double tok = (double)B * T / (r.ms_best * 1e-3);
     double gf = r.flop_step / (r.ms_best * 1e-3) * 1e-9;
-    double torch = 0;
-    char note[256] = "";
-    int is_softmax = !strcmp(mixer, "softmax"), torch_busy = 0;
-    if (is_softmax && o->torch && cfg_bool(cfg, "bench_torch"))
-        torch = torch_compare(o, cfg, &r, per_seq, note, sizeof note, &torch_busy);
+    TorchRun tv[MAX_TORCH];
+    int is_softmax = !strcmp(mixer, "softmax"), n_tv = 0;
+    if (is_softmax && o->torch && cfg_bool(cfg, "bench_torch")) {
+        n_tv = torch_variants(o, per_seq >= 0, tv);
+        torch_compare(o, cfg, &r, per_seq, tv, n_tv);
+    }
+    int col = torch_column(tv, n_tv);
+    double torch = col >= 0 ? tv[col].tok : 0;
     double vs_llmc = is_softmax && llmc > 0 && first_len ? tok / llmc : 0;
     char ts[16] = "-", vt[16] = "-", vl[16] = "-";
     if (torch > 0) snprintf(ts, sizeof ts, "%.0f", torch), snprintf(vt, sizeof vt, "%.2fx", tok / torch);
@@ -604,9 +684,22 @@ static double bench_row(const RunInfo *ri, const Options *o, const char *conf, c
                "tables: %.0f ms)%s\n",
                "", "", r.sparsity_ms, r.sparsity_ms / r.ms_best, r.sparsity_first_ms,
                r.sparsity_others > 0.05 ? "  busy" : "");
-    if (*note) printf("%-9s %5s      torch: %s\n", "", "", note);
+    if (n_tv) {
+        if (*g_torch_settings && !g_torch_settings_shown++)
+            printf("%-9s %5s      torch settings: %s\n", "", "", g_torch_settings);
+        printf("%-9s %5s      x torch %s:", "", "", *g_torch_version ? g_torch_version : "");
+        for (int i = 0; i < n_tv; i++) {
+            if (tv[i].tok > 0)
+                printf(" %s %.0f (%.2fx%s)", tv[i].name, tv[i].tok, tok / tv[i].tok, tv[i].busy ? ", busy" : "");
+            else printf(" %s -", tv[i].name);
+            if (tv[i].compile_s > 0) printf(" [compile %.0f s]", tv[i].compile_s);
+            printf("%s", i + 1 < n_tv ? ";" : "\n");
+        }
+        for (int i = 0; i < n_tv; i++)
+            if (*tv[i].note) printf("%-9s %5s      torch %s: %s\n", "", "", tv[i].name, tv[i].note);
+    }
     fflush(stdout);
-    if (ri->out) write_json_row(ri, o, cname, mixer, prec, &r, tok, gf, torch, torch_busy, llmc, vs_llmc);
+    if (ri->out) write_json_row(ri, o, cname, mixer, prec, &r, tok, gf, tv, n_tv, col, llmc, vs_llmc);
     *cpu_tok = (double)B * T / (r.cpu_ms * 1e-3);
     return tok;
 }
@@ -679,9 +772,10 @@ static void bench_conf(const RunInfo *ri, const Options *o, const char *conf) {
 }
 
 int main(int argc, char **argv) {
-    Options o = {.python = "/usr/bin/python3", .out = "bench/results.jsonl", .steps = 0, .warmup = -1, .torch = 1};
+    Options o = {.python = NULL, .out = "bench/results.jsonl", .steps = 0, .warmup = -1, .torch = 1, .tries = 3};
     const char *confs[256];
     int n_conf = parse_args(argc, argv, &o, confs, 256);
+    if (!o.python) o.python = access(TORCH_VENV_PYTHON, X_OK) == 0 ? TORCH_VENV_PYTHON : "python3";
     RunInfo ri;
     cpu_name(ri.cpu, sizeof ri.cpu);
     time_t now = time(NULL);

@@ -4,16 +4,48 @@ attnscope's (pre-LN blocks, causal multi-head softmax attention with qkv/proj bi
 MLP, learned positions, LM head tied to wte, cross-entropy, AdamW), timed the same way (best step
 after warm-up), with the same thread count and denormals flushed.
 
-build/bench runs it for every softmax row (make bench); by hand:
-  /usr/bin/python3 bench/torch_ref.py --V 4096 --T 256 --B 16 --C 256 --L 4 --H 4 --mlp 1
-Prints one line "tokens_per_s=... ms_best=... ms_median=..." or "skipped: ..." when torch is
-missing. --targets K puts a loss at K random positions per sequence (MQAR); the head still runs at
-every position, as Zoology's PyTorch code does, unless --labelled-only.
+The reference is PyTorch 2.x from the Python package index in a virtual environment of the
+bench's own (make torch-venv: build/torch-venv), which build/bench finds; --python names another
+interpreter. By hand:
+  build/torch-venv/bin/python bench/torch_ref.py --V 4096 --T 256 --B 16 --C 256 --L 4 --H 4 \
+      --variant eager
+Variants (--variant, one a process): eager (fp32), compile (torch.compile of the model, fp32;
+the first steps' compile time is excluded from the timing and printed), bf16 (eager under
+torch.autocast("cpu", torch.bfloat16)), compile-bf16. --targets K puts a loss at K random
+positions per sequence (MQAR); the LM head still runs at every position, as Zoology's PyTorch
+code does, unless --labelled-only, which gathers the labelled rows first and runs the head there
+only (as attnscope does).
+Prints a line "settings: ..." (torch version, threads, denormal flushing, compile mode, the CPU
+capability, oneDNN and MKL) and then one line "tokens_per_s=... ms_best=... ms_median=..." or
+"skipped: ..." when torch is missing.
 """
 import argparse
 import math
 import sys
 import time
+
+VARIANTS = ("eager", "compile", "bf16", "compile-bf16")
+
+
+def settings_line(torch, a, flushed):
+    caps = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "?"
+    cfg = torch.__config__.show()
+    blas = "?"
+    for part in cfg.replace(",", "\n").splitlines():
+        if "BLAS_INFO=" in part:
+            blas = part.split("BLAS_INFO=")[1].strip()
+    par = torch.__config__.parallel_info()
+    backend = "?"
+    for line in par.splitlines():
+        if line.startswith("ATen parallel backend:"):
+            backend = line.split(":", 1)[1].strip()
+    return ("settings: torch=%s python=%s variant=%s head=%s threads=%d interop_threads=%d parallel=%s "
+            "flush_denormal=%s compile_mode=%s cpu_capability=%s mkldnn=%s mkldnn_enabled=%s mkl=%s blas=%s"
+            % (torch.__version__, sys.executable, a.variant, "labelled-only" if a.labelled_only else "all-positions",
+               torch.get_num_threads(), torch.get_num_interop_threads(), backend, flushed,
+               a.compile_mode if "compile" in a.variant else "none", caps,
+               torch.backends.mkldnn.is_available(), torch.backends.mkldnn.enabled,
+               torch.backends.mkl.is_available(), blas))
 
 
 def main():
@@ -28,6 +60,8 @@ def main():
     ap.add_argument("--pos-emb", type=int, default=1)
     ap.add_argument("--targets", type=int, default=-1, help="labelled positions per sequence (-1: all)")
     ap.add_argument("--labelled-only", action="store_true", help="run the LM head only where there is a loss")
+    ap.add_argument("--variant", default="eager", choices=VARIANTS)
+    ap.add_argument("--compile-mode", default="default", help="torch.compile mode (default, max-autotune-no-cudagraphs, ...)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
@@ -40,13 +74,19 @@ def main():
         import torch.nn as nn
         import torch.nn.functional as F
     except ImportError:
-        print("skipped: %s has no torch (apt-get install python3-torch)" % sys.executable)
+        print("skipped: %s has no torch (make torch-venv, or --python PATH)" % sys.executable)
         return 0
 
+    if not hasattr(F, "scaled_dot_product_attention"):
+        print("skipped: torch %s is older than 2.0 (make torch-venv installs 2.x)" % torch.__version__)
+        return 0
     torch.set_num_threads(a.threads)
-    torch.set_flush_denormal(True)
+    flushed = torch.set_flush_denormal(True)
     torch.manual_seed(0)
     C, H, T, V = a.C, a.H, a.T, a.V
+    bf16 = a.variant.endswith("bf16")
+    compiled = a.variant.startswith("compile")
+    print(settings_line(torch, a, flushed), flush=True)
 
     class Block(nn.Module):
         def __init__(self):
@@ -58,7 +98,6 @@ def main():
                 self.ln_2 = nn.LayerNorm(C)
                 self.fc = nn.Linear(C, 4 * C)
                 self.fc_proj = nn.Linear(4 * C, C)
-            self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)))
 
         def attn(self, x):
             B_, T_, _ = x.shape
@@ -66,12 +105,7 @@ def main():
             q = q.view(B_, T_, H, C // H).transpose(1, 2)
             k = k.view(B_, T_, H, C // H).transpose(1, 2)
             v = v.view(B_, T_, H, C // H).transpose(1, 2)
-            if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
-                att = att.masked_fill(~self.mask[:T_, :T_], float("-inf"))
-                y = F.softmax(att, dim=-1) @ v
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             return self.proj(y.transpose(1, 2).contiguous().view(B_, T_, C))
 
         def forward(self, x):
@@ -88,7 +122,7 @@ def main():
             self.h = nn.ModuleList([Block() for _ in range(a.L)])
             self.ln_f = nn.LayerNorm(C)
 
-        def forward(self, idx, targets):
+        def forward(self, idx, targets, rows):
             x = self.wte(idx)
             if self.wpe is not None:
                 x = x + self.wpe(torch.arange(idx.shape[1]))
@@ -96,11 +130,10 @@ def main():
                 x = b(x)
             x = self.ln_f(x).view(-1, C)
             t = targets.view(-1)
-            if a.labelled_only:
-                keep = t >= 0
-                x, t = x[keep], t[keep]
+            if rows is not None:  # --labelled-only: the labelled rows, gathered (a fixed count per batch)
+                x, t = x[rows], t[rows]
             logits = x @ self.wte.weight.t()
-            return F.cross_entropy(logits, t, ignore_index=-100)
+            return F.cross_entropy(logits.float(), t, ignore_index=-100)
 
     model = GPT()
     # GPT-2's initialisation (as attnscope's): N(0, 0.02) weights, output projections
@@ -115,35 +148,51 @@ def main():
             nn.init.normal_(p, 0.0, std)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=a.weight_decay)
+    fwd = torch.compile(model, mode=a.compile_mode) if compiled else model
     g = torch.Generator().manual_seed(1234)
 
     def batch():
         idx = torch.randint(0, V, (a.B, T), generator=g)
         tgt = torch.randint(0, V, (a.B, T), generator=g)
+        rows = None
         if a.targets >= 0:
             keep = torch.zeros(a.B, T, dtype=torch.bool)
             for b in range(a.B):
                 keep[b, torch.randperm(T, generator=g)[: a.targets]] = True
             tgt = torch.where(keep, tgt, torch.full_like(tgt, -100))
-        return idx, tgt
+            if a.labelled_only:
+                rows = keep.view(-1).nonzero().view(-1)
+        return idx, tgt, rows  # with a loss at every position the head runs everywhere either way
 
-    times = []
-    for it in range(a.warmup + a.steps):
-        idx, tgt = batch()
-        t0 = time.perf_counter()
+    def step(idx, tgt, rows):
         opt.zero_grad(set_to_none=True)
-        loss = model(idx, tgt)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = fwd(idx, tgt, rows)
         loss.backward()
         if a.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
         opt.step()
+        return loss
+
+    compile_s = 0.0
+    if compiled:  # the first step compiles forward and backward: timed apart, before the warm-up
+        t0 = time.perf_counter()
+        step(*batch())
+        compile_s = time.perf_counter() - t0
+    times = []
+    for it in range(a.warmup + a.steps):
+        idx, tgt, rows = batch()
+        t0 = time.perf_counter()
+        loss = step(idx, tgt, rows)
         t1 = time.perf_counter()
         if it >= a.warmup:
             times.append(t1 - t0)
     times.sort()
     best, med = times[0], times[len(times) // 2]
-    print("tokens_per_s=%.1f ms_best=%.3f ms_median=%.3f loss=%.4f torch=%s threads=%d"
-          % (a.B * T / best, best * 1e3, med * 1e3, loss.item(), torch.__version__, torch.get_num_threads()))
+    print("tokens_per_s=%.1f ms_best=%.3f ms_median=%.3f loss=%.4f torch=%s threads=%d variant=%s head=%s "
+          "compile_s=%.1f"
+          % (a.B * T / best, best * 1e3, med * 1e3, loss.item(), torch.__version__, torch.get_num_threads(),
+             a.variant, "labelled" if a.labelled_only else "all", compile_s))
     return 0
 
 
