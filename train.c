@@ -399,8 +399,9 @@ static void test_at_end(Trainer *tr) {
         memset(&r, 0, sizeof r);
         if (best && !tr->best_has_sparsity) {  // the maps of the best step, as of the last
             sparsity_eval(m, &tr->task.val, tr->B, tr->T, cfg_int(c, "eval_batches"), rows, &r);
+            // (not mirrored to TensorBoard: an event at an earlier step makes it drop the tags'
+            // later points)
             sparsity_write_records(tr->sparsity, step, mixer, "val", NULL, &r);
-            if (tr->tb.f) tb_write_sparsity(&tr->tb, step, mixer, "val", &r);
         }
         sparsity_eval(m, &tr->task.test, tr->B, tr->T, 0, rows, &r);
         sparsity_write_records(tr->sparsity, step, mixer, "test", NULL, &r);

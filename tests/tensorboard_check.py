@@ -10,9 +10,11 @@ same value, bit for bit as float32. The mapping from records to tags is written 
 purpose, from the documentation rather than from eval/tensorboard.c:
 
     train     train/loss, train/acc, train/lr, train/grad_norm, train/tok_per_s
-    eval      val/loss, val/acc, val/acc_kv<K>_L<L>
+    eval      val/loss, val/acc, val/acc_kv<K>_L<L>; with "split":"test" (the test set, read
+              once at the end) test/loss, test/acc, test/acc_kv<K>_L<L>
     sparsity  sparsity/L<l>_H<h>/S_recall, sparsity/L<l>_H<h>/answer_share
-              (ans_window_share when the record has it, else ans_share)
+              (ans_window_share when the record has it, else ans_share); with "split":"test"
+              sparsity_test/L<l>_H<h>/...
 
 A record with "options" (another measurement than the run's own) and a null or absent field give
 no scalar. Exit 0 when everything matches, 1 with the differences otherwise.
@@ -62,15 +64,17 @@ def expected_scalars(run_dir):
             for k in ("loss", "acc", "lr", "grad_norm", "tok_per_s"):
                 add("train/" + k, r["step"], r.get(k))
         elif r.get("type") == "eval":
-            add("val/loss", r["step"], r.get("loss"))
-            add("val/acc", r["step"], r.get("acc"))
+            split = "test" if r.get("split") == "test" else "val"
+            add(split + "/loss", r["step"], r.get("loss"))
+            add(split + "/acc", r["step"], r.get("acc"))
             for k, v in r.items():
                 if k.startswith("acc_"):
-                    add("val/" + k, r["step"], v)
+                    add(split + "/" + k, r["step"], v)
     for r in records(os.path.join(run_dir, "sparsity.jsonl")):
         if r.get("options") or r.get("type", "sparsity") != "sparsity" or "layer" not in r:
             continue
-        head = "sparsity/L%d_H%d/" % (r["layer"], r["head"])
+        group = "sparsity_test" if r.get("split") == "test" else "sparsity"
+        head = "%s/L%d_H%d/" % (group, r["layer"], r["head"])
         add(head + "S_recall", r["step"], r.get("S_recall"))
         share = r.get("ans_window_share")
         add(head + "answer_share", r["step"], share if share is not None else r.get("ans_share"))
