@@ -121,9 +121,16 @@ static int holds(const uint64_t *sorted, long n, uint64_t h) {
     return bsearch(&h, sorted, (size_t)n, sizeof h, cmp_u64) != NULL;
 }
 
-// Validation keeps no sequence that train or test holds; counts the test sequences train holds.
-static void check_mqar_splits(Task *t, const Config *c) {
-    uint64_t *train = sorted_hashes(&t->train), *test = sorted_hashes(&t->test);
+// How many sequences of ds have their hash in sorted[n].
+static long count_held(const uint64_t *sorted, long n, const Dataset *ds) {
+    long held = 0;
+    for (long i = 0; i < ds->n; i++) held += holds(sorted, n, dataset_sequence_hash(ds, i));
+    return held;
+}
+
+// Validation keeps no sequence that train (its sorted hashes) or test holds.
+static void drop_shared_validation(Task *t, const Config *c, const uint64_t *train) {
+    uint64_t *test = sorted_hashes(&t->test);
     unsigned char *keep = mallocCheck((size_t)(t->val.n ? t->val.n : 1));
     for (long i = 0; i < t->val.n; i++) {
         uint64_t h = dataset_sequence_hash(&t->val, i);
@@ -131,10 +138,7 @@ static void check_mqar_splits(Task *t, const Config *c) {
     }
     long n = t->val.n;
     t->val_dropped = dataset_keep(&t->val, keep);
-    t->test_in_train = 0;
-    for (long i = 0; i < t->test.n; i++)
-        t->test_in_train += holds(train, t->train.n, dataset_sequence_hash(&t->test, i));
-    free(keep), free(train), free(test);
+    free(keep), free(test);
     if (t->val.n == 0)
         die_input("%s: mqar_val_examples: all %ld validation sequences also occur in train or test (the cells have "
                   "too few distinct sequences; expected a larger vocab_size or longer cells)",
@@ -171,12 +175,10 @@ static void open_mqar(Task *t, Config *c, int splits, int vocab) {
         *has[k] = 1;
     }
     t->test_in_train = -1;
-    if (build & TASK_VAL) check_mqar_splits(t, c);
-    else if ((build & TASK_TRAIN) && (build & TASK_TEST)) {
+    if ((build & TASK_TRAIN) && (build & TASK_TEST)) {  // always so when validation is built
         uint64_t *train = sorted_hashes(&t->train);
-        t->test_in_train = 0;
-        for (long i = 0; i < t->test.n; i++)
-            t->test_in_train += holds(train, t->train.n, dataset_sequence_hash(&t->test, i));
+        t->test_in_train = count_held(train, t->train.n, &t->test);
+        if (build & TASK_VAL) drop_shared_validation(t, c, train);
         free(train);
     }
     for (int k = 0; k < 3; k++)
