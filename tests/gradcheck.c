@@ -287,6 +287,42 @@ void rig_check_attention(MixerRig *r, double tol) {
     free(a), free(v), free(o);
 }
 
+void rig_check_finish(MixerRig *r, double tol) {
+    if (!r->kind->attention) return;
+    rig_loss(r);
+    MixerIO io = rig_io(r);
+    int B = r->B, T = r->T, C = r->dims.C, n_maps = r->kind->n_maps(r->st);
+    size_t n = (size_t)B * T * C;
+    real *y0 = mallocCheck(sizeof(real) * n), *a = mallocCheck(sizeof(real) * T * T);
+    real *v = mallocCheck(sizeof(real) * T * 4 * C), *oa = mallocCheck(sizeof(real) * T * 4 * C);
+    real *o = mallocCheck(sizeof(real) * (size_t)B * n_maps * T * 4 * C);
+    memcpy(y0, r->y, sizeof(real) * n);
+    int W = 0;
+    for (int b = 0; b < B; b++)
+        for (int m = 0; m < n_maps; m++) {
+            r->kind->attention(r->st, &io, b, m, a);
+            W = r->kind->attention_values(r->st, &io, b, m, v, oa);
+            real *om = o + ((size_t)b * n_maps + m) * T * W;
+            for (int i = 0; i < T; i++)
+                for (int w = 0; w < W; w++) {
+                    double s = 0;
+                    for (int j = 0; j <= i; j++) s += (double)a[i * T + j] * (double)v[j * W + w];
+                    om[i * W + w] = (real)s;
+                }
+        }
+    poison_scratch(r);
+    r->kind->finish(r->st, &io, o);
+    for (size_t i = 0; i < n; i++)
+        CHECK(fabs((double)r->y[i] - (double)y0[i]) <= tol * (1 + fabs((double)y0[i])),
+              "%s: finish(a v) y[%zu] = %.15g, forward %.15g", r->kind->name, i, (double)r->y[i], (double)y0[i]);
+    for (size_t i = 0; i < (size_t)B * n_maps * T * W; i++) o[i] += 1;
+    r->kind->finish(r->st, &io, o);
+    double moved = 0;
+    for (size_t i = 0; i < n; i++) moved = fmax(moved, fabs((double)r->y[i] - (double)y0[i]));
+    CHECK(moved > 1e-3, "%s: finish(o + 1) left y where it was (largest change %g)", r->kind->name, moved);
+    free(y0), free(a), free(v), free(oa), free(o);
+}
+
 void rig_check_step(MixerRig *r, double tol) {
     if (!r->kind->step || !r->kind->state_size) return;  // the generation group is optional (mixer.h)
     rig_loss(r);

@@ -66,6 +66,10 @@ void rig_check_grads_h(MixerRig *r, double h, double rtol, double atol);
 // for a mixer without the optional maps group).
 void rig_check_attention(MixerRig *r, double tol);
 real *rig_param(MixerRig *r, const char *name);
+// finish() from o_i = sum_j a_ij v_j (the maps times their values, in fp64, as the interventions
+// compute it) reproduces forward()'s y to tol, with the scratch poisoned in between; and finish
+// from other outputs (o + 1) moves y: a finish that ignores o fails (mixers with maps).
+void rig_check_finish(MixerRig *r, double tol);
 // step() fed the inputs one position at a time reproduces forward() to tol (mixers with step).
 void rig_check_step(MixerRig *r, double tol);
 // attention_qk reproduces the maps: THEORY_EXP rows are softmax(q_i.k_j), THEORY_LINEAR rows are

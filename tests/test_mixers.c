@@ -47,6 +47,7 @@ TEST(mixer_validate_takes_optional_groups_whole) {
     CHECK_MISSING(n_maps, "softmax");
     CHECK_MISSING(attention, "softmax");
     CHECK_MISSING(attention_values, "softmax");
+    CHECK_MISSING(finish, "softmax");
     CHECK_MISSING(attention_qk, "softmax");  // THEORY_EXP needs it
     CHECK_MISSING(decay_rate, "decay");      // THEORY_DECAY needs it
     CHECK_MISSING(state_size, "softmax");
@@ -81,6 +82,17 @@ TEST(every_mixer_attention_maps_reproduce_outputs) {
         MixerRig r;
         rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 9, 1, 3, 12);
         rig_check_attention(&r, 1e-9);
+        rig_free(&r);
+    }
+}
+
+TEST(every_mixer_finish_reproduces_forward_from_its_maps) {
+    Config cfg;
+    test_config(&cfg, NULL);
+    for (int i = 0; i < mixer_count(); i++) {
+        MixerRig r;
+        rig_init(&r, mixer_at(i)->name, &cfg, 8, 2, 2, 9, 1, 3, 16);
+        rig_check_finish(&r, 1e-10);
         rig_free(&r);
     }
 }

@@ -142,6 +142,12 @@ static void based_attention(const void *st, const MixerIO *io, int b, int h, rea
 }
 
 // Head h's values v_j and its outputs o_i before the output projection.
+static void based_finish(const void *st, MixerIO *io, const real *o) {
+    const Based *m = st;
+    mixer_put_outputs(io->act[A_ATT], m->C, io->B, io->T, m->H, m->Dv, o);
+    matmul_forward(io->y, io->act[A_ATT], io->p[P_O], NULL, io->B * io->T, m->C, m->C, m->prec);
+}
+
 static int based_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
     const Based *m = st;
     int T = io->T, Dv = m->Dv;
@@ -238,6 +244,7 @@ const MixerKind mixer_based = {
     .n_maps = based_n_maps,
     .attention = based_attention,
     .attention_values = based_attention_values,
+    .finish = based_finish,
     .theory = THEORY_LINEAR,
     .attention_qk = based_attention_qk,
     .qk_width = based_qk_width,

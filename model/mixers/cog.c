@@ -182,6 +182,7 @@ const MixerKind mixer_cog = {
     .n_maps = qmix_n_maps,
     .attention = cog_attention,
     .attention_values = qmix_attention_values,
+    .finish = qmix_finish,
     .state_size = cog_state_size,
     .state_floats = qmix_state_floats,
     .step = cog_step,

@@ -187,6 +187,11 @@ static void cosformer_attention(const void *st, const MixerIO *io, int b, int h,
     }
 }
 
+static void cosformer_finish(const void *st, MixerIO *io, const real *o) {
+    const Cosformer *m = st;
+    qkv_finish(&m->s, io, m->s.H, o);
+}
+
 static int cosformer_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {
     return qkv_attention_values(&((const Cosformer *)st)->s, io, b, m, v, o);
 }
@@ -244,6 +249,7 @@ const MixerKind mixer_cosformer = {
     .n_maps = cosformer_n_maps,
     .attention = cosformer_attention,
     .attention_values = cosformer_attention_values,
+    .finish = cosformer_finish,
     .state_size = cosformer_state_size,
     .state_floats = cosformer_state_floats,
     .step = cosformer_step,

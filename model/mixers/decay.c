@@ -93,6 +93,11 @@ static void decay_attention(const void *st, const MixerIO *io, int b, int h, rea
         }
 }
 
+static void decay_finish(const void *st, MixerIO *io, const real *o) {
+    const Decay *m = st;
+    qkv_finish(&m->s, io, m->s.H, o);
+}
+
 static int decay_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {
     return qkv_attention_values(&((const Decay *)st)->s, io, b, m, v, o);
 }
@@ -142,6 +147,7 @@ const MixerKind mixer_decay = {
     .n_maps = decay_n_maps,
     .attention = decay_attention,
     .attention_values = decay_attention_values,
+    .finish = decay_finish,
     .theory = THEORY_DECAY,
     .decay_rate = decay_rate,
     .state_size = decay_state_size,
@@ -163,6 +169,7 @@ const MixerKind mixer_identity = {
     .n_maps = decay_n_maps,
     .attention = decay_attention,
     .attention_values = decay_attention_values,
+    .finish = decay_finish,
     .theory = THEORY_IDENTITY,  // the evaluator reads the scores off the map itself (no decay_rate)
     .state_size = decay_state_size,
     .state_floats = decay_state_floats,

@@ -261,6 +261,19 @@ static void gate_token(const DeltaNet *m, const real *gpre, real *u) {
 
 // ---------------------------------------------------------------------------------------------
 
+// y from att: the per-head RMSNorm, Gated DeltaNet's output gate and the projection (forward's
+// tail; finish's).
+static void deltanet_out(const DeltaNet *m, MixerIO *io) {
+    int BT = io->B * io->T, C = m->C, H = m->H;
+    real **a = io->act, **p = io->p;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++) {
+        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 1, io->tmp[S_NRM] + (size_t)r * C);
+        if (m->gate) gate_token(m, a[A_GPRE] + (size_t)r * C, io->tmp[S_NRM] + (size_t)r * C);
+    }
+    matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
+}
+
 static void deltanet_forward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
@@ -289,12 +302,7 @@ static void deltanet_forward(const void *st, MixerIO *io) {
                              a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
                              io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
     }
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 1, io->tmp[S_NRM] + (size_t)r * C);
-        if (m->gate) gate_token(m, a[A_GPRE] + (size_t)r * C, io->tmp[S_NRM] + (size_t)r * C);
-    }
-    matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
+    deltanet_out(m, io);
 }
 
 // d att from d nrm through the per-head RMSNorm, and the norm weight's gradient (qkv_common.h).
@@ -399,6 +407,12 @@ static void deltanet_attention(const void *st, const MixerIO *io, int b, int h, 
 static int deltanet_value_window(const void *st) { return ((const DeltaNet *)st)->K; }
 
 // Head h's values v_j (after the conv and SiLU) and its outputs o before the norm.
+static void deltanet_finish(const void *st, MixerIO *io, const real *o) {
+    const DeltaNet *m = st;
+    mixer_put_outputs(io->act[A_ATT], m->C, io->B, io->T, m->H, m->D, o);
+    deltanet_out(m, io);
+}
+
 static int deltanet_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
     const DeltaNet *m = st;
     int T = io->T, C = m->C, D = m->D;
@@ -481,6 +495,7 @@ const MixerKind mixer_deltanet = {
     .n_maps = deltanet_n_maps,
     .attention = deltanet_attention,
     .attention_values = deltanet_attention_values,
+    .finish = deltanet_finish,
     .value_window = deltanet_value_window,
     .theory = THEORY_NONE,
     .state_size = deltanet_state_size,
@@ -503,6 +518,7 @@ const MixerKind mixer_gated_deltanet = {
     .n_maps = deltanet_n_maps,
     .attention = deltanet_attention,
     .attention_values = deltanet_attention_values,
+    .finish = deltanet_finish,
     .value_window = deltanet_value_window,
     .theory = THEORY_NONE,
     .state_size = deltanet_state_size,

@@ -162,6 +162,12 @@ static void scan_heads(const Gla *s, MixerIO *io, int backward) {
     }
 }
 
+// y from att: the per-head norm, the output gate and the projection (forward's tail; finish's).
+static void gla_out(const Gla *s, MixerIO *io) {
+    norm_gate_forward(s, io, 1);
+    matmul_forward(io->y, io->tmp[S_U], io->p[P_O], NULL, io->B * io->T, s->Vd, s->C, s->prec);
+}
+
 static void gla_forward(const void *st, MixerIO *io) {
     const Gla *s = st;
     int N = io->B * io->T, C = s->C, Kd = s->Kd, Vd = s->Vd;
@@ -175,8 +181,7 @@ static void gla_forward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < (size_t)N * Kd; i++) g[i] = log_gate(s, g[i]);
     scan_heads(s, io, 0);
-    norm_gate_forward(s, io, 1);
-    matmul_forward(io->y, io->tmp[S_U], io->p[P_O], NULL, N, Vd, C, s->prec);
+    gla_out(s, io);
 }
 
 // From du: datt (overwritten), dr (overwritten) and the norm weight's gradient (accumulated).
@@ -274,6 +279,12 @@ static void gla_attention(const void *st, const MixerIO *io, int b, int m, real 
 }
 
 // v of head m and its output before the norm and the gate: o_i = sum_j a_ij v_j.
+static void gla_finish(const void *st, MixerIO *io, const real *o) {
+    const Gla *s = st;
+    mixer_put_outputs(io->act[A_ATT], s->Vd, io->B, io->T, s->H, s->dv, o);
+    gla_out(s, io);
+}
+
 static int gla_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {
     const Gla *s = st;
     int T = io->T, Vd = s->Vd, dv = s->dv;
@@ -344,6 +355,7 @@ const MixerKind mixer_gla = {
     .n_maps = gla_n_maps,
     .attention = gla_attention,
     .attention_values = gla_attention_values,
+    .finish = gla_finish,
     .state_size = gla_state_size,
     .state_floats = gla_state_floats,
     .step = gla_step,

@@ -218,6 +218,7 @@ const MixerKind mixer_gpam = {
     .n_maps = qmix_n_maps,
     .attention = gpam_attention,
     .attention_values = qmix_attention_values,
+    .finish = qmix_finish,
     .state_size = gpam_state_size,
     .state_floats = qmix_state_floats,
     .step = gpam_step,

@@ -394,6 +394,11 @@ static void h3_attention(const void *st, const MixerIO *io, int b, int h, real *
         for (int j = 0; j < T; j++) a[(size_t)i * T + j] = j <= i ? a[(size_t)i * T + j] * K[i - j] : 0;
 }
 
+static void h3_finish(const void *st, MixerIO *io, const real *o) {
+    const H3 *m = st;
+    qkv_finish(&m->s, io, m->NH, o);
+}
+
 static int h3_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
     const H3 *m = st;
     int T = io->T, C = m->s.C, P = m->P;
@@ -474,6 +479,7 @@ const MixerKind mixer_h3 = {
     .n_maps = h3_n_maps,
     .attention = h3_attention,
     .attention_values = h3_attention_values,
+    .finish = h3_finish,
     .state_size = h3_state_size,
     .state_floats = h3_state_floats,
     .step = h3_step,

@@ -171,6 +171,11 @@ static void linear_attention(const void *st, const MixerIO *io, int b, int h, re
     free(pq);
 }
 
+static void linear_finish(const void *st, MixerIO *io, const real *o) {
+    const Linear *m = st;
+    qkv_finish(&m->s, io, m->s.H, o);
+}
+
 static int linear_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o) {
     return qkv_attention_values(&((const Linear *)st)->s, io, b, m, v, o);
 }
@@ -234,6 +239,7 @@ const MixerKind mixer_linear = {
     .n_maps = linear_n_maps,
     .attention = linear_attention,
     .attention_values = linear_attention_values,
+    .finish = linear_finish,
     .theory = THEORY_LINEAR,
     .attention_qk = linear_attention_qk,
     .state_size = linear_state_size,

@@ -194,6 +194,13 @@ static MambaScan scan_args(const Mamba *m, const MixerIO *io) {
     // clang-format on
 }
 
+// y from the scan's outputs ys: the D skip, the z gate and out_proj (forward's tail; finish's).
+static void mamba_out(const Mamba *m, MixerIO *io) {
+    int BT = io->B * io->T;
+    gate_forward(m, io->p[P_D], io->act[A_YS], io->act[A_U], io->act[A_XZ], io->tmp[S_G], BT);
+    matmul_forward(io->y, io->tmp[S_G], io->p[P_OUT_W], NULL, BT, m->E, m->C, m->prec);
+}
+
 static void mamba_forward(const void *st, MixerIO *io) {
     const Mamba *m = st;
     int BT = io->B * io->T, C = m->C, E = m->E, L = m->R + 2 * m->N;
@@ -206,8 +213,7 @@ static void mamba_forward(const void *st, MixerIO *io) {
     compute_A(m, io->p[P_A_LOG], io->tmp[S_A]);
     MambaScan s = scan_args(m, io);
     mamba_scan_forward(&s, a[A_YS], a[A_HS], io->tmp[S_WORK]);
-    gate_forward(m, io->p[P_D], a[A_YS], a[A_U], a[A_XZ], io->tmp[S_G], BT);
-    matmul_forward(io->y, io->tmp[S_G], io->p[P_OUT_W], NULL, BT, E, C, m->prec);
+    mamba_out(m, io);
 }
 
 // dg (in place) becomes dLoss/dy (y = ys + D u); dz goes to column E.. of dxz's rows.
@@ -344,6 +350,12 @@ static int mamba_value_window(const void *st) { return ((const Mamba *)st)->K; }
 
 // Channel e's values are its scan inputs u_j[e] (W = 1); its outputs the scan output before the
 // D skip and the z gate.
+static void mamba_finish(const void *st, MixerIO *io, const real *o) {
+    const Mamba *m = st;
+    mixer_put_outputs(io->act[A_YS], m->E, io->B, io->T, m->E, 1, o);
+    mamba_out(m, io);
+}
+
 static int mamba_attention_values(const void *st, const MixerIO *io, int b, int e, real *v, real *o) {
     const Mamba *m = st;
     int T = io->T, E = m->E;
@@ -427,6 +439,7 @@ const MixerKind mixer_mamba = {
     .n_maps = mamba_n_maps,
     .attention = mamba_attention,
     .attention_values = mamba_attention_values,
+    .finish = mamba_finish,
     .value_window = mamba_value_window,
     .theory = THEORY_NONE,
     .state_size = mamba_state_size,

@@ -209,9 +209,21 @@ static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
     }
 }
 
+// y from the scan's outputs ys: the D skip, the gated RMSNorm and out_proj (forward's tail;
+// finish's).
+static void mamba2_out(const Mamba2 *m, MixerIO *io) {
+    int BT = io->B * io->T, E = m->E, XW = m->XW;
+    real **a = io->act, **p = io->p;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
+                        io->tmp[S_G] + (size_t)r * E, a[A_RSTD] + r, 1, io->tmp[S_NRM] + (size_t)r * E);
+    matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, BT, E, m->C, m->prec);
+}
+
 static void mamba2_forward(const void *st, MixerIO *io) {
     const Mamba2 *m = st;
-    int B = io->B, T = io->T, BT = B * T, E = m->E, XW = m->XW, NH = m->NH;
+    int B = io->B, T = io->T, BT = B * T, XW = m->XW, NH = m->NH;
     real **a = io->act, **p = io->p;
     in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], BT);
     short_conv_forward(a[A_CONV], a[A_XBCP], p[P_CONV_W], p[P_CONV_B], B, T, XW, M2_CONV);
@@ -220,11 +232,7 @@ static void mamba2_forward(const void *st, MixerIO *io) {
         act_token(m, p[P_DT_B], a[A_CONV] + (size_t)r * XW, a[A_XBC] + (size_t)r * XW, a[A_DTR] + (size_t)r * NH,
                   a[A_DT] + (size_t)r * NH);
     ssd_all_forward(m, io);
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
-        gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
-                        io->tmp[S_G] + (size_t)r * E, a[A_RSTD] + r, 1, io->tmp[S_NRM] + (size_t)r * E);
-    matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, BT, E, m->C, m->prec);
+    mamba2_out(m, io);
 }
 
 static void mamba2_backward(const void *st, MixerIO *io) {
@@ -344,6 +352,12 @@ static int mamba2_value_window(const void *st) {
 }
 
 // Head h's values are its P channels of xs; its outputs ys before the D skip.
+static void mamba2_finish(const void *st, MixerIO *io, const real *o) {
+    const Mamba2 *m = st;
+    mixer_put_outputs(io->act[A_YS], m->E, io->B, io->T, m->NH, m->P, o);
+    mamba2_out(m, io);
+}
+
 static int mamba2_attention_values(const void *st, const MixerIO *io, int b, int h, real *v, real *o) {
     const Mamba2 *m = st;
     int T = io->T, P = m->P;
@@ -415,6 +429,7 @@ const MixerKind mixer_mamba2 = {
     .n_maps = mamba2_n_maps,
     .attention = mamba2_attention,
     .attention_values = mamba2_attention_values,
+    .finish = mamba2_finish,
     .value_window = mamba2_value_window,
     .theory = THEORY_NONE,
     .state_size = mamba2_state_size,

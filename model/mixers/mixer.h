@@ -74,7 +74,7 @@ typedef enum {
 
 // One mixer. Each slot is marked REQUIRED (mixer_validate names it when NULL) or OPTIONAL, with
 // what NULL means. The optional slots come in groups that are filled together or not at all:
-// the maps (n_maps, attention, attention_values), the theory (attention_qk or decay_rate, as
+// the maps (n_maps, attention, attention_values, finish), the theory (attention_qk or decay_rate, as
 // `theory` asks), generation (state_size, step). docs/mixers.md#adding-a-mixer walks through it.
 typedef struct MixerKind {
     const char *name;     // REQUIRED: the value of the `mixer` config key
@@ -122,6 +122,15 @@ typedef struct MixerKind {
     // so the token at p is in them at p .. p + d_conv - 1: the evaluator's answer window
     // (docs/sparsity.md).
     int (*value_window)(const void *st);
+    // REQUIRED with the maps (every registered mixer has them): finishes the layer from given
+    // mixing outputs, for the evaluator's interventions (eval/intervene.h). o[B * n_maps * T * W]
+    // holds map m of batch row b at o + ((size_t)b * n_maps + m) * T * W, in attention_values'
+    // layout (W its return value); finish writes io->y from them exactly as forward() does from
+    // its own outputs (output norm, gate, D skip, projection), so finish(o of attention_values)
+    // reproduces forward's y to rounding. Call it after forward(io); it overwrites the saved
+    // mixing outputs and whatever forward derived from them, so the layer's backward is not valid
+    // afterwards (evaluation only). mixer_put_outputs below is the scatter most mixers need.
+    void (*finish)(const void *st, MixerIO *io, const real *o);
 
     // The theory group, OPTIONAL (THEORY_NONE, both NULL: no closed-form prediction beside the
     // measured S(a)); any other theory needs the maps. attention_qk, REQUIRED for THEORY_EXP,
@@ -162,6 +171,11 @@ typedef struct MixerKind {
 static inline int mixer_qk_width(const MixerKind *k, const void *st, int C) {
     return k->qk_width ? k->qk_width(st) : 4 * C;
 }
+
+// finish's scatter (model/mixers/registry.c): writes o[B * n_maps * T * W] (finish's layout) into
+// the buffer out[(b * T + t) * ld + m * W + w] ([B*T, ld] rows with map m's W columns at m * W),
+// where every mixer keeps its mixing outputs.
+void mixer_put_outputs(real *out, size_t ld, int B, int T, int n_maps, int W, const real *o);
 
 // The registry (model/mixers/registry.c).
 const MixerKind *mixer_find(const char *name);

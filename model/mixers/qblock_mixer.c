@@ -63,6 +63,11 @@ int qmix_attention_values(const void *st, const MixerIO *io, int b, int m, real 
     return qkv_attention_values(&((const QMixer *)st)->s, io, b, m, v, o);
 }
 
+void qmix_finish(const void *st, MixerIO *io, const real *o) {
+    const QMixer *q = st;
+    qkv_finish(&q->s, io, q->s.H, o);
+}
+
 size_t qmix_state_floats(const void *st) {
     const QMixer *q = st;
     return (size_t)2 * q->s.T * q->s.C;  // the key and value caches at full length

@@ -42,9 +42,10 @@ void qmix_init(QMixer *q, const MixerDims *d, int n_planes,
 void qmix_destroy(void *st);
 int qmix_params(const void *st, ParamDecl *out);  // attn.qkv.*, attn.proj.*: returns 4
 void qmix_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch);
-void qmix_forward(const void *st, MixerIO *io);   // in, blocks, out
-void qmix_backward(const void *st, MixerIO *io);  // out, blocks, in (each backward of the above)
-int qmix_n_maps(const void *st);                  // one map per head
+void qmix_forward(const void *st, MixerIO *io);                // in, blocks, out
+void qmix_backward(const void *st, MixerIO *io);               // out, blocks, in (each backward of the above)
+int qmix_n_maps(const void *st);                               // one map per head
+void qmix_finish(const void *st, MixerIO *io, const real *o);  // one map per head: qkv_finish
 int qmix_attention_values(const void *st, const MixerIO *io, int b, int m, real *v, real *o);
 size_t qmix_state_floats(const void *st);  // the KV cache at full length: 2 T C
 // MixerKind.flops of a member whose mixing is q k^T and A v over the causal triangle

@@ -121,6 +121,11 @@ void qkv_in_backward(const QkvShape *s, MixerIO *io) {
                     3 * s->C, s->prec);
 }
 
+void qkv_finish(const QkvShape *s, MixerIO *io, int n_maps, const real *o) {
+    mixer_put_outputs(io->act[QKV_A_ATT], s->C, io->B, io->T, n_maps, s->C / n_maps, o);
+    qkv_out_forward(s, io);
+}
+
 int qkv_attention_values(const QkvShape *s, const MixerIO *io, int b, int m, real *v, real *o) {
     int T = io->T, C = s->C, D = s->D;
     for (int t = 0; t < T; t++) {

@@ -50,6 +50,10 @@ real *qkv_out_backward(const QkvShape *s, MixerIO *io);
 // Backward of qkv_in_forward from dqkv: accumulates into dx and the qkv gradients.
 void qkv_in_backward(const QkvShape *s, MixerIO *io);
 
+// MixerKind.finish of a q/k/v mixer whose n_maps maps split att's C columns evenly (one per head,
+// or H3's heads of P): o into att, then qkv_out_forward.
+void qkv_finish(const QkvShape *s, MixerIO *io, int n_maps, const real *o);
+
 // attention_values for head m of batch row b: v of the head and its att (o_i = sum_j a_ij v_j).
 int qkv_attention_values(const QkvShape *s, const MixerIO *io, int b, int m, real *v, real *o);
 

@@ -54,11 +54,12 @@ int mixer_validate(const MixerKind *k, char *err, size_t errlen) {
             snprintf(err, errlen, "required slot '%s' is NULL", required[i].slot);
             return -1;
         }
-    int maps = k->n_maps || k->attention || k->attention_values;
-    const char *maps_why = "another slot of the maps group (n_maps, attention, attention_values) is set";
+    int maps = k->n_maps || k->attention || k->attention_values || k->finish;
+    const char *maps_why = "another slot of the maps group (n_maps, attention, attention_values, finish) is set";
     if (group(maps, !!k->n_maps, "n_maps", maps_why, err, errlen) ||
         group(maps, !!k->attention, "attention", maps_why, err, errlen) ||
         group(maps, !!k->attention_values, "attention_values", maps_why, err, errlen) ||
+        group(maps, !!k->finish, "finish", maps_why, err, errlen) ||
         group(!!k->value_window, !!k->attention, "attention", "value_window is set", err, errlen) ||
         group(k->theory != THEORY_NONE, !!k->attention, "attention", "theory is not THEORY_NONE", err, errlen) ||
         group(!!k->attention_qk, !!k->attention, "attention", "attention_qk is set", err, errlen) ||
@@ -107,4 +108,13 @@ const char *mixer_choices(void) {
             strcat(buf, mixer_at(i)->name);
         }
     return buf;
+}
+
+void mixer_put_outputs(real *out, size_t ld, int B, int T, int n_maps, int W, const real *o) {
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int m = 0; m < n_maps; m++)
+            for (int t = 0; t < T; t++)
+                memcpy(out + ((size_t)b * T + t) * ld + (size_t)m * W, o + (((size_t)b * n_maps + m) * T + t) * W,
+                       sizeof(real) * W);
 }

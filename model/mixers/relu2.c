@@ -127,6 +127,7 @@ const MixerKind mixer_relu2 = {
     .n_maps = qmix_n_maps,
     .attention = relu2_attention,
     .attention_values = qmix_attention_values,
+    .finish = qmix_finish,
     .theory = THEORY_RELU2,
     .attention_qk = relu2_attention_qk,
     .state_size = relu2_state_size,

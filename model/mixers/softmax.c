@@ -112,6 +112,7 @@ const MixerKind mixer_softmax = {
     .n_maps = qmix_n_maps,
     .attention = softmax_attention,
     .attention_values = qmix_attention_values,
+    .finish = qmix_finish,
     .theory = THEORY_EXP,
     .attention_qk = softmax_attention_qk,
     .state_size = softmax_state_size,
