@@ -123,7 +123,7 @@ typedef struct MixerKind {
     // (docs/sparsity.md).
     int (*value_window)(const void *st);
     // REQUIRED with the maps (every registered mixer has them): finishes the layer from given
-    // mixing outputs, for the evaluator's interventions (eval/intervene.h). o[B * n_maps * T * W]
+    // mixing outputs, for the evaluator's interventions (docs/interventions.md). o[B * n_maps * T * W]
     // holds map m of batch row b at o + ((size_t)b * n_maps + m) * T * W, in attention_values'
     // layout (W its return value); finish writes io->y from them exactly as forward() does from
     // its own outputs (output norm, gate, D skip, projection), so finish(o of attention_values)
