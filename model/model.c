@@ -453,6 +453,7 @@ HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, 
         if (s->short_conv) short_conv_forward(a->conv, a->ln1, p->sc_w, p->sc_b, B, T, C, s->short_conv);
         MixerIO io = model_mixer_io(m, l);
         m->mixer[l]->forward(m->mixer_state[l], &io);
+        if (m->after_mixer) m->after_mixer(m, l, &io, m->after_mixer_ctx);
         residual_forward(a->res_mid, a->res_in, a->mix_out, (size_t)BT * C);
         if (s->mlp) {
             layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid, p->ln2_w, p->ln2_b, BT, C);

@@ -58,7 +58,7 @@ typedef struct {
     long n_correct;   // argmax == target
 } HeadStats;
 
-typedef struct {
+typedef struct Model {
     ModelShape s;
     int B_max, rows_max;                 // largest batch; most positions with a target in one batch
     int threads_max;                     // OpenMP threads at creation: the mixers' per-thread scratch is sized for them
@@ -94,6 +94,11 @@ typedef struct {
     int n_rows;
     int cur_B, cur_T;
     int have_grad;  // the last forward computed the head gradient
+    // An evaluation's hook (NULL: none), called by model_forward right after layer l's mixer has
+    // written io->y and before the residual add: it may rewrite io->y, e.g. through the mixer's
+    // finish slot (the interventions, eval/intervene.h). Set, used and cleared by the one caller.
+    void (*after_mixer)(struct Model *m, int l, MixerIO *io, void *ctx);
+    void *after_mixer_ctx;
 } Model;
 
 // The shape the config's model keys give (d_model, n_layer, n_head, seq_len, mlp, pos_emb) with

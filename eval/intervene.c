@@ -1,0 +1,323 @@
+#include "eval/intervene.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/rng.h"
+#include "eval/answer.h"
+#include "eval/sparsity.h"
+
+// --- the kinds ----------------------------------------------------------------------------------
+
+static const char *const g_names[] = {
+#define IV_NAME(id, name) name,
+    X_INTERVENTIONS(IV_NAME)
+#undef IV_NAME
+};
+
+const char *intervention_name(InterventionKind k) { return k >= 0 && k < IV_N_KINDS ? g_names[k] : "?"; }
+
+int intervention_has_strength(InterventionKind k) {
+    return k == IV_FLATTEN || k == IV_TOPK || k == IV_SHARPEN || k == IV_TEMPERATURE;
+}
+
+// The strengths a kind runs without a list: flatten's 11 steps of 0.1, top-k over powers of two,
+// sharpening and temperatures around 1.
+static int default_strengths(InterventionKind k, double *s) {
+    static const double flatten[] = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1};
+    static const double topk[] = {1, 2, 4, 8, 16, 32, 64};
+    static const double sharpen[] = {0.25, 0.5, 1, 2, 4, 8};
+    static const double temperature[] = {0.25, 0.5, 1, 2, 4};
+    const double *v = k == IV_FLATTEN ? flatten : k == IV_TOPK ? topk : k == IV_SHARPEN ? sharpen : temperature;
+    int n = k == IV_FLATTEN ? 11 : k == IV_TOPK ? 7 : k == IV_SHARPEN ? 6 : 5;
+    memcpy(s, v, sizeof(double) * n);
+    return n;
+}
+
+static void check_strength(InterventionKind k, double s, const char *text) {
+    int ok = k == IV_FLATTEN ? s >= 0 && s <= 1 : k == IV_TOPK ? s >= 1 && s == floor(s) && s <= 1e6 : s > 0 && s < 1e6;
+    const char *want = k == IV_FLATTEN ? "a number in [0, 1]" : k == IV_TOPK ? "an integer >= 1" : "a number > 0";
+    if (!ok) die_input("intervene: %s: expected %s, got '%s'", intervention_name(k), want, text);
+}
+
+int intervention_parse(const char *value, InterventionKind *kind, double *strengths) {
+    char name[32];
+    const char *colon = strchr(value, ':');
+    size_t len = colon ? (size_t)(colon - value) : strlen(value);
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), value);
+    *kind = IV_N_KINDS;
+    for (int k = IV_FLATTEN; k < IV_N_KINDS; k++)
+        if (len == strlen(g_names[k]) && !strncmp(value, g_names[k], len)) *kind = (InterventionKind)k;
+    if (*kind == IV_N_KINDS)
+        die_input("intervene: expected flatten, topk, sharpen, temperature, derange, oracle, oracle_window, "
+                  "oracle_wrong or ablate (with :STRENGTHS for the first four), got '%s'",
+                  value);
+    if (!intervention_has_strength(*kind)) {
+        if (colon) die_input("intervene: %s takes no strengths, got '%s'", name, value);
+        strengths[0] = 0;
+        return 1;
+    }
+    if (!colon) return default_strengths(*kind, strengths);
+    int n = 0;
+    const char *p = colon + 1;
+    for (;;) {
+        char *end;
+        double s = strtod(p, &end);
+        char text[64];
+        size_t tl = strcspn(p, ",");
+        snprintf(text, sizeof text, "%.*s", (int)(tl < 63 ? tl : 63), p);
+        if (end == p || (*end && *end != ',')) die_input("intervene: %s: expected a number, got '%s'", name, text);
+        check_strength(*kind, s, text);
+        if (n == INTERVENTION_MAX_STRENGTHS)
+            die_input("intervene: %s: at most %d strengths, got more", name, INTERVENTION_MAX_STRENGTHS);
+        strengths[n++] = s;
+        if (!*end) break;
+        p = end + 1;
+    }
+    return n;
+}
+
+// --- one row ------------------------------------------------------------------------------------
+
+static real signed_mass(real a, double mass) { return (real)(a < 0 ? -mass : mass); }
+
+// The k largest |a_j| kept (ties: the earlier position), rescaled to the row's mass r.
+static void topk_row(real *a, int n, int k, double r, double *d) {
+    if (k >= n) return;  // every weight kept: the row as it is
+    char *keep = (char *)(d + n);
+    memset(keep, 0, (size_t)n);
+    double kept = 0;
+    for (int c = 0; c < k; c++) {
+        int best = -1;
+        for (int j = 0; j < n; j++)
+            if (!keep[j] && (best < 0 || d[j] > d[best])) best = j;
+        keep[best] = 1;
+        kept += d[best];
+    }
+    for (int j = 0; j < n; j++) a[j] = keep[j] && kept > 0 ? (real)(a[j] * (r / kept)) : 0;
+}
+
+// |a'| proportional to |a|^p (taken relative to the largest, so nothing underflows), mass r.
+static void power_row(real *a, int n, double p, double r, double *d) {
+    double mx = 0, s = 0;
+    for (int j = 0; j < n; j++) mx = fmax(mx, d[j]);
+    for (int j = 0; j < n; j++) s += d[j] = d[j] > 0 ? pow(d[j] / mx, p) : 0;
+    for (int j = 0; j < n; j++) a[j] = signed_mass(a[j], r * d[j] / s);
+}
+
+// A random cyclic permutation (Sattolo's algorithm) of the weights on the value positions
+// 2p + 1 < min(n, 2 kv_pairs): every one moves. 0 with fewer than two in the prefix.
+static int derange_row(real *a, int n, const RowContext *rc) {
+    int pos[512], c = 0;
+    for (int j = 1; j < n && j < 2 * rc->kv_pairs && c < 512; j += 2) pos[c++] = j;
+    if (c < 2) return 0;
+    Rng rng;
+    rng_seed(&rng, rc->seed);
+    real w[512];
+    for (int i = 0; i < c; i++) w[i] = a[pos[i]];
+    for (int i = c - 1; i > 0; i--) {
+        int j = (int)rng_below(&rng, (uint64_t)i);  // j < i: the cycle is one loop through all
+        real t = w[i];
+        w[i] = w[j];
+        w[j] = t;
+    }
+    for (int i = 0; i < c; i++) a[pos[i]] = w[i];
+    return 1;
+}
+
+// The row's mass on the answer (its window, or another pair's value), signed as the row's sum.
+static int oracle_row(InterventionKind kind, real *a, int n, double r, const RowContext *rc) {
+    int vp = rc->value_pos;
+    if (vp < 0 || vp >= n) return 0;
+    int first = vp, count = 1;
+    if (kind == IV_ORACLE_WINDOW) count = answer_window_positions(n, vp, rc->window);
+    if (kind == IV_ORACLE_WRONG) {
+        if (rc->kv_pairs < 2) return 0;
+        first = 2 * (((vp - 1) / 2 + 1) % rc->kv_pairs) + 1;  // the next pair's value
+        if (first >= n) return 0;
+    }
+    double sum = 0;
+    for (int j = 0; j < n; j++) sum += a[j];
+    real v = (real)((sum < 0 ? -r : r) / count);
+    for (int j = 0; j < n; j++) a[j] = 0;
+    for (int j = first; j < first + count; j++) a[j] = v;
+    return 1;
+}
+
+int intervene_row(const Intervention *iv, real *a, int n, const RowContext *rc, double *d) {
+    double r = 0;
+    for (int j = 0; j < n; j++) r += d[j] = fabs((double)a[j]);
+    if (r == 0) return 0;  // no mass to move
+    switch (iv->kind) {
+    case IV_FLATTEN:
+    case IV_ABLATE: {
+        double eps = iv->kind == IV_ABLATE ? 1 : iv->strength;
+        for (int j = 0; j < n; j++) a[j] = signed_mass(a[j], (1 - eps) * d[j] + eps * r / n);
+        return 1;
+    }
+    case IV_TOPK: topk_row(a, n, (int)iv->strength, r, d); return 1;
+    case IV_SHARPEN: power_row(a, n, iv->strength, r, d); return 1;
+    case IV_TEMPERATURE: power_row(a, n, 1 / iv->strength, r, d); return 1;
+    case IV_DERANGE: return derange_row(a, n, rc);
+    case IV_ORACLE:
+    case IV_ORACLE_WINDOW:
+    case IV_ORACLE_WRONG: return oracle_row(iv->kind, a, n, r, rc);
+    default: return 0;
+    }
+}
+
+// --- the pass -----------------------------------------------------------------------------------
+
+// What one map's query rows measured after the change (summed; added in a fixed order).
+typedef struct {
+    double rows, S, eff, rows_answer, ans, win, ch_ans, ch_win;
+} MapAcc;
+
+typedef struct {
+    real *a, *v;  // [T * T], [T * 4C]
+    double *d;    // [2 T]
+} Scratch;
+
+typedef struct {
+    const Intervention *iv;
+    int kv_pairs;       // this batch's cell
+    const long *seq;    // [B] the batch rows' sequences (derange's draws)
+    int cell;           // this batch's cell
+    const int *inputs;  // [B, T] this batch
+    const int *targets;
+    Scratch *scr;  // per thread
+    real *o;       // the layer's mixing outputs, finish's layout
+    size_t o_cap;
+    MapAcc *acc;  // [B * n_maps]
+    size_t acc_cap;
+    MapAcc total;
+} Hook;
+
+static void measure_row(MapAcc *acc, const real *row, int n, int value_pos, int window, double *d) {
+    RowStats rs;
+    if (!sparsity_row(row, n, &rs)) return;
+    acc->rows++;
+    acc->S += rs.S;
+    acc->eff += n * rs.S * rs.S;
+    AnswerStats as;
+    if (value_pos < 0 || !answer_row(row, n, value_pos, window, d, &as)) return;
+    acc->rows_answer++;
+    acc->ans += as.ans_share;
+    acc->win += as.window_share;
+    acc->ch_ans += 1.0 / n;
+    acc->ch_win += answer_window_positions(n, value_pos, window) / (double)n;
+}
+
+// Map mi of batch row b: its outputs into o (changed rows recomputed from a'), its query rows
+// measured into acc.
+static void change_map(const Hook *h, const Model *m, int l, const MixerIO *io, int b, int mi, int W, int window,
+                       Scratch *s, real *o, MapAcc *acc) {
+    const MixerKind *mk = m->mixer[l];
+    const void *st = m->mixer_state[l];
+    const Intervention *iv = h->iv;
+    int T = io->T, per_head = mk->n_maps(st) / m->s.H;
+    memset(acc, 0, sizeof *acc);
+    mk->attention_values(st, io, b, mi, s->v, o);
+    if (iv->head >= 0 && mi / per_head != iv->head) return;  // another head: as it was
+    mk->attention(st, io, b, mi, s->a);
+    const int *in = h->inputs + (size_t)b * T, *tg = h->targets + (size_t)b * T;
+    for (int i = 0; i < T; i++) {
+        int query = tg[i] >= 0, n = i + 1;
+        if (!query && !iv->all_rows) continue;
+        real *row = s->a + (size_t)i * T;
+        int vp = query && h->kv_pairs > 0 ? answer_value_pos(in, i, tg[i]) : -1;
+        RowContext rc = {h->kv_pairs, vp, window, seed_mix(seed_mix((uint64_t)h->cell, (uint64_t)h->seq[b]), (uint64_t)i)};
+        if (iv->kind != IV_NONE && intervene_row(iv, row, n, &rc, s->d))
+            for (int w = 0; w < W; w++) {  // o'_i = sum_j a'_ij v_j
+                double sum = 0;
+                for (int j = 0; j < n; j++) sum += (double)row[j] * (double)s->v[(size_t)j * W + w];
+                o[(size_t)i * W + w] = (real)sum;
+            }
+        if (query) measure_row(acc, row, n, vp, window, s->d);
+    }
+}
+
+static void after_mixer(Model *m, int l, MixerIO *io, void *ctx) {
+    Hook *h = ctx;
+    if (h->iv->layer >= 0 && h->iv->layer != l) return;
+    const MixerKind *mk = m->mixer[l];
+    const void *st = m->mixer_state[l];
+    int B = io->B, T = io->T, n_maps = mk->n_maps(st), window = sparsity_answer_window(m, l);
+    int W = mk->attention_values(st, io, 0, 0, h->scr[0].v, h->scr[0].a);  // the width only
+    size_t per_map = (size_t)T * W, need = (size_t)B * n_maps * per_map;
+    if (need > h->o_cap) h->o = reallocCheck(h->o, sizeof(real) * (h->o_cap = need));
+    if ((size_t)B * n_maps > h->acc_cap)
+        h->acc = reallocCheck(h->acc, sizeof(MapAcc) * (h->acc_cap = (size_t)B * n_maps));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int task = 0; task < B * n_maps; task++)
+        change_map(h, m, l, io, task / n_maps, task % n_maps, W, window, &h->scr[omp_get_thread_num()],
+                   h->o + (size_t)task * per_map, &h->acc[task]);
+    for (int task = 0; task < B * n_maps; task++) {  // in a fixed order: any thread count
+        const MapAcc *a = &h->acc[task];
+        double *t = &h->total.rows;
+        const double *v = &a->rows;
+        for (size_t k = 0; k < sizeof(MapAcc) / sizeof(double); k++) t[k] += v[k];
+    }
+    if (h->iv->kind != IV_NONE) mk->finish(st, io, h->o);
+}
+
+void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
+                    const Intervention *iv, InterventionResult *out) {
+    if (!sparsity_supported(m)) die("intervene: a layer's mixer has no attention extractor");
+    int L = m->s.L, C = m->s.C;
+    if (iv->layer >= L) die_input("layer: expected 0 to %d or all, got %d", L - 1, iv->layer);
+    if (iv->head >= m->s.H) die_input("head: expected 0 to %d or all, got %d", m->s.H - 1, iv->head);
+    for (int l = 0; l < L; l++)
+        if (iv->kind == IV_TEMPERATURE && (iv->layer < 0 || iv->layer == l) && m->mixer[l]->theory != THEORY_EXP)
+            die_input("intervene: temperature acts on softmax logits; layer %d's mixer '%s' has none (use sharpen)", l,
+                      m->mixer[l]->name);
+    memset(out, 0, sizeof *out);
+    out->stats.n_cells = val->n_cells;
+    memcpy(out->stats.cells, val->cells, sizeof out->stats.cells);
+    int n_threads = omp_get_max_threads();
+    Hook h = {.iv = iv, .scr = mallocCheck(sizeof(Scratch) * n_threads)};
+    for (int t = 0; t < n_threads; t++) {
+        h.scr[t].a = mallocCheck(sizeof(real) * (size_t)T * (T > 4 * C ? T : 4 * C));
+        h.scr[t].v = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
+        h.scr[t].d = mallocCheck(sizeof(double) * 2 * (size_t)T);
+    }
+    int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
+    m->after_mixer = after_mixer;
+    m->after_mixer_ctx = &h;
+    for (int cell = 0; cell < (val->n_cells ? val->n_cells : 1); cell++) {
+        Dataset part = val->n_cells ? dataset_cell(val, cell) : *val;
+        int len = val->n_cells ? val->cells[cell].seq_len : T;
+        long *seq, n_seq = sparsity_sequences(&part, B, len, eval_batches, sparsity_rows, &seq);
+        h.kv_pairs = part.mqar_kv_pairs;
+        h.cell = cell;
+        for (long i0 = 0; i0 < n_seq; i0 += B) {
+            int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
+            for (int r = 0; r < b; r++)
+                dataset_get_prefix(&part, seq[i0 + r], len, inputs + (size_t)r * len, targets + (size_t)r * len);
+            h.seq = seq + i0;
+            h.inputs = inputs;
+            h.targets = targets;
+            HeadStats hs = model_forward(m, inputs, targets, b, len, 0);
+            val_stats_add(&out->stats, cell, &hs);
+            out->sequences += b;
+        }
+        free(seq);
+    }
+    m->after_mixer = NULL;
+    m->after_mixer_ctx = NULL;
+    const MapAcc *t = &h.total;
+    out->rows_recall = (long)t->rows;
+    out->rows_answer = (long)t->rows_answer;
+    out->S_recall = t->rows ? t->S / t->rows : NAN;
+    out->eff_tokens_recall = t->rows ? t->eff / t->rows : NAN;
+    double na = t->rows_answer;
+    out->ans_share = na ? t->ans / na : NAN;
+    out->ans_window_share = na ? t->win / na : NAN;
+    out->ans_chance = na ? t->ch_ans / na : NAN;
+    out->ans_window_chance = na ? t->ch_win / na : NAN;
+    for (int i = 0; i < n_threads; i++) free(h.scr[i].a), free(h.scr[i].v), free(h.scr[i].d);
+    free(h.scr), free(h.o), free(h.acc), free(inputs), free(targets);
+}

@@ -1,0 +1,96 @@
+// Interventions on trained maps (docs/interventions.md): in the chosen layers, every map's a_ij
+// (the exact map of the mixer's `attention`, acting on the values of `attention_values`) is
+// replaced by a transformed a'_ij, o'_i = sum_j a'_ij v_j, and the layer is finished from o'
+// through the mixer's `finish` slot exactly as its forward finishes it from o; the forward pass
+// then continues. The kinds act on each row's absolute mass r_i = sum_j |a_ij| with the signs kept,
+// so signed and near-zero-sum rows (Cog, Mamba, the delta rule) are well defined:
+//   flatten:eps   |a'| = (1 - eps)|a| + eps r_i / n on each causal position (n = i + 1), signs of
+//                 a kept (+ where a_ij = 0): S rises continuously to 1 at eps = 1
+//   topk:k        the k largest |a_ij| kept (the rest 0), rescaled so that sum |a'| = r_i
+//   sharpen:p     |a'| proportional to |a|^p, sum |a'| = r_i
+//   temperature:t softmax layers only: the logits divided by t, which for a row of softmax is
+//                 exactly sharpen:1/t
+//   derange       the weights on the row's value positions (2p + 1 < 2 kv_pairs) permuted among
+//                 themselves by a random cyclic permutation (every weight moves; S unchanged)
+//   oracle        the row's mass r_i on the answer's value position, with the sign of the row's
+//                 sum; oracle_window spreads it evenly over the answer window; oracle_wrong puts it
+//                 on the next pair's value position (another value of the context)
+//   ablate        flatten:1 on one layer (or one head) at a time: the causal recall layer is the
+//                 one whose ablation costs the most accuracy
+// A row the kind does not apply to (oracle on a row with no answer, derange with fewer than two
+// value positions in its prefix) keeps its weights and its o.
+#pragma once
+#include <stdint.h>
+
+#include "core/real.h"
+#include "data/dataset.h"
+#include "eval/val_eval.h"
+#include "model/model.h"
+
+#define X_INTERVENTIONS(X)                                                                                             \
+    X(NONE, "none")                                                                                                    \
+    X(FLATTEN, "flatten")                                                                                              \
+    X(TOPK, "topk")                                                                                                    \
+    X(SHARPEN, "sharpen")                                                                                              \
+    X(TEMPERATURE, "temperature")                                                                                      \
+    X(DERANGE, "derange")                                                                                              \
+    X(ORACLE, "oracle")                                                                                                \
+    X(ORACLE_WINDOW, "oracle_window")                                                                                  \
+    X(ORACLE_WRONG, "oracle_wrong")                                                                                    \
+    X(ABLATE, "ablate")
+
+typedef enum {
+#define IV_ENUM(id, name) IV_##id,
+    X_INTERVENTIONS(IV_ENUM)
+#undef IV_ENUM
+        IV_N_KINDS
+} InterventionKind;
+
+#define INTERVENTION_MAX_STRENGTHS 32
+
+const char *intervention_name(InterventionKind k);
+// 1 when the kind takes strengths (flatten, topk, sharpen, temperature).
+int intervention_has_strength(InterventionKind k);
+// Parses the value of `intervene=KIND[:S1,S2,...]` into *kind and strengths[]; returns how many
+// (the kind's defaults when no list is given, 1 for a kind without strengths). Exit 2 naming the
+// key `intervene` on an unknown kind, a list on a kind without strengths, or a strength out of
+// range (flatten in [0, 1], topk an integer >= 1, sharpen and temperature > 0).
+int intervention_parse(const char *value, InterventionKind *kind, double *strengths);
+
+typedef struct {
+    InterventionKind kind;
+    double strength;  // eps, k, p or tau (unused by the other kinds)
+    int layer;        // -1: every layer
+    int head;         // -1: every head
+    int all_rows;     // 1: every row; 0: the query rows (positions with a target)
+} Intervention;
+
+// What one row's transform needs besides its weights (MQAR; kv_pairs 0 elsewhere).
+typedef struct {
+    int kv_pairs;   // the sequence's pairs: value positions 2p + 1, p < kv_pairs
+    int value_pos;  // the answer's value position, -1 when the row has none
+    int window;     // the layer's answer window width (eval/sparsity.h)
+    uint64_t seed;  // derange's draw for this row
+} RowContext;
+
+// Transforms the row a[0..n) in place (positions past n untouched). Returns 1 when the kind
+// applies to the row (its o is then recomputed from a'), 0 when it leaves it as it is. scratch
+// holds 2 n doubles.
+int intervene_row(const Intervention *iv, real *a, int n, const RowContext *rc, double *scratch);
+
+// What a pass measured after the change.
+typedef struct {
+    ValStats stats;  // loss and accuracy of the changed forward passes
+    long sequences;
+    // over the query rows of the intervened maps (every map of a head counted): their number, the
+    // mean S, effective tokens n S^2, and (MQAR, the rows whose pair was found) answer share,
+    // answer-window share and a uniform row's shares (chance)
+    long rows_recall, rows_answer;
+    double S_recall, eff_tokens_recall, ans_share, ans_window_share, ans_chance, ans_window_chance;
+} InterventionResult;
+
+// The validation pass of sparsity_eval's sequences (eval_batches, sparsity_rows) with iv applied
+// at every forward. Deterministic for any thread count. Exit 2 (naming `intervene`) for
+// temperature on a layer whose mixer has no softmax logits (theory other than exp).
+void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
+                    const Intervention *iv, InterventionResult *out);

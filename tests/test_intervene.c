@@ -1,0 +1,306 @@
+// The interventions (eval/intervene.c): each kind on hand-built rows, the replacement path through
+// every registered mixer's finish slot (flatten:0 reproduces the logits; hybrids and short_conv
+// included), every kind on every mixer with what it must do to the measured maps, thread-count
+// invariance, and the parser's refusals.
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "core/rng.h"
+#include "eval/intervene.h"
+#include "eval/sparsity.h"
+#include "model/model.h"
+#include "tests/gradcheck.h"
+#include "tests/test.h"
+
+static double row_mass(const real *a, int n) {
+    double r = 0;
+    for (int j = 0; j < n; j++) r += fabs((double)a[j]);
+    return r;
+}
+
+static double row_S(const real *a, int n) {
+    RowStats st;
+    CHECK(sparsity_row(a, n, &st));
+    return st.S;
+}
+
+// --- each kind on hand-built rows ------------------------------------------------------------------
+
+TEST(intervene_flatten_keeps_signs_and_mass_and_reaches_flat) {
+    const real a0[6] = {0.5, -0.25, 0, 2, 0.125, -1};
+    double d[12], prev = row_S(a0, 6), r = row_mass(a0, 6);
+    RowContext rc = {0, -1, 1, 0};
+    for (int k = 0; k <= 10; k++) {
+        real a[6];
+        memcpy(a, a0, sizeof a);
+        Intervention iv = {IV_FLATTEN, k / 10.0, -1, -1, 0};
+        CHECK(intervene_row(&iv, a, 6, &rc, d));
+        CHECK_CLOSE(row_mass(a, 6), r, 1e-12);
+        for (int j = 0; j < 6; j++) CHECK((a[j] < 0) == (a0[j] < 0), "eps %d: sign of %d", k, j);
+        double S = row_S(a, 6);
+        CHECK(S >= prev - 1e-12, "S must rise with eps: %g after %g", S, prev);
+        prev = S;
+        if (k == 0)
+            for (int j = 0; j < 6; j++) CHECK(a[j] == a0[j]);
+    }
+    CHECK_CLOSE(prev, 1, 1e-12);  // eps = 1: every |a'| = r / n
+    real z[4] = {0, 0, 0, 0};
+    Intervention iv = {IV_FLATTEN, 1, -1, -1, 0};
+    CHECK(intervene_row(&iv, z, 4, &rc, d) == 0 && z[0] == 0);  // no mass: left as it is
+}
+
+TEST(intervene_topk_sharpen_temperature) {
+    const real a0[5] = {0.1, -0.4, 0.2, 0.2, 0.1};
+    double d[10], r = row_mass(a0, 5);
+    RowContext rc = {0, -1, 1, 0};
+    real a[5];
+    memcpy(a, a0, sizeof a);
+    Intervention top2 = {IV_TOPK, 2, -1, -1, 0};
+    CHECK(intervene_row(&top2, a, 5, &rc, d));
+    // the largest |a| (-0.4) and the first of the tied 0.2s, rescaled to mass 1
+    CHECK_CLOSE(a[1], -0.4 * r / 0.6, 1e-12);
+    CHECK_CLOSE(a[2], 0.2 * r / 0.6, 1e-12);
+    CHECK(a[0] == 0 && a[3] == 0 && a[4] == 0);
+    memcpy(a, a0, sizeof a);
+    Intervention sh1 = {IV_SHARPEN, 1, -1, -1, 0};
+    CHECK(intervene_row(&sh1, a, 5, &rc, d));
+    for (int j = 0; j < 5; j++) CHECK_CLOSE(a[j], a0[j], 1e-15);
+    memcpy(a, a0, sizeof a);
+    Intervention sh2 = {IV_SHARPEN, 2, -1, -1, 0};
+    CHECK(intervene_row(&sh2, a, 5, &rc, d));
+    double s2 = 0.01 + 0.16 + 0.04 + 0.04 + 0.01;
+    for (int j = 0; j < 5; j++) CHECK_CLOSE(a[j], (a0[j] < 0 ? -1 : 1) * r * a0[j] * a0[j] / s2, 1e-14);
+    // temperature on a softmax row is softmax(logits / tau)
+    const double logit[4] = {0.3, -1.2, 2.0, 0.7};
+    real sm[4], want[4];
+    double z = 0, zt = 0, tau = 2.5;
+    for (int j = 0; j < 4; j++) z += exp(logit[j]), zt += exp(logit[j] / tau);
+    for (int j = 0; j < 4; j++) sm[j] = (real)(exp(logit[j]) / z), want[j] = (real)(exp(logit[j] / tau) / zt);
+    Intervention t = {IV_TEMPERATURE, tau, -1, -1, 0};
+    CHECK(intervene_row(&t, sm, 4, &rc, d));
+    for (int j = 0; j < 4; j++) CHECK_CLOSE(sm[j], want[j], 1e-14);
+}
+
+TEST(intervene_derange_moves_every_value_weight_and_keeps_S) {
+    // 4 pairs: value positions 1, 3, 5, 7; a query row at 9
+    const real a0[10] = {0.01, 0.5, 0.02, 0.1, 0.03, 0.2, 0.04, 0.05, 0.02, 0.03};
+    double d[20];
+    for (uint64_t seed = 1; seed < 40; seed++) {
+        real a[10];
+        memcpy(a, a0, sizeof a);
+        RowContext rc = {4, 1, 1, seed};
+        Intervention iv = {IV_DERANGE, 0, -1, -1, 0};
+        CHECK(intervene_row(&iv, a, 10, &rc, d));
+        CHECK_CLOSE(row_S(a, 10), row_S(a0, 10), 1e-12);
+        double in = 0, out = 0;
+        for (int j = 0; j < 10; j++) {
+            if (j % 2 == 0 || j >= 8) CHECK(a[j] == a0[j], "a non-value position moved: %d", j);
+            else CHECK(a[j] != a0[j], "seed %d: the weight at %d stayed", (int)seed, j);
+            if (j % 2 == 1 && j < 8) in += a0[j], out += a[j];
+        }
+        CHECK_CLOSE(in, out, 1e-15);
+    }
+    real one[3] = {0.2, 0.5, 0.3};  // one value position in the prefix: nothing to permute
+    RowContext rc = {4, 1, 1, 3};
+    Intervention iv = {IV_DERANGE, 0, -1, -1, 0};
+    CHECK(intervene_row(&iv, one, 3, &rc, d) == 0 && one[1] == (real)0.5);
+}
+
+TEST(intervene_oracles_place_the_mass) {
+    const real a0[10] = {0.1, -0.3, 0.05, 0.1, -0.2, 0.05, 0.1, -0.05, 0.02, -0.4};  // sum < 0
+    double d[20], r = row_mass(a0, 10);
+    real a[10];
+    RowContext rc = {4, 3, 3, 0};  // the answer's value at 3, a window of 3
+    Intervention o = {IV_ORACLE, 0, -1, -1, 0}, ow = {IV_ORACLE_WINDOW, 0, -1, -1, 0};
+    Intervention wr = {IV_ORACLE_WRONG, 0, -1, -1, 0};
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&o, a, 10, &rc, d));
+    for (int j = 0; j < 10; j++) CHECK_CLOSE(a[j], j == 3 ? -r : 0, 1e-15);
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&ow, a, 10, &rc, d));
+    for (int j = 0; j < 10; j++) CHECK_CLOSE(a[j], j >= 3 && j <= 5 ? -r / 3 : 0, 1e-15);
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&wr, a, 10, &rc, d));  // pair 1's value at 3: pair 2's at 5
+    for (int j = 0; j < 10; j++) CHECK_CLOSE(a[j], j == 5 ? -r : 0, 1e-15);
+    rc.value_pos = 7;  // the last pair's: wraps to pair 0's value at 1
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&wr, a, 10, &rc, d));
+    CHECK_CLOSE(a[1], -r, 1e-15);
+    rc.value_pos = -1;  // no answer: the row stays
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&o, a, 10, &rc, d) == 0 && !memcmp(a, a0, sizeof a));
+}
+
+// --- through the model ------------------------------------------------------------------------------
+
+typedef struct {
+    Model *m;
+    Dataset ds;
+    int B, T, V;
+} Rig;
+
+// A 2-layer model of `mixer` (a name or a comma list), C 8, 2 heads, on 6 MQAR sequences of 16
+// tokens with 2 pairs (one batch), weights pushed off their init so the maps are not flat.
+static void rig_make(Rig *r, const char *mixer, const char *opts) {
+    Config cfg;
+    char over[256];
+    snprintf(over, sizeof over, "mixer=%s %s", mixer, opts ? opts : "");
+    test_config(&cfg, over);
+    MqarSpec spec = {.vocab_size = 32, .seq_len = 16, .kv_pairs = 2, .power_a = 0.01, .seed = 5, .n_examples = 6};
+    dataset_mqar(&r->ds, &spec);
+    r->B = 6, r->T = 16, r->V = 32;
+    ModelShape s = {.V = 32, .C = 8, .L = 2, .H = 2, .T = 16, .mlp = 1, .pos_emb = 1};
+    r->m = model_create(&s, NULL, &cfg, r->B, r->B * 2);
+    model_init_weights(r->m, 1);
+    Rng rng;
+    rng_seed(&rng, 2);
+    for (size_t i = 0; i < r->m->n_params; i++) r->m->params[i] += (real)(0.3 * rng_normal(&rng));
+    config_free(&cfg);
+}
+
+static void rig_drop(Rig *r) {
+    model_free(r->m);
+    dataset_free(&r->ds);
+}
+
+// Every position's logits after the model's last forward.
+static real *all_logits(Rig *r) {
+    real *lg = mallocCheck(sizeof(real) * (size_t)r->B * r->T * r->V);
+    for (int b = 0; b < r->B; b++)
+        for (int t = 0; t < r->T; t++) model_logits_at(r->m, b, t, lg + ((size_t)b * r->T + t) * r->V);
+    return lg;
+}
+
+static real *plain_logits(Rig *r) {
+    int in[6 * 16], tg[6 * 16];
+    for (int b = 0; b < r->B; b++) dataset_get(&r->ds, b, in + b * r->T, tg + b * r->T);
+    model_forward(r->m, in, tg, r->B, r->T, 0);
+    return all_logits(r);
+}
+
+static InterventionResult run(Rig *r, InterventionKind kind, double strength, int layer, int all_rows) {
+    Intervention iv = {kind, strength, layer, -1, all_rows};
+    InterventionResult res;
+    intervene_eval(r->m, &r->ds, r->B, r->T, 0, 0, &iv, &res);
+    return res;
+}
+
+static const char *g_stacks[][2] = {
+    {"softmax,mamba", NULL}, {"gla,deltanet", NULL}, {"linear", "short_conv=3"}, {"mamba2", "short_conv=2"}};
+
+TEST(intervene_flatten0_reproduces_the_logits_of_every_mixer) {
+    int n = mixer_count() + (int)(sizeof g_stacks / sizeof g_stacks[0]);
+    for (int i = 0; i < n; i++) {
+        const char *name = i < mixer_count() ? mixer_at(i)->name : g_stacks[i - mixer_count()][0];
+        const char *opts = i < mixer_count() ? NULL : g_stacks[i - mixer_count()][1];
+        Rig r;
+        rig_make(&r, name, opts);
+        real *want = plain_logits(&r);
+        run(&r, IV_FLATTEN, 0, -1, 1);  // every row of every layer through o' = a' v and finish
+        real *got = all_logits(&r);
+        double worst = 0, moved = 0;
+        size_t N = (size_t)r.B * r.T * r.V;
+        for (size_t k = 0; k < N; k++) worst = fmax(worst, fabs((double)got[k] - (double)want[k]));
+        CHECK(worst < 1e-9, "%s %s: flatten:0 moved a logit by %g", name, opts ? opts : "", worst);
+        free(got);
+        run(&r, IV_FLATTEN, 1, -1, 1);  // the path is live: flat maps change the logits
+        got = all_logits(&r);
+        for (size_t k = 0; k < N; k++) moved = fmax(moved, fabs((double)got[k] - (double)want[k]));
+        CHECK(moved > 1e-4, "%s: flatten:1 left the logits where they were (%g)", name, moved);
+        free(got), free(want);
+        rig_drop(&r);
+    }
+}
+
+// Every kind on every mixer: what it must do to the maps it measures afterwards.
+TEST(intervene_every_kind_on_every_mixer) {
+    for (int i = 0; i < mixer_count(); i++) {
+        const char *name = mixer_at(i)->name;
+        Rig r;
+        rig_make(&r, name, NULL);
+        InterventionResult none = run(&r, IV_NONE, 0, 1, 0);
+        CHECK(none.rows_recall > 0 && none.rows_answer > 0 && none.sequences == 6, "%s", name);
+        for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
+            if (k == IV_TEMPERATURE && mixer_at(i)->theory != THEORY_EXP) continue;  // refused: tested below
+            double s = k == IV_FLATTEN ? 1 : k == IV_TOPK ? 1 : k == IV_SHARPEN ? 1 : k == IV_TEMPERATURE ? 1 : 0;
+            InterventionResult x = run(&r, (InterventionKind)k, s, 1, 0);
+            CHECK(x.rows_recall == none.rows_recall && isfinite(val_loss(&x.stats)), "%s %s", name, intervention_name(k));
+            switch (k) {
+            case IV_FLATTEN:
+            case IV_ABLATE:
+                CHECK_CLOSE(x.S_recall, 1, 1e-9);
+                CHECK_CLOSE(x.ans_share, x.ans_chance, 1e-9);
+                break;
+            case IV_TOPK: CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9); break;
+            case IV_SHARPEN:
+            case IV_TEMPERATURE:  // strength 1: the map as it was
+                CHECK_CLOSE(x.S_recall, none.S_recall, 1e-9);
+                CHECK_CLOSE(val_loss(&x.stats), val_loss(&none.stats), 1e-9);
+                break;
+            case IV_DERANGE: CHECK_CLOSE(x.S_recall, none.S_recall, 1e-9); break;
+            case IV_ORACLE:
+                CHECK_CLOSE(x.ans_share, 1, 1e-12);
+                CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9);
+                break;
+            case IV_ORACLE_WINDOW: CHECK_CLOSE(x.ans_window_share, 1, 1e-12); break;
+            case IV_ORACLE_WRONG: CHECK(x.ans_share == 0, "%s oracle_wrong: %g", name, x.ans_share); break;
+            }
+        }
+        rig_drop(&r);
+    }
+}
+
+TEST(intervene_is_identical_for_any_thread_count) {
+    omp_set_num_threads(3);  // before the model sizes its per-thread scratch
+    Rig r;
+    rig_make(&r, "softmax,mamba", NULL);
+    for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
+        if (k == IV_TEMPERATURE) continue;
+        omp_set_num_threads(1);
+        InterventionResult a = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, -1, 1);
+        omp_set_num_threads(3);
+        InterventionResult b = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, -1, 1);
+        CHECK(!memcmp(&a, &b, sizeof a), "%s: threads change the result", intervention_name(k));
+    }
+    rig_drop(&r);
+}
+
+static void parse_case(void *arg) {
+    InterventionKind k;
+    double s[INTERVENTION_MAX_STRENGTHS];
+    intervention_parse(arg, &k, s);
+}
+
+static void temperature_case(void *arg) {
+    (void)arg;
+    Rig r;
+    rig_make(&r, "softmax,linear", NULL);
+    run(&r, IV_TEMPERATURE, 2, -1, 0);
+}
+
+TEST(intervene_parses_kinds_and_refuses_bad_ones) {
+    InterventionKind k;
+    double s[INTERVENTION_MAX_STRENGTHS];
+    CHECK(intervention_parse("flatten", &k, s) == 11 && k == IV_FLATTEN && s[10] == 1);
+    CHECK(intervention_parse("topk:1,3", &k, s) == 2 && k == IV_TOPK && s[1] == 3);
+    CHECK(intervention_parse("oracle_window", &k, s) == 1 && k == IV_ORACLE_WINDOW);
+    const char *bad[][2] = {
+        {"blur", "intervene: expected flatten, topk"},
+        {"flatten:1.5", "intervene: flatten: expected a number in [0, 1], got '1.5'"},
+        {"topk:2.5", "intervene: topk: expected an integer >= 1, got '2.5'"},
+        {"sharpen:0", "intervene: sharpen: expected a number > 0, got '0'"},
+        {"flatten:0.1,x", "intervene: flatten: expected a number, got 'x'"},
+        {"derange:2", "intervene: derange takes no strengths"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512];
+        CHECK(test_fork(parse_case, (void *)bad[i][0], err, sizeof err) == 2, "%s", bad[i][0]);
+        CHECK(strstr(err, bad[i][1]), "%s: '%s'", bad[i][0], err);
+    }
+    char err[512];
+    CHECK(test_fork(temperature_case, NULL, err, sizeof err) == 2);
+    CHECK(strstr(err, "layer 1's mixer 'linear' has none"), "'%s'", err);
+}
