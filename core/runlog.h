@@ -25,7 +25,8 @@
     X(NONFINITE, "nan", "metrics.jsonl", "a step with a non-finite loss or gradient")                                  \
     X(SAMPLE, "sample", "metrics.jsonl", "a sample (sample_every)")                                                    \
     X(DONE, "done", "metrics.jsonl", "once, when the run is complete")                                                 \
-    X(SPARSITY, "sparsity", "sparsity.jsonl, eval.jsonl", "one head's attention sparsity at a step")
+    X(SPARSITY, "sparsity", "sparsity.jsonl, eval.jsonl", "one head's attention sparsity at a step")                   \
+    X(INTERVENTION, "intervention", "intervention.jsonl", "./evaluate intervene=: one changed forward's measurements")
 
 typedef enum {
 #define RUNLOG_ENUM(id, name, files, when) RUNLOG_##id,
@@ -136,7 +137,30 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(SPARSITY, "pos_bin_width", INT, "positions per bin of S_by_pos")                                                 \
     F(SPARSITY, "S_by_pos", NUMS, "S by query position")                                                               \
     F(SPARSITY, "S_pred_by_pos", NUMS, "the prediction by query position")                                             \
-    F(SPARSITY, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")
+    F(SPARSITY, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")        \
+    F(INTERVENTION, "layer", INT, "the layer changed (-1: every layer)")                                               \
+    F(INTERVENTION, "head", INT, "the head changed (-1: every head)")                                                  \
+    F(INTERVENTION, "split", STR, "the set measured: val or test")                                                     \
+    F(INTERVENTION, "options", STR, "intervene=KIND[:S] rows=R, then other options (part of the key)")                 \
+    F(INTERVENTION, "kind", STR, "none (the model as it is), flatten, topk, sharpen, ... (docs/interventions.md)")     \
+    F(INTERVENTION, "strength", NUM, "flatten's eps, topk's k, sharpen's p, temperature's tau")                        \
+    F(INTERVENTION, "rows", STR, "the rows changed: query or all")                                                     \
+    F(INTERVENTION, "checkpoint", STR, "the checkpoint's file name")                                                   \
+    F(INTERVENTION, "mixer", STR, "the mixer key")                                                                     \
+    F(INTERVENTION, "sequences", INT, "sequences measured")                                                            \
+    F(INTERVENTION, "loss", NUM, "loss after the change")                                                              \
+    F(INTERVENTION, "acc", NUM, "accuracy after the change")                                                           \
+    F(INTERVENTION, "rows_recall", INT, "query rows of the changed maps measured (each map of a head)")                \
+    F(INTERVENTION, "S_recall", NUM, "their mean S after the change")                                                  \
+    F(INTERVENTION, "eff_tokens_recall", NUM, "their mean effective tokens n S^2 after the change")                    \
+    F(INTERVENTION, "rows_answer", INT, "those whose pair was found")                                                  \
+    F(INTERVENTION, "ans_share", NUM, "weight at the value position after the change")                                 \
+    F(INTERVENTION, "ans_chance", NUM, "a uniform row's weight there")                                                 \
+    F(INTERVENTION, "ans_lift", NUM, "ans_share / ans_chance")                                                         \
+    F(INTERVENTION, "ans_window_share", NUM, "weight in the answer window after the change")                           \
+    F(INTERVENTION, "ans_window_chance", NUM, "a uniform row's weight in the answer window")                           \
+    F(INTERVENTION, "ans_window_lift", NUM, "ans_window_share / ans_window_chance")                                    \
+    F(INTERVENTION, "seconds", NUM, "time the pass took")
 
 typedef struct {
     RunlogType type;

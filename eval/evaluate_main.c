@@ -21,9 +21,12 @@
 #include "core/json.h"
 #include "model/keys.h"
 #include "core/progress.h"
+#include "core/run_dir.h"
 #include "core/runlog.h"
 #include "data/task.h"
 #include "eval/maps.h"
+#include "eval/intervene.h"
+#include "eval/intervene_plot.h"
 #include "eval/report.h"
 #include "eval/sparsity.h"
 #include "eval/svg_plot.h"
@@ -65,6 +68,16 @@ typedef struct {
     long start, len;  // map_start, map_len: the positions the SVGs draw (default 0 and 128: a
                       // 1024 x 1024 heatmap is too large to read); maps.safetensors keeps all
 } MapArgs;
+
+// What intervene= asks (docs/interventions.md): the kind, its strengths, where it acts.
+typedef struct {
+    int on;  // intervene= given
+    InterventionKind kind;
+    double strengths[INTERVENTION_MAX_STRENGTHS];
+    int n_strengths;
+    int layer, head;  // layer=, head=: -1 = every one
+    int all_rows;     // rows=all (default: the query rows)
+} IvArgs;
 
 // --- the records of a run folder, as plotted ------------------------------------------------------
 
@@ -704,6 +717,114 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
     free(done);
 }
 
+// --- interventions (docs/interventions.md) ---------------------------------------------------------
+
+// The checkpoint an intervention reads: the file given, or a run folder's best-validation weights
+// (best.safetensors), else its last checkpoint.
+static const char *intervention_checkpoint(Target *t, char *buf, size_t n) {
+    if (t->single) return t->ckpts[0];
+    snprintf(buf, n, "%s/%s", t->dir, RUN_DIR_BEST);
+    if (path_exists(buf)) return buf;
+    t->last_ok = t->n - 1;
+    return t->ckpts[t->n - 1];
+}
+
+typedef struct {
+    FILE *out;  // the records
+    long step;
+    const char *ck, *mixer, *rest;  // the checkpoint's name, the mixer, the other options
+    Evaluator *ev;
+    int passes;
+} IvRun;
+
+// One pass: its record and its line. Returns the accuracy.
+static double intervention_pass(IvRun *run, const Intervention *iv) {
+    const Config *ec = &run->ev->cfg;
+    InterventionResult res;
+    double t0 = now_seconds();
+    intervene_eval(run->ev->model, run->ev->data, run->ev->B, run->ev->T, cfg_int(ec, "eval_batches"),
+                   cfg_int(ec, "sparsity_rows"), iv, &res);
+    double sec = now_seconds() - t0;
+    run->passes++;
+    char options[1200], what[64] = "";
+    intervention_options(options, sizeof options, iv, run->rest);
+    intervention_write_record(run->out, run->step, iv, &res, g_split, run->ck, run->mixer, options, sec);
+    const char *kind = options + strlen("intervene=");
+    snprintf(what, sizeof what, "%.*s", (int)strcspn(kind, " ") % 60, kind);
+    char where[32];
+    if (iv->layer < 0) snprintf(where, sizeof where, "all");
+    else if (iv->head < 0) snprintf(where, sizeof where, "L%d", iv->layer);
+    else snprintf(where, sizeof where, "L%d H%d", iv->layer, iv->head);
+    printf("  %-18s %-7s | acc %.4f loss %.4f | S_recall %.3f tokens %5.2f", what, where, val_acc(&res.stats),
+           val_loss(&res.stats), res.S_recall, res.eff_tokens_recall);
+    if (res.rows_answer) printf(" | answer share %.3f (chance %.3f)", res.ans_share, res.ans_chance);
+    if (res.rows_answer && res.ans_window_chance != res.ans_chance)
+        printf(", window %.3f (chance %.3f)", res.ans_window_share, res.ans_window_chance);
+    printf(" | %.1f s\n", sec);
+    return val_acc(&res.stats);
+}
+
+// ./evaluate PATH intervene=...: the model as it is, then each strength (ablate: each layer, and
+// each head of a layer with several), into intervention.jsonl; then its figures and report.html.
+static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, const IvArgs *ia) {
+    char best[1200], err[512], options[1024] = "";
+    const char *ck = intervention_checkpoint(t, best, sizeof best);
+    Config c;
+    long step;
+    if (ckpt_read_config(ck, &c, &step, err, sizeof err) != 0) die_input("%s: %s", ck, err);
+    config_apply_args_noting_options(&c, n_over, over, options, sizeof options);
+    fit_test_cells(&c, ck);
+    evaluator_build(ev, &c, ck);
+    if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", ck, err);
+    const Model *m = ev->model;
+    if (ia->layer >= m->s.L) die_input("layer: expected 0 to %d or all, got %d", m->s.L - 1, ia->layer);
+    if (ia->head >= m->s.H) die_input("head: expected 0 to %d or all, got %d", m->s.H - 1, ia->head);
+    char *fresh = NULL;
+    size_t fresh_len = 0;
+    FILE *out = open_memstream(&fresh, &fresh_len);
+    if (!out) die("out of memory");
+    IvRun run = {out, step, base_name(ck), cfg_str(&ev->cfg, "mixer"), options, ev, 0};
+    printf("%s (step %ld, %s): intervene=%s on the %s set\n", ck, step, run.mixer, intervention_name(ia->kind), g_split);
+    double t0 = now_seconds();
+    Intervention iv = {IV_NONE, 0, ia->layer, ia->head, ia->all_rows};
+    t->last_acc = intervention_pass(&run, &iv);
+    iv.kind = ia->kind;
+    if (ia->kind == IV_ABLATE) {
+        int causal = -1;
+        double worst = INFINITY;
+        for (int l = 0; l < m->s.L; l++) {
+            if (ia->layer >= 0 && l != ia->layer) continue;
+            for (int h = -1; h < m->s.H; h++) {
+                if ((ia->head >= 0 && h != ia->head) || (h >= 0 && m->s.H == 1 && ia->head < 0)) continue;
+                iv.layer = l, iv.head = h;
+                double acc = intervention_pass(&run, &iv);
+                if (h < 0 && acc < worst) worst = acc, causal = l;
+            }
+        }
+        if (causal >= 0 && ia->layer < 0)
+            printf("  causal recall layer: %d (ablating it leaves accuracy %.4f of %.4f)\n", causal, worst, t->last_acc);
+    } else
+        for (int i = 0; i < ia->n_strengths; i++) {
+            iv.strength = ia->strengths[i];
+            intervention_pass(&run, &iv);
+        }
+    printf("  %d passes in %.1f s\n", run.passes, now_seconds() - t0);
+    fclose(out);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/intervention.jsonl", t->dir);
+    int rc = runlog_merge(path, fresh, fresh_len, RUNLOG_SAME_KEY, err, sizeof err);
+    if (rc == -1) die_input("%s", err);
+    if (rc == -2) die("%s", err);
+    printf("  wrote %s\n", path);
+    free(fresh);
+    int figs = intervention_plot(t->dir);
+    if (figs > 0) printf("  wrote %d figure%s (%s/intervention_<kind>.svg)\n", figs, figs == 1 ? "" : "s", t->dir);
+    for (int i = 0; i < t->n; i++)
+        if (t->steps[i] == step) t->last_ok = i;
+    if (t->last_ok < 0) t->last_ok = 0;
+    t->evaluated = 1;
+}
+
 // --- maps and the report -----------------------------------------------------------------------
 
 // The attention maps of the target's last evaluated checkpoint (reloaded if a later one failed).
@@ -763,7 +884,7 @@ static void write_report(Target *t, const RunData *d, const Evaluator *ev) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: ./evaluate PATH... [--maps] [key=value ...]\n"
+            "usage: ./evaluate PATH... [--maps | intervene=KIND[:S,...] [layer=L] [head=H] [rows=R]] [key=value ...]\n"
             "PATH: a checkpoint (ckpt_*.safetensors) or a run folder (every checkpoint in it, in step order);\n"
             "several run folders are also compared in one figure.\n"
             "For each checkpoint: val loss, task accuracy and per-head attention sparsity S(a) with the\n"
@@ -782,6 +903,13 @@ static void usage(FILE *f) {
             "  threads=N        OpenMP threads (0 = all cores)\n"
             "  compare=FILE     where the several-run figure goes (default: compare.svg in the runs' common\n"
             "                   parent folder, or in the current folder)\n"
+            "  intervene=KIND[:S1,S2,...]  change the maps and measure what it costs (docs/interventions.md):\n"
+            "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
+            "                   oracle_window, oracle_wrong or ablate, on a checkpoint or a run folder's\n"
+            "                   best.safetensors; writes intervention.jsonl, intervention_<kind>.svg, report.html\n"
+            "  layer=L|all      intervene=: the layer changed (default all; ablate: each in turn)\n"
+            "  head=H|all       intervene=: the head changed (default all)\n"
+            "  rows=query|all   intervene=: the rows changed (default query: the positions with a target)\n"
             "  map_seq=N        --maps: the sequence of the split (default 0, its first)\n"
             "  map_layer=L      --maps: one layer (default -1: every layer)\n"
             "  map_head=H       --maps: one head (default -1: every head)\n"
@@ -823,6 +951,8 @@ typedef struct {
     int n_tg;
     const char *compare;
     MapArgs maps;
+    IvArgs iv;
+    int iv_keys;   // rows= given
     char **owned;  // overrides written here: mqar_cells=X given is "mqar_test_cells=X"
     int n_owned;
 } Args;
@@ -834,6 +964,16 @@ static long map_int(const char *arg, const char *key, long lo) {
     long x = strtol(v, &end, 10);
     if (!*v || *end || x < lo) die_input("%s: expected an integer >= %ld, got '%s'", key, lo, v);
     return x;
+}
+
+// layer=L / head=H: an index >= 0, or `all` (-1); exit 2 naming the key otherwise.
+static int iv_index(const char *arg, const char *key) {
+    const char *v = arg + strlen(key) + 1;
+    if (!strcmp(v, "all")) return -1;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < 0 || x > 1000000) die_input("%s: expected an index >= 0 or all, got '%s'", key, v);
+    return (int)x;
 }
 
 // Returns 1 when the argument is a map_* key (and applies it).
@@ -857,6 +997,7 @@ static int map_arg(const char *a, MapArgs *m) {
 static int parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
     a->maps = (MapArgs){0, 0, -1, -1, -1, 0, 128};
+    a->iv = (IvArgs){.layer = -1, .head = -1};
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 1;
@@ -870,6 +1011,16 @@ static int parse_args(int argc, char **argv, Args *a) {
             g_split = argv[i] + 6;
             if (strcmp(g_split, "val") && strcmp(g_split, "test"))
                 die_input("split: expected val or test, got '%s'", g_split);
+        } else if (!strncmp(argv[i], "intervene=", 10)) {
+            a->iv.on = 1;
+            a->iv.n_strengths = intervention_parse(argv[i] + 10, &a->iv.kind, a->iv.strengths);
+        } else if (!strncmp(argv[i], "layer=", 6)) a->iv.layer = iv_index(argv[i], "layer");
+        else if (!strncmp(argv[i], "head=", 5)) a->iv.head = iv_index(argv[i], "head");
+        else if (!strncmp(argv[i], "rows=", 5)) {
+            const char *v = argv[i] + 5;
+            if (strcmp(v, "query") && strcmp(v, "all")) die_input("rows: expected query or all, got '%s'", v);
+            a->iv.all_rows = !strcmp(v, "all");
+            a->iv_keys = 1;
         } else if (!strcmp(argv[i], "--maps")) a->maps.on = 1;
         else if (map_arg(argv[i], &a->maps)) continue;
         // ./sweep names run folders key=value: an existing path is a path
@@ -888,6 +1039,9 @@ static int parse_args(int argc, char **argv, Args *a) {
         die_input("command line: expected a checkpoint or a run folder");
     }
     if (a->compare && !*a->compare) die_input("compare: expected a file name, got ''");
+    if ((a->iv_keys || a->iv.layer >= 0 || a->iv.head >= 0) && !a->iv.on)
+        die_input("command line: layer=, head= and rows= choose where intervene= acts; give intervene=KIND too");
+    if (a->iv.on && a->maps.on) die_input("command line: --maps and intervene= are separate runs of ./evaluate");
     return 0;
 }
 
@@ -1022,6 +1176,16 @@ int main(int argc, char **argv) {
     RunData *runs = callocCheck((size_t)a.n_tg, sizeof(RunData));
     for (int i = 0; i < a.n_tg; i++) {
         Target *t = &a.tg[i];
+        if (a.iv.on) {  // the interventions, then the report with their section
+            intervene_target(t, a.n_over, a.over, &ev, &a.iv);
+            char path[1200];
+            snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
+            t->series = "";
+            if (!run_data_read(path, "", &runs[i])) run_data_free(&runs[i]);
+            if (!runs[i].mixer[0]) snprintf(runs[i].mixer, sizeof runs[i].mixer, "%s", cfg_str(&ev.cfg, "mixer"));
+            write_report(t, &runs[i], &ev);
+            continue;
+        }
         evaluate_target(t, a.n_over, a.over, &ev, &a.maps, i, a.n_tg);
         if (t->evaluated == 0) {
             if (!failed) failed = t;

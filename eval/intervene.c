@@ -321,3 +321,46 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
     for (int i = 0; i < n_threads; i++) free(h.scr[i].a), free(h.scr[i].v), free(h.scr[i].d);
     free(h.scr), free(h.o), free(h.acc), free(inputs), free(targets);
 }
+
+// --- the record ---------------------------------------------------------------------------------
+
+void intervention_options(char *buf, size_t n, const Intervention *iv, const char *rest) {
+    char kind[48];
+    if (intervention_has_strength(iv->kind))
+        snprintf(kind, sizeof kind, "%s:%g", intervention_name(iv->kind), iv->strength);
+    else snprintf(kind, sizeof kind, "%s", intervention_name(iv->kind));
+    snprintf(buf, n, "intervene=%s rows=%s%s%s", kind, iv->all_rows ? "all" : "query", rest && *rest ? " " : "",
+             rest ? rest : "");
+}
+
+void intervention_write_record(FILE *f, long step, const Intervention *iv, const InterventionResult *r, const char *split,
+                               const char *checkpoint, const char *mixer, const char *options, double seconds) {
+    RunlogLine w;
+    runlog_begin(&w, f, RUNLOG_INTERVENTION, step);
+    runlog_put_int(&w, "layer", iv->layer);
+    runlog_put_int(&w, "head", iv->head);
+    runlog_put_str(&w, "split", split);
+    runlog_put_str(&w, "options", options);
+    runlog_put_str(&w, "kind", intervention_name(iv->kind));
+    if (intervention_has_strength(iv->kind)) runlog_put_num(&w, "strength", iv->strength);
+    runlog_put_str(&w, "rows", iv->all_rows ? "all" : "query");
+    runlog_put_str(&w, "checkpoint", checkpoint);
+    runlog_put_str(&w, "mixer", mixer);
+    runlog_put_int(&w, "sequences", r->sequences);
+    runlog_put_num(&w, "loss", val_loss(&r->stats));
+    runlog_put_num(&w, "acc", val_acc(&r->stats));
+    runlog_put_int(&w, "rows_recall", r->rows_recall);
+    runlog_put_num_or_null(&w, "S_recall", r->S_recall);
+    runlog_put_num(&w, "eff_tokens_recall", r->eff_tokens_recall);
+    if (r->rows_answer > 0) {
+        runlog_put_int(&w, "rows_answer", r->rows_answer);
+        runlog_put_num(&w, "ans_share", r->ans_share);
+        runlog_put_num(&w, "ans_chance", r->ans_chance);
+        runlog_put_num(&w, "ans_lift", r->ans_share / r->ans_chance);
+        runlog_put_num(&w, "ans_window_share", r->ans_window_share);
+        runlog_put_num(&w, "ans_window_chance", r->ans_window_chance);
+        runlog_put_num(&w, "ans_window_lift", r->ans_window_share / r->ans_window_chance);
+    }
+    runlog_put_num_fmt(&w, "seconds", "%.2f", seconds);
+    runlog_end(&w);
+}

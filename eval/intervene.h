@@ -21,6 +21,7 @@
 // value positions in its prefix) keeps its weights and its o.
 #pragma once
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/real.h"
 #include "data/dataset.h"
@@ -94,3 +95,11 @@ typedef struct {
 // temperature on a layer whose mixer has no softmax logits (theory other than exp).
 void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
                     const Intervention *iv, InterventionResult *out);
+
+// The intervention record (core/runlog.h; fields: docs/interventions.md#interventionjsonl) of one
+// pass at `step`: options is the key's "intervene=KIND[:S] rows=R[ other options]" (the caller's:
+// intervention_options), split "val" or "test", seconds the pass's time.
+void intervention_write_record(FILE *f, long step, const Intervention *iv, const InterventionResult *r, const char *split,
+                               const char *checkpoint, const char *mixer, const char *options, double seconds);
+// "intervene=flatten:0.3 rows=query" and, after a space, `rest` (the evaluation's other options).
+void intervention_options(char *buf, size_t n, const Intervention *iv, const char *rest);

@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "core/runlog.h"
 #include "eval/derived.h"
+#include "eval/intervene.h"
 #include "eval/svg_plot.h"
 
 // --- records ------------------------------------------------------------------------------------
@@ -219,6 +220,56 @@ static void cell(FILE *f, const JsonValue *v, const char *key, int digits) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+// --- interventions (docs/interventions.md) ---------------------------------------------------------
+
+static int intervention_row(const RunlogRecord *r, void *ctx) {
+    FILE *f = ctx;
+    if (r->type != RUNLOG_INTERVENTION) return 0;
+    const char *kind = runlog_str(r, "kind"), *rows = runlog_str(r, "rows");
+    fprintf(f, "<tr><td>%ld</td><td>", r->step);
+    html_text(f, kind ? kind : "?");
+    double s = runlog_num(r, "strength");
+    if (isfinite(s)) fprintf(f, ":%g", s);
+    fputs("</td><td>", f);
+    if (r->layer >= 0) fprintf(f, "%d", r->layer);
+    else fputs("all", f);
+    fputs("</td><td>", f);
+    if (r->head >= 0) fprintf(f, "%d", r->head);
+    else fputs("all", f);
+    fprintf(f, "</td><td>%s</td><td>%s</td>", rows ? rows : "-", r->split);
+    cell(f, r->obj, "acc", 4), cell(f, r->obj, "loss", 4), cell(f, r->obj, "S_recall", 3);
+    cell(f, r->obj, "eff_tokens_recall", 2), cell(f, r->obj, "ans_share", 3), cell(f, r->obj, "ans_chance", 3);
+    cell(f, r->obj, "ans_window_share", 3), cell(f, r->obj, "ans_window_chance", 3), cell(f, r->obj, "seconds", 1);
+    fputs("</tr>\n", f);
+    return 0;
+}
+
+// The figures of intervention.jsonl and a row per record (./evaluate CKPT intervene=...).
+static void interventions_section(FILE *f, const char *dir) {
+    fputs("<h2>Interventions</h2>\n", f);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+    if (!path_exists(path)) {
+        fputs("<p>None yet: <code>./evaluate RUN intervene=flatten</code> changes the maps and measures what it "
+              "costs (docs/interventions.md).</p>\n",
+              f);
+        return;
+    }
+    for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
+        char name[64], caption[160];
+        snprintf(name, sizeof name, "intervention_%s.svg", intervention_name((InterventionKind)k));
+        snprintf(caption, sizeof caption, "%s: accuracy against S_recall after the change, the model as trained in grey",
+                 intervention_name((InterventionKind)k));
+        figure(f, dir, name, caption);
+    }
+    fputs("<table><tr><th>step</th><th>intervention</th><th>layer</th><th>head</th><th>rows</th><th>split</th>"
+          "<th>accuracy</th><th>loss</th><th>S_recall</th><th>effective tokens</th><th>answer share</th>"
+          "<th>chance</th><th>window share</th><th>window chance</th><th>seconds</th></tr>\n",
+          f);
+    runlog_each(path, intervention_row, f);
+    fputs("</table>\n", f);
+}
+
 // The evaluations under other options (other cells, other data: `options` in their records, the
 // run log's key): each its own row, never drawn over the run's own curve.
 static int other_eval_row(const RunlogRecord *r, void *ctx) {
@@ -350,6 +401,8 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
     fputs("<h2>S by position and theory against measurement</h2>\n", f);
     figure(f, dir, "sparsity_by_pos.svg", "S and the prediction against the query position, last checkpoint");
     figure(f, dir, "sparsity_scatter.svg", "predicted against measured S, one point per head and checkpoint");
+
+    interventions_section(f, dir);
 
     fputs("<h2>Attention maps</h2>\n", f);
     int n_maps = 0;

@@ -582,3 +582,57 @@ TEST(evaluate_recall_layer_is_the_same_for_every_reader) {
               report, sweep, out, out2);
     }
 }
+
+// ./evaluate intervene=: a run folder's best (here: last) checkpoint, the model as it is and each
+// strength into intervention.jsonl (merged by key: a second call with other rows adds, the same
+// call replaces), the figure, the report's section; ablate names the causal recall layer; bad
+// choices are one line and exit 2.
+TEST(evaluate_intervene_writes_records_figures_and_report) {
+    const char *dir = tiny_run("iv_run", "softmax");
+    char out[8192], path[512];
+    int st = test_run(out, sizeof out, "./evaluate %s intervene=flatten:0,1 layer=1 threads=1", dir);
+    CHECK(st == 0 && strstr(out, "ckpt_00000006.safetensors (step 6, softmax): intervene=flatten on the val set") &&
+              strstr(out, "flatten:1") && strstr(out, "3 passes in"),
+          "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    CHECK(text && count(text, "\"type\":\"intervention\"") == 3 && count(text, "\"layer\":1,") == 3 &&
+              strstr(text, "\"options\":\"intervene=flatten:1 rows=query\"") && strstr(text, "\"kind\":\"none\""),
+          "%s", text ? text : "(none)");
+    free(text);
+    st = test_run(out, sizeof out,
+                  "./evaluate %s intervene=flatten:0,1 layer=1 threads=1 && ./evaluate %s "
+                  "intervene=flatten:1 layer=1 rows=all threads=1",
+                  dir, dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    text = read_file_text(path, NULL);
+    CHECK(text && count(text, "\n") == 5 && count(text, "rows=all") == 2, "%s", text ? text : "(none)");
+    free(text);
+    st = test_run(out, sizeof out, "./evaluate %s intervene=ablate threads=1", dir);
+    CHECK(st == 0 && strstr(out, "causal recall layer: "), "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/intervention_flatten.svg", dir);
+    CHECK(path_exists(path), "no %s", path);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    text = read_file_text(path, NULL);
+    CHECK(text && strstr(text, "<h2>Interventions</h2>") && strstr(text, "intervention_flatten.svg") &&
+              strstr(text, "<td>flatten:1</td>"),
+          "report.html lacks the interventions");
+    free(text);
+    BadInput bad[] = {
+        {"layer=1", "layer=, head= and rows= choose where intervene= acts"},
+        {"intervene=flatten layer=2", "layer: expected 0 to 1 or all, got 2"},
+        {"intervene=flatten layer=x", "layer: expected an index >= 0 or all, got 'x'"},
+        {"intervene=topk head=5", "head: expected 0 to 1 or all, got 5"},
+        {"intervene=topk rows=some", "rows: expected query or all, got 'some'"},
+        {"intervene=flatten:2", "intervene: flatten: expected a number in [0, 1], got '2'"},
+        {"intervene=flatten --maps", "--maps and intervene= are separate runs"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].in);
+        CHECK(st == 2 && strstr(out, bad[i].want) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].in, st, out);
+    }
+    const char *gla = tiny_run("iv_gla", "gla");
+    st = test_run(out, sizeof out, "./evaluate %s intervene=temperature threads=1 2>&1 >/dev/null", gla);
+    CHECK(st == 2 && strstr(out, "temperature acts on softmax logits; layer 0's mixer 'gla' has none"), "exit %d: %s",
+          st, out);
+}

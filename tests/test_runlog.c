@@ -19,10 +19,12 @@ TEST(runlog_no_type_field_written_outside_core_runlog) {
 }
 
 // Every type and every field of the table is named in the docs: the types and the fields of
-// metrics.jsonl's records in docs/outputs.md, the sparsity record's fields in docs/sparsity.md.
+// metrics.jsonl's records in docs/outputs.md, the sparsity record's fields in docs/sparsity.md,
+// the intervention record's in docs/interventions.md.
 TEST(runlog_docs_name_every_type_and_field) {
     char *outputs = read_file_text("docs/outputs.md", NULL), *sparsity = read_file_text("docs/sparsity.md", NULL);
-    CHECK(outputs && sparsity);
+    char *interventions = read_file_text("docs/interventions.md", NULL);
+    CHECK(outputs && sparsity && interventions);
     char want[96];
     for (int t = 0; t < RUNLOG_N_TYPES; t++) {
         snprintf(want, sizeof want, "| `%s` |", runlog_type_name((RunlogType)t));
@@ -33,13 +35,17 @@ TEST(runlog_docs_name_every_type_and_field) {
     CHECK(n > 60, "only %d fields", n);
     for (int i = 0; i < n; i++) {
         snprintf(want, sizeof want, "`%s`", f[i].name);
-        const char *doc = f[i].type == RUNLOG_SPARSITY && strcmp(f[i].name, "options") ? sparsity : outputs;
+        int sp = f[i].type == RUNLOG_SPARSITY && strcmp(f[i].name, "options"), iv = f[i].type == RUNLOG_INTERVENTION;
+        const char *doc = sp ? sparsity : iv ? interventions : outputs;
         CHECK(strstr(doc, want), "%s: field %s of the %s record is not named",
-              f[i].type == RUNLOG_SPARSITY && strcmp(f[i].name, "options") ? "docs/sparsity.md" : "docs/outputs.md",
+              sp       ? "docs/sparsity.md"
+                  : iv ? "docs/interventions.md"
+                       : "docs/outputs.md",
               want, runlog_type_name(f[i].type));
     }
     free(outputs);
     free(sparsity);
+    free(interventions);
 }
 
 static void bogus_field(void *arg) {
