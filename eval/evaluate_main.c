@@ -902,7 +902,8 @@ static void usage(FILE *f) {
             "  batch_size=N     sequences per forward pass\n"
             "  threads=N        OpenMP threads (0 = all cores)\n"
             "  compare=FILE     where the several-run figure goes (default: compare.svg in the runs' common\n"
-            "                   parent folder, or in the current folder)\n"
+            "                   parent folder, or in the current folder; with intervene=, intervention_<kind>.svg\n"
+            "                   with a line per run in FILE's folder)\n"
             "  intervene=KIND[:S1,S2,...]  change the maps and measure what it costs (docs/interventions.md):\n"
             "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
             "                   oracle_window, oracle_wrong or ablate, on a checkpoint or a run folder's\n"
@@ -1149,6 +1150,27 @@ static void compare_runs(const Args *a, RunData *runs) {
     free(gt);
 }
 
+// Several runs given intervene=: one figure per kind with a line per run (intervention_<kind>.svg)
+// in the folder of compare= or the runs' common parent folder (else here), labelled by folder.
+static void compare_interventions(const Args *a) {
+    if (a->n_tg < 2) return;
+    const char **dirs = mallocCheck(sizeof(char *) * (size_t)a->n_tg),
+               **names = mallocCheck(sizeof(char *) * (size_t)a->n_tg);
+    char *parent = dir_of(a->tg[0].dir);
+    int same = 1;
+    for (int i = 0; i < a->n_tg; i++) {
+        dirs[i] = a->tg[i].dir;
+        names[i] = base_name(a->tg[i].dir);
+        char *p = dir_of(a->tg[i].dir);
+        same &= !strcmp(p, parent);
+        free(p);
+    }
+    char *out = a->compare ? dir_of(a->compare) : strdupCheck(same ? parent : ".");
+    int n = intervention_plot_runs(out, dirs, names, a->n_tg);
+    printf("comparing %d runs: wrote %d figure%s (%s/intervention_<kind>.svg)\n", a->n_tg, n, n == 1 ? "" : "s", out);
+    free(out), free(parent), free(dirs), free(names);
+}
+
 static void args_free(Args *a) {
     for (int i = 0; i < a->n_owned; i++) free(a->owned[i]);
     free(a->owned);
@@ -1206,7 +1228,8 @@ int main(int argc, char **argv) {
         write_report(t, &runs[i], &ev);
     }
     evaluator_free(&ev);
-    compare_runs(&a, runs);
+    if (a.iv.on) compare_interventions(&a);
+    else compare_runs(&a, runs);
     for (int i = 0; i < a.n_tg; i++) run_data_free(&runs[i]);
     free(runs);
     if (failed && failed->err[0]) die_input("%s: %s", failed->path, failed->err);

@@ -6,3 +6,8 @@
 
 // Returns the number of figures written (0 when the file has no records).
 int intervention_plot(const char *dir);
+
+// The same over several run folders into out_dir, a line per run and series, labelled names[r] and
+// coloured by run (the model as it is in the run's colour): one figure per kind with a line per
+// mixer. Returns the number of figures written.
+int intervention_plot_runs(const char *out_dir, const char *const *dirs, const char *const *names, int n_runs);

@@ -632,6 +632,14 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
         CHECK(st == 2 && strstr(out, bad[i].want) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].in, st, out);
     }
     const char *gla = tiny_run("iv_gla", "gla");
+    const char *cmp = test_path("iv_cmp/x.svg");  // two runs: a line per run in compare='s folder
+    mkdir_p(test_path("iv_cmp"));
+    st = test_run(out, sizeof out, "./evaluate %s %s intervene=topk:1,2 layer=1 compare=%s threads=1", dir, gla, cmp);
+    CHECK(st == 0 && strstr(out, "comparing 2 runs: wrote 3 figures"), "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/intervention_topk.svg", test_path("iv_cmp"));
+    text = read_file_text(path, NULL);
+    CHECK(text && strstr(text, "iv_run: layer 1") && strstr(text, "iv_gla: layer 1"), "%s", path);
+    free(text);
     st = test_run(out, sizeof out, "./evaluate %s intervene=temperature threads=1 2>&1 >/dev/null", gla);
     CHECK(st == 2 && strstr(out, "temperature acts on softmax logits; layer 0's mixer 'gla' has none"), "exit %d: %s",
           st, out);
