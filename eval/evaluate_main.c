@@ -783,7 +783,9 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     size_t fresh_len = 0;
     FILE *out = open_memstream(&fresh, &fresh_len);
     if (!out) die("out of memory");
-    IvRun run = {out, step, base_name(ck), cfg_str(&ev->cfg, "mixer"), options, ev, 0};
+    char ck_name[256];
+    snprintf(ck_name, sizeof ck_name, "%s", base_name(ck));
+    IvRun run = {out, step, ck_name, cfg_str(&ev->cfg, "mixer"), options, ev, 0};
     printf("%s (step %ld, %s): intervene=%s on the %s set\n", ck, step, run.mixer, intervention_name(ia->kind), g_split);
     double t0 = now_seconds();
     Intervention iv = {IV_NONE, 0, ia->layer, ia->head, ia->all_rows};
@@ -1160,7 +1162,7 @@ static void compare_interventions(const Args *a) {
     int same = 1;
     for (int i = 0; i < a->n_tg; i++) {
         dirs[i] = a->tg[i].dir;
-        names[i] = base_name(a->tg[i].dir);
+        names[i] = strdupCheck(base_name(a->tg[i].dir));  // base_name's buffer is one
         char *p = dir_of(a->tg[i].dir);
         same &= !strcmp(p, parent);
         free(p);
@@ -1168,6 +1170,7 @@ static void compare_interventions(const Args *a) {
     char *out = a->compare ? dir_of(a->compare) : strdupCheck(same ? parent : ".");
     int n = intervention_plot_runs(out, dirs, names, a->n_tg);
     printf("comparing %d runs: wrote %d figure%s (%s/intervention_<kind>.svg)\n", a->n_tg, n, n == 1 ? "" : "s", out);
+    for (int i = 0; i < a->n_tg; i++) free((char *)names[i]);
     free(out), free(parent), free(dirs), free(names);
 }
 
