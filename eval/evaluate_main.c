@@ -69,13 +69,15 @@ typedef struct {
                       // 1024 x 1024 heatmap is too large to read); maps.safetensors keeps all
 } MapArgs;
 
+#define IV_LAYER_CAUSAL (-2)
+
 // What intervene= asks (docs/interventions.md): the kind, its strengths, where it acts.
 typedef struct {
     int on;  // intervene= given
     InterventionKind kind;
     double strengths[INTERVENTION_MAX_STRENGTHS];
     int n_strengths;
-    int layer, head;  // layer=, head=: -1 = every one
+    int layer, head;  // layer=, head=: -1 = every one; layer IV_LAYER_CAUSAL: the causal recall layer
     int all_rows;     // rows=all (default: the query rows)
 } IvArgs;
 
@@ -788,14 +790,26 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     IvRun run = {out, step, ck_name, cfg_str(&ev->cfg, "mixer"), options, ev, 0};
     printf("%s (step %ld, %s): intervene=%s on the %s set\n", ck, step, run.mixer, intervention_name(ia->kind), g_split);
     double t0 = now_seconds();
-    Intervention iv = {IV_NONE, 0, ia->layer, ia->head, ia->all_rows};
+    int layer = ia->layer;
+    if (layer == IV_LAYER_CAUSAL) {  // each layer ablated first; the kind then acts on the worst
+        Intervention ab = {IV_ABLATE, 0, 0, -1, ia->all_rows};
+        double worst = INFINITY;
+        for (int l = 0; l < m->s.L; l++) {
+            ab.layer = l;
+            double acc = intervention_pass(&run, &ab);
+            if (acc < worst) worst = acc, layer = l;
+        }
+        printf("  causal recall layer: %d (ablating it leaves accuracy %.4f); intervene=%s acts there\n", layer, worst,
+               intervention_name(ia->kind));
+    }
+    Intervention iv = {IV_NONE, 0, layer, ia->head, ia->all_rows};
     t->last_acc = intervention_pass(&run, &iv);
     iv.kind = ia->kind;
     if (ia->kind == IV_ABLATE) {
         int causal = -1;
         double worst = INFINITY;
         for (int l = 0; l < m->s.L; l++) {
-            if (ia->layer >= 0 && l != ia->layer) continue;
+            if (layer >= 0 && l != layer) continue;
             for (int h = -1; h < m->s.H; h++) {
                 if ((ia->head >= 0 && h != ia->head) || (h >= 0 && m->s.H == 1 && ia->head < 0)) continue;
                 iv.layer = l, iv.head = h;
@@ -803,7 +817,7 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
                 if (h < 0 && acc < worst) worst = acc, causal = l;
             }
         }
-        if (causal >= 0 && ia->layer < 0)
+        if (causal >= 0 && ia->layer == -1)
             printf("  causal recall layer: %d (ablating it leaves accuracy %.4f of %.4f)\n", causal, worst, t->last_acc);
     } else
         for (int i = 0; i < ia->n_strengths; i++) {
@@ -910,7 +924,8 @@ static void usage(FILE *f) {
             "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
             "                   oracle_window, oracle_wrong or ablate, on a checkpoint or a run folder's\n"
             "                   best.safetensors; writes intervention.jsonl, intervention_<kind>.svg, report.html\n"
-            "  layer=L|all      intervene=: the layer changed (default all; ablate: each in turn)\n"
+            "  layer=L|all|causal  intervene=: the layer changed (default all; ablate: each in turn; causal:\n"
+            "                   each layer ablated first, then the kind on the one whose ablation costs most)\n"
             "  head=H|all       intervene=: the head changed (default all)\n"
             "  rows=query|all   intervene=: the rows changed (default query: the positions with a target)\n"
             "  map_seq=N        --maps: the sequence of the split (default 0, its first)\n"
@@ -969,13 +984,17 @@ static long map_int(const char *arg, const char *key, long lo) {
     return x;
 }
 
-// layer=L / head=H: an index >= 0, or `all` (-1); exit 2 naming the key otherwise.
+// layer=L / head=H: an index >= 0, or `all` (-1), or for layer `causal`; exit 2 naming the key
+// otherwise.
 static int iv_index(const char *arg, const char *key) {
     const char *v = arg + strlen(key) + 1;
     if (!strcmp(v, "all")) return -1;
+    int layer = !strcmp(key, "layer");
+    if (layer && !strcmp(v, "causal")) return IV_LAYER_CAUSAL;
     char *end;
     long x = strtol(v, &end, 10);
-    if (!*v || *end || x < 0 || x > 1000000) die_input("%s: expected an index >= 0 or all, got '%s'", key, v);
+    if (!*v || *end || x < 0 || x > 1000000)
+        die_input("%s: expected an index >= 0%s, got '%s'", key, layer ? ", all or causal" : " or all", v);
     return (int)x;
 }
 
@@ -1042,7 +1061,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         die_input("command line: expected a checkpoint or a run folder");
     }
     if (a->compare && !*a->compare) die_input("compare: expected a file name, got ''");
-    if ((a->iv_keys || a->iv.layer >= 0 || a->iv.head >= 0) && !a->iv.on)
+    if ((a->iv_keys || a->iv.layer != -1 || a->iv.head >= 0) && !a->iv.on)
         die_input("command line: layer=, head= and rows= choose where intervene= acts; give intervene=KIND too");
     if (a->iv.on && a->maps.on) die_input("command line: --maps and intervene= are separate runs of ./evaluate");
     return 0;

@@ -610,6 +610,12 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     free(text);
     st = test_run(out, sizeof out, "./evaluate %s intervene=ablate threads=1", dir);
     CHECK(st == 0 && strstr(out, "causal recall layer: "), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./evaluate %s intervene=derange layer=causal threads=1", dir);
+    const char *at = strstr(out, "causal recall layer: ");
+    CHECK(st == 0 && at && strstr(out, "intervene=derange acts there") && count(out, "ablate ") == 2, "exit %d: %s", st, out);
+    char want[32];
+    snprintf(want, sizeof want, "derange            L%c", at[strlen("causal recall layer: ")]);
+    CHECK(strstr(out, want), "derange not on the causal layer: %s", out);
     snprintf(path, sizeof path, "%s/intervention_flatten.svg", dir);
     CHECK(path_exists(path), "no %s", path);
     snprintf(path, sizeof path, "%s/report.html", dir);
@@ -621,7 +627,8 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     BadInput bad[] = {
         {"layer=1", "layer=, head= and rows= choose where intervene= acts"},
         {"intervene=flatten layer=2", "layer: expected 0 to 1 or all, got 2"},
-        {"intervene=flatten layer=x", "layer: expected an index >= 0 or all, got 'x'"},
+        {"intervene=flatten layer=x", "layer: expected an index >= 0, all or causal, got 'x'"},
+        {"intervene=flatten head=causal", "head: expected an index >= 0 or all, got 'causal'"},
         {"intervene=topk head=5", "head: expected 0 to 1 or all, got 5"},
         {"intervene=topk rows=some", "rows: expected query or all, got 'some'"},
         {"intervene=flatten:2", "intervene: flatten: expected a number in [0, 1], got '2'"},
@@ -635,7 +642,7 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     const char *cmp = test_path("iv_cmp/x.svg");  // two runs: a line per run in compare='s folder
     mkdir_p(test_path("iv_cmp"));
     st = test_run(out, sizeof out, "./evaluate %s %s intervene=topk:1,2 layer=1 compare=%s threads=1", dir, gla, cmp);
-    CHECK(st == 0 && strstr(out, "comparing 2 runs: wrote 3 figures"), "exit %d: %s", st, out);
+    CHECK(st == 0 && strstr(out, "comparing 2 runs: wrote 4 figures"), "exit %d: %s", st, out);
     snprintf(path, sizeof path, "%s/intervention_topk.svg", test_path("iv_cmp"));
     text = read_file_text(path, NULL);
     CHECK(text && strstr(text, "iv_run: layer 1") && strstr(text, "iv_gla: layer 1"), "%s", path);
