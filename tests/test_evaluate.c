@@ -608,6 +608,11 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     text = read_file_text(path, NULL);
     CHECK(text && count(text, "\n") == 5 && count(text, "rows=all") == 2, "%s", text ? text : "(none)");
     free(text);
+    st = test_run(out, sizeof out, "./evaluate %s intervene=flatten:1 layer=1 split=test threads=1", dir);
+    CHECK(st == 0 && strstr(out, "on the test set"), "exit %d: %s", st, out);
+    text = read_file_text(path, NULL);  // the test set's records beside the validation set's
+    CHECK(text && count(text, "\n") == 7 && count(text, "\"split\":\"test\"") == 2, "%s", text ? text : "(none)");
+    free(text);
     st = test_run(out, sizeof out, "./evaluate %s intervene=ablate threads=1", dir);
     CHECK(st == 0 && strstr(out, "causal recall layer: "), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "./evaluate %s intervene=derange layer=causal threads=1", dir);
