@@ -109,22 +109,22 @@ static void power_row(real *a, int n, double p, double r, double *d) {
 }
 
 // A random cyclic permutation (Sattolo's algorithm) of the weights on the value positions
-// 2p + 1 < min(n, 2 kv_pairs): every one moves. 0 with fewer than two in the prefix.
-static int derange_row(real *a, int n, const RowContext *rc) {
-    int pos[512], c = 0;
-    for (int j = 1; j < n && j < 2 * rc->kv_pairs && c < 512; j += 2) pos[c++] = j;
+// 2p + 1 < min(n, 2 kv_pairs): every one moves. 0 with fewer than two in the prefix. d holds 2 n
+// doubles: the weights, then their positions.
+static int derange_row(real *a, int n, const RowContext *rc, double *d) {
+    double *w = d, *pos = d + n;
+    int c = 0;
+    for (int j = 1; j < n && j < 2 * rc->kv_pairs; j += 2) w[c] = a[j], pos[c++] = j;
     if (c < 2) return 0;
     Rng rng;
     rng_seed(&rng, rc->seed);
-    real w[512];
-    for (int i = 0; i < c; i++) w[i] = a[pos[i]];
     for (int i = c - 1; i > 0; i--) {
         int j = (int)rng_below(&rng, (uint64_t)i);  // j < i: the cycle is one loop through all
-        real t = w[i];
+        double t = w[i];
         w[i] = w[j];
         w[j] = t;
     }
-    for (int i = 0; i < c; i++) a[pos[i]] = w[i];
+    for (int i = 0; i < c; i++) a[(int)pos[i]] = (real)w[i];
     return 1;
 }
 
@@ -161,7 +161,7 @@ int intervene_row(const Intervention *iv, real *a, int n, const RowContext *rc, 
     case IV_TOPK: topk_row(a, n, (int)iv->strength, r, d); return 1;
     case IV_SHARPEN: power_row(a, n, iv->strength, r, d); return 1;
     case IV_TEMPERATURE: power_row(a, n, 1 / iv->strength, r, d); return 1;
-    case IV_DERANGE: return derange_row(a, n, rc);
+    case IV_DERANGE: return derange_row(a, n, rc, d);
     case IV_ORACLE:
     case IV_ORACLE_WINDOW:
     case IV_ORACLE_WRONG: return oracle_row(iv->kind, a, n, r, rc);
