@@ -721,16 +721,6 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
 
 // --- interventions (docs/interventions.md) ---------------------------------------------------------
 
-// The checkpoint an intervention reads: the file given, or a run folder's best-validation weights
-// (best.safetensors), else its last checkpoint.
-static const char *intervention_checkpoint(Target *t, char *buf, size_t n) {
-    if (t->single) return t->ckpts[0];
-    snprintf(buf, n, "%s/%s", t->dir, RUN_DIR_BEST);
-    if (path_exists(buf)) return buf;
-    t->last_ok = t->n - 1;
-    return t->ckpts[t->n - 1];
-}
-
 typedef struct {
     FILE *out;  // the records
     long step;
@@ -769,11 +759,14 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
 // ./evaluate PATH intervene=...: the model as it is, then each strength (ablate: each layer, and
 // each head of a layer with several), into intervention.jsonl; then its figures and report.html.
 static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, const IvArgs *ia) {
-    char best[1200], err[512], options[1024] = "";
-    const char *ck = intervention_checkpoint(t, best, sizeof best);
+    char err[512], options[1024] = "";
+    // the file given, a run folder's best-validation weights (resolve_targets), else its last checkpoint
+    t->last_ok = t->n - 1;
+    const char *ck = t->ckpts[t->last_ok];
     Config c;
     long step;
     if (ckpt_read_config(ck, &c, &step, err, sizeof err) != 0) die_input("%s: %s", ck, err);
+    t->steps[t->last_ok] = step;
     config_apply_args_noting_options(&c, n_over, over, options, sizeof options);
     fit_test_cells(&c, ck);
     evaluator_build(ev, &c, ck);
@@ -835,9 +828,6 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     free(fresh);
     int figs = intervention_plot(t->dir);
     if (figs > 0) printf("  wrote %d figure%s (%s/intervention_<kind>.svg)\n", figs, figs == 1 ? "" : "s", t->dir);
-    for (int i = 0; i < t->n; i++)
-        if (t->steps[i] == step) t->last_ok = i;
-    if (t->last_ok < 0) t->last_ok = 0;
     t->evaluated = 1;
 }
 
@@ -1109,10 +1099,21 @@ static void resolve_targets(Args *a) {
     for (int i = 0; i < a->n_tg; i++) {
         Target *t = &a->tg[i];
         if (!path_exists(t->path)) die_input("%s: no such checkpoint or run folder", t->path);
-        if (is_directory(t->path)) {
+        char best[1200];
+        snprintf(best, sizeof best, "%s/%s", t->path, RUN_DIR_BEST);
+        if (is_directory(t->path) && a->iv.on && path_exists(best)) {  // interventions: the best weights
+            t->dir = strdupCheck(t->path);
+            t->n = 1;
+            t->ckpts = mallocCheck(sizeof(char *));
+            t->steps = mallocCheck(sizeof(long));
+            t->ckpts[0] = strdupCheck(best);
+            t->steps[0] = 0;  // read with the checkpoint
+        } else if (is_directory(t->path)) {
             t->dir = strdupCheck(t->path);
             t->n = ckpt_list(t->path, &t->ckpts, &t->steps);
-            if (t->n == 0) die_input("%s: no checkpoints (ckpt_*.safetensors) in this folder", t->path);
+            if (t->n == 0)
+                die_input("%s: no checkpoints (ckpt_*.safetensors%s) in this folder", t->path,
+                          a->iv.on ? " or " RUN_DIR_BEST : "");
         } else if (llmc_is_model_file(t->path)) {
             // an llm.c GPT-2 file is no run folder's: its outputs go to FILE.eval/ beside it
             size_t n = strlen(t->path);

@@ -134,10 +134,14 @@ static int oracle_row(InterventionKind kind, real *a, int n, double r, const Row
     if (vp < 0 || vp >= n) return 0;
     int first = vp, count = 1;
     if (kind == IV_ORACLE_WINDOW) count = answer_window_positions(n, vp, rc->window);
-    if (kind == IV_ORACLE_WRONG) {
-        if (rc->kv_pairs < 2) return 0;
-        first = 2 * (((vp - 1) / 2 + 1) % rc->kv_pairs) + 1;  // the next pair's value
-        if (first >= n) return 0;
+    if (kind == IV_ORACLE_WRONG) {  // the next pair's value outside the answer window
+        int p = (vp - 1) / 2, w = rc->window > 1 ? rc->window : 1;
+        first = -1;
+        for (int q = 1; q < rc->kv_pairs && first < 0; q++) {
+            int pos = 2 * ((p + q) % rc->kv_pairs) + 1;
+            if (pos < n && (pos < vp || pos >= vp + w)) first = pos;
+        }
+        if (first < 0) return 0;
     }
     double sum = 0;
     for (int j = 0; j < n; j++) sum += a[j];

@@ -14,7 +14,7 @@
 //                 themselves by a random cyclic permutation (every weight moves; S unchanged)
 //   oracle        the row's mass r_i on the answer's value position, with the sign of the row's
 //                 sum; oracle_window spreads it evenly over the answer window; oracle_wrong puts it
-//                 on the next pair's value position (another value of the context)
+//                 on the next pair's value position outside the answer window (another value)
 //   ablate        flatten:1 on one layer (or one head) at a time: the causal recall layer is the
 //                 one whose ablation costs the most accuracy
 // A row the kind does not apply to (oracle on a row with no answer, derange with fewer than two
