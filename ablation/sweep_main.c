@@ -628,7 +628,8 @@ typedef struct {
     char ***job_argv;  // [jobs] an evaluation's command, log and header
     char **job_log, **job_header;
     int ar_run, ar_failed, ar_skipped;
-    int width;  // digits of n_points
+    int prescanned;  // the points finished before have been taken (with after_run)
+    int width;       // digits of n_points
 } RunState;
 
 // The runs this sweep will have started when it ends: those started, the unfinished points not
@@ -755,6 +756,18 @@ static int next_point(RunnerJob *job, void *ctx) {
     RunState *st = ctx;
     const Plan *p = st->plan;
     const SweepFile *sw = &p->sw;
+    // With after_run, a restarted sweep first takes every point finished before (once: reading
+    // each metrics.jsonl), so the evaluations an earlier sitting left undone run before new runs
+    // start, while their checkpoints are still there.
+    for (int i = 0; sw->n_after_run && !st->prescanned && i < sw->n_points; i++) {
+        if (st->considered[i] || !selection_runs(&st->sel, i) || !run_finished(p->dirs[i])) continue;
+        st->considered[i] = 1;
+        printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points,
+               sw->point_names[i]);
+        st->skipped++;
+        queue_after_run(st, i);
+    }
+    st->prescanned = 1;
     if (next_after_run(st, job)) return 1;  // a finished run's evaluations first
     for (int stage = 1; stage <= 2; stage++) {
         for (int i = 0; i < sw->n_points; i++) {

@@ -659,6 +659,27 @@ TEST(sweep_after_run_evaluates_held_out_points_once_and_resumes) {
           "%s", out);
 }
 
+// A restart runs the evaluations an earlier sitting left undone before it starts new runs (their
+// checkpoints may not outlive the sitting), even those of a group whose second stage comes after
+// another group's unfinished first stage in the order of the points.
+TEST(sweep_after_run_left_undone_runs_before_new_runs_on_a_restart) {
+    const char *f = sweep_file("arfirst",
+                               "steps = 4\neval_every = 2\nmixer = linear, softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\n"
+                               "select = lr\nafter_run = intervene=oracle\n");
+    char out[16384], p[1024];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "after_run: 2 evaluations run, 0 failed"), "%d %s", st, out);
+    // sitting 2: softmax's held-out evaluation lost, linear's first stage to run again
+    snprintf(p, sizeof p, "%s/out_arfirst/mixer=softmax,lr=1e-3,seed=1/after_run.done", test_tmpdir());
+    CHECK(remove(p) == 0);
+    snprintf(p, sizeof p, "rm -r '%s/out_arfirst/mixer=linear,lr=1e-3,seed=0'", test_tmpdir());
+    CHECK(system(p) == 0);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    const char *ev = strstr(out, "mixer=softmax,lr=1e-3,seed=1: after_run 'intervene=oracle': done"),
+               *run = strstr(out, "mixer=linear,lr=1e-3,seed=0: started");
+    CHECK(st == 0 && ev && run && ev < run, "%d %s", st, out);
+}
+
 // after_run_on = all evaluates the first stage too; a failed evaluation is reported with its log's
 // last line, the others and the sweep go on, the sweep exits 1, and after_run.done lists only what
 // succeeded.
