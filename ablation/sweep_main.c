@@ -453,18 +453,18 @@ static void note_pending(const Selection *sel, const SweepFile *sw) {
 
 // --print and --slurm give the ./train commands only: after_run's evaluations are not in them.
 // Said plainly, with how to run them (./sweep on the finished folders runs only what is missing).
-static void note_after_run(const SweepFile *sw, FILE *f) {
+static void note_after_run(const SweepFile *sw, const char *out_flag, FILE *f) {
     if (!sw->n_after_run) return;
     fprintf(f,
             "sweep %s: after_run: these are the ./train commands only; the %d evaluation%s after each %srun %s not "
-            "in them: once the runs are finished, `./sweep %s` runs %s on every finished point that lacks %s "
+            "in them: once the runs are finished, `./sweep %s%s%s` runs %s on every finished point that lacks %s "
             "(it reads each point's best.safetensors)\n",
             sw->name, sw->n_after_run, sw->n_after_run == 1 ? "" : "s", sw->after_run_all ? "" : "held-out ",
-            sw->n_after_run == 1 ? "is" : "are", sw->file, sw->n_after_run == 1 ? "it" : "them",
-            sw->n_after_run == 1 ? "it" : "them");
+            sw->n_after_run == 1 ? "is" : "are", sw->file, out_flag ? " --out " : "", out_flag ? out_flag : "",
+            sw->n_after_run == 1 ? "it" : "them", sw->n_after_run == 1 ? "it" : "them");
 }
 
-static void print_commands(const Plan *p, int unfinished) {
+static void print_commands(const Plan *p, int unfinished, const char *out_flag) {
     Selection sel;
     selection_make(&p->sw, p->dirs, &sel);
     note_pending(&sel, &p->sw);
@@ -476,7 +476,7 @@ static void print_commands(const Plan *p, int unfinished) {
         sweep_free_argv(argv);
     }
     fflush(stdout);
-    note_after_run(&p->sw, stderr);
+    note_after_run(&p->sw, out_flag, stderr);
     selection_free(&sel);
 }
 
@@ -556,7 +556,7 @@ static void write_slurm(const Plan *p, const Args *a) {
         printf("\neach task's own output: %s/slurm/<job>_<task>.out; each point's log: %s/<point>/train.log\n"
                "when the tasks are done, the summary:\n  %s\n",
                sw->out, sw->out, collect);
-        note_after_run(sw, stdout);
+        note_after_run(sw, a->out, stdout);
         free(written_by);
         free(log_dir);
         free(out);
@@ -1043,7 +1043,7 @@ int main(int argc, char **argv) {
     plan_sweep(&a, &p);
     check_point_records(&p, a.mode == MODE_COLLECT);
     int rc = 0;
-    if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished);
+    if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished, a.out);
     else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
     else {
         int n = p.sw.n_points;

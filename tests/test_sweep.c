@@ -604,6 +604,10 @@ TEST(sweep_after_run_evaluates_held_out_points_once_and_resumes) {
     int st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", f);
     CHECK(st == 0 && strstr(out, "after_run: these are the ./train commands only; the 2 evaluations after each held-out run"),
           "%s", out);
+    st = test_run(out, sizeof out, "./sweep %s --slurm --out %s/out_ar_slurm 2>/dev/null", f, test_tmpdir());
+    CHECK(st == 0 && strstr(out, "after_run: these are the ./train commands only") && strstr(out, ".sweep --out ") &&
+              strstr(out, "/out_ar_slurm` runs them on every finished point"),
+          "%s", out);
     st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
     CHECK(st == 0 && strstr(out, "chosen: all: lr = 1e-3"), "%d %s", st, out);
     CHECK(strstr(out, "[2/4] lr=1e-3,seed=1: after_run 'intervene=ablate': done in ") &&
