@@ -8,8 +8,9 @@
 #include "core/io.h"
 #include "model/keys.h"
 
-static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",   "out",         "jobs",           "group_over",
-                                                       "plot_x", "plot_series", "plot_best_over", "select"};
+static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",      "out",         "jobs",           "group_over",
+                                                       "plot_x",    "plot_series", "plot_best_over", "select",
+                                                       "after_run", "after_run_on"};
 
 typedef struct {
     int line;
@@ -175,6 +176,11 @@ static int parse_directive(Parser *p, int d, char **vals, int n, int line) {
             sw->group_over[sw->n_group_over++] = strdupCheck(vals[i]);
         }
         break;
+    case SWEEP_DIR_AFTER_RUN_ON:
+        if (strcmp(v, "held_out") && strcmp(v, "all"))
+            return fail(p, line, "after_run_on: expected held_out or all, got '%s'", v);
+        sw->after_run_all = !strcmp(v, "all");
+        break;
     case SWEEP_DIR_SELECT:
         if (n != 1 || !valid_key(v))
             return fail(p, line, "select: expected one config key (an axis of the sweep), got '%s'", v);
@@ -193,6 +199,61 @@ static int parse_directive(Parser *p, int d, char **vals, int n, int line) {
     return 0;
 }
 
+// after_run = ARGS; ARGS; ...: ./evaluate argument lists, read as written rather than as a list of
+// values (an argument such as intervene=topk:1,2,4 holds commas). Each entry holds one or more
+// arguments separated by blanks, each key=value or --maps; the keys and values are checked
+// against what ./evaluate reads by ./sweep (sweep_main.c), which can name them.
+static int parse_after_run(Parser *p, char *rest, int line) {
+    SweepFile *sw = p->sw;
+    if (!*rest) return fail(p, line, "after_run: no value (expected ./evaluate argument lists separated by ';')");
+    const char *bad = strpbrk(rest, "\"'`$\\|&<>(){}*?");
+    if (bad)
+        return fail(p, line,
+                    "after_run: '%c' is not read here (expected ./evaluate arguments such as intervene=ablate, "
+                    "lists separated by ';', no quotes)",
+                    *bad);
+    int k = 0;
+    for (char *entry = rest;; k++) {
+        char *semi = strchr(entry, ';');
+        if (semi) *semi = 0;
+        char *e = trim(entry);
+        if (!*e)
+            return fail(p, line, "after_run: entry %d is empty (expected ./evaluate arguments between the ';')", k + 1);
+        char norm[1024] = "";
+        size_t n = 0;
+        for (char *tok = e; *tok;) {
+            size_t len = strcspn(tok, " \t");
+            char save = tok[len];
+            tok[len] = 0;
+            char *eq = strchr(tok, '=');
+            if (strcmp(tok, "--maps")) {
+                if (eq) *eq = 0;
+                int ok = eq && valid_key(tok) && eq[1];
+                if (eq) *eq = '=';
+                if (!ok)
+                    return fail(p, line,
+                                "after_run: entry %d: '%.60s' is not a ./evaluate argument (expected key=value, such as "
+                                "intervene=ablate or layer=causal)",
+                                k + 1, tok);
+            }
+            if (n + len + 2 > sizeof norm)
+                return fail(p, line, "after_run: entry %d is longer than %zu characters", k + 1, sizeof norm - 2);
+            n += (size_t)snprintf(norm + n, sizeof norm - n, "%s%s", n ? " " : "", tok);
+            tok[len] = save;
+            tok += len;
+            while (*tok == ' ' || *tok == '\t') tok++;
+        }
+        for (int j = 0; j < sw->n_after_run; j++)
+            if (!strcmp(sw->after_run[j], norm))
+                return fail(p, line, "after_run: entry %d repeats entry %d ('%s')", k + 1, j + 1, norm);
+        sw->after_run = reallocCheck(sw->after_run, sizeof(char *) * (size_t)(sw->n_after_run + 1));
+        sw->after_run[sw->n_after_run++] = strdupCheck(norm);
+        if (!semi) break;
+        entry = semi + 1;
+    }
+    return 0;
+}
+
 // One non-blank line, comments removed: a directive, a zip, or an entry.
 static int parse_line(Parser *p, char *s, int line) {
     SweepFile *sw = p->sw;
@@ -204,6 +265,12 @@ static int parse_line(Parser *p, char *s, int line) {
     if (!strcmp(key, "include")) return fail(p, line, "include: not in a sweep file (use 'base = FILE')");
     if (!strcmp(key, "out_dir"))
         return fail(p, line, "out_dir: the sweep sets each point's out_dir (use 'out = FOLDER' for the sweep's folder)");
+    if (!strcmp(key, "after_run")) {
+        int *first = &sw->directive_line[SWEEP_DIR_AFTER_RUN];
+        if (*first) return fail(p, line, "after_run: set twice (first at line %d)", *first);
+        *first = line;
+        return parse_after_run(p, rest, line);
+    }
     char **vals;
     const char *why = "";
     int n = split_values(rest, &vals, &why);
@@ -480,6 +547,8 @@ int sweep_parse(const char *text, size_t len, const char *file_name, SweepFile *
         if (!sw->plot_series) sw->plot_series = strdupCheck("mixer");
         if (!sw->plot_best_over) sw->plot_best_over = strdupCheck("lr");
         if (sw->select) rc = check_select(&p);
+        if (rc == 0 && sw->directive_line[SWEEP_DIR_AFTER_RUN_ON] && !sw->n_after_run)
+            rc = fail(&p, sw->directive_line[SWEEP_DIR_AFTER_RUN_ON], "after_run_on: without after_run (nothing to run)");
         if (rc == 0) return 0;
     }
     sweep_free(sw);
@@ -520,6 +589,7 @@ void sweep_free(SweepFile *sw) {
     free(sw->select);
     free(sw->plot_series);
     free(sw->plot_best_over);
+    free_list(sw->after_run, sw->n_after_run);
     memset(sw, 0, sizeof *sw);
     sw->base_entry = -1;
 }
@@ -609,6 +679,31 @@ char **sweep_point_argv(const SweepFile *sw, int point, const char *train, int t
     sprintf(argv[n++], "out_dir=%s", dir);
     free(dir);
     if (threads > 0 && find_entry(sw, "threads") < 0) {
+        argv[n] = mallocCheck(32);
+        snprintf(argv[n++], 32, "threads=%d", threads);
+    }
+    argv[n] = NULL;
+    return argv;
+}
+
+char **sweep_after_run_argv(const SweepFile *sw, int k, const char *evaluate, const char *dir, int threads) {
+    const char *entry = sw->after_run[k];
+    size_t n_tok = 1;
+    for (const char *c = entry; *c; c++) n_tok += *c == ' ';
+    char **argv = callocCheck(n_tok + 4, sizeof(char *));
+    int n = 0, has_threads = 0;
+    argv[n++] = strdupCheck(evaluate);
+    argv[n++] = strdupCheck(dir);
+    for (const char *t = entry; *t;) {
+        size_t len = strcspn(t, " ");
+        argv[n] = mallocCheck(len + 1);
+        memcpy(argv[n], t, len);
+        argv[n][len] = 0;
+        has_threads |= !strncmp(argv[n++], "threads=", 8);
+        t += len;
+        if (*t) t++;
+    }
+    if (threads > 0 && !has_threads) {
         argv[n] = mallocCheck(32);
         snprintf(argv[n++], 32, "threads=%d", threads);
     }

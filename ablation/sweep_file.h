@@ -12,6 +12,9 @@
 //   zip = seq_len, mqar_kv_pairs    # these axes take their values in step
 //   select = lr                     # two stages: lr chosen per group on the first seed, then the
 //                                   # other seeds at the chosen lr (docs/sweeps.md#two-stage-sweeps)
+//   after_run = intervene=ablate; intervene=flatten layer=causal
+//                                   # ./evaluate argument lists run on a point's folder once its
+//   after_run_on = held_out         # run has finished (docs/sweeps.md#evaluations-after-each-run)
 //
 // A point's folder name lists key=value for the keys that vary, in file order; a zip group is
 // named by its first key alone when that key's values are all different.
@@ -59,8 +62,11 @@ typedef struct {
     char **group_over;  // keys the summary's grouped table averages over (default: seed)
     int n_group_over;
     char *plot_x, *plot_series, *plot_best_over;  // accuracy figure (default d_model, mixer, lr)
-    char *select;           // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
-    int directive_line[8];  // line of each directive (0: not given), indexed by SweepDirective
+    char *select;            // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
+    char **after_run;        // ./evaluate argument lists (tokens joined by one space) run after a point's run
+    int n_after_run;         // 0: none
+    int after_run_all;       // after_run_on = all (default held_out: the second stage of a two-stage sweep)
+    int directive_line[16];  // line of each directive (0: not given), indexed by SweepDirective
     int n_points;
     char **point_names;  // [n_points] folder names, from the varied keys
 } SweepFile;
@@ -68,7 +74,8 @@ typedef struct {
 typedef enum {
     // clang-format off
     SWEEP_DIR_NAME, SWEEP_DIR_OUT, SWEEP_DIR_JOBS, SWEEP_DIR_GROUP_OVER, SWEEP_DIR_PLOT_X,
-    SWEEP_DIR_PLOT_SERIES, SWEEP_DIR_PLOT_BEST_OVER, SWEEP_DIR_SELECT, SWEEP_N_DIRECTIVES
+    SWEEP_DIR_PLOT_SERIES, SWEEP_DIR_PLOT_BEST_OVER, SWEEP_DIR_SELECT, SWEEP_DIR_AFTER_RUN, SWEEP_DIR_AFTER_RUN_ON,
+    SWEEP_N_DIRECTIVES
     // clang-format on
 } SweepDirective;
 
@@ -103,3 +110,7 @@ void sweep_free_argv(char **argv);
 void sweep_print_command(char **argv, FILE *f);
 // Writes one argument, in single quotes when the shell needs them.
 void sweep_print_arg(const char *arg, FILE *f);
+// The ./evaluate command of after_run entry k on a run folder: evaluate, the folder, the entry's
+// arguments, and threads=N when threads > 0 and the entry does not set threads itself.
+// NULL-terminated, allocated; free with sweep_free_argv.
+char **sweep_after_run_argv(const SweepFile *sw, int k, const char *evaluate, const char *dir, int threads);

@@ -23,6 +23,7 @@
 #include "core/run_dir.h"
 #include "core/runlog.h"
 #include "data/task.h"
+#include "eval/intervene.h"
 #include "ablation/runner.h"
 #include "ablation/select.h"
 #include "ablation/slurm.h"
@@ -54,21 +55,26 @@ static long parse_count(const char *flag, const char *v) {
     return n;
 }
 
-// ./train beside this program (as it was invoked, so a wrapper script works too).
-static char *train_path(const char *argv0) {
+// A program beside this one, ./train or ./evaluate (as it was invoked, so a wrapper script works too).
+static char *sibling_path(const char *argv0, const char *program) {
     char self[4096];
     const char *me = argv0;
     if (!strchr(argv0, '/')) {
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) return strdupCheck("./train");
+        if (n <= 0) {
+            char *p = mallocCheck(strlen(program) + 3);
+            sprintf(p, "./%s", program);
+            return p;
+        }
         self[n] = 0;
         me = self;
     }
     const char *slash = strrchr(me, '/');
     size_t dir = (size_t)(slash - me);
-    char *p = mallocCheck(dir + 8);
+    char *p = mallocCheck(dir + strlen(program) + 2);
     memcpy(p, me, dir);
-    strcpy(p + dir, "/train");
+    p[dir] = '/';
+    strcpy(p + dir + 1, program);
     return p;
 }
 
@@ -87,6 +93,96 @@ static void check_setting_keys(const SweepFile *sw) {
             die_input("%s:%d: group_over: unknown key '%s'", sw->file, sw->directive_line[SWEEP_DIR_GROUP_OVER],
                       sw->group_over[k]);
     config_free(&c);
+}
+
+// after_run's arguments as ./evaluate reads them (eval/evaluate_main.c), each checked here so that
+// a misspelled one stops the sweep before anything runs, naming the sweep file's line, rather than
+// failing every held-out point's evaluation hours later. Values that depend on the model (a layer
+// index past n_layer) are left to ./evaluate, whose failure the sweep reports.
+static void check_after_run_arg(const SweepFile *sw, int k, const char *arg, const Config *c) {
+    int line = sw->directive_line[SWEEP_DIR_AFTER_RUN];
+    if (!strcmp(arg, "--maps")) return;
+    const char *eq = strchr(arg, '=');
+    char key[128];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
+    const char *v = eq + 1;
+#define BAD(...)                                                                                                       \
+    do {                                                                                                               \
+        char why_[512];                                                                                                \
+        snprintf(why_, sizeof why_, __VA_ARGS__);                                                                      \
+        die_input("%s:%d: after_run: entry %d: %s: %s", sw->file, line, k + 1, arg, why_);                             \
+    } while (0)
+    if (!strcmp(key, "intervene")) {
+        size_t len = strcspn(v, ":");
+        int kind = -1;
+        for (int i = 0; i < IV_N_KINDS; i++)
+            if (strlen(intervention_name((InterventionKind)i)) == len &&
+                !strncmp(v, intervention_name((InterventionKind)i), len))
+                kind = i;
+        if (kind < 0)
+            BAD("expected intervene=KIND[:STRENGTHS] with KIND one of flatten, topk, sharpen, temperature, derange, "
+                "oracle, oracle_window, oracle_wrong, ablate");
+        if (v[len] == ':' && !intervention_has_strength((InterventionKind)kind))
+            BAD("%s takes no strengths", intervention_name((InterventionKind)kind));
+        for (const char *q = v + len; *q == ':' || *q == ',';) {
+            char *end;
+            strtod(q + 1, &end);
+            if (end == q + 1 || (*end && *end != ',')) BAD("expected numbers after ':', separated by ','");
+            q = end;
+        }
+    } else if (!strcmp(key, "layer") || !strcmp(key, "head")) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        int ok = !strcmp(v, "all") || (!strcmp(key, "layer") && !strcmp(v, "causal")) || (*v && !*end && x >= 0);
+        if (!ok) BAD("expected an index >= 0, all%s", !strcmp(key, "layer") ? " or causal" : "");
+    } else if (!strcmp(key, "rows")) {
+        if (strcmp(v, "query") && strcmp(v, "all")) BAD("expected rows=query or rows=all");
+    } else if (!strcmp(key, "split")) {
+        if (strcmp(v, "val") && strcmp(v, "test")) BAD("expected split=val or split=test");
+    } else if (!strcmp(key, "compare")) {
+        BAD("not in after_run (each run is evaluated on its own; compare runs with ./evaluate afterwards)");
+    } else if (!strcmp(key, "out_dir")) {
+        BAD("not in after_run (the evaluations write into the point's run folder)");
+    } else if (!strncmp(key, "map_", 4) || !strcmp(key, "mqar_cells")) {
+        // ./evaluate's map_* options and its test cells: checked there
+    } else if (!config_find(c, key)) {
+        BAD("not a ./evaluate argument (expected intervene=, layer=, head=, rows=, split=, map_*=, --maps or a "
+            "config key)");
+    }
+#undef BAD
+}
+
+// The points after_run runs on: with after_run_on = all every point; else (held_out) the second
+// stage of a two-stage sweep, the seeds held out from the choice, or every point of a sweep
+// without `select` (none was used to choose anything).
+static int after_run_applies(const SweepFile *sw, const Selection *sel, int point) {
+    if (!sw->n_after_run) return 0;
+    return sw->after_run_all || !sel->on || sel->stage[point] == 2;
+}
+
+// Every after_run argument, and the points it runs on keep their best-validation checkpoint.
+static void check_after_run(const SweepFile *sw, const Config *configs, char *const *dirs) {
+    if (!sw->n_after_run) return;
+    Config c;
+    config_init_all(&c);
+    for (int k = 0; k < sw->n_after_run; k++) {
+        char *entry = strdupCheck(sw->after_run[k]);
+        for (char *save = NULL, *t = strtok_r(entry, " ", &save); t; t = strtok_r(NULL, " ", &save))
+            check_after_run_arg(sw, k, t, &c);
+        free(entry);
+    }
+    config_free(&c);
+    Selection sel;
+    selection_make(sw, dirs, &sel);
+    for (int i = 0; i < sw->n_points; i++) {
+        if (!after_run_applies(sw, &sel, i)) continue;
+        if (!cfg_bool(&configs[i], "keep_best") || cfg_int(&configs[i], "save_every") <= 0)
+            die_input("%s:%d: after_run: point '%s' has %s: the evaluations read its best-validation checkpoint "
+                      "(best.safetensors), which it would not keep (expected keep_best = true and save_every > 0)",
+                      sw->file, sw->directive_line[SWEEP_DIR_AFTER_RUN], sw->point_names[i],
+                      !cfg_bool(&configs[i], "keep_best") ? "keep_best = false" : "save_every = 0");
+    }
+    selection_free(&sel);
 }
 
 // The last non-empty line of a file (for a failed point's message), allocated; NULL if none.
@@ -180,6 +276,8 @@ static int is_failure(int status) {
 // the points' own locks would keep each run single, but both sweeps would report the points the
 // other runs as failed.
 #define SWEEP_LOCK "sweep.lock"
+// after_run's record in a point's folder: the entries whose evaluation succeeded, one a line.
+#define AFTER_RUN_DONE "after_run.done"
 
 static void lock_sweep_folder(const SweepFile *sw) {
     if (mkdir_p(sw->out) != 0) die_input("sweep: cannot create '%s' (%s)", sw->out, strerror(errno));
@@ -249,6 +347,7 @@ typedef struct {
     Config *configs;  // [n_points] effective configs
     char **dirs;      // [n_points] run folders
     char *train;      // the ./train the commands run
+    char *evaluate;   // the ./evaluate of after_run
     int threads;      // threads= of each command (a threads key in the sweep file wins)
 } Plan;
 
@@ -281,9 +380,11 @@ static void plan_sweep(const Args *a, Plan *p) {
         p->threads = (int)(threads / sw->jobs);
         if (p->threads < 1) p->threads = 1;
     }
-    p->train = train_path(a->argv[0]);
+    p->train = sibling_path(a->argv[0], "train");
+    p->evaluate = sibling_path(a->argv[0], "evaluate");
     p->dirs = mallocCheck(sizeof(char *) * (size_t)sw->n_points);
     for (int i = 0; i < sw->n_points; i++) p->dirs[i] = sweep_point_dir(sw, i);
+    check_after_run(sw, p->configs, p->dirs);
 }
 
 static void plan_free(Plan *p) {
@@ -294,6 +395,7 @@ static void plan_free(Plan *p) {
     free(p->dirs);
     free(p->configs);
     free(p->train);
+    free(p->evaluate);
     sweep_free(&p->sw);
 }
 
@@ -349,7 +451,20 @@ static void note_pending(const Selection *sel, const SweepFile *sw) {
                 sw->name, n, n == 1 ? "" : "s", sw->select);
 }
 
-static void print_commands(const Plan *p, int unfinished) {
+// --print and --slurm give the ./train commands only: after_run's evaluations are not in them.
+// Said plainly, with how to run them (./sweep on the finished folders runs only what is missing).
+static void note_after_run(const SweepFile *sw, const char *out_flag, FILE *f) {
+    if (!sw->n_after_run) return;
+    fprintf(f,
+            "sweep %s: after_run: these are the ./train commands only; the %d evaluation%s after each %srun %s not "
+            "in them: once the runs are finished, `./sweep %s%s%s` runs %s on every finished point that lacks %s "
+            "(it reads each point's best.safetensors)\n",
+            sw->name, sw->n_after_run, sw->n_after_run == 1 ? "" : "s", sw->after_run_all ? "" : "held-out ",
+            sw->n_after_run == 1 ? "is" : "are", sw->file, out_flag ? " --out " : "", out_flag ? out_flag : "",
+            sw->n_after_run == 1 ? "it" : "them", sw->n_after_run == 1 ? "it" : "them");
+}
+
+static void print_commands(const Plan *p, int unfinished, const char *out_flag) {
     Selection sel;
     selection_make(&p->sw, p->dirs, &sel);
     note_pending(&sel, &p->sw);
@@ -360,6 +475,8 @@ static void print_commands(const Plan *p, int unfinished) {
         sweep_print_command(argv, stdout);
         sweep_free_argv(argv);
     }
+    fflush(stdout);
+    note_after_run(&p->sw, out_flag, stderr);
     selection_free(&sel);
 }
 
@@ -439,6 +556,7 @@ static void write_slurm(const Plan *p, const Args *a) {
         printf("\neach task's own output: %s/slurm/<job>_<task>.out; each point's log: %s/<point>/train.log\n"
                "when the tasks are done, the summary:\n  %s\n",
                sw->out, sw->out, collect);
+        note_after_run(sw, a->out, stdout);
         free(written_by);
         free(log_dir);
         free(out);
@@ -499,7 +617,19 @@ typedef struct {
     LivePoint *live;   // [n_points] the running ones, for the live line
     int n_jobs, done, skipped, running;
     int planned;  // runs this sweep will start when none fails (for "[done/planned run]")
-    int width;    // digits of n_points
+    // after_run (docs/sweeps.md#evaluations-after-each-run): the evaluations queued, each
+    // point * n_after_run + entry, taken in order; a point's evaluations one at a time (they
+    // merge their records into one intervention.jsonl)
+    int *ar_queue;
+    char *ar_taken;
+    int ar_n;
+    char *ar_busy;     // [n_points] an evaluation of the point is running
+    int *entry_of;     // [jobs] the after_run entry a job runs, -1 for a training run
+    char ***job_argv;  // [jobs] an evaluation's command, log and header
+    char **job_log, **job_header;
+    int ar_run, ar_failed, ar_skipped;
+    int prescanned;  // the points finished before have been taken (with after_run)
+    int width;       // digits of n_points
 } RunState;
 
 // The runs this sweep will have started when it ends: those started, the unfinished points not
@@ -549,6 +679,76 @@ static void report_running(RunState *st, int point) {
     st->running++;
 }
 
+// 1 when the after_run.done text lists entry (a line of its own).
+static int marker_has(const char *done, const char *entry) {
+    size_t n = strlen(entry);
+    for (const char *l = done; l && *l;) {
+        size_t len = strcspn(l, "\n");
+        if (len == n && !strncmp(l, entry, n)) return 1;
+        l += len;
+        if (*l) l++;
+    }
+    return 0;
+}
+
+// Queues the after_run evaluations a finished point still lacks (its after_run.done lists those
+// done); when its best.safetensors is gone (a copy of the logs without the checkpoints) they are
+// skipped with a note.
+static void queue_after_run(RunState *st, int point) {
+    const Plan *p = st->plan;
+    const SweepFile *sw = &p->sw;
+    if (!after_run_applies(sw, &st->sel, point)) return;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", p->dirs[point], AFTER_RUN_DONE);
+    char *done = read_file_text(path, NULL);
+    int missing = 0;
+    for (int k = 0; k < sw->n_after_run; k++) missing += !marker_has(done, sw->after_run[k]);
+    snprintf(path, sizeof path, "%s/%s", p->dirs[point], RUN_DIR_BEST);
+    if (missing && !path_exists(path)) {
+        printf("%s [%*d/%d] %s: after_run: %d of %d evaluation%s not done, but %s is gone; skipped\n", clock_now(),
+               st->width, point + 1, sw->n_points, sw->point_names[point], missing, sw->n_after_run,
+               sw->n_after_run == 1 ? "" : "s", path);
+        fflush(stdout);
+        st->ar_skipped++;
+        missing = 0;
+    }
+    for (int k = 0; k < sw->n_after_run && missing; k++)
+        if (!marker_has(done, sw->after_run[k])) st->ar_queue[st->ar_n++] = point * sw->n_after_run + k;
+    free(done);
+}
+
+// The next queued evaluation whose point has none running: fills *job and returns 1.
+static int next_after_run(RunState *st, RunnerJob *job) {
+    const Plan *p = st->plan;
+    const SweepFile *sw = &p->sw;
+    for (int q = 0; q < st->ar_n; q++) {
+        int point = st->ar_queue[q] / sw->n_after_run, k = st->ar_queue[q] % sw->n_after_run;
+        if (st->ar_taken[q] || st->ar_busy[point]) continue;
+        st->ar_taken[q] = 1;
+        st->ar_busy[point] = 1;
+        int j = st->n_jobs++;
+        st->point_of[j] = point;
+        st->entry_of[j] = k;
+        st->job_argv[j] = sweep_after_run_argv(sw, k, p->evaluate, p->dirs[point], point_threads(p, point));
+        st->job_log[j] = mallocCheck(strlen(p->dirs[point]) + 16);
+        sprintf(st->job_log[j], "%s/after_run.log", p->dirs[point]);
+        char *s = NULL;
+        size_t n = 0;
+        FILE *m = open_memstream(&s, &n);
+        time_t now = time(NULL);
+        char when[64];
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
+        fprintf(m, "== sweep %s, point %d/%d, after_run %d/%d, %s:\n", sw->name, point + 1, sw->n_points, k + 1,
+                sw->n_after_run, when);
+        sweep_print_command(st->job_argv[j], m);
+        fclose(m);
+        st->job_header[j] = s;
+        *job = (RunnerJob){st->job_argv[j], st->job_log[j], st->job_header[j]};
+        return 1;
+    }
+    return 0;
+}
+
 // The runner's next job: the first-stage points in order, then the second-stage points of the
 // groups whose choice is made (so a second core does not idle while the last first-stage run
 // ends). Points finished before are reported and skipped.
@@ -556,6 +756,19 @@ static int next_point(RunnerJob *job, void *ctx) {
     RunState *st = ctx;
     const Plan *p = st->plan;
     const SweepFile *sw = &p->sw;
+    // With after_run, a restarted sweep first takes every point finished before (once: reading
+    // each metrics.jsonl), so the evaluations an earlier sitting left undone run before new runs
+    // start, while their checkpoints are still there.
+    for (int i = 0; sw->n_after_run && !st->prescanned && i < sw->n_points; i++) {
+        if (st->considered[i] || !selection_runs(&st->sel, i) || !run_finished(p->dirs[i])) continue;
+        st->considered[i] = 1;
+        printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points,
+               sw->point_names[i]);
+        st->skipped++;
+        queue_after_run(st, i);
+    }
+    st->prescanned = 1;
+    if (next_after_run(st, job)) return 1;  // a finished run's evaluations first
     for (int stage = 1; stage <= 2; stage++) {
         for (int i = 0; i < sw->n_points; i++) {
             if (st->considered[i] || (st->sel.on ? st->sel.stage[i] != stage : stage != 1)) continue;
@@ -565,6 +778,8 @@ static int next_point(RunnerJob *job, void *ctx) {
                 printf("%s [%*d/%d] %s: finished before, skipped\n", clock_now(), st->width, i + 1, sw->n_points,
                        sw->point_names[i]);
                 st->skipped++;
+                queue_after_run(st, i);
+                if (next_after_run(st, job)) return 1;
                 continue;
             }
             // a ./train of another engine (or one started by hand) is running it: not ours to fail
@@ -581,6 +796,7 @@ static int next_point(RunnerJob *job, void *ctx) {
             st->argv[i] = sweep_point_argv(sw, i, p->train, p->threads);
             st->header[i] = log_header(sw, i, st->argv[i]);
             *job = (RunnerJob){st->argv[i], st->logs[i], st->header[i]};
+            st->entry_of[st->n_jobs] = -1;
             st->point_of[st->n_jobs++] = i;
             return 1;
         }
@@ -592,6 +808,7 @@ static void on_started(int job, void *ctx) {
     RunState *st = ctx;
     const SweepFile *sw = &st->plan->sw;
     int p = st->point_of[job];
+    if (st->entry_of[job] >= 0) return;  // an evaluation: said when it ends
     progress_break();
     printf("%s [%*d/%d] %s: started (log: %s)\n", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p],
            st->logs[p]);
@@ -638,11 +855,47 @@ static void on_tick(void *ctx) {
     if (n) progress_line("%s", line);
 }
 
+// An evaluation of after_run has ended: recorded in the point's after_run.done when it succeeded.
+static void after_run_finished(RunState *st, int job, int status, double seconds) {
+    const Plan *pl = st->plan;
+    const SweepFile *sw = &pl->sw;
+    int p = st->point_of[job], k = st->entry_of[job];
+    st->ar_busy[p] = 0;
+    char took[32];
+    format_duration(took, sizeof took, seconds);
+    printf("%s [%*d/%d] %s: after_run '%s': ", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p],
+           sw->after_run[k]);
+    if (status == 0) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", pl->dirs[p], AFTER_RUN_DONE);
+        FILE *f = fopen(path, "a");
+        int ok = f && fprintf(f, "%s\n", sw->after_run[k]) > 0;
+        ok &= f && fclose(f) == 0;
+        printf("done in %s", took);
+        if (!ok) printf(" (but %s cannot be written: %s; it will run again)", path, strerror(errno));
+        st->ar_run++;
+    } else if (status == 128 + 2 || status == 128 + 15) {
+        printf("interrupted after %s (run the sweep again to run it)", took);
+    } else {
+        char *why = last_line(st->job_log[job]);
+        if (status < 0) printf("FAILED: could not start (%s)", st->job_log[job]);
+        else printf("FAILED (exit %d) after %s: %s (log: %s)", status, took, why ? why : "", st->job_log[job]);
+        free(why);
+        st->ar_failed++;
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
 static void on_finished(int job, int status, double seconds, void *ctx) {
     RunState *st = ctx;
     const SweepFile *sw = &st->plan->sw;
     int p = st->point_of[job];
     progress_break();
+    if (st->entry_of[job] >= 0) {
+        after_run_finished(st, job, status, seconds);
+        return;
+    }
     st->live[p].on = 0;
     st->status[p] = status;
     st->done++;
@@ -665,6 +918,7 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
         else printf("stopped at step %ld in %s before the end (run the sweep again to continue)", r.step, took);
         if (isfinite(r.best_acc)) printf(", best acc %.4f", r.best_acc);
         if (r.steps_to_target >= 0) printf(", %.2f at step %ld", SUMMARY_TARGET_ACC, r.steps_to_target);
+        if (r.status == RUN_DONE) queue_after_run(st, p);
         run_summary_free(&r);
     } else if (status > 128 && status < 128 + 32 && (status - 128 == 2 || status - 128 == 15)) {
         printf("interrupted after %s (run the sweep again to continue)", took);
@@ -692,6 +946,8 @@ static int run_points(RunState *st) {
     const SweepFile *sw = &p->sw;
     if (access(p->train, X_OK) != 0)
         die_input("sweep: cannot run %s (%s); build it with make", p->train, strerror(errno));
+    if (sw->n_after_run && access(p->evaluate, X_OK) != 0)
+        die_input("sweep: cannot run %s for after_run (%s); build it with make", p->evaluate, strerror(errno));
     lock_sweep_folder(sw);
     int n = sw->n_points;
     st->width = 1;
@@ -725,6 +981,16 @@ static int run_points(RunState *st) {
     char took[32];
     format_duration(took, sizeof took, now_seconds() - t0);
     printf(", in %s\n", took);
+    if (sw->n_after_run) {
+        printf("sweep %s: after_run: %d evaluation%s run, %d failed", sw->name, st->ar_run, st->ar_run == 1 ? "" : "s",
+               st->ar_failed);
+        if (st->ar_skipped)
+            printf(", %d point%s skipped (best.safetensors gone)", st->ar_skipped, st->ar_skipped == 1 ? "" : "s");
+        int not_started = 0;
+        for (int q = 0; q < st->ar_n; q++) not_started += !st->ar_taken[q];
+        if (not_started) printf(", %d not started (run the sweep again)", not_started);
+        printf("\n");
+    }
     return sig;
 }
 
@@ -777,7 +1043,7 @@ int main(int argc, char **argv) {
     plan_sweep(&a, &p);
     check_point_records(&p, a.mode == MODE_COLLECT);
     int rc = 0;
-    if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished);
+    if (a.mode == MODE_PRINT) print_commands(&p, a.unfinished, a.out);
     else if (a.mode == MODE_SLURM) write_slurm(&p, &a);
     else {
         int n = p.sw.n_points;
@@ -789,7 +1055,15 @@ int main(int argc, char **argv) {
         st.considered = callocCheck((size_t)n, 1);
         st.argv = callocCheck((size_t)n, sizeof(char **));
         st.header = callocCheck((size_t)n, sizeof(char *));
-        st.point_of = mallocCheck(sizeof(int) * (size_t)n);
+        size_t jobs = (size_t)n * (size_t)(1 + p.sw.n_after_run);  // each run and evaluation at most once
+        st.point_of = mallocCheck(sizeof(int) * jobs);
+        st.entry_of = mallocCheck(sizeof(int) * jobs);
+        st.job_argv = callocCheck(jobs, sizeof(char **));
+        st.job_log = callocCheck(jobs, sizeof(char *));
+        st.job_header = callocCheck(jobs, sizeof(char *));
+        st.ar_queue = mallocCheck(sizeof(int) * (jobs + 1));
+        st.ar_taken = callocCheck(jobs + 1, 1);
+        st.ar_busy = callocCheck((size_t)n, 1);
         st.live = callocCheck((size_t)n, sizeof(LivePoint));
         for (int i = 0; i < n; i++) {
             st.status[i] = POINT_NOT_RUN;
@@ -798,7 +1072,14 @@ int main(int argc, char **argv) {
         }
         int sig = a.mode == MODE_RUN ? run_points(&st) : 0;
         int failed = collect_summary(&p, st.status, st.holder, a.mode == MODE_COLLECT);
-        rc = sig ? 128 + sig : failed ? 1 : 0;
+        rc = sig ? 128 + sig : failed || st.ar_failed ? 1 : 0;
+        for (int j = 0; j < st.n_jobs; j++) {
+            if (st.job_argv[j]) sweep_free_argv(st.job_argv[j]);
+            free(st.job_log[j]);
+            free(st.job_header[j]);
+        }
+        free(st.entry_of), free(st.job_argv), free(st.job_log), free(st.job_header);
+        free(st.ar_queue), free(st.ar_taken), free(st.ar_busy);
         for (int i = 0; i < n; i++) {
             free(st.logs[i]);
             free(st.header[i]);

@@ -87,6 +87,34 @@ TEST(sweep_zip_pairs_axes_and_names_by_the_first_key) {
     sweep_free(&sw);
 }
 
+// after_run: ./evaluate argument lists separated by ';', read as written (commas kept), blanks
+// folded; each becomes `./evaluate <run folder> <arguments> threads=N`.
+TEST(sweep_after_run_lists_become_evaluate_commands) {
+    SweepFile sw;
+    char err[512];
+    CHECK(parse("seed = 0, 1\nafter_run = intervene=topk:1,2,4 \t layer=causal ;intervene=ablate threads=3 # note\n",
+                &sw, err, sizeof err) == 0,
+          "%s", err);
+    CHECK(sw.n_after_run == 2 && !sw.after_run_all && !strcmp(sw.after_run[0], "intervene=topk:1,2,4 layer=causal") &&
+              !strcmp(sw.after_run[1], "intervene=ablate threads=3"),
+          "%d '%s'", sw.n_after_run, sw.n_after_run ? sw.after_run[0] : "");
+    CHECK(sw.n_points == 2 && sweep_entry_index(&sw, "after_run") < 0, "after_run is not an axis");
+    static const char *want[2] = {"./evaluate out/seed=1 intervene=topk:1,2,4 layer=causal threads=2",
+                                  "./evaluate out/seed=1 intervene=ablate threads=3"};
+    for (int k = 0; k < 2; k++) {
+        char **argv = sweep_after_run_argv(&sw, k, "./evaluate", "out/seed=1", 2);
+        char line[512] = "";
+        for (int i = 0; argv[i]; i++)
+            snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", argv[i]);
+        CHECK(!strcmp(line, want[k]), "%s", line);
+        sweep_free_argv(argv);
+    }
+    sweep_free(&sw);
+    CHECK(parse("after_run = intervene=oracle\nafter_run_on = all\n", &sw, err, sizeof err) == 0 && sw.after_run_all,
+          "%s", err);
+    sweep_free(&sw);
+}
+
 // Every syntax error: -1 with one line naming the file and line.
 TEST(sweep_parse_errors_name_file_and_line) {
     static const BadInput cases[] = {
@@ -107,6 +135,15 @@ TEST(sweep_parse_errors_name_file_and_line) {
         {"name = a/b\n", "x.sweep:1: name: expected letters"},
         {"p = \"abc\n", "x.sweep:1: p: a quoted value has no closing"},
         {"p = \"a\"b\n", "x.sweep:1: p: text after a closing"},
+        {"after_run = intervene=ablate;; intervene=oracle\n", "x.sweep:1: after_run: entry 2 is empty"},
+        {"after_run = ;\n", "x.sweep:1: after_run: entry 1 is empty"},
+        {"lr = 1\nafter_run =\n", "x.sweep:2: after_run: no value"},
+        {"after_run = intervene=ablate; layer\n", "x.sweep:1: after_run: entry 2: 'layer' is not a ./evaluate argument"},
+        {"after_run = intervene=ablate; intervene=ablate\n", "x.sweep:1: after_run: entry 2 repeats entry 1"},
+        {"after_run = \"intervene=ablate\"\n", "x.sweep:1: after_run: '\"' is not read here"},
+        {"after_run = a=1\nafter_run = b=2\n", "x.sweep:2: after_run: set twice (first at line 1)"},
+        {"after_run_on = all\n", "x.sweep:1: after_run_on: without after_run"},
+        {"after_run = a=1\nafter_run_on = some\n", "x.sweep:2: after_run_on: expected held_out or all"},
         {"a = 0,1,2,3,4,5,6,7,8,9\nb = 0,1,2,3,4,5,6,7,8,9\nc = 0,1,2,3,4,5,6,7,8,9\nd = 0,1,2,3,4,5,6,7,8,9\n"
          "e = 0,1\n",
          "x.sweep: more than 10000 points"},
@@ -467,6 +504,22 @@ TEST(sweep_bad_sweep_files_exit_2_before_running) {
         {"lr = 1e-3\nseed = 0, 1\nselect = lr\n", "bad7.sweep:5: select: 'lr' is not an axis of this sweep"},
         {"lr = 1e-3, 1e-2\nseed = 0, 1\nselect = seed\n", "bad8.sweep:5: select: 'seed' is also in group_over"},
         {"lr = 1e-3, 1e-2\nselect = lr\n", "bad9.sweep:4: select: no group_over key (seed) varies, so there is no second stage"},
+        {"after_run = intervene=ablate;; intervene=oracle\n", "bad10.sweep:3: after_run: entry 2 is empty"},
+        {"after_run = intervene=nope\n", "bad11.sweep:3: after_run: entry 1: intervene=nope: expected intervene=KIND"},
+        {"after_run = intervene=ablate; lyer=causal\n",
+         "bad12.sweep:3: after_run: entry 2: lyer=causal: not a ./evaluate argument"},
+        {"after_run = intervene=ablate:2\n", "bad13.sweep:3: after_run: entry 1: intervene=ablate:2: ablate takes no strengths"},
+        {"after_run = intervene=topk:1,x\n", "bad14.sweep:3: after_run: entry 1: intervene=topk:1,x: expected numbers"},
+        {"after_run = intervene=ablate layer=last\n",
+         "bad15.sweep:3: after_run: entry 1: layer=last: expected an index >= 0, all or causal"},
+        {"after_run = intervene=ablate rows=some\n", "bad16.sweep:3: after_run: entry 1: rows=some: expected rows=query"},
+        {"after_run = compare=x intervene=ablate\n", "bad17.sweep:3: after_run: entry 1: compare=x: not in after_run"},
+        {"after_run_on = everything\nafter_run = intervene=ablate\n", "bad18.sweep:3: after_run_on: expected held_out or all"},
+        {"after_run_on = all\n", "bad19.sweep:3: after_run_on: without after_run"},
+        {"keep_best = false\nseed = 0, 1\nafter_run = intervene=ablate\n",
+         "bad20.sweep:5: after_run: point 'seed=0' has keep_best = false"},
+        {"lr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\nsave_every = 0\nafter_run = intervene=ablate\n",
+         "bad21.sweep:7: after_run: point 'lr=1e-3,seed=1' has save_every = 0"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -538,6 +591,119 @@ TEST(sweep_runs_points_skips_finished_resumes_and_survives_a_failure) {
     // --unfinished prints only the failed points' commands
     st = test_run(out, sizeof out, "./sweep %s --print --unfinished", f);
     CHECK(st == 0 && strstr(out, "n_head=3") && !strstr(out, "n_head=1"), "%s", out);
+}
+
+// after_run runs ./evaluate on each held-out point once its run has finished (the second stage
+// of a two-stage sweep, not the first), records what succeeded in after_run.done, and a sweep run
+// again runs only what is missing; with the checkpoint gone it says so and skips.
+TEST(sweep_after_run_evaluates_held_out_points_once_and_resumes) {
+    const char *f = sweep_file("ar",
+                               "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n"
+                               "after_run = intervene=ablate; intervene=flatten:0.5 layer=causal\n");
+    char out[16384];
+    int st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", f);
+    CHECK(st == 0 && strstr(out, "after_run: these are the ./train commands only; the 2 evaluations after each held-out run"),
+          "%s", out);
+    st = test_run(out, sizeof out, "./sweep %s --slurm --out %s/out_ar_slurm 2>/dev/null", f, test_tmpdir());
+    CHECK(st == 0 && strstr(out, "after_run: these are the ./train commands only") && strstr(out, ".sweep --out ") &&
+              strstr(out, "/out_ar_slurm` runs them on every finished point"),
+          "%s", out);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "chosen: all: lr = 1e-3"), "%d %s", st, out);
+    CHECK(strstr(out, "[2/4] lr=1e-3,seed=1: after_run 'intervene=ablate': done in ") &&
+              strstr(out, "[2/4] lr=1e-3,seed=1: after_run 'intervene=flatten:0.5 layer=causal': done in ") &&
+              strstr(out, "sweep ar: after_run: 2 evaluations run, 0 failed\n"),
+          "%s", out);
+    CHECK(!strstr(out, "seed=0: after_run"), "a first-stage point was evaluated: %s", out);
+    char *done = read_out("ar", "lr=1e-3,seed=1/after_run.done");
+    CHECK(done && !strcmp(done, "intervene=ablate\nintervene=flatten:0.5 layer=causal\n"), "%s", done);
+    free(done);
+    char *iv = read_out("ar", "lr=1e-3,seed=1/intervention.jsonl");
+    CHECK(iv && strstr(iv, "\"ablate\"") && strstr(iv, "flatten"), "%s", iv ? iv : "no intervention.jsonl");
+    free(iv);
+    char *log = read_out("ar", "lr=1e-3,seed=1/after_run.log");
+    CHECK(log && strstr(log, "== sweep ar, point 2/4, after_run 1/2") &&
+              strstr(log, "/lr=1e-3,seed=1 intervene=ablate threads=1\n"),
+          "%s", log);
+    free(log);
+    static const char *first[2] = {"lr=1e-3,seed=0", "lr=1e-2,seed=0"};
+    for (int i = 0; i < 2; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/out_ar/%s/intervention.jsonl", test_tmpdir(), first[i]);
+        CHECK(!path_exists(p), "%s", p);
+        snprintf(p, sizeof p, "%s/out_ar/%s/after_run.done", test_tmpdir(), first[i]);
+        CHECK(!path_exists(p), "%s", p);
+    }
+    // again: nothing runs, the records are untouched
+    char ivp[1024], marker[1024];
+    snprintf(ivp, sizeof ivp, "%s/out_ar/lr=1e-3,seed=1/intervention.jsonl", test_tmpdir());
+    snprintf(marker, sizeof marker, "%s/out_ar/lr=1e-3,seed=1/after_run.done", test_tmpdir());
+    long size = file_size(ivp);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "after_run: 0 evaluations run, 0 failed") && !strstr(out, "after_run '"), "%s", out);
+    CHECK(file_size(ivp) == size, "an evaluation ran again");
+    // a marker missing its second entry (an interrupted sitting): only that one runs
+    FILE *m = fopenCheck(marker, "w");
+    fputs("intervene=ablate\n", m);
+    fcloseCheck(m, marker);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "after_run 'intervene=flatten:0.5 layer=causal': done") &&
+              !strstr(out, "after_run 'intervene=ablate'") && strstr(out, "after_run: 1 evaluation run, 0 failed"),
+          "%s", out);
+    // the logs without the checkpoints (a fresh clone): said in one line and skipped
+    m = fopenCheck(marker, "w");
+    fcloseCheck(m, marker);
+    char best[1024];
+    snprintf(best, sizeof best, "%s/out_ar/lr=1e-3,seed=1/best.safetensors", test_tmpdir());
+    CHECK(remove(best) == 0);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "[2/4] lr=1e-3,seed=1: after_run: 2 of 2 evaluations not done, but ") &&
+              strstr(out, "best.safetensors is gone; skipped\n") &&
+              strstr(out, "after_run: 0 evaluations run, 0 failed, 1 point skipped (best.safetensors gone)"),
+          "%s", out);
+}
+
+// A restart runs the evaluations an earlier sitting left undone before it starts new runs (their
+// checkpoints may not outlive the sitting), even those of a group whose second stage comes after
+// another group's unfinished first stage in the order of the points.
+TEST(sweep_after_run_left_undone_runs_before_new_runs_on_a_restart) {
+    const char *f = sweep_file("arfirst",
+                               "steps = 4\neval_every = 2\nmixer = linear, softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\n"
+                               "select = lr\nafter_run = intervene=oracle\n");
+    char out[16384], p[1024];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    CHECK(st == 0 && strstr(out, "after_run: 2 evaluations run, 0 failed"), "%d %s", st, out);
+    // sitting 2: softmax's held-out evaluation lost, linear's first stage to run again
+    snprintf(p, sizeof p, "%s/out_arfirst/mixer=softmax,lr=1e-3,seed=1/after_run.done", test_tmpdir());
+    CHECK(remove(p) == 0);
+    snprintf(p, sizeof p, "rm -r '%s/out_arfirst/mixer=linear,lr=1e-3,seed=0'", test_tmpdir());
+    CHECK(system(p) == 0);
+    st = test_run(out, sizeof out, "./sweep %s --threads 1", f);
+    const char *ev = strstr(out, "mixer=softmax,lr=1e-3,seed=1: after_run 'intervene=oracle': done"),
+               *run = strstr(out, "mixer=linear,lr=1e-3,seed=0: started");
+    CHECK(st == 0 && ev && run && ev < run, "%d %s", st, out);
+}
+
+// after_run_on = all evaluates the first stage too; a failed evaluation is reported with its log's
+// last line, the others and the sweep go on, the sweep exits 1, and after_run.done lists only what
+// succeeded.
+TEST(sweep_after_run_failure_is_reported_and_on_all_covers_the_first_stage) {
+    const char *f = sweep_file("arall",
+                               "steps = 4\neval_every = 2\nmixer = softmax\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n"
+                               "after_run = intervene=derange layer=5; intervene=oracle\nafter_run_on = all\njobs = 2\n");
+    char out[16384];
+    int st = test_run(out, sizeof out, "./sweep %s --threads 2", f);
+    CHECK(st == 1, "exit %d: %s", st, out);
+    CHECK(strstr(out, "[1/4] lr=1e-3,seed=0: after_run 'intervene=derange layer=5': FAILED (exit 2) after ") &&
+              strstr(out, "layer: expected 0 to 1") && strstr(out, "after_run.log)") &&
+              strstr(out, "[3/4] lr=1e-2,seed=0: after_run 'intervene=oracle': done") &&
+              strstr(out, "[2/4] lr=1e-3,seed=1: after_run 'intervene=oracle': done") &&
+              strstr(out, "sweep arall: 3 run, 0 skipped (finished before), 0 failed") &&
+              strstr(out, "after_run: 3 evaluations run, 3 failed"),
+          "%s", out);
+    char *done = read_out("arall", "lr=1e-2,seed=0/after_run.done");
+    CHECK(done && !strcmp(done, "intervene=oracle\n"), "%s", done);
+    free(done);
 }
 
 // --print gives commands that run anywhere; --collect summarises the folders they made.
