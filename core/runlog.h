@@ -53,7 +53,7 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(TRAIN, "grad_norm", NUM, "gradient norm before clipping")                                                        \
     F(TRAIN, "tok_per_s", NUM, "tokens per second of the step")                                                        \
     F(TRAIN, "ms_per_step", NUM, "milliseconds the step took")                                                         \
-    F(TRAIN, "focus_penalty", NUM, "focus_penalty on: the term added to the loss, lambda x S_recall")                  \
+    F(TRAIN, "focus_penalty", NUM, "a term on: the term added to the loss, lambda x (1 - S_recall)")                   \
     F(TRAIN, "answer_supervision", NUM, "a term on: the term added to the loss, mu x answer_ce")                       \
     F(TRAIN, "S_recall", NUM, "a term on: the batch's mean S over focus_layer's query rows and heads")                 \
     F(TRAIN, "answer_ce", NUM, "a term on: the batch's mean cross-entropy of those rows' |a| against the answer")      \

@@ -29,9 +29,7 @@ void focus_config(FocusTerms *f, const Config *cfg, int n_layer, const MixerKind
               key, f->layer, mixer[f->layer]->name, key);
 }
 
-double focus_loss(const FocusTerms *f) {
-    return (f->rows_S ? f->lambda * f->S_recall : 0) + (f->rows_answer ? f->mu * f->answer_ce : 0);
-}
+double focus_loss(const FocusTerms *f) { return f->penalty_term + f->answer_term; }
 
 // l1 = sum |a_j|, l2 = sum a_j^2 of a row of n weights, in double, in order.
 static void row_norms(const real *a, int n, double *l1, double *l2) {
@@ -88,10 +86,12 @@ double focus_compute(FocusTerms *f, const MixerKind *k, const void *st, const Mi
     f->rows_S = n_S, f->rows_answer = n_ce;
     f->S_recall = n_S ? sum_S / (double)n_S : NAN;
     f->answer_ce = n_ce ? sum_ce / (double)n_ce : NAN;
+    f->penalty_term = n_S ? f->lambda * (1 - f->S_recall) : 0;
+    f->answer_term = n_ce ? f->mu * f->answer_ce : 0;
     if (!want_grad) return focus_loss(f);
-    // 2. per (query row, map): dmap's row a -> lambda / n_S dS/da + mu / n_ce dCE/da, with
+    // 2. per (query row, map): dmap's row a -> -lambda / n_S dS/da + mu / n_ce dCE/da, with
     //    dS/da_j = S (sign a_j / l1 - a_j / l2),  dCE/da_j = sign a_j / l1 - [j = v] sign a_v / |a_v|
-    double cS = n_S ? f->lambda / (double)n_S : 0, cA = n_ce ? f->mu / (double)n_ce : 0;
+    double cS = n_S ? -f->lambda / (double)n_S : 0, cA = n_ce ? f->mu / (double)n_ce : 0;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < n_rows; r++) {
         int b = rows[r] / T, i = rows[r] % T, n = i + 1;

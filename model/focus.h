@@ -1,8 +1,10 @@
 // Focus forced or forbidden during training (docs/sparsity.md#focus-forced-or-forbidden): two
 // terms on the attention maps of one layer (config keys focus_penalty = lambda,
 // answer_supervision = mu, focus_layer), added to the training loss after the forward:
-//   lambda x mean S(a_i)   over the layer's query rows i (target >= 0) and maps, with
-//                          S = mean_j |a_ij| / sqrt(mean_j a_ij^2) over j <= i (eval/sparsity.h);
+//   lambda x (1 - mean S(a_i))  over the layer's query rows i (target >= 0) and maps, with
+//                          S = mean_j |a_ij| / sqrt(mean_j a_ij^2) over j <= i (eval/sparsity.h):
+//                          a penalty on focus, so lambda > 0 pushes the maps broad (S up) and
+//                          lambda < 0 focused;
 //   mu x mean -log w_iv    over the query rows that have an MQAR answer (data/mqar.h's
 //                          mqar_value_pos, v) and the maps, w_ij = |a_ij| / sum_l |a_il|.
 // Their gradient w.r.t. the maps goes to the mixer's backward as MixerIO.dmap; only softmax and
@@ -24,6 +26,8 @@ typedef struct {
     // cross-entropy (NaN: no row has an answer), and how many (row, map) pairs each averaged.
     double S_recall, answer_ce;
     long rows_S, rows_answer;
+    // The terms they add to the loss: lambda (1 - S_recall) and mu answer_ce (0 without rows).
+    double penalty_term, answer_term;
 } FocusTerms;
 
 // The buffers focus_compute uses (the model owns them; NULL when the terms are off).
@@ -43,11 +47,10 @@ void focus_config(FocusTerms *f, const Config *cfg, int n_layer, const MixerKind
 
 // After a forward of the layer's mixer k (state st, call io): S and the answer cross-entropy of
 // the query rows rows[n_rows] (flat b * T + t, ascending) of inputs and targets [io->B, io->T]
-// into f. With want_grad, also w->dmap: the gradient of lambda * mean S + mu * mean CE w.r.t.
-// the maps (zero outside the query rows). Returns lambda * S_recall + mu * answer_ce (a term
-// with no rows adds 0). Parallel over (sequence, map) and (row, map), sums in a fixed order:
+// into f. With want_grad, also w->dmap: the gradient of lambda (1 - mean S) + mu mean CE w.r.t.
+// the maps (zero outside the query rows). Returns the two terms' sum (a term with no rows adds 0). Parallel over (sequence, map) and (row, map), sums in a fixed order:
 // the same bits at any thread count.
 double focus_compute(FocusTerms *f, const MixerKind *k, const void *st, const MixerIO *io, const int *inputs,
                      const int *targets, const int *rows, int n_rows, FocusWork *w, int want_grad);
-// lambda * S_recall + mu * answer_ce of the last focus_compute (terms without rows add 0).
+// penalty_term + answer_term of the last focus_compute.
 double focus_loss(const FocusTerms *f);

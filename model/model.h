@@ -141,7 +141,7 @@ HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, 
 // model_backward adds; the returned stats (the cross-entropy) leave them out.
 // Backpropagates the last forward(want_grad = 1) into m->grads (accumulating).
 void model_backward(Model *m);
-// The terms of the last forward (any want_grad), computed now: lambda * S_recall + mu *
+// The terms of the last forward (any want_grad), computed now: lambda * (1 - S_recall) + mu *
 // answer_ce (0 when both are off); m->focus holds the parts. The training objective is the mean
 // cross-entropy plus this.
 double model_focus_terms(Model *m);

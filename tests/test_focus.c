@@ -153,7 +153,7 @@ TEST(focus_terms_model_gradients_linear) {
 }
 
 // S_recall is eval/sparsity.h's S of the same rows; answer_ce is -log of the answer's weight; the
-// cross-entropy the forward returns does not change; the terms are what the config scales.
+// cross-entropy the forward returns does not change; the terms are lambda (1 - S) and mu CE.
 TEST(focus_terms_values) {
     const char *mixers[] = {"softmax", "linear"};
     for (int k = 0; k < 2; k++) {
@@ -189,7 +189,8 @@ TEST(focus_terms_values) {
         const FocusTerms *f = &a.m->focus;
         CHECK_CLOSE(f->S_recall, sum_S / n_S, 1e-12);
         CHECK_CLOSE(f->answer_ce, sum_ce / n_ce, 1e-12);
-        CHECK_CLOSE(model_focus_terms(a.m), 0.25 * sum_S / n_S + 0.5 * sum_ce / n_ce, 1e-12);
+        CHECK_CLOSE(model_focus_terms(a.m), 0.25 * (1 - sum_S / n_S) + 0.5 * sum_ce / n_ce, 1e-12);
+        CHECK_CLOSE(f->penalty_term, 0.25 * (1 - sum_S / n_S), 1e-12);
         free(map);
         model_free(a.m), model_free(b.m);
         config_free(&on), config_free(&off);

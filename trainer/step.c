@@ -22,8 +22,8 @@ int train_step(Model *m, Optimizer *opt, const int32_t *inputs, const int32_t *t
     r->focus = f->on;
     r->S_recall = f->on ? f->S_recall : NAN;
     r->answer_ce = f->on ? f->answer_ce : NAN;
-    r->focus_penalty = f->on && f->rows_S ? f->lambda * f->S_recall : 0;
-    r->answer_supervision = f->on && f->rows_answer ? f->mu * f->answer_ce : 0;
+    r->focus_penalty = f->on ? f->penalty_term : 0;
+    r->answer_supervision = f->on ? f->answer_term : 0;
     // A NaN or an infinity would spread to every parameter through the update (and AdamW's
     // moments would keep it): the caller decides what such a step means.
     int finite = isfinite(r->loss) && isfinite(r->norm);

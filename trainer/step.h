@@ -16,7 +16,7 @@ typedef struct {
     double lr;                   // the learning rate of the update
     double fwd_s, bwd_s, upd_s;  // wall-clock seconds: forward, backward, then norm + clip + update
     // focus_penalty or answer_supervision on (model/focus.h; focus = 1): the terms added to the
-    // loss above (lambda x S_recall, mu x answer_ce; 0 for a term without rows) and their parts
+    // loss above (lambda x (1 - S_recall), mu x answer_ce; 0 for a term without rows) and their parts
     // (NaN: no such row in the batch). loss stays the cross-entropy alone.
     int focus;
     double focus_penalty, answer_supervision, S_recall, answer_ce;
