@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/kernels/gemm.h"
 #include "model/mixers/linear_chunk.h"
 #include "model/mixers/qkv_common.h"
 #include "model/kernels/vmath.h"
@@ -200,15 +201,11 @@ static void linear_attention(const void *st, const MixerIO *io, int b, int h, re
     const real *den = io->act[A_DEN] + ((size_t)b * m->s.H + h) * T;
     real *pq = mallocCheck(sizeof(real) * 2 * (size_t)T * D), *pk = pq + (size_t)T * D;
     head_features(m, q, C3, T, pq, pk);
+    gemm_serial(0, 1, T, T, D, pq, D, pk, D, 0, a, T);  // phi(q) phi(k)^T, then the causal rows / den
     for (int i = 0; i < T; i++) {
-        const real *qi = pq + (size_t)i * D;
-        for (int j = 0; j <= i; j++) {
-            const real *kj = pk + (size_t)j * D;
-            real s = 0;
-            for (int d = 0; d < D; d++) s += qi[d] * kj[d];
-            a[(size_t)i * T + j] = s / den[i];
-        }
-        for (int j = i + 1; j < T; j++) a[(size_t)i * T + j] = 0;
+        real *ai = a + (size_t)i * T;
+        for (int j = 0; j <= i; j++) ai[j] /= den[i];
+        for (int j = i + 1; j < T; j++) ai[j] = 0;
     }
     free(pq);
 }
