@@ -46,6 +46,8 @@ typedef struct {
 typedef struct {
     double loss, acc, lr, norm;
     double dt, tok_s;  // seconds of the step, tokens per second
+    int focus;         // focus_penalty or answer_supervision on: the terms (trainer/step.h)
+    double focus_penalty, answer_supervision, S_recall, answer_ce;
 } StepResult;
 
 typedef struct {
@@ -537,6 +539,8 @@ static int next_step(Trainer *tr, StepResult *r) {
     }
     tr->step++;
     r->loss = s.loss, r->acc = s.acc, r->lr = s.lr, r->norm = s.norm;
+    r->focus = s.focus, r->focus_penalty = s.focus_penalty, r->answer_supervision = s.answer_supervision;
+    r->S_recall = s.S_recall, r->answer_ce = s.answer_ce;
     r->dt = now_seconds() - t0;
     r->tok_s = (double)tr->B * T / r->dt;
     return 1;
@@ -546,13 +550,21 @@ static int next_step(Trainer *tr, StepResult *r) {
 static void log_step(Trainer *tr, const StepResult *r, int last) {
     long every = tr->sch.log_every;
     if (every && (tr->step % every == 0 || last)) {
-        RunlogTrain rec = {tr->step, r->loss, r->acc, r->lr, r->norm, r->tok_s, r->dt * 1e3};
+        RunlogTrain rec = {tr->step,         r->loss,
+                           r->acc,           r->lr,
+                           r->norm,          r->tok_s,
+                           r->dt * 1e3,      r->focus,
+                           r->focus_penalty, r->answer_supervision,
+                           r->S_recall,      r->answer_ce};
         runlog_write_train(tr->metrics, &rec);
         flush_log(tr, tr->metrics, "metrics.jsonl");
         if (tr->tb.f) tb_write_train(&tr->tb, &rec), flush_log(tr, tr->tb.f, tr->tb.name);
         if (!progress_enabled()) {
-            printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s\n", tr->step, tr->steps,
+            printf("step %6ld/%ld | loss %.4f | acc %.4f | lr %.2e | norm %.3f | %.0f tok/s", tr->step, tr->steps,
                    r->loss, r->acc, r->lr, r->norm, r->tok_s);
+            if (r->focus)
+                printf(" | focus %.4f + answer %.4f | S_recall %.3f", r->focus_penalty, r->answer_supervision, r->S_recall);
+            printf("\n");
             fflush(stdout);
         }
     }

@@ -50,6 +50,9 @@ static KeyDef g_keys[] = {
     {"steps", KEY_INT, "0", RANGE_NONNEG, 0, KEY_RESUMABLE, "optimisation", "optimizer steps (> 0 wins over epochs)"},
     {"epochs", KEY_FLOAT, "1", RANGE_NONNEG, 0, KEY_RESUMABLE, "optimisation", "passes over the training set when steps = 0"},
     {"seed", KEY_INT, "0", RANGE_NONNEG, 0, 0, "optimisation", "weight init and shuffling seed"},
+    {"focus_penalty", KEY_FLOAT, "0", RANGE_ANY, 0, 0, "optimisation", "add lambda x (1 - mean S(a)) of focus_layer's query rows to the training loss, a penalty on focus: > 0 pushes its maps broad, < 0 focused (softmax and linear only; 0 = off)"},
+    {"answer_supervision", KEY_FLOAT, "0", RANGE_NONNEG, 0, 0, "optimisation", "add mu x the cross-entropy of focus_layer's query rows' normalised |a| against the MQAR answer's value position to the training loss (softmax and linear only; 0 = off)"},
+    {"focus_layer", KEY_INT, "-1", RANGE_ANY, 0, 0, "optimisation", "the layer focus_penalty and answer_supervision act on (-1 = the last, n_layer - 1)"},
     // run
     {"out_dir", KEY_STRING, "", 0, 0, KEY_RESUMABLE, "run", "run folder (empty: checkpoints/<config name>)"},
     {"log_every", KEY_INT, "10", RANGE_NONNEG, 0, KEY_RESUMABLE, "run", "train record every N steps"},

@@ -154,6 +154,12 @@ void runlog_write_train(FILE *f, const RunlogTrain *r) {
     // always written, non-finite too (a diverging run's last records say so)
     fprintf(f, ",\"loss\":%.9g,\"acc\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g", r->loss, r->acc, r->lr, r->grad_norm);
     fprintf(f, ",\"tok_per_s\":%.0f,\"ms_per_step\":%.3f", r->tok_per_s, r->ms_per_step);
+    if (r->focus) {
+        runlog_put_num_or_null(&w, "focus_penalty", r->focus_penalty);
+        runlog_put_num_or_null(&w, "answer_supervision", r->answer_supervision);
+        runlog_put_num_or_null(&w, "S_recall", r->S_recall);
+        runlog_put_num_or_null(&w, "answer_ce", r->answer_ce);
+    }
     runlog_end(&w);
 }
 

@@ -54,6 +54,10 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(TRAIN, "grad_norm", NUM, "gradient norm before clipping")                                                        \
     F(TRAIN, "tok_per_s", NUM, "tokens per second of the step")                                                        \
     F(TRAIN, "ms_per_step", NUM, "milliseconds the step took")                                                         \
+    F(TRAIN, "focus_penalty", NUM, "a term on: the term added to the loss, lambda x (1 - S_recall)")                   \
+    F(TRAIN, "answer_supervision", NUM, "a term on: the term added to the loss, mu x answer_ce")                       \
+    F(TRAIN, "S_recall", NUM, "a term on: the batch's mean S over focus_layer's query rows and heads")                 \
+    F(TRAIN, "answer_ce", NUM, "a term on: the batch's mean cross-entropy of those rows' |a| against the answer")      \
     F(EVAL, "split", STR, "the set measured: val, or test (older logs without protocol: their val is test)")           \
     F(EVAL, "selected", STR, "split test: the weights it read, best (validation) or last")                             \
     F(EVAL, "loss", NUM, "validation loss")                                                                            \
@@ -221,6 +225,10 @@ void runlog_write_run(FILE *f, const RunlogRun *r);
 typedef struct {
     long step;
     double loss, acc, lr, grad_norm, tok_per_s, ms_per_step;
+    // focus_penalty or answer_supervision on (model/focus.h): the four fields below are written
+    // (null where the batch had no such row); off: left out
+    int focus;
+    double focus_penalty, answer_supervision, S_recall, answer_ce;
 } RunlogTrain;
 void runlog_write_train(FILE *f, const RunlogTrain *r);
 

@@ -271,3 +271,9 @@ int mqar_cells_parse(const char *text, MqarCell *cells, int max, char *err, size
 }
 
 void mqar_cell_name(MqarCell c, char *buf, size_t n) { snprintf(buf, n, "kv%d_L%d", c.kv_pairs, c.seq_len); }
+
+int mqar_value_pos(const int *inputs, int i, int target) {
+    for (int j = 0; j + 1 < i; j++)
+        if (inputs[j] == inputs[i] && inputs[j + 1] == target) return j + 1;
+    return -1;
+}

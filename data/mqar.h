@@ -38,3 +38,8 @@ void mqar_generate(const MqarSpec *s, int32_t *inputs, int32_t *labels);
 // The deterministic layout of one example from its draws: keys[K], values[K], gaps[K] (distinct in
 // [0, (L-2K)/2)). Writes x[L] and y[L]. Exposed for tests.
 void mqar_layout(int K, int L, const int *keys, const int *values, const int *gaps, int32_t *x, int32_t *y);
+// The value position of query row i of an MQAR sequence inputs[T] whose target is `target`: the
+// first j < i with inputs[j] == inputs[i] (the key) whose next token inputs[j + 1] == target and
+// j + 1 < i; -1 when there is none. (eval/answer.h's answer_value_pos, and the model's training
+// terms on the maps, model/focus.h.)
+int mqar_value_pos(const int *inputs, int i, int target);

@@ -3,11 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-int answer_value_pos(const int *inputs, int i, int target) {
-    for (int j = 0; j + 1 < i; j++)
-        if (inputs[j] == inputs[i] && inputs[j + 1] == target) return j + 1;
-    return -1;
-}
+#include "data/mqar.h"
+
+int answer_value_pos(const int *inputs, int i, int target) { return mqar_value_pos(inputs, i, target); }
 
 static int cmp_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

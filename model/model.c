@@ -181,6 +181,14 @@ static void build_activations(Model *m, int allocate) {
         carve(&cl, &m->dfch_a, BT * 4 * C);
         carve(&cl, &m->dfch_b, BT * 4 * C);
     }
+    if (m->focus.on) {  // the training terms on one layer's maps (model/focus.h)
+        const MixerKind *k = m->mixer[m->focus.layer];
+        size_t TT = (size_t)s->T * s->T, nm = (size_t)k->n_maps(m->mixer_state[m->focus.layer]);
+        carve(&cl, &m->focus_work.dmap, (size_t)m->B_max * nm * TT);
+        carve(&cl, &m->focus_work.maps, (size_t)m->threads_max * TT);
+        carve(&cl, &m->focus_work.row_S, (size_t)m->rows_max * nm);
+        carve(&cl, &m->focus_work.row_ce, (size_t)m->rows_max * nm);
+    }
     size_t total = 0;
     for (int i = 0; i < cl.n; i++) total += align_up(cl.items[i].count);
     m->n_acts = total;
@@ -286,6 +294,7 @@ static Model *model_layout(const ModelShape *s, const MixerKind *mixer, const Co
         m->mixer_state[l] = m->mixer[l]->create(&d);
     }
     build_param_table(m);
+    focus_config(&m->focus, cfg, s->L, m->mixer);
     return m;
 }
 
@@ -311,13 +320,18 @@ Model *model_create(const ModelShape *s, const MixerKind *mixer, const Config *c
     m->inputs = callocCheck((size_t)B * s->T, sizeof(int));
     m->targets = callocCheck((size_t)B * s->T, sizeof(int));
     m->rows = callocCheck((size_t)rows_max, sizeof(int));
+    if (m->focus.on) {
+        m->focus_work.vpos = callocCheck((size_t)rows_max, sizeof(int));
+        m->focus_work.seq_start = callocCheck((size_t)B + 1, sizeof(int));
+    }
     return m;
 }
 
 size_t model_plan_bytes(const ModelShape *s, const Config *cfg, int B, int rows_max, size_t *n_params) {
     Model *m = model_layout(s, NULL, cfg, B, rows_max);
     build_activations(m, 0);
-    size_t bytes = (2 * m->n_params + m->n_acts) * sizeof(real) + ((size_t)2 * B * s->T + (size_t)rows_max) * sizeof(int);
+    size_t ints = (size_t)2 * B * s->T + (size_t)rows_max + (m->focus.on ? (size_t)rows_max + (size_t)B + 1 : 0);
+    size_t bytes = (2 * m->n_params + m->n_acts) * sizeof(real) + ints * sizeof(int);
     if (n_params) *n_params = m->n_params;
     model_free(m);
     return bytes;
@@ -333,6 +347,8 @@ void model_free(Model *m) {
     free(m->inputs);
     free(m->targets);
     free(m->rows);
+    free(m->focus_work.vpos);
+    free(m->focus_work.seq_start);
     free(m);
 }
 
@@ -465,7 +481,24 @@ HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, 
     }
     layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res_out, m->lnf_w, m->lnf_b, BT, C);
     m->have_grad = want_grad;
-    return head_forward(m, want_grad);
+    HeadStats st = head_forward(m, want_grad);
+    m->focus_dmap_ready = 0;
+    if (m->focus.on && want_grad) {
+        int l = m->focus.layer;
+        MixerIO io = model_mixer_io(m, l);
+        focus_compute(&m->focus, m->mixer[l], m->mixer_state[l], &io, m->inputs, m->targets, m->rows, m->n_rows,
+                      &m->focus_work, 1);
+        m->focus_dmap_ready = 1;
+    }
+    return st;
+}
+
+double model_focus_terms(Model *m) {
+    if (!m->focus.on) return 0;
+    int l = m->focus.layer;
+    MixerIO io = model_mixer_io(m, l);
+    return focus_compute(&m->focus, m->mixer[l], m->mixer_state[l], &io, m->inputs, m->targets, m->rows, m->n_rows,
+                         &m->focus_work, 0);
 }
 
 void model_backward(Model *m) {
@@ -496,6 +529,7 @@ void model_backward(Model *m) {
         MixerIO io = model_mixer_io(m, l);
         io.dy = m->dres;
         io.dx = s->short_conv ? m->dconv : m->dln;
+        if (m->focus_dmap_ready && l == m->focus.layer) io.dmap = m->focus_work.dmap;
         if (s->short_conv) memset(m->dconv, 0, sizeof(real) * nBTC);
         m->mixer[l]->backward(m->mixer_state[l], &io);
         if (s->short_conv)

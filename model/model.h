@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/real.h"
+#include "model/focus.h"
 #include "model/mixers/mixer.h"
 
 #define MAX_LAYERS 64
@@ -99,6 +100,12 @@ typedef struct Model {
     // finish slot (the interventions, eval/intervene.h). Set, used and cleared by the one caller.
     void (*after_mixer)(struct Model *m, int l, MixerIO *io, void *ctx);
     void *after_mixer_ctx;
+    // The training terms on one layer's maps (model/focus.h; keys focus_penalty,
+    // answer_supervision, focus_layer): their settings and last values, their buffers (carved
+    // only when a term is on) and whether the last forward left their gradient for the backward.
+    FocusTerms focus;
+    FocusWork focus_work;
+    int focus_dmap_ready;
 } Model;
 
 // The shape the config's model keys give (d_model, n_layer, n_head, seq_len, mlp, pos_emb) with
@@ -134,8 +141,15 @@ void model_zero_grad(Model *m);
 // want_grad, also computes the head's gradient (grads must have been zeroed) so that
 // model_backward can follow. The loss is the mean over counted positions.
 HeadStats model_forward(Model *m, const int *inputs, const int *targets, int B, int T, int want_grad);
+// With focus_penalty or answer_supervision on, forward(want_grad = 1) also computes the terms on
+// the focus layer's maps (m->focus: S_recall, answer_ce) and their gradient, which
+// model_backward adds; the returned stats (the cross-entropy) leave them out.
 // Backpropagates the last forward(want_grad = 1) into m->grads (accumulating).
 void model_backward(Model *m);
+// The terms of the last forward (any want_grad), computed now: lambda * (1 - S_recall) + mu *
+// answer_ce (0 when both are off); m->focus holds the parts. The training objective is the mean
+// cross-entropy plus this.
+double model_focus_terms(Model *m);
 // The mixer call of layer l with the current batch's pointers (for the evaluator's extractor).
 MixerIO model_mixer_io(Model *m, int l);
 // logits[V] at batch row b, position t of the last forward.

@@ -419,7 +419,7 @@ void rig_check_thread_invariance(MixerRig *r) {
 double model_rig_loss(void *rig) {
     ModelRig *r = rig;
     HeadStats s = model_forward(r->m, r->inputs, r->targets, r->B, r->T, 0);
-    return s.loss_sum / (double)s.n_counted;
+    return s.loss_sum / (double)s.n_counted + model_focus_terms(r->m);  // the terms on the maps, when on
 }
 
 void model_rig_tokens(ModelRig *r, Rng *rng, int V) {

@@ -85,7 +85,8 @@ typedef struct {
     int B, T;
     int inputs[64], targets[64];
 } ModelRig;
-// The mean cross-entropy over the counted targets (a forward pass only): a loss_fn of a ModelRig.
+// The mean cross-entropy over the counted targets plus the terms on the maps when they are on
+// (model_focus_terms; a forward pass only): a loss_fn of a ModelRig.
 double model_rig_loss(void *rig);
 // Draws each position's input and target below V from rng, in that order; every third target
 // from the second is ignored (-100).

@@ -96,7 +96,7 @@ TEST(runlog_writers_and_reader_agree) {
     size_t by_layer[2] = {128, 256};
     RunlogRun run = {"gla,softmax", 1234, 192, by_layer, 2, NULL, 0};
     runlog_write_run(f, &run);
-    RunlogTrain tr = {5, 2.5, 0.25, 1e-3, 0.5, 12345, 6.5};
+    RunlogTrain tr = {5, 2.5, 0.25, 1e-3, 0.5, 12345, 6.5, 0, 0, 0, 0, 0};
     runlog_write_train(f, &tr);
     const char *names[] = {"kv2_L16", "kv4_L32"};
     double acc[] = {0.5, 0.75};
@@ -117,6 +117,22 @@ TEST(runlog_writers_and_reader_agree) {
           s.type[3] == RUNLOG_DONE && s.type[4] == RUNLOG_SPARSITY);
     CHECK(s.step[1] == 5 && s.num[1] == 1e-3 && s.step[2] == 6 && s.num[2] == 0.5 && s.num[4] == 0.5);
     CHECK(!strcmp(s.options[2], "mqar_test_seed=9") && !strcmp(s.options[4], ""));
+    free(text);
+}
+
+// With the training terms on the maps (model/focus.h) the train record adds them, null where the
+// batch had no such row; without them it has none of the four.
+TEST(runlog_train_record_carries_the_focus_terms) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    RunlogTrain tr = {5, 2.5, 0.25, 1e-3, 0.5, 12345, 6.5, 1, 0.125, 0, 0.75, NAN};
+    runlog_write_train(f, &tr);
+    fclose(f);
+    CHECK(strstr(text,
+                 "\"ms_per_step\":6.500,\"focus_penalty\":0.125,\"answer_supervision\":0,\"S_recall\":0.75,"
+                 "\"answer_ce\":null}\n"),
+          "%s", text);
     free(text);
 }
 

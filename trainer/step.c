@@ -18,6 +18,12 @@ int train_step(Model *m, Optimizer *opt, const int32_t *inputs, const int32_t *t
     r->acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
     r->norm = grad_global_norm(m->grads, m->n_params);
     r->fwd_s = t1 - t0, r->bwd_s = t2 - t1;
+    const FocusTerms *f = &m->focus;
+    r->focus = f->on;
+    r->S_recall = f->on ? f->S_recall : NAN;
+    r->answer_ce = f->on ? f->answer_ce : NAN;
+    r->focus_penalty = f->on ? f->penalty_term : 0;
+    r->answer_supervision = f->on ? f->answer_term : 0;
     // A NaN or an infinity would spread to every parameter through the update (and AdamW's
     // moments would keep it): the caller decides what such a step means.
     int finite = isfinite(r->loss) && isfinite(r->norm);

@@ -15,6 +15,11 @@ typedef struct {
     double norm;                 // the gradient's global L2 norm, before clipping
     double lr;                   // the learning rate of the update
     double fwd_s, bwd_s, upd_s;  // wall-clock seconds: forward, backward, then norm + clip + update
+    // focus_penalty or answer_supervision on (model/focus.h; focus = 1): the terms added to the
+    // loss above (lambda x (1 - S_recall), mu x answer_ce; 0 for a term without rows) and their parts
+    // (NaN: no such row in the batch). loss stays the cross-entropy alone.
+    int focus;
+    double focus_penalty, answer_supervision, S_recall, answer_ce;
 } StepStats;
 
 // A step on inputs/targets [B, T] (targets < 0 are not counted) at learning rate lr, gradients

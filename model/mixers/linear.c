@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/kernels/gemm.h"
 #include "model/mixers/linear_chunk.h"
 #include "model/mixers/qkv_common.h"
 #include "model/kernels/vmath.h"
@@ -25,10 +26,11 @@ typedef struct {
 enum { A_DEN = QKV_N_SAVED };     // saved: den [B, H, T]
 enum { S_WORK = QKV_N_SCRATCH };  // scratch: per-thread features and chunk work
 
-// Per-thread work: phi(q), phi(k), their gradients and d num [T, D]; the key sum z [D]; chunk work.
+// Per-thread work: phi(q), phi(k), their gradients and d num [T, D]; the key sum z [D]; chunk work;
+// the rows' d den [T] of the maps' extra gradient (MixerIO.dmap).
 static size_t work_size(const Linear *m) {
     int T = m->s.T, D = m->s.D;
-    return (size_t)T * 5 * D + D + lin_chunk_work(D, D);
+    return (size_t)T * 5 * D + D + lin_chunk_work(D, D) + T;
 }
 
 static void *linear_create(const MixerDims *d) {
@@ -101,6 +103,45 @@ static void linear_forward(const void *st, MixerIO *io) {
     qkv_out_forward(&m->s, io);
 }
 
+// The maps' extra gradient G [T, T] of one head (MixerIO.dmap) through the materialised form
+// a_ij = phi(q_i).phi(k_j) / den_i, den_i = phi(q_i).z_i + eps, z_i = sum_{l<=i} phi(k_l):
+//   d num_ij = G_ij / den_i,  d den_i = -sum_j G_ij a_ij / den_i,
+//   dphi(q_i) += sum_j d num_ij phi(k_j) + d den_i z_i,
+//   dphi(k_j) += sum_{i>=j} d num_ij phi(q_i) + sum_{i>=j} d den_i phi(q_i).
+// Rows of G that are all zero (every row but the query rows, in training) cost one scan.
+static void dmap_backward(int T, int D, const real *G, const real *pq, const real *pk, const real *den, real *dpq,
+                          real *dpk, real *z, real *dd) {
+    for (int d = 0; d < D; d++) z[d] = 0;
+    for (int i = 0; i < T; i++) {
+        const real *qi = pq + (size_t)i * D, *g = G + (size_t)i * T;
+        for (int d = 0; d < D; d++) z[d] += pk[(size_t)i * D + d];
+        int any = 0;
+        for (int j = 0; j <= i; j++) any |= g[j] != 0;
+        dd[i] = 0;
+        if (!any) continue;
+        real ga = 0, *dqi = dpq + (size_t)i * D;
+        for (int j = 0; j <= i; j++) {
+            if (g[j] == 0) continue;
+            const real *kj = pk + (size_t)j * D;
+            real *dkj = dpk + (size_t)j * D, num = 0, dn = g[j] / den[i];
+            for (int d = 0; d < D; d++) num += qi[d] * kj[d];
+            ga += g[j] * num;
+            for (int d = 0; d < D; d++) {
+                dqi[d] += dn * kj[d];
+                dkj[d] += dn * qi[d];
+            }
+        }
+        dd[i] = -ga / (den[i] * den[i]);
+        for (int d = 0; d < D; d++) dqi[d] += dd[i] * z[d];
+    }
+    for (int d = 0; d < D; d++) z[d] = 0;
+    for (int j = T - 1; j >= 0; j--) {  // dphi(k_j) += sum_{i>=j} d den_i phi(q_i)
+        const real *qj = pq + (size_t)j * D;
+        real *dkj = dpk + (size_t)j * D;
+        for (int d = 0; d < D; d++) dkj[d] += z[d] += dd[j] * qj[d];
+    }
+}
+
 static void linear_backward(const void *st, MixerIO *io) {
     const Linear *m = st;
     int T = io->T, C = m->s.C, H = m->s.H, D = m->s.D, C3 = 3 * C;
@@ -141,6 +182,8 @@ static void linear_backward(const void *st, MixerIO *io) {
         }
         // the numerator's two passes (dphi(q) forward time, dphi(k) and dv reverse time)
         lin_chunk_backward(T, D, D, 1, 1, pq, D, pk, D, q + 2 * C, C3, dnum, D, dpq, dpk, dq + 2 * C, work);
+        if (io->dmap)
+            dmap_backward(T, D, io->dmap + (size_t)bh * T * T, pq, pk, dn, dpq, dpk, z, work + lin_chunk_work(D, D));
         for (int t = 0; t < T; t++) {
             features_backward(q + (size_t)t * C3, dpq + (size_t)t * D, D, dq + (size_t)t * C3);
             features_backward(q + (size_t)t * C3 + C, dpk + (size_t)t * D, D, dq + (size_t)t * C3 + C);
@@ -158,15 +201,11 @@ static void linear_attention(const void *st, const MixerIO *io, int b, int h, re
     const real *den = io->act[A_DEN] + ((size_t)b * m->s.H + h) * T;
     real *pq = mallocCheck(sizeof(real) * 2 * (size_t)T * D), *pk = pq + (size_t)T * D;
     head_features(m, q, C3, T, pq, pk);
+    gemm_serial(0, 1, T, T, D, pq, D, pk, D, 0, a, T);  // phi(q) phi(k)^T, then the causal rows / den
     for (int i = 0; i < T; i++) {
-        const real *qi = pq + (size_t)i * D;
-        for (int j = 0; j <= i; j++) {
-            const real *kj = pk + (size_t)j * D;
-            real s = 0;
-            for (int d = 0; d < D; d++) s += qi[d] * kj[d];
-            a[(size_t)i * T + j] = s / den[i];
-        }
-        for (int j = i + 1; j < T; j++) a[(size_t)i * T + j] = 0;
+        real *ai = a + (size_t)i * T;
+        for (int j = 0; j <= i; j++) ai[j] /= den[i];
+        for (int j = i + 1; j < T; j++) ai[j] = 0;
     }
     free(pq);
 }

@@ -60,6 +60,11 @@ typedef struct {
     real *y;         // [B, T, C] forward output
     const real *dy;  // [B, T, C] backward: gradient w.r.t. y
     real *dx;        // [B, T, C] backward: gradient w.r.t. x, accumulated
+    // Backward, OPTIONAL (NULL normally): [B, n_maps, T, T] (this call's B and T, row-major, map
+    // m of batch row b at (b * n_maps + m) * T * T) an extra gradient of the loss w.r.t. the maps
+    // that attention() extracts, which the backward adds through the map into its q/k gradient.
+    // Only softmax and linear read it (the training terms on the maps, model/focus.h).
+    const real *dmap;
 } MixerIO;
 
 // Closed forms (docs/sparsity.md#closed-forms) that the evaluator can put beside a measured S(a).

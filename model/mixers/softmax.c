@@ -21,16 +21,28 @@ static void softmax_weights(const QBlock *qb, const QBlockHead *hd, int i0, int 
     qblock_softmax(qb->D, hd->q, qb->ld, hd->k, qb->ld, i0, i1, P, io->act[A_LSE] + (size_t)hd->bh * qb->T, !forward);
 }
 
-// dS = P * (dP - Dlt_i) / sqrt(D), Dlt_i = dO_i . O_i (FlashAttention-2)
+// dS = P * (dP - Dlt_i) / sqrt(D), Dlt_i = dO_i . O_i (FlashAttention-2). With the maps' extra
+// gradient G (MixerIO.dmap) dP becomes dP + G and Dlt_i gains sum_j P_ij G_ij.
 static void softmax_dscores(const QBlock *qb, const QBlockHead *hd, int i0, int i1, real *P, real *dP) {
     int D = qb->D, C = qb->ldo;
     real scale = 1 / sqrtr((real)D);
+    const real *dmap = ((const MixerIO *)qb->call)->dmap;
+    const real *G = dmap ? dmap + (size_t)hd->bh * qb->T * qb->T : NULL;
     for (int r = 0; r < i1 - i0; r++) {
         int i = i0 + r;
         const real *doi = hd->dout + (size_t)i * C, *oi = hd->o + (size_t)i * C;
         real dlt = 0;
         for (int d = 0; d < D; d++) dlt += doi[d] * oi[d];
         real *pr = P + (size_t)r * i1, *dpr = dP + (size_t)r * i1;
+        if (G) {
+            const real *g = G + (size_t)i * qb->T;
+            real pg = 0;
+            for (int j = 0; j <= i; j++) {
+                dpr[j] += g[j];
+                pg += pr[j] * g[j];
+            }
+            dlt += pg;
+        }
         for (int j = 0; j <= i; j++) dpr[j] = pr[j] * (dpr[j] - dlt) * scale;
         for (int j = i + 1; j < i1; j++) dpr[j] = 0;
     }
