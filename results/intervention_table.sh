@@ -83,4 +83,41 @@ END {
             line = line " " fmt(acc[key], "%.3f") " (" fmt(win[key], "%.2f") ") |" }
         print line
     }
+    if (table != "all") exit
+    # --- the reading: every number from the records above ---
+    print ""
+    print "**Flatten.** How far each causal recall layer can be flattened before accuracy drops by more than"
+    print "0.05 (the largest eps, in steps of 0.1, up to which it holds), and what a flat row leaves:"
+    print ""
+    for (i = 1; i <= n; i++) {
+        c = causal[i]; base = acc[i SUBSEP "none" SUBSEP c SUBSEP ""]; hold = -1
+        for (e = 0; e <= 10; e++) { key = i SUBSEP "flatten" SUBSEP c SUBSEP e / 10; if (!(key in acc) || acc[key] < base - 0.05) break; hold = e }
+        hk = i SUBSEP "flatten" SUBSEP c SUBSEP hold / 10; fk = i SUBSEP "flatten" SUBSEP c SUBSEP 1
+        printf "- %s: %.3f as trained (S_recall %.2f); holds up to eps %s (S_recall %s); %s at eps 1 (S_recall 1)%s.\n",
+            name[i], base, S[i SUBSEP "none" SUBSEP c SUBSEP ""], (hold < 0 ? "-" : hold / 10), (hold < 0 ? "-" : sprintf("%.2f", S[hk])),
+            fmt(acc[fk], "%.3f"), base < 0.3 ? ", but it is at the 1-in-4 guess as trained" : ""
+    }
+    print ""
+    print "**Top-k.** Keeping only the largest weights of the query rows of the causal recall layer, rescaled to"
+    print "the mass of the row (the effective tokens fall to k or fewer):"
+    print ""
+    for (i = 1; i <= n; i++) {
+        # compared as printed (3 decimals); ties go to the smaller k
+        c = causal[i]; base = sprintf("%.3f", acc[i SUBSEP "none" SUBSEP c SUBSEP ""]) + 0
+        t1 = sprintf("%.3f", acc[i SUBSEP "topk" SUBSEP c SUBSEP 1]) + 0; bk = 1; ba = t1
+        for (e = 1; e <= nk; e++) { x = sprintf("%.3f", acc[i SUBSEP "topk" SUBSEP c SUBSEP kk[e] + 0]) + 0; if (x > ba) { ba = x; bk = kk[e] } }
+        printf "- %s: top-1 %.3f against %.3f as trained (%s); the best k, %d, gives %.3f.\n", name[i], t1, base,
+            (t1 > base ? "higher" : t1 < base ? "lower" : "the same"), bk, ba
+    }
+    print ""
+    print "**Location against concentration.** derange keeps the S of every row and moves its weight among the"
+    print "value positions; the oracle puts it all on the answer, oracle_wrong all on another value:"
+    print ""
+    for (i = 1; i <= n; i++) {
+        c = causal[i]; base = acc[i SUBSEP "none" SUBSEP c SUBSEP ""]
+        d = acc[i SUBSEP "derange" SUBSEP c SUBSEP ""]; o = acc[i SUBSEP "oracle" SUBSEP c SUBSEP ""]
+        ow = acc[i SUBSEP "oracle_window" SUBSEP c SUBSEP ""]; w = acc[i SUBSEP "oracle_wrong" SUBSEP c SUBSEP ""]
+        printf "- %s (layer %d): derange %.3f against %.3f; oracle %.3f, oracle_window %.3f, oracle_wrong %.3f.\n",
+            name[i], c, d, base, o, ow, w
+    }
 }'
