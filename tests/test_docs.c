@@ -230,6 +230,23 @@ TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
     free(md);
 }
 
+// The interventions pilot (issue 38) the same way: its tables and its reading are what
+// results/intervention_table.sh and results/focus_table.sh print from the committed records.
+TEST(results_intervention_pilot_is_what_its_scripts_print) {
+    static const char *scripts[][2] = {{"results/intervention_table.sh", "**Location against concentration.**"},
+                                       {"results/focus_table.sh", "| `softmax` | focus_penalty"}};
+    char *md = read_file_text("docs/results.md", NULL);
+    CHECK(md, "docs/results.md not found");
+    for (int i = 0; md && i < 2; i++) {
+        static char out[16384];
+        int rc = test_run(out, sizeof out, "bash %s", scripts[i][0]);
+        CHECK(rc == 0 && strlen(out) + 1 < sizeof out, "%s (exit %d): %s", scripts[i][0], rc, out);
+        CHECK(strstr(out, scripts[i][1]), "%s", out);
+        CHECK(strstr(md, out), "docs/results.md does not show what %s prints:\n%s", scripts[i][0], out);
+    }
+    free(md);
+}
+
 // --- references anywhere in the repository -----------------------------------------------------
 
 typedef struct {
