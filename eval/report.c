@@ -222,6 +222,26 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 // --- interventions (docs/interventions.md) ---------------------------------------------------------
 
+// The causal recall layer of the last step with whole-layer ablations: the one whose ablation
+// left the lowest accuracy.
+typedef struct {
+    long step;
+    int layer;
+    double acc;
+} Causal;
+
+static int causal_layer(const RunlogRecord *r, void *ctx) {
+    Causal *c = ctx;
+    const char *kind = runlog_str(r, "kind");
+    double acc = runlog_num(r, "acc");
+    if (r->type != RUNLOG_INTERVENTION || !kind || strcmp(kind, "ablate") || r->head >= 0 || !isfinite(acc) ||
+        strcmp(r->split, "val"))
+        return 0;
+    if (r->step > c->step) *c = (Causal){r->step, -1, INFINITY};
+    if (r->step == c->step && acc < c->acc) c->layer = r->layer, c->acc = acc;
+    return 0;
+}
+
 static int intervention_row(const RunlogRecord *r, void *ctx) {
     FILE *f = ctx;
     if (r->type != RUNLOG_INTERVENTION) return 0;
@@ -255,6 +275,13 @@ static void interventions_section(FILE *f, const char *dir) {
               f);
         return;
     }
+    Causal c = {-1, -1, INFINITY};
+    runlog_each(path, causal_layer, &c);
+    if (c.layer >= 0)
+        fprintf(f,
+                "<p>Causal recall layer at step %ld: <b>layer %d</b> (ablating it, flatten:1 on its query rows, leaves "
+                "validation accuracy %.4f, the lowest of the layers ablated).</p>\n",
+                c.step, c.layer, c.acc);
     for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
         char name[64], caption[160];
         snprintf(name, sizeof name, "intervention_%s.svg", intervention_name((InterventionKind)k));

@@ -626,7 +626,7 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     snprintf(path, sizeof path, "%s/report.html", dir);
     text = read_file_text(path, NULL);
     CHECK(text && strstr(text, "<h2>Interventions</h2>") && strstr(text, "intervention_flatten.svg") &&
-              strstr(text, "<td>flatten:1</td>"),
+              strstr(text, "<td>flatten:1</td>") && strstr(text, "Causal recall layer at step 6: <b>layer "),
           "report.html lacks the interventions");
     free(text);
     BadInput bad[] = {
