@@ -74,14 +74,15 @@ END {
     print ""
     print "Where the weight lands, on the causal recall layer: validation accuracy (answer window share after the change)."
     print ""
-    print "| mixer | as trained | derange | oracle | oracle_window | oracle_wrong |"
-    print "|---|---|---|---|---|---|"
+    print "| mixer | as trained | derange | oracle | oracle_window | oracle_wrong | oracle on the other layer |"
+    print "|---|---|---|---|---|---|---|"
     nkd = split("none derange oracle oracle_window oracle_wrong", kd, " ")
     for (i = 1; i <= n; i++) {
         line = "| " name[i] " |"
         for (e = 1; e <= nkd; e++) { key = i SUBSEP kd[e] SUBSEP causal[i] SUBSEP ""
             line = line " " fmt(acc[key], "%.3f") " (" fmt(win[key], "%.2f") ") |" }
-        print line
+        key = i SUBSEP "oracle" SUBSEP 1 - causal[i] SUBSEP ""
+        print line " L" 1 - causal[i] ": " fmt(acc[key], "%.3f") " |"
     }
     if (table != "all") exit
     # --- the reading: every number from the records above ---
@@ -117,7 +118,8 @@ END {
         c = causal[i]; base = acc[i SUBSEP "none" SUBSEP c SUBSEP ""]
         d = acc[i SUBSEP "derange" SUBSEP c SUBSEP ""]; o = acc[i SUBSEP "oracle" SUBSEP c SUBSEP ""]
         ow = acc[i SUBSEP "oracle_window" SUBSEP c SUBSEP ""]; w = acc[i SUBSEP "oracle_wrong" SUBSEP c SUBSEP ""]
-        printf "- %s (layer %d): derange %.3f against %.3f; oracle %.3f, oracle_window %.3f, oracle_wrong %.3f.\n",
-            name[i], c, d, base, o, ow, w
+        oo = acc[i SUBSEP "oracle" SUBSEP 1 - c SUBSEP ""]
+        printf "- %s (layer %d): derange %.3f against %.3f; oracle %.3f, oracle_window %.3f, oracle_wrong %.3f; the oracle on layer %d instead %.3f.\n",
+            name[i], c, d, base, o, ow, w, 1 - c, oo
     }
 }'
