@@ -10,7 +10,7 @@ ls "$dir"/*/intervention.jsonl >/dev/null 2>&1 || { echo "intervention_table: no
 for run in "$dir"/*/; do
     run=${run%/}
     [ -f "$run/intervention.jsonl" ] || continue
-    name=$(basename "$run" | sed -E 's/,pos_emb=[a-z]+//; s/mixer=//; s/,short_conv=0$//; s/,short_conv=([0-9]+)/ + short_conv \1/')
+    name=$(basename "$run" | sed -E 's/,pos_emb=[a-z]+//; s/mixer=//; s/,short_conv=0$//; s/,short_conv=([0-9]+)/ + short_conv \1/; s/,answer_supervision=0(,|$)/\1/; s/,focus_penalty=0$//; s/,([a-z_]+)=/ + \1 /g')
     # the run's best validation step and accuracy (its first highest eval record on val)
     best=$(awk -F'"step":' '/"type":"eval"/ && !/"split":"test"/ { split($2, s, ","); match($0, /"acc":[^,}]*/);
         a = substr($0, RSTART + 6, RLENGTH - 6) + 0; if (a > ba) { ba = a; bs = s[1] } } END { printf "%s %s", bs, ba }' "$run/metrics.jsonl")
