@@ -233,10 +233,9 @@ TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
 // The interventions pilot (issue 38) the same way: its tables and its reading are what
 // results/intervention_table.sh and results/focus_table.sh print from the committed records.
 TEST(results_intervention_pilot_is_what_its_scripts_print) {
-    static const char *scripts[][2] = {
-        {"results/intervention_table.sh", "**Location against concentration.**"},
-        {"results/intervention_table.sh results/focus_pilot", "| softmax + focus_penalty 1 |"},
-        {"results/focus_table.sh", "| `softmax` | focus_penalty"}};
+    static const char *scripts[][2] = {{"results/intervention_table.sh", "**Location against concentration.**"},
+                                       {"results/intervention_table.sh results/focus_pilot", "| softmax + focus_penalty 1 |"},
+                                       {"results/focus_table.sh", "| `softmax` | focus_penalty"}};
     char *md = read_file_text("docs/results.md", NULL);
     CHECK(md, "docs/results.md not found");
     for (int i = 0; md && i < 3; i++) {
