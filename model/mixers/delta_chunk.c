@@ -149,12 +149,10 @@ static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, co
 static void add_scaled_rows(int n, int D, const real *s, const real *src, real *dst, int ldd, const real *y, int ldy,
                             real *ds) {
     for (int i = 0; i < n; i++) {
-        real dot = 0;
-        for (int d = 0; d < D; d++) {
-            dst[(size_t)i * ldd + d] += s[i] * src[(size_t)i * D + d];
-            if (ds) dot += src[(size_t)i * D + d] * y[(size_t)i * ldy + d];
-        }
-        if (ds) ds[i] += dot;
+        const real *si = src + (size_t)i * D;
+        real *di = dst + (size_t)i * ldd;
+        for (int d = 0; d < D; d++) di[d] += s[i] * si[d];
+        if (ds) ds[i] += delta_dot(D, si, y + (size_t)i * ldy);
     }
 }
 
@@ -261,7 +259,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         if (ds && g) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 0, w.X, D);
             add_scaled_rows(n, D, w.r, w.X, dk, ldk, k, ldk, w.dr);
-            for (int i = 0; c && i < D * D; i++) dc_last += S0[i] * w.dS[i];
+            if (c) dc_last = delta_dot(D * D, S0, w.dS);
         } else if (ds) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 1, dk, ldk);
         }
@@ -277,11 +275,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         }
         // Z = Linv^T dU'; dbeta_j += E_j . Z_j; dA = -Z U'^T below the diagonal (into dP's place)
         mm_lower_at(n, D, w.Linv, n, w.dU, D, 0, w.Z, D);
-        for (int j = 0; j < n; j++) {
-            real s = 0;
-            for (int d = 0; d < D; d++) s += e[(size_t)j * lde + d] * w.Z[(size_t)j * D + d];
-            db[(size_t)j * ldb] += s;
-        }
+        for (int j = 0; j < n; j++) db[(size_t)j * ldb] += delta_dot(D, e + (size_t)j * lde, w.Z + (size_t)j * D);
         real *mA = w.dP;  // Z U'^T = -dA
         mm_lower_c(n, D, w.Z, D, w.Ut, mA);
         // Z becomes -Y = -diag(beta) Z: dV += Y, dKd = -Y S0^T, dS0 += Kd^T (-Y)
@@ -301,19 +295,21 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         // A_ij = beta_i k_i . k_j Gam_ij below the diagonal; H = diag(beta) dA ⊙ Gam there, 0 elsewhere
         real *H = w.Tm;                // Tm is done with
         for (int i = 0; i < n; i++) {  // (KK and mA hold only their lower triangles)
-            real s = 0, bi = b[(size_t)i * ldb];
-            for (int j = 0; j < i; j++) {
-                size_t ij = (size_t)i * n + j;
-                real e_ = -mA[ij];
-                if (g) {
-                    w.dGam[ij] += bi * e_ * w.KK[ij];
-                    e_ *= w.Gam[ij];
-                }
-                s += e_ * w.KK[ij];
-                H[ij] = bi * e_;
+            real bi = b[(size_t)i * ldb], *Hi = H + (size_t)i * n;
+            const real *mAi = mA + (size_t)i * n, *KKi = w.KK + (size_t)i * n;
+            if (g) {
+                real *dGi = w.dGam + (size_t)i * n;
+                const real *Gi = w.Gam + (size_t)i * n;
+#pragma omp simd
+                for (int j = 0; j < i; j++) dGi[j] += bi * -mAi[j] * KKi[j], Hi[j] = -mAi[j] * Gi[j];
+            } else {
+#pragma omp simd
+                for (int j = 0; j < i; j++) Hi[j] = -mAi[j];
             }
-            for (int j = i; j < n; j++) H[(size_t)i * n + j] = 0;
-            db[(size_t)i * ldb] += s;
+            db[(size_t)i * ldb] += delta_dot(i, Hi, KKi);  // H_ij holds dA_ij Gam_ij until the scale by beta_i
+#pragma omp simd
+            for (int j = 0; j < i; j++) Hi[j] *= bi;
+            for (int j = i; j < n; j++) Hi[j] = 0;
         }
         mm_lower_a(n, D, H, n, k, ldk, 1, dk, ldk);
         mm_lower_at(n, D, H, n, k, ldk, 1, dk, ldk);

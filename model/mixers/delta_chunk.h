@@ -28,6 +28,21 @@
 
 #define DELTA_CHUNK 64  // the layer's default chunk (key deltanet_chunk)
 
+// sum_i a_i b_i in a fixed order that vectorises: 16 running sums (lane i % 16), then added
+// pairwise. A plain `s += a[i] * b[i]` is one chain of dependent FMAs (4 cycles each: 256 for a
+// row of 64) that the compiler may not reorder; this is ~10x faster and the same bits at any
+// thread count (not the same bits as the plain loop).
+static inline real delta_dot(int n, const real *a, const real *b) {
+    real acc[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += a[i + j] * b[i + j];
+    for (int j = 0; i < n; i++, j++) acc[j] += a[i] * b[i];
+    for (int w = 8; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
 // Chunk-entry states one call saves: ceil(T / L) matrices of D x D.
 int delta_n_states(int T, int L);
 // Reals of work one call (forward or backward) needs.

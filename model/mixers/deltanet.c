@@ -202,9 +202,7 @@ static void features_head(const DeltaNet *m, int h, const real *c, real *qkv, re
 #pragma omp simd
         for (int d = 0; d < D; d++) x[d] = cp[d] * sigmoidr(cp[d]);
         if (p == 2) break;
-        real ss = 0;
-        for (int d = 0; d < D; d++) ss += x[d] * x[d];
-        real r = 1 / sqrtr(ss + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
+        real r = 1 / sqrtr(delta_dot(D, x, x) + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
         rn[p * H + h] = r;
         for (int d = 0; d < D; d++) x[d] *= f;
     }
@@ -221,8 +219,8 @@ static void features_head_backward(const DeltaNet *m, int h, const real *c, cons
     // y = x r (r = (|x|^2 + eps)^-1/2): dx = r (dy - y (y . dy)); q's saved value is scale y
     for (int p = 0; p < 2; p++) {
         const real *y = qkv + p * C + h * D;
-        real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1, dot = 0;
-        for (int d = 0; d < D; d++) dot += y[d] * dy[d];  // = (y/s) . (s dy)
+        real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1;
+        real dot = delta_dot(D, y, dy);  // = (y/s) . (s dy)
         real r = rn[p * H + h];
         for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
     }
@@ -243,9 +241,7 @@ static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rs
         const real *oh = o + h * m->D;
         real r;
         if (write) {
-            real ss = 0;
-            for (int d = 0; d < m->D; d++) ss += oh[d] * oh[d];
-            r = rstd[h] = 1 / sqrtr(ss / m->D + (real)DN_NORM_EPS);
+            r = rstd[h] = 1 / sqrtr(delta_dot(m->D, oh, oh) / m->D + (real)DN_NORM_EPS);
         } else {
             r = rstd[h];
         }
