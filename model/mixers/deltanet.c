@@ -311,26 +311,28 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
-    // the output projection (its input recomputed: the normed o, gated into datt's place, which
-    // norm_backward fills later), the gate, then the norm
+    // the output projection: du = dy Wo first (into dnrm, written: no zeroing), then in one pass
+    // per row the projection's input recomputed (the normed o n, and with the gate u = n SiLU(c)
+    // in datt's place, which norm_backward fills later) and the gate's backward (dc = du n
+    // SiLU'(c), dn = du SiLU(c)), then dWo += dy^T u and the norm
     real *u = m->gate ? t[S_DATT] : t[S_NRM];
+    matmul_gemm(0, 0, BT, C, C, io->dy, C, p[P_O], C, 0, t[S_DNRM], C, m->prec);
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
-        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + (size_t)r * C);
+        size_t o = (size_t)r * C;
+        norm_token(m, a[A_ATT] + o, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + o);
         if (!m->gate) continue;
-        memcpy(u + (size_t)r * C, t[S_NRM] + (size_t)r * C, sizeof(real) * C);
-        gate_token(m, a[A_GPRE] + (size_t)r * C, u + (size_t)r * C);
-    }
-    zero_rows(t[S_DNRM], BT, C);
-    matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, u, p[P_O], BT, C, C, m->prec);
-    if (m->gate) {  // u = n SiLU(c): dc = du n SiLU'(c), dn = du SiLU(c)
-#pragma omp parallel for simd schedule(static)
-        for (size_t i = 0; i < (size_t)BT * C; i++) {
-            real c = a[A_GPRE][i], sg = sigmoidr(c), du = t[S_DNRM][i];
-            t[S_DGATE][i] = du * t[S_NRM][i] * sg * (1 + c * (1 - sg));
-            t[S_DNRM][i] = du * c * sg;
+        const real *cr = a[A_GPRE] + o, *nr = t[S_NRM] + o;
+        real *ur = u + o, *dn = t[S_DNRM] + o, *dc = t[S_DGATE] + o;
+#pragma omp simd
+        for (int i = 0; i < C; i++) {
+            real c = cr[i], sg = sigmoidr(c), du = dn[i];
+            ur[i] = nr[i] * (c * sg);
+            dc[i] = du * nr[i] * sg * (1 + c * (1 - sg));
+            dn[i] = du * c * sg;
         }
     }
+    matmul_gemm(1, 0, C, C, BT, io->dy, C, u, C, 1, g[P_O], C, m->prec);
     norm_backward(m, io);
     // the delta rule, chunked, in reverse time
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
