@@ -158,12 +158,14 @@ static void add_scaled_rows(int n, int D, const real *s, const real *src, real *
 
 // The first chunk enters with S0 = 0 and the last leaves with dS = 0: the products with them are
 // left out (and their consumers), as is dS0 for the first chunk, which nothing reads.
-void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
-                          const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work) {
+void gdelta_chunk_forward_hook(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                               int ldv, const real *beta, int ldb, const real *g, int ldg, real *O, int ldo,
+                               real *states, real *work, DeltaChunkHook hook, void *ctx) {
     Work w = carve(work, D, L);
     memset(w.S, 0, sizeof(real) * D * D);
     for (int t0 = 0, c = 0; t0 < T; t0 += L, c++) {
         int n = T - t0 < L ? T - t0 : L;
+        if (hook) hook(ctx, t0, n, 0);
         const real *q = Q + (size_t)t0 * ldq, *k = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv, *e;
         real *o = O + (size_t)t0 * ldo;
         int lde;
@@ -208,14 +210,16 @@ void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const rea
 // The decays: dc, dr, dc_{n-1} and dGam (from P and A) gather into dgam (c_i = exp(gam_i): dgam_i
 // += c_i dc_i; Gam_ij = exp(gam_i - gam_j): dgam_i += Gam_ij dGam_ij, dgam_j -= the same), and
 // gam_i = g_0 + ... + g_i gives dg_t = sum_{i >= t} dgam_i.
-void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
-                           const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
-                           int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work) {
+void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                                int ldv, const real *beta, int ldb, const real *g, int ldg, const real *states,
+                                const real *dO, int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg,
+                                real *work, DeltaChunkHook hook, void *ctx) {
     Work w = carve(work, D, L);
     memset(w.dS, 0, sizeof(real) * D * D);
     int last = (T - 1) / L * L;
     for (int t0 = last, c = last / L; t0 >= 0; t0 -= L, c--) {
         int n = T - t0 < L ? T - t0 : L, lde, ds = t0 != last;  // ds: dS nonzero; c: S0 nonzero, dS0 read
+        if (hook) hook(ctx, t0, n, 0);
         size_t oq = (size_t)t0 * ldq, ok = (size_t)t0 * ldk, ov = (size_t)t0 * ldv, ob = (size_t)t0 * ldb;
         const real *q = Q + oq, *k = K + ok, *v = V + ov, *b = beta + ob, *dout = dO + (size_t)t0 * lddo, *e;
         const real *S0 = states + (size_t)c * D * D, *kd = g ? w.Kd : k;
@@ -313,7 +317,10 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         }
         mm_lower_a(n, D, H, n, k, ldk, 1, dk, ldk);
         mm_lower_at(n, D, H, n, k, ldk, 1, dk, ldk);
-        if (!g) continue;
+        if (!g) {
+            if (hook) hook(ctx, t0, n, 1);
+            continue;
+        }
         // the decays into dgam, then dg by the reverse cumulative sum
         for (int i = 0; i < n; i++) w.dgam[i] = w.c[i] * w.dc[i] - w.r[i] * w.dr[i];
         real *col = w.dc;  // dc is read: the column sums of dGam ⊙ Gam, built a row at a time
@@ -334,7 +341,20 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         w.dgam[n - 1] += dlast;
         real acc = 0;
         for (int i = n - 1; i >= 0; i--) acc += w.dgam[i], dg[(size_t)(t0 + i) * ldg] += acc;
+        if (hook) hook(ctx, t0, n, 1);
     }
+}
+
+void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work) {
+    gdelta_chunk_forward_hook(T, D, L, Q, ldq, K, ldk, V, ldv, beta, ldb, g, ldg, O, ldo, states, work, NULL, NULL);
+}
+
+void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                           const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
+                           int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work) {
+    gdelta_chunk_backward_hook(T, D, L, Q, ldq, K, ldk, V, ldv, beta, ldb, g, ldg, states, dO, lddo, dQ, dK, dV, dbeta,
+                               dg, work, NULL, NULL);
 }
 
 void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,

@@ -68,6 +68,20 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
                            const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
                            int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work);
 
+// The same with a hook called per chunk of rows t0 .. t0 + n - 1, with after = 0 before the
+// kernel reads the chunk's Q, K, V, beta and g (forward: a caller may produce them there, so they
+// are in cache for the kernel; backward: it may zero the chunk's rows of dQ, dK, dV there) and, in
+// the backward, with after = 1 once the chunk's dQ, dK, dV, dbeta and dg are final (they are
+// written while the kernel is on that chunk only). NULL: as the plain calls above.
+typedef void (*DeltaChunkHook)(void *ctx, int t0, int n, int after);
+void gdelta_chunk_forward_hook(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                               int ldv, const real *beta, int ldb, const real *g, int ldg, real *O, int ldo,
+                               real *states, real *work, DeltaChunkHook hook, void *ctx);
+void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                                int ldv, const real *beta, int ldb, const real *g, int ldg, const real *states,
+                                const real *dO, int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg,
+                                real *work, DeltaChunkHook hook, void *ctx);
+
 // The recurrence, one token (generation): S [D, D] updated in place, o [D] = S^T q.
 void delta_recurrent_step(int D, real *S, const real *q, const real *k, const real *v, real beta, real *o);
 // With a decay alpha (S = alpha S first; 1 leaves S as it is).

@@ -270,6 +270,71 @@ static void deltanet_out(const DeltaNet *m, MixerIO *io) {
     matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
 }
 
+// One (sequence, head) task's rows for the kernel's per-chunk hook (delta_chunk.h): the forward
+// makes the chunk's inputs right before the kernel reads them, the backward takes the chunk's
+// gradients back through the features once they are final, each while its rows are in cache
+// (at T = 4096 a sequence's rows of one head are 3 MB).
+typedef struct {
+    const DeltaNet *m;
+    MixerIO *io;
+    int b, h;
+} ChunkTask;
+
+// Head h's slices of q, k and v in row r + DN_AHEAD of the conv's output, prefetched: at long T
+// the rows come from memory, and a row's three slices of D far apart (3C wide rows, one head's
+// slices a task) were not prefetched by the hardware (most of the features' time waited on them).
+#define DN_AHEAD 6
+static void prefetch_row(const DeltaNet *m, const real *row, int write) {
+    for (int p = 0; p < 3; p++)
+        for (int d = 0; d < m->D; d += 64 / (int)sizeof(real))
+            if (write) __builtin_prefetch(row + p * m->C + d, 1, 3);
+            else __builtin_prefetch(row + p * m->C + d, 0, 3);
+}
+
+// Forward: head h's features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
+static void chunk_inputs(void *ctx, int t0, int n, int after) {
+    const ChunkTask *k = ctx;
+    const DeltaNet *m = k->m;
+    int H = m->H, h = k->h, C3 = 3 * m->C;
+    real **a = k->io->act, **p = k->io->p;
+    int end = k->b * k->io->T + t0 + n;
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
+        if (r + DN_AHEAD < end) {
+            prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
+            prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
+        }
+        features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+        a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
+        if (!m->gated) continue;
+        real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
+        *z += p[P_DT][h];
+        a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
+    }
+}
+
+// Backward: before the kernel, zero the chunk's rows of head h's slices of dqkv (the kernel
+// accumulates into them); after it, the L2 norms and SiLU of those rows and beta = sigmoid(z):
+// dz = dbeta beta (1 - beta).
+static void chunk_grads(void *ctx, int t0, int n, int after) {
+    const ChunkTask *k = ctx;
+    const DeltaNet *m = k->m;
+    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C;
+    real **a = k->io->act, **t = k->io->tmp;
+    int end = k->b * k->io->T + t0 + n;
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
+        real *dq = t[S_DQKV] + (size_t)r * C3 + h * D;
+        if (!after) {
+            for (int p3 = 0; p3 < 3; p3++) memset(dq + p3 * C, 0, sizeof(real) * D);
+            continue;
+        }
+        if (r + DN_AHEAD < end) prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
+        features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
+                               t[S_DQKV] + (size_t)r * C3);
+        real bt = a[A_BETA][(size_t)r * H + h];
+        t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
+    }
+}
+
 static void deltanet_forward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
@@ -283,20 +348,12 @@ static void deltanet_forward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        // head h of sequence b's features (its rows are in cache for the kernel right after)
-        for (int r = b * T; r < (b + 1) * T; r++) {
-            features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
-            a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
-            if (!m->gated) continue;
-            real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
-            *z += p[P_DT][h];
-            a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
-        }
+        ChunkTask task = {m, io, b, h};  // head h of sequence b's inputs, a chunk at a time
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
-        gdelta_chunk_forward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl, H,
-                             a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
-                             io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+        gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
+                                  H, a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
+                                  io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_inputs, &task);
     }
     deltanet_out(m, io);
 }
@@ -344,19 +401,12 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
-        for (int r = 0; r < T; r++)  // this task's slices of dqkv, which the kernel accumulates into
-            for (int p3 = 0; p3 < 3; p3++) memset(dq + (size_t)r * C3 + p3 * C, 0, sizeof(real) * D);
-        gdelta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
-                              m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
-                              t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
-                              m->gated ? t[S_DG] + ob : NULL, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
-        // the L2 norms and SiLU of head h per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
-        for (int r = b * T; r < (b + 1) * T; r++) {
-            features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3,
-                                   a[A_RN] + (size_t)r * 2 * H, t[S_DQKV] + (size_t)r * C3);
-            real bt = a[A_BETA][(size_t)r * H + h];
-            t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
-        }
+        ChunkTask task = {m, io, b, h};  // dqkv zeroed, then back through the features, a chunk at a time
+        gdelta_chunk_backward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
+                                   m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
+                                   t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
+                                   m->gated ? t[S_DG] + ob : NULL,
+                                   t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_grads, &task);
     }
     // the convolution, then the projections into dx
     zero_rows(t[S_DPRE], BT, C3);
