@@ -173,13 +173,6 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     }
 }
 
-// x [rows, n] = 0, the rows split between the threads (a serial memset of the layer's largest
-// buffers was a visible part of the backward).
-static void zero_rows(real *x, int rows, int n) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; r++) memset(x + (size_t)r * n, 0, sizeof(real) * n);
-}
-
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
 
 // torch's softplus (threshold 20: the identity above), as fla's F.softplus.
@@ -409,8 +402,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
                                    t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_grads, &task);
     }
     // the convolution, then the projections into dx
-    zero_rows(t[S_DPRE], BT, C3);
-    short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
+    short_conv_backward_set(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
     if (!m->gated) return;
