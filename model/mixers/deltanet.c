@@ -271,6 +271,7 @@ typedef struct {
     const DeltaNet *m;
     MixerIO *io;
     int b, h;
+    real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
 } ChunkTask;
 
 // Head h's slices of q, k and v in row r + DN_AHEAD of the conv's output, prefetched: at long T
@@ -309,7 +310,7 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
 // accumulates into them); after it, the L2 norms and SiLU of those rows and beta = sigmoid(z):
 // dz = dbeta beta (1 - beta).
 static void chunk_grads(void *ctx, int t0, int n, int after) {
-    const ChunkTask *k = ctx;
+    ChunkTask *k = ctx;
     const DeltaNet *m = k->m;
     int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C;
     real **a = k->io->act, **t = k->io->tmp;
@@ -326,6 +327,17 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
         real bt = a[A_BETA][(size_t)r * H + h];
         t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
     }
+    if (!after || !m->gated) return;
+    // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
+    // softplus threshold) in dg's place, ddt_bias += dz; the task's sums in its fixed order
+    real eA = expr(k->io->p[P_ALOG][h]);
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
+        size_t i = (size_t)r * H + h;
+        real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * eA * (z > 20 ? 1 : sigmoidr(z));
+        k->dA_log += dgl * a[A_G][i];
+        k->ddt += dz;
+        t[S_DG][i] = dz;
+    }
 }
 
 static void deltanet_forward(const void *st, MixerIO *io) {
@@ -341,7 +353,7 @@ static void deltanet_forward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        ChunkTask task = {m, io, b, h};  // head h of sequence b's inputs, a chunk at a time
+        ChunkTask task = {m, io, b, h, 0, 0};  // head h of sequence b's inputs, a chunk at a time
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
@@ -388,34 +400,29 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
+    real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
-        ChunkTask task = {m, io, b, h};  // dqkv zeroed, then back through the features, a chunk at a time
+        ChunkTask task = {m, io, b, h, 0, 0};  // dqkv zeroed, then back through the features, a chunk at a time
         gdelta_chunk_backward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
                                    m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
                                    t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
                                    m->gated ? t[S_DG] + ob : NULL,
                                    t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_grads, &task);
+        if (dsum) dsum[2 * bh] = task.dA_log, dsum[2 * bh + 1] = task.ddt;
     }
     // the convolution, then the projections into dx
     short_conv_backward_set(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
     if (!m->gated) return;
-    // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
-    // softplus threshold), ddt_bias += dz; one thread, rows in order (B T H terms)
-    for (int r = 0; r < BT; r++)
-        for (int h = 0; h < H; h++) {
-            size_t i = (size_t)r * H + h;
-            real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * expr(p[P_ALOG][h]) * (z > 20 ? 1 : sigmoidr(z));
-            g[P_ALOG][h] += dgl * a[A_G][i];
-            g[P_DT][h] += dz;
-            t[S_DG][i] = dz;
-        }
+    for (int bh = 0; bh < B * H; bh++)  // the tasks' sums (chunk_grads), in task order
+        g[P_ALOG][bh % H] += dsum[2 * bh], g[P_DT][bh % H] += dsum[2 * bh + 1];
+    free(dsum);
     matmul_backward(io->dx, g[P_A], NULL, t[S_DG], io->x, p[P_A], BT, C, H, m->prec);
     if (m->gate) matmul_backward(io->dx, g[P_GATE], NULL, t[S_DGATE], io->x, p[P_GATE], BT, C, C, m->prec);
 }
