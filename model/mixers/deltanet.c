@@ -56,7 +56,9 @@ enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
 // [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
 // Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
-enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE };
+// Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
+// and the decay's projections as one product).
+enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE, S_BA };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -169,7 +171,8 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     if (m->gated) {
         scratch[S_DG] = (BufDecl){"dg", BT * H};
         scratch[S_DGATE] = (BufDecl){"dgate", m->gate ? BT * C : 0};
-        *n_scratch = S_DGATE + 1;
+        scratch[S_BA] = (BufDecl){"beta_a", BT * 2 * H + 4 * H * C};
+        *n_scratch = S_BA + 1;
     }
 }
 
@@ -346,8 +349,19 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     real **a = io->act, **p = io->p;
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
     short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
-    matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
-    if (m->gated) matmul_forward(a[A_Z], io->x, p[P_A], NULL, BT, C, H, m->prec);
+    if (m->gated) {  // beta's and the decay's projections in one product: x [Wb; Wa]^T, then split
+        real *ba = io->tmp[S_BA], *w = ba + (size_t)BT * 2 * H;
+        memcpy(w, p[P_BETA], sizeof(real) * H * C);
+        memcpy(w + (size_t)H * C, p[P_A], sizeof(real) * H * C);
+        matmul_forward(ba, io->x, w, NULL, BT, C, 2 * H, m->prec);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < BT; r++)
+            for (int h = 0; h < H; h++)
+                a[A_BETA][(size_t)r * H + h] = ba[(size_t)r * 2 * H + h],
+                                          a[A_Z][(size_t)r * H + h] = ba[(size_t)r * 2 * H + H + h];
+    } else {
+        matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
+    }
     if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
     int ns = delta_n_states(T, m->L);
 #pragma omp parallel for schedule(dynamic, 1)
@@ -418,12 +432,25 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     // the convolution, then the projections into dx
     short_conv_backward_set(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
-    matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
-    if (!m->gated) return;
+    if (!m->gated) {
+        matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
+        return;
+    }
     for (int bh = 0; bh < B * H; bh++)  // the tasks' sums (chunk_grads), in task order
         g[P_ALOG][bh % H] += dsum[2 * bh], g[P_DT][bh % H] += dsum[2 * bh + 1];
     free(dsum);
-    matmul_backward(io->dx, g[P_A], NULL, t[S_DG], io->x, p[P_A], BT, C, H, m->prec);
+    // beta's and the decay's projections as one product (as in the forward): dba = [dbeta, dz]
+    real *dba = t[S_BA], *w = dba + (size_t)BT * 2 * H, *dw = w + (size_t)2 * H * C;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < BT; r++)
+        for (int h = 0; h < H; h++)
+            dba[(size_t)r * 2 * H + h] = t[S_DBETA][(size_t)r * H + h],
+                                    dba[(size_t)r * 2 * H + H + h] = t[S_DG][(size_t)r * H + h];
+    memcpy(w, p[P_BETA], sizeof(real) * H * C);
+    memcpy(w + (size_t)H * C, p[P_A], sizeof(real) * H * C);
+    memset(dw, 0, sizeof(real) * 2 * H * C);
+    matmul_backward(io->dx, dw, NULL, dba, io->x, w, BT, C, 2 * H, m->prec);
+    for (int i = 0; i < H * C; i++) g[P_BETA][i] += dw[i], g[P_A][i] += dw[(size_t)H * C + i];
     if (m->gate) matmul_backward(io->dx, g[P_GATE], NULL, t[S_DGATE], io->x, p[P_GATE], BT, C, C, m->prec);
 }
 
