@@ -210,8 +210,10 @@ void short_conv_forward(real *out, const real *inp, const real *w, const real *b
     free(wt);
 }
 
-void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
-                         int T, int C, int K) {
+// set: dinp written (each row's first tap writes, the rest add: the bits of adding to zero but
+// for the sign of an exact zero), else accumulated.
+static void short_conv_backward_impl(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
+                                     const real *w, int B, int T, int C, int K, int set) {
     int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     real *wt = conv_taps(w, C, K);
     // one pass over row chunks: dinp (each row gathers from the K outputs it fed, no races), and
@@ -224,11 +226,16 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
         for (int bt = ch * ROW_CHUNK; bt < end; bt++) {
             int t = bt % T;
             real *dx = dinp + (size_t)bt * C;
+            int first = set;
             for (int k = 0; k < K; k++) {
                 int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
                 if (t + ahead >= T) continue;
                 const real *dy = dout + (size_t)(bt + ahead) * C, *wk = wt + (size_t)k * C;
-                for (int c = 0; c < C; c++) dx[c] += wk[c] * dy[c];
+                if (first)
+                    for (int c = 0; c < C; c++) dx[c] = wk[c] * dy[c];
+                else
+                    for (int c = 0; c < C; c++) dx[c] += wk[c] * dy[c];
+                first = 0;
             }
             const real *dy = dout + (size_t)bt * C;
             for (int c = 0; c < C; c++) pb[c] += dy[c];
@@ -250,6 +257,16 @@ void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, co
         }
     }
     free(partial);
+}
+
+void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
+                         int T, int C, int K) {
+    short_conv_backward_impl(dinp, dw, dbias, dout, inp, w, B, T, C, K, 0);
+}
+
+void short_conv_backward_set(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
+                             int T, int C, int K) {
+    short_conv_backward_impl(dinp, dw, dbias, dout, inp, w, B, T, C, K, 1);
 }
 
 void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C, int K) {

@@ -53,6 +53,9 @@ void short_conv_forward(real *out, const real *inp, const real *w, const real *b
 // inp[b, t-(K-1)+k, c];  dbias[c] += sum_{b,t} dout[b,t,c]  (fixed order over row chunks).
 void short_conv_backward(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
                          int T, int C, int K);
+// The same with dinp written instead of accumulated (no zeroing first).
+void short_conv_backward_set(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w, int B,
+                             int T, int C, int K);
 // One token for generation: out[C] from x[C] and state[(K-1)*C], the K-1 previous inputs, oldest
 // first (zero before position 0); then shifts x into the state. Agrees with short_conv_forward.
 void short_conv_step(real *out, real *state, const real *x, const real *w, const real *bias, int C, int K);

@@ -149,23 +149,23 @@ static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, co
 static void add_scaled_rows(int n, int D, const real *s, const real *src, real *dst, int ldd, const real *y, int ldy,
                             real *ds) {
     for (int i = 0; i < n; i++) {
-        real dot = 0;
-        for (int d = 0; d < D; d++) {
-            dst[(size_t)i * ldd + d] += s[i] * src[(size_t)i * D + d];
-            if (ds) dot += src[(size_t)i * D + d] * y[(size_t)i * ldy + d];
-        }
-        if (ds) ds[i] += dot;
+        const real *si = src + (size_t)i * D;
+        real *di = dst + (size_t)i * ldd;
+        for (int d = 0; d < D; d++) di[d] += s[i] * si[d];
+        if (ds) ds[i] += delta_dot(D, si, y + (size_t)i * ldy);
     }
 }
 
 // The first chunk enters with S0 = 0 and the last leaves with dS = 0: the products with them are
 // left out (and their consumers), as is dS0 for the first chunk, which nothing reads.
-void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
-                          const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work) {
+void gdelta_chunk_forward_hook(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                               int ldv, const real *beta, int ldb, const real *g, int ldg, real *O, int ldo,
+                               real *states, real *work, DeltaChunkHook hook, void *ctx) {
     Work w = carve(work, D, L);
     memset(w.S, 0, sizeof(real) * D * D);
     for (int t0 = 0, c = 0; t0 < T; t0 += L, c++) {
         int n = T - t0 < L ? T - t0 : L;
+        if (hook) hook(ctx, t0, n, 0);
         const real *q = Q + (size_t)t0 * ldq, *k = K + (size_t)t0 * ldk, *v = V + (size_t)t0 * ldv, *e;
         real *o = O + (size_t)t0 * ldo;
         int lde;
@@ -210,14 +210,16 @@ void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const rea
 // The decays: dc, dr, dc_{n-1} and dGam (from P and A) gather into dgam (c_i = exp(gam_i): dgam_i
 // += c_i dc_i; Gam_ij = exp(gam_i - gam_j): dgam_i += Gam_ij dGam_ij, dgam_j -= the same), and
 // gam_i = g_0 + ... + g_i gives dg_t = sum_{i >= t} dgam_i.
-void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
-                           const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
-                           int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work) {
+void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V,
+                                int ldv, const real *beta, int ldb, const real *g, int ldg, const real *states,
+                                const real *dO, int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg,
+                                real *work, DeltaChunkHook hook, void *ctx) {
     Work w = carve(work, D, L);
     memset(w.dS, 0, sizeof(real) * D * D);
     int last = (T - 1) / L * L;
     for (int t0 = last, c = last / L; t0 >= 0; t0 -= L, c--) {
         int n = T - t0 < L ? T - t0 : L, lde, ds = t0 != last;  // ds: dS nonzero; c: S0 nonzero, dS0 read
+        if (hook) hook(ctx, t0, n, 0);
         size_t oq = (size_t)t0 * ldq, ok = (size_t)t0 * ldk, ov = (size_t)t0 * ldv, ob = (size_t)t0 * ldb;
         const real *q = Q + oq, *k = K + ok, *v = V + ov, *b = beta + ob, *dout = dO + (size_t)t0 * lddo, *e;
         const real *S0 = states + (size_t)c * D * D, *kd = g ? w.Kd : k;
@@ -261,7 +263,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         if (ds && g) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 0, w.X, D);
             add_scaled_rows(n, D, w.r, w.X, dk, ldk, k, ldk, w.dr);
-            for (int i = 0; c && i < D * D; i++) dc_last += S0[i] * w.dS[i];
+            if (c) dc_last = delta_dot(D * D, S0, w.dS);
         } else if (ds) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 1, dk, ldk);
         }
@@ -277,11 +279,7 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         }
         // Z = Linv^T dU'; dbeta_j += E_j . Z_j; dA = -Z U'^T below the diagonal (into dP's place)
         mm_lower_at(n, D, w.Linv, n, w.dU, D, 0, w.Z, D);
-        for (int j = 0; j < n; j++) {
-            real s = 0;
-            for (int d = 0; d < D; d++) s += e[(size_t)j * lde + d] * w.Z[(size_t)j * D + d];
-            db[(size_t)j * ldb] += s;
-        }
+        for (int j = 0; j < n; j++) db[(size_t)j * ldb] += delta_dot(D, e + (size_t)j * lde, w.Z + (size_t)j * D);
         real *mA = w.dP;  // Z U'^T = -dA
         mm_lower_c(n, D, w.Z, D, w.Ut, mA);
         // Z becomes -Y = -diag(beta) Z: dV += Y, dKd = -Y S0^T, dS0 += Kd^T (-Y)
@@ -301,23 +299,28 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         // A_ij = beta_i k_i . k_j Gam_ij below the diagonal; H = diag(beta) dA ⊙ Gam there, 0 elsewhere
         real *H = w.Tm;                // Tm is done with
         for (int i = 0; i < n; i++) {  // (KK and mA hold only their lower triangles)
-            real s = 0, bi = b[(size_t)i * ldb];
-            for (int j = 0; j < i; j++) {
-                size_t ij = (size_t)i * n + j;
-                real e_ = -mA[ij];
-                if (g) {
-                    w.dGam[ij] += bi * e_ * w.KK[ij];
-                    e_ *= w.Gam[ij];
-                }
-                s += e_ * w.KK[ij];
-                H[ij] = bi * e_;
+            real bi = b[(size_t)i * ldb], *Hi = H + (size_t)i * n;
+            const real *mAi = mA + (size_t)i * n, *KKi = w.KK + (size_t)i * n;
+            if (g) {
+                real *dGi = w.dGam + (size_t)i * n;
+                const real *Gi = w.Gam + (size_t)i * n;
+#pragma omp simd
+                for (int j = 0; j < i; j++) dGi[j] += bi * -mAi[j] * KKi[j], Hi[j] = -mAi[j] * Gi[j];
+            } else {
+#pragma omp simd
+                for (int j = 0; j < i; j++) Hi[j] = -mAi[j];
             }
-            for (int j = i; j < n; j++) H[(size_t)i * n + j] = 0;
-            db[(size_t)i * ldb] += s;
+            db[(size_t)i * ldb] += delta_dot(i, Hi, KKi);  // H_ij holds dA_ij Gam_ij until the scale by beta_i
+#pragma omp simd
+            for (int j = 0; j < i; j++) Hi[j] *= bi;
+            for (int j = i; j < n; j++) Hi[j] = 0;
         }
         mm_lower_a(n, D, H, n, k, ldk, 1, dk, ldk);
         mm_lower_at(n, D, H, n, k, ldk, 1, dk, ldk);
-        if (!g) continue;
+        if (!g) {
+            if (hook) hook(ctx, t0, n, 1);
+            continue;
+        }
         // the decays into dgam, then dg by the reverse cumulative sum
         for (int i = 0; i < n; i++) w.dgam[i] = w.c[i] * w.dc[i] - w.r[i] * w.dr[i];
         real *col = w.dc;  // dc is read: the column sums of dGam ⊙ Gam, built a row at a time
@@ -338,7 +341,20 @@ void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const re
         w.dgam[n - 1] += dlast;
         real acc = 0;
         for (int i = n - 1; i >= 0; i--) acc += w.dgam[i], dg[(size_t)(t0 + i) * ldg] += acc;
+        if (hook) hook(ctx, t0, n, 1);
     }
+}
+
+void gdelta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                          const real *beta, int ldb, const real *g, int ldg, real *O, int ldo, real *states, real *work) {
+    gdelta_chunk_forward_hook(T, D, L, Q, ldq, K, ldk, V, ldv, beta, ldb, g, ldg, O, ldo, states, work, NULL, NULL);
+}
+
+void gdelta_chunk_backward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,
+                           const real *beta, int ldb, const real *g, int ldg, const real *states, const real *dO,
+                           int lddo, real *dQ, real *dK, real *dV, real *dbeta, real *dg, real *work) {
+    gdelta_chunk_backward_hook(T, D, L, Q, ldq, K, ldk, V, ldv, beta, ldb, g, ldg, states, dO, lddo, dQ, dK, dV, dbeta,
+                               dg, work, NULL, NULL);
 }
 
 void delta_chunk_forward(int T, int D, int L, const real *Q, int ldq, const real *K, int ldk, const real *V, int ldv,

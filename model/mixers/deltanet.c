@@ -56,7 +56,9 @@ enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
 // [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
 // Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
-enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE };
+// Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
+// and the decay's projections as one product).
+enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE, S_BA };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -169,15 +171,9 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     if (m->gated) {
         scratch[S_DG] = (BufDecl){"dg", BT * H};
         scratch[S_DGATE] = (BufDecl){"dgate", m->gate ? BT * C : 0};
-        *n_scratch = S_DGATE + 1;
+        scratch[S_BA] = (BufDecl){"beta_a", BT * 2 * H + 4 * H * C};
+        *n_scratch = S_BA + 1;
     }
-}
-
-// x [rows, n] = 0, the rows split between the threads (a serial memset of the layer's largest
-// buffers was a visible part of the backward).
-static void zero_rows(real *x, int rows, int n) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; r++) memset(x + (size_t)r * n, 0, sizeof(real) * n);
 }
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
@@ -202,9 +198,7 @@ static void features_head(const DeltaNet *m, int h, const real *c, real *qkv, re
 #pragma omp simd
         for (int d = 0; d < D; d++) x[d] = cp[d] * sigmoidr(cp[d]);
         if (p == 2) break;
-        real ss = 0;
-        for (int d = 0; d < D; d++) ss += x[d] * x[d];
-        real r = 1 / sqrtr(ss + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
+        real r = 1 / sqrtr(delta_dot(D, x, x) + (real)DN_L2_EPS), f = r * (p == 0 ? m->scale : 1);
         rn[p * H + h] = r;
         for (int d = 0; d < D; d++) x[d] *= f;
     }
@@ -221,8 +215,8 @@ static void features_head_backward(const DeltaNet *m, int h, const real *c, cons
     // y = x r (r = (|x|^2 + eps)^-1/2): dx = r (dy - y (y . dy)); q's saved value is scale y
     for (int p = 0; p < 2; p++) {
         const real *y = qkv + p * C + h * D;
-        real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1, dot = 0;
-        for (int d = 0; d < D; d++) dot += y[d] * dy[d];  // = (y/s) . (s dy)
+        real *dy = dqkv + p * C + h * D, s = p == 0 ? m->scale : 1;
+        real dot = delta_dot(D, y, dy);  // = (y/s) . (s dy)
         real r = rn[p * H + h];
         for (int d = 0; d < D; d++) dy[d] = r * (s * dy[d] - y[d] / s * dot);
     }
@@ -243,9 +237,7 @@ static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rs
         const real *oh = o + h * m->D;
         real r;
         if (write) {
-            real ss = 0;
-            for (int d = 0; d < m->D; d++) ss += oh[d] * oh[d];
-            r = rstd[h] = 1 / sqrtr(ss / m->D + (real)DN_NORM_EPS);
+            r = rstd[h] = 1 / sqrtr(delta_dot(m->D, oh, oh) / m->D + (real)DN_NORM_EPS);
         } else {
             r = rstd[h];
         }
@@ -274,33 +266,113 @@ static void deltanet_out(const DeltaNet *m, MixerIO *io) {
     matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
 }
 
+// One (sequence, head) task's rows for the kernel's per-chunk hook (delta_chunk.h): the forward
+// makes the chunk's inputs right before the kernel reads them, the backward takes the chunk's
+// gradients back through the features once they are final, each while its rows are in cache
+// (at T = 4096 a sequence's rows of one head are 3 MB).
+typedef struct {
+    const DeltaNet *m;
+    MixerIO *io;
+    int b, h;
+    real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
+} ChunkTask;
+
+// Head h's slices of q, k and v in row r + DN_AHEAD of the conv's output, prefetched: at long T
+// the rows come from memory, and a row's three slices of D far apart (3C wide rows, one head's
+// slices a task) were not prefetched by the hardware (most of the features' time waited on them).
+#define DN_AHEAD 6
+static void prefetch_row(const DeltaNet *m, const real *row, int write) {
+    for (int p = 0; p < 3; p++)
+        for (int d = 0; d < m->D; d += 64 / (int)sizeof(real))
+            if (write) __builtin_prefetch(row + p * m->C + d, 1, 3);
+            else __builtin_prefetch(row + p * m->C + d, 0, 3);
+}
+
+// Forward: head h's features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
+static void chunk_inputs(void *ctx, int t0, int n, int after) {
+    const ChunkTask *k = ctx;
+    const DeltaNet *m = k->m;
+    int H = m->H, h = k->h, C3 = 3 * m->C;
+    real **a = k->io->act, **p = k->io->p;
+    int end = k->b * k->io->T + t0 + n;
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
+        if (r + DN_AHEAD < end) {
+            prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
+            prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
+        }
+        features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+        a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
+        if (!m->gated) continue;
+        real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
+        *z += p[P_DT][h];
+        a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
+    }
+}
+
+// Backward: before the kernel, zero the chunk's rows of head h's slices of dqkv (the kernel
+// accumulates into them); after it, the L2 norms and SiLU of those rows and beta = sigmoid(z):
+// dz = dbeta beta (1 - beta).
+static void chunk_grads(void *ctx, int t0, int n, int after) {
+    ChunkTask *k = ctx;
+    const DeltaNet *m = k->m;
+    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C;
+    real **a = k->io->act, **t = k->io->tmp;
+    int end = k->b * k->io->T + t0 + n;
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
+        real *dq = t[S_DQKV] + (size_t)r * C3 + h * D;
+        if (!after) {
+            for (int p3 = 0; p3 < 3; p3++) memset(dq + p3 * C, 0, sizeof(real) * D);
+            continue;
+        }
+        if (r + DN_AHEAD < end) prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
+        features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
+                               t[S_DQKV] + (size_t)r * C3);
+        real bt = a[A_BETA][(size_t)r * H + h];
+        t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
+    }
+    if (!after || !m->gated) return;
+    // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
+    // softplus threshold) in dg's place, ddt_bias += dz; the task's sums in its fixed order
+    real eA = expr(k->io->p[P_ALOG][h]);
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
+        size_t i = (size_t)r * H + h;
+        real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * eA * (z > 20 ? 1 : sigmoidr(z));
+        k->dA_log += dgl * a[A_G][i];
+        k->ddt += dz;
+        t[S_DG][i] = dz;
+    }
+}
+
 static void deltanet_forward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **p = io->p;
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
     short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
-    matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
-    if (m->gated) matmul_forward(a[A_Z], io->x, p[P_A], NULL, BT, C, H, m->prec);
+    if (m->gated) {  // beta's and the decay's projections in one product: x [Wb; Wa]^T, then split
+        real *ba = io->tmp[S_BA], *w = ba + (size_t)BT * 2 * H;
+        memcpy(w, p[P_BETA], sizeof(real) * H * C);
+        memcpy(w + (size_t)H * C, p[P_A], sizeof(real) * H * C);
+        matmul_forward(ba, io->x, w, NULL, BT, C, 2 * H, m->prec);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < BT; r++)
+            for (int h = 0; h < H; h++)
+                a[A_BETA][(size_t)r * H + h] = ba[(size_t)r * 2 * H + h],
+                                          a[A_Z][(size_t)r * H + h] = ba[(size_t)r * 2 * H + H + h];
+    } else {
+        matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
+    }
     if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
     int ns = delta_n_states(T, m->L);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        // head h of sequence b's features (its rows are in cache for the kernel right after)
-        for (int r = b * T; r < (b + 1) * T; r++) {
-            features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
-            a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
-            if (!m->gated) continue;
-            real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
-            *z += p[P_DT][h];
-            a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
-        }
+        ChunkTask task = {m, io, b, h, 0, 0};  // head h of sequence b's inputs, a chunk at a time
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
-        gdelta_chunk_forward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl, H,
-                             a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
-                             io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+        gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
+                                  H, a[A_ATT] + (size_t)b * T * C + h * D, C, a[A_ST] + (size_t)bh * ns * D * D,
+                                  io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_inputs, &task);
     }
     deltanet_out(m, io);
 }
@@ -315,68 +387,70 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
-    // the output projection (its input recomputed: the normed o, gated into datt's place, which
-    // norm_backward fills later), the gate, then the norm
+    // the output projection: du = dy Wo first (into dnrm, written: no zeroing), then in one pass
+    // per row the projection's input recomputed (the normed o n, and with the gate u = n SiLU(c)
+    // in datt's place, which norm_backward fills later) and the gate's backward (dc = du n
+    // SiLU'(c), dn = du SiLU(c)), then dWo += dy^T u and the norm
     real *u = m->gate ? t[S_DATT] : t[S_NRM];
+    matmul_gemm(0, 0, BT, C, C, io->dy, C, p[P_O], C, 0, t[S_DNRM], C, m->prec);
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
-        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + (size_t)r * C);
+        size_t o = (size_t)r * C;
+        norm_token(m, a[A_ATT] + o, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + o);
         if (!m->gate) continue;
-        memcpy(u + (size_t)r * C, t[S_NRM] + (size_t)r * C, sizeof(real) * C);
-        gate_token(m, a[A_GPRE] + (size_t)r * C, u + (size_t)r * C);
-    }
-    zero_rows(t[S_DNRM], BT, C);
-    matmul_backward(t[S_DNRM], g[P_O], NULL, io->dy, u, p[P_O], BT, C, C, m->prec);
-    if (m->gate) {  // u = n SiLU(c): dc = du n SiLU'(c), dn = du SiLU(c)
-#pragma omp parallel for simd schedule(static)
-        for (size_t i = 0; i < (size_t)BT * C; i++) {
-            real c = a[A_GPRE][i], sg = sigmoidr(c), du = t[S_DNRM][i];
-            t[S_DGATE][i] = du * t[S_NRM][i] * sg * (1 + c * (1 - sg));
-            t[S_DNRM][i] = du * c * sg;
+        const real *cr = a[A_GPRE] + o, *nr = t[S_NRM] + o;
+        real *ur = u + o, *dn = t[S_DNRM] + o, *dc = t[S_DGATE] + o;
+#pragma omp simd
+        for (int i = 0; i < C; i++) {
+            real c = cr[i], sg = sigmoidr(c), du = dn[i];
+            ur[i] = nr[i] * (c * sg);
+            dc[i] = du * nr[i] * sg * (1 + c * (1 - sg));
+            dn[i] = du * c * sg;
         }
     }
+    matmul_gemm(1, 0, C, C, BT, io->dy, C, u, C, 1, g[P_O], C, m->prec);
     norm_backward(m, io);
     // the delta rule, chunked, in reverse time
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
+    real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
-        for (int r = 0; r < T; r++)  // this task's slices of dqkv, which the kernel accumulates into
-            for (int p3 = 0; p3 < 3; p3++) memset(dq + (size_t)r * C3 + p3 * C, 0, sizeof(real) * D);
-        gdelta_chunk_backward(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
-                              m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
-                              t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
-                              m->gated ? t[S_DG] + ob : NULL, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
-        // the L2 norms and SiLU of head h per token; beta = sigmoid(z): dz = dbeta beta (1 - beta)
-        for (int r = b * T; r < (b + 1) * T; r++) {
-            features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3,
-                                   a[A_RN] + (size_t)r * 2 * H, t[S_DQKV] + (size_t)r * C3);
-            real bt = a[A_BETA][(size_t)r * H + h];
-            t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
-        }
+        ChunkTask task = {m, io, b, h, 0, 0};  // dqkv zeroed, then back through the features, a chunk at a time
+        gdelta_chunk_backward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
+                                   m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
+                                   t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
+                                   m->gated ? t[S_DG] + ob : NULL,
+                                   t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_grads, &task);
+        if (dsum) dsum[2 * bh] = task.dA_log, dsum[2 * bh + 1] = task.ddt;
     }
     // the convolution, then the projections into dx
-    zero_rows(t[S_DPRE], BT, C3);
-    short_conv_backward(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
+    short_conv_backward_set(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
-    matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
-    if (!m->gated) return;
-    // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
-    // softplus threshold), ddt_bias += dz; one thread, rows in order (B T H terms)
+    if (!m->gated) {
+        matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
+        return;
+    }
+    for (int bh = 0; bh < B * H; bh++)  // the tasks' sums (chunk_grads), in task order
+        g[P_ALOG][bh % H] += dsum[2 * bh], g[P_DT][bh % H] += dsum[2 * bh + 1];
+    free(dsum);
+    // beta's and the decay's projections as one product (as in the forward): dba = [dbeta, dz]
+    real *dba = t[S_BA], *w = dba + (size_t)BT * 2 * H, *dw = w + (size_t)2 * H * C;
+#pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++)
-        for (int h = 0; h < H; h++) {
-            size_t i = (size_t)r * H + h;
-            real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * expr(p[P_ALOG][h]) * (z > 20 ? 1 : sigmoidr(z));
-            g[P_ALOG][h] += dgl * a[A_G][i];
-            g[P_DT][h] += dz;
-            t[S_DG][i] = dz;
-        }
-    matmul_backward(io->dx, g[P_A], NULL, t[S_DG], io->x, p[P_A], BT, C, H, m->prec);
+        for (int h = 0; h < H; h++)
+            dba[(size_t)r * 2 * H + h] = t[S_DBETA][(size_t)r * H + h],
+                                    dba[(size_t)r * 2 * H + H + h] = t[S_DG][(size_t)r * H + h];
+    memcpy(w, p[P_BETA], sizeof(real) * H * C);
+    memcpy(w + (size_t)H * C, p[P_A], sizeof(real) * H * C);
+    memset(dw, 0, sizeof(real) * 2 * H * C);
+    matmul_backward(io->dx, dw, NULL, dba, io->x, w, BT, C, 2 * H, m->prec);
+    for (int i = 0; i < H * C; i++) g[P_BETA][i] += dw[i], g[P_A][i] += dw[(size_t)H * C + i];
     if (m->gate) matmul_backward(io->dx, g[P_GATE], NULL, t[S_DGATE], io->x, p[P_GATE], BT, C, C, m->prec);
 }
 
