@@ -571,15 +571,17 @@ static void write_slurm(const Plan *p, const Args *a) {
 
 // --- running the points -------------------------------------------------------------------------
 
-// The log of each attempt starts with the time and the command.
-static char *log_header(const SweepFile *sw, int point, char **argv) {
+// The log of each attempt starts with the time and the command; an after_run evaluation's also
+// names its entry (entry >= 0: after_run entry+1 of n_after_run).
+static char *log_header(const SweepFile *sw, int point, int entry, char **argv) {
     char *s = NULL;
     size_t n = 0;
     FILE *m = open_memstream(&s, &n);
     time_t now = time(NULL);
-    char when[64];
+    char when[64], what[48] = "";
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
-    fprintf(m, "== sweep %s, point %d/%d, %s:\n", sw->name, point + 1, sw->n_points, when);
+    if (entry >= 0) snprintf(what, sizeof what, ", after_run %d/%d", entry + 1, sw->n_after_run);
+    fprintf(m, "== sweep %s, point %d/%d%s, %s:\n", sw->name, point + 1, sw->n_points, what, when);
     sweep_print_command(argv, m);
     fclose(m);
     return s;
@@ -732,17 +734,7 @@ static int next_after_run(RunState *st, RunnerJob *job) {
         st->job_argv[j] = sweep_after_run_argv(sw, k, p->evaluate, p->dirs[point], point_threads(p, point));
         st->job_log[j] = mallocCheck(strlen(p->dirs[point]) + 16);
         sprintf(st->job_log[j], "%s/after_run.log", p->dirs[point]);
-        char *s = NULL;
-        size_t n = 0;
-        FILE *m = open_memstream(&s, &n);
-        time_t now = time(NULL);
-        char when[64];
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
-        fprintf(m, "== sweep %s, point %d/%d, after_run %d/%d, %s:\n", sw->name, point + 1, sw->n_points, k + 1,
-                sw->n_after_run, when);
-        sweep_print_command(st->job_argv[j], m);
-        fclose(m);
-        st->job_header[j] = s;
+        st->job_header[j] = log_header(sw, point, k, st->job_argv[j]);
         *job = (RunnerJob){st->job_argv[j], st->job_log[j], st->job_header[j]};
         return 1;
     }
@@ -794,7 +786,7 @@ static int next_point(RunnerJob *job, void *ctx) {
             if (mkdir_p(p->dirs[i]) != 0)
                 fprintf(stderr, "sweep: cannot create '%s' (%s)\n", p->dirs[i], strerror(errno));
             st->argv[i] = sweep_point_argv(sw, i, p->train, p->threads);
-            st->header[i] = log_header(sw, i, st->argv[i]);
+            st->header[i] = log_header(sw, i, -1, st->argv[i]);
             *job = (RunnerJob){st->argv[i], st->logs[i], st->header[i]};
             st->entry_of[st->n_jobs] = -1;
             st->point_of[st->n_jobs++] = i;
