@@ -772,8 +772,6 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     evaluator_build(ev, &c, ck);
     if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", ck, err);
     const Model *m = ev->model;
-    if (ia->layer >= m->s.L) die_input("layer: expected 0 to %d or all, got %d", m->s.L - 1, ia->layer);
-    if (ia->head >= m->s.H) die_input("head: expected 0 to %d or all, got %d", m->s.H - 1, ia->head);
     char *fresh = NULL;
     size_t fresh_len = 0;
     FILE *out = open_memstream(&fresh, &fresh_len);
