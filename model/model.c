@@ -395,12 +395,27 @@ MixerIO model_mixer_io(Model *m, int l) {
     return io;
 }
 
+// The first v with z[v] == mx (V - 1 if none, as for a NaN row): blocks of 16 compared at once,
+// then the one block that holds it element by element.
+static int first_index_of(const real *z, int V, real mx) {
+    int v0 = 0;
+    for (; v0 + 16 <= V; v0 += 16) {
+        int hit = 0;
+#pragma omp simd reduction(| : hit)
+        for (int j = 0; j < 16; j++) hit |= z[v0 + j] == mx;
+        if (hit) break;
+    }
+    while (v0 < V - 1 && !(z[v0] == mx)) v0++;
+    return v0;
+}
+
 // LM head at the counted rows, chunk by chunk: cross-entropy, accuracy and (want_grad) the
 // gradients dh_rows = dlogits wte and dwte += dlogits^T h_rows, so the [rows, V] logits never
 // exist all at once. Only positions with a loss pay for the V-wide head (exact).
 static HeadStats head_forward(Model *m, int want_grad) {
     int C = m->s.C, V = m->s.V, M = m->n_rows;
-    HeadStats st = {0, M, 0};
+    double t0 = now_seconds();
+    HeadStats st = {0, M, 0, 0};
     for (int r = 0; r < M; r++) memcpy(m->h_rows + (size_t)r * C, m->lnf + (size_t)m->rows[r] * C, sizeof(real) * C);
     real inv_M = M ? (real)1 / (real)M : 0;
     for (int r0 = 0; r0 < M; r0 += m->head_chunk) {
@@ -413,22 +428,31 @@ static HeadStats head_forward(Model *m, int want_grad) {
         for (int r = 0; r < n; r++) {
             real *z = m->logits + (size_t)r * V;
             int target = m->targets[m->rows[r0 + r]];
-            // (vectorized passes: max, first index of the max, sum of exp, gradient)
+            // vectorized passes: the max, the first index of the max, the exps with their sum (kept
+            // in place when a gradient is wanted), the gradient softmax / M - onehot / M
             real mx = z[0];
 #pragma omp simd reduction(max : mx)
             for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
-            int arg = 0;
-            while (arg < V - 1 && !(z[arg] == mx)) arg++;
+            int arg = first_index_of(z, V, mx);
             correct += arg == target;
             m->row_hit[r0 + r] = arg == target;
-            real sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int v = 0; v < V; v++) sum += vexpr(z[v] - mx);
-            real lse = mx + logr(sum);
-            m->row_loss[r0 + r] = lse - z[target];
+            real z_target = z[target], sum = 0;
             if (want_grad) {
+#pragma omp simd reduction(+ : sum)
+                for (int v = 0; v < V; v++) {
+                    real e = vexpr_nonpos(z[v] - mx);
+                    z[v] = e;
+                    sum += e;
+                }
+            } else {
+#pragma omp simd reduction(+ : sum)
+                for (int v = 0; v < V; v++) sum += vexpr_nonpos(z[v] - mx);
+            }
+            m->row_loss[r0 + r] = mx + logr(sum) - z_target;
+            if (want_grad) {
+                real scale = inv_M / sum;
 #pragma omp simd
-                for (int v = 0; v < V; v++) z[v] = vexpr(z[v] - lse) * inv_M;
+                for (int v = 0; v < V; v++) z[v] *= scale;
                 z[target] -= inv_M;
             }
         }
@@ -440,6 +464,7 @@ static HeadStats head_forward(Model *m, int want_grad) {
             matmul_gemm(1, 0, V, C, n, m->logits, V, h, C, 1, m->g_wte, C, m->precision);
         }
     }
+    st.head_s = now_seconds() - t0;
     return st;
 }
 

@@ -57,6 +57,7 @@ typedef struct {
     double loss_sum;  // sum of cross-entropies
     long n_counted;   // positions with a target
     long n_correct;   // argmax == target
+    double head_s;    // wall-clock seconds in the LM head, its gradient included when one is wanted
 } HeadStats;
 
 typedef struct Model {

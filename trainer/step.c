@@ -17,7 +17,7 @@ int train_step(Model *m, Optimizer *opt, const int32_t *inputs, const int32_t *t
     r->loss = s.n_counted ? s.loss_sum / (double)s.n_counted : 0;
     r->acc = s.n_counted ? (double)s.n_correct / (double)s.n_counted : 0;
     r->norm = grad_global_norm(m->grads, m->n_params);
-    r->fwd_s = t1 - t0, r->bwd_s = t2 - t1;
+    r->fwd_s = t1 - t0, r->bwd_s = t2 - t1, r->head_s = s.head_s;
     const FocusTerms *f = &m->focus;
     r->focus = f->on;
     r->S_recall = f->on ? f->S_recall : NAN;

@@ -15,6 +15,7 @@ typedef struct {
     double norm;                 // the gradient's global L2 norm, before clipping
     double lr;                   // the learning rate of the update
     double fwd_s, bwd_s, upd_s;  // wall-clock seconds: forward, backward, then norm + clip + update
+    double head_s;               // of fwd_s: the LM head, whose gradient the forward computes (model.c)
     // focus_penalty or answer_supervision on (model/focus.h; focus = 1): the terms added to the
     // loss above (lambda x (1 - S_recall), mu x answer_ce; 0 for a term without rows) and their parts
     // (NaN: no such row in the batch). loss stays the cross-entropy alone.
