@@ -2,7 +2,9 @@
 # Copies the logs of the finished runs of a sweep folder in another checkout (the one running
 # the sweep) into the same folder here, to be committed: config.conf, metrics.jsonl,
 # sparsity.jsonl and train.log of every run folder whose metrics.jsonl ends with the "done"
-# record. Unfinished runs and checkpoints stay where they are.
+# record, and the sweep's evaluations after the run where it has made them (after_run.done,
+# after_run.log, intervention.jsonl, intervention_<kind>.svg: a later import copies them again
+# as more are done). Unfinished runs and checkpoints stay where they are.
 #   results/import_finished_runs.sh /tmp/results-run/results/mqar_results
 set -euo pipefail
 src=${1:?usage: results/import_finished_runs.sh OTHER_CHECKOUT/results/SWEEP_FOLDER}
@@ -13,8 +15,10 @@ for run in "$src"/*/; do
     run=${run%/}
     [ -f "$run/metrics.jsonl" ] && tail -n 1 "$run/metrics.jsonl" | grep -q '"type":"done"' || continue
     mkdir -p "$dst/$(basename "$run")"
-    for f in config.conf metrics.jsonl sparsity.jsonl train.log; do
-        [ -f "$run/$f" ] && cp "$run/$f" "$dst/$(basename "$run")/"
+    for f in config.conf metrics.jsonl sparsity.jsonl train.log after_run.done after_run.log intervention.jsonl \
+        "$run"/intervention_*.svg; do
+        f=$(basename "$f")
+        if [ -f "$run/$f" ]; then cp "$run/$f" "$dst/$(basename "$run")/"; fi
     done
     n=$((n + 1))
 done
