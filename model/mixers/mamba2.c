@@ -244,8 +244,9 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     for (int r = 0; r < BT; r++)
         gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
                         t[S_G] + (size_t)r * E, a[A_RSTD] + r, 0, t[S_NRM] + (size_t)r * E);
-    memset(t[S_DNRM], 0, sizeof(real) * BT * E);
-    matmul_backward(t[S_DNRM], g[P_OUT], NULL, io->dy, t[S_NRM], p[P_OUT], BT, E, C, m->prec);
+    // dnrm = dy Wout written (no zeroing first), dWout += dy^T nrm
+    matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
+    matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
     qkv_head_rmsnorm_backward(t[S_DG], g[P_NORM], t[S_PART], t[S_DNRM], t[S_G], a[A_RSTD], p[P_NORM], BT, 1, E);
     // the gate: g = y SiLU(z); dg becomes dy (the gradient of ys + D xs) in place
 #pragma omp parallel for schedule(static)
@@ -261,8 +262,8 @@ static void mamba2_backward(const void *st, MixerIO *io) {
                 dg[c] *= z[c] * s;
             }
         }
-    // the SSD and the D skip, per (sequence, head)
-    memset(t[S_DXBC], 0, sizeof(real) * BT * XW);
+    // the SSD and the D skip, per (sequence, head): dxbc's x part is written below before the SSD
+    // adds to it, its B and C part by the heads' sums after (no zeroing first)
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
     memset(t[S_DBC], 0, sizeof(real) * BT * NH * 2 * N);
     int ns = ssd_n_states(T, m->L);
@@ -287,7 +288,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
                      a[A_ST] + (size_t)bh * ns * N * P, dy, E, dx, t[S_DDT] + row * NH + h, dbc, dbc + N, NH * 2 * N,
                      t[S_DA] + bh, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
     }
-    // B and C: the heads' sums, in order; dt through softplus
+    // B and C: the heads' sums, in order; dt through softplus; then the row through SiLU
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
         for (int j = 0; j < 2 * N; j++) {
@@ -299,17 +300,6 @@ static void mamba2_backward(const void *st, MixerIO *io) {
             real z = a[A_DTR][(size_t)r * NH + h];
             t[S_DDT][(size_t)r * NH + h] *= z > 20 ? 1 : sigmoidr(z);
         }
-    }
-    for (int h = 0; h < NH; h++) {  // sums over sequences, in order
-        real dA = 0, dD = 0, A = -expr(p[P_A_LOG][h]);
-        for (int b = 0; b < B; b++) dA += t[S_DA][b * NH + h], dD += t[S_DD][b * NH + h];
-        g[P_A_LOG][h] += dA * A;  // dA/dA_log = A
-        g[P_D][h] += dD;
-    }
-    colsum_accumulate(g[P_DT_B], t[S_DDT], BT, NH);
-    // SiLU, the conv, in_proj
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
         const real *cv = a[A_CONV] + (size_t)r * XW;
         real *d = t[S_DXBC] + (size_t)r * XW;
 #pragma omp simd
@@ -318,8 +308,15 @@ static void mamba2_backward(const void *st, MixerIO *io) {
             d[i] *= s * (1 + cv[i] * (1 - s));
         }
     }
-    memset(t[S_DXBCP], 0, sizeof(real) * BT * XW);
-    short_conv_backward(t[S_DXBCP], g[P_CONV_W], g[P_CONV_B], t[S_DXBC], a[A_XBCP], p[P_CONV_W], B, T, XW, M2_CONV);
+    for (int h = 0; h < NH; h++) {  // sums over sequences, in order
+        real dA = 0, dD = 0, A = -expr(p[P_A_LOG][h]);
+        for (int b = 0; b < B; b++) dA += t[S_DA][b * NH + h], dD += t[S_DD][b * NH + h];
+        g[P_A_LOG][h] += dA * A;  // dA/dA_log = A
+        g[P_D][h] += dD;
+    }
+    colsum_accumulate(g[P_DT_B], t[S_DDT], BT, NH);
+    // the conv, in_proj
+    short_conv_backward_set(t[S_DXBCP], g[P_CONV_W], g[P_CONV_B], t[S_DXBC], a[A_XBCP], p[P_CONV_W], B, T, XW, M2_CONV);
     const real *W = p[P_IN];
     real *dW = g[P_IN];
     matmul_backward(io->dx, dW, NULL, t[S_DZ], io->x, W, BT, C, E, m->prec);
