@@ -210,6 +210,14 @@ void theory_score_moments(const real *q, const real *k, int T, int K, double *be
 }
 
 void theory_linear_rows(const real *q, const real *k, int T, int K, double *out) {
+    if ((double)(T + 1) / 2 < (double)K) {  // the scores' moments: mean q.mu, variance q' Sigma q
+        double *mu = mallocCheck(sizeof(double) * T), *var = mallocCheck(sizeof(double) * T);
+        theory_score_moments(q, k, T, K, mu, var);
+        for (int i = 0; i < T; i++) out[i] = mu[i] != 0 ? 1 / sqrt(1 + var[i] / (mu[i] * mu[i])) : NAN;
+        free(mu);
+        free(var);
+        return;
+    }
     double *mean = callocCheck((size_t)K, sizeof(double));
     double *m2 = callocCheck((size_t)K * K, sizeof(double));  // co-moment matrix of the prefix
     double *delta = mallocCheck(sizeof(double) * K);

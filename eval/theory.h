@@ -42,4 +42,7 @@ void theory_score_moments(const real *q, const real *k, int T, int K, double *be
 // Non-negative linear attention (a consistency check, not a prediction): mu, Sigma = mean and
 // population covariance of phi(k_j) over the prefix, out_i = 1/sqrt(1 + q_i' Sigma q_i / (q_i' mu)^2),
 // which equals the measured S of a_ij = phi(q_i).phi(k_j) / sum_l exactly; NAN where q_i' mu = 0.
+// q_i' mu and q_i' Sigma q_i are also the mean and variance of the row's scores q_i.k_j, so it
+// takes whichever form costs less: the prefix covariance, T K^2 (long rows of few features), or
+// the scores' moments, T^2 K / 2 (Based's 273 features on 64 tokens: 8x fewer operations).
 void theory_linear_rows(const real *q, const real *k, int T, int K, double *out);

@@ -215,13 +215,14 @@ TEST(theory_score_moments_match_direct_prefix_statistics) {
 }
 
 // For non-negative linear attention a_ij = phi(q_i).phi(k_j) / sum_l phi(q_i).phi(k_l), the
-// prefix form is an identity (a consistency check): it equals the measured S of every row.
-TEST(linear_check_is_exact_for_positive_features) {
-    enum { T = 40, K = 6 };
-    real q[T * K], k[T * K], a[T];
-    double pred[T];
+// prefix form is an identity (a consistency check): it equals the measured S of every row, in
+// both of its forms: the prefix covariance (T = 40 rows of K = 6) and the scores' moments (T = 12
+// of K = 30, more features than half the rows).
+static void check_linear_rows_exact(int T, int K, uint64_t seed) {
+    real *q = malloc(sizeof(real) * T * K), *k = malloc(sizeof(real) * T * K), *a = malloc(sizeof(real) * T);
+    double *pred = malloc(sizeof(double) * T);
     Rng rng;
-    rng_seed(&rng, 11);
+    rng_seed(&rng, seed);
     for (int i = 0; i < T * K; i++) q[i] = (real)exp(rng_normal(&rng)), k[i] = (real)exp(rng_normal(&rng));
     theory_linear_rows(q, k, T, K, pred);
     for (int i = 0; i < T; i++) {
@@ -237,6 +238,12 @@ TEST(linear_check_is_exact_for_positive_features) {
         CHECK(sparsity_row(a, i + 1, &st));
         CHECK_CLOSE(pred[i], st.S, 1e-12);
     }
+    free(q), free(k), free(a), free(pred);
+}
+
+TEST(linear_check_is_exact_for_positive_features) {
+    check_linear_rows_exact(40, 6, 11);   // T K^2: the prefix covariance
+    check_linear_rows_exact(12, 30, 12);  // T^2 K / 2: the scores' moments
 }
 
 // --- where the weight lands ----------------------------------------------------------------------
