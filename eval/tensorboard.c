@@ -7,7 +7,9 @@
 #include "core/io.h"
 #include "eval/derived.h"
 
-static const char *const g_train_fields[] = {"loss", "acc", "lr", "grad_norm", "tok_per_s"};
+// (the last four only in a run with focus_penalty or answer_supervision: model/focus.h)
+static const char *const g_train_fields[] = {
+    "loss", "acc", "lr", "grad_norm", "tok_per_s", "focus_penalty", "answer_supervision", "S_recall", "answer_ce"};
 
 static int emit(const char *tag, double v, TbScalarFn fn, void *ctx) {
     if (!isfinite(v)) return 0;  // null or absent in the record: nothing to draw

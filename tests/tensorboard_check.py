@@ -9,7 +9,9 @@ sparsity.jsonl hold: the same tags, and for each tag the same steps in the same 
 same value, bit for bit as float32. The mapping from records to tags is written here again, on
 purpose, from the documentation rather than from eval/tensorboard.c:
 
-    train     train/loss, train/acc, train/lr, train/grad_norm, train/tok_per_s
+    train     train/loss, train/acc, train/lr, train/grad_norm, train/tok_per_s; in a run with
+              the training-time terms also train/focus_penalty, train/answer_supervision,
+              train/S_recall, train/answer_ce
     eval      val/loss, val/acc, val/acc_kv<K>_L<L>; with "split":"test" (the test set, read
               once at the end) test/loss, test/acc, test/acc_kv<K>_L<L>
     sparsity  sparsity/L<l>_H<h>/S_recall, sparsity/L<l>_H<h>/answer_share
@@ -61,7 +63,8 @@ def expected_scalars(run_dir):
         if r.get("options"):
             continue
         if r.get("type") == "train":
-            for k in ("loss", "acc", "lr", "grad_norm", "tok_per_s"):
+            for k in ("loss", "acc", "lr", "grad_norm", "tok_per_s", "focus_penalty",
+                      "answer_supervision", "S_recall", "answer_ce"):
                 add("train/" + k, r["step"], r.get(k))
         elif r.get("type") == "eval":
             split = "test" if r.get("split") == "test" else "val"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # TensorBoard's own reader on the trainer's event files (.ci/run; docs/outputs.md#tensorboard):
 # TensorBoard goes into a virtual environment of its own (build/tb-venv, made once), a tiny MQAR
-# mixture with a short convolution trains with tensorboard = true, is stopped at step 8, loses that
+# mixture with a short convolution and both training-time terms trains with tensorboard = true, is stopped at step 8, loses that
 # checkpoint (as a kill before the save would) and resumes from step 5, redoing steps 6-8; then
 # tests/tensorboard_check.py compares what TensorBoard's EventAccumulator returns with the run's
 # metrics.jsonl and sparsity.jsonl: every tag, step and value. Run from the repository root after
@@ -19,7 +19,8 @@ run=build/tb-run
 rm -rf $run
 tiny=(mixer=softmax mlp=false vocab_size=64 seq_len=32 mqar_cells=4x32,2x16 mqar_train_examples=512
       mqar_test_examples=64 d_model=16 n_head=2 batch_size=16 lr=3e-3 short_conv=2 log_every=1
-      eval_every=3 sparsity_every=3 save_every=5 steps=12 threads=1 tensorboard=true out_dir=$run)
+      eval_every=3 sparsity_every=3 save_every=5 steps=12 threads=1 tensorboard=true out_dir=$run
+      focus_penalty=0.5 answer_supervision=0.5)
 ./train /dev/null "${tiny[@]}" stop_at_step=8 > $run.log
 rm $run/ckpt_00000008.safetensors $run/latest
 ./train /dev/null "${tiny[@]}" >> $run.log

@@ -43,8 +43,10 @@ static int expect(const RunlogRecord *r, void *ctx) {
     char tag[96];
     if (*r->options) return 0;
     if (r->type == RUNLOG_TRAIN) {
-        const char *f[] = {"loss", "acc", "lr", "grad_norm", "tok_per_s"};
-        for (int i = 0; i < 5; i++) {
+        const char *f[] = {
+            "loss",     "acc",      "lr", "grad_norm", "tok_per_s", "focus_penalty", "answer_supervision",
+            "S_recall", "answer_ce"};
+        for (int i = 0; i < 9; i++) {
             snprintf(tag, sizeof tag, "train/%s", f[i]);
             point(l, tag, r->step, runlog_num(r, f[i]));
         }
@@ -82,6 +84,12 @@ static int has(const Points *l, const char *tag, long step) {
     return 0;
 }
 
+static int has_any_step(const Points *l, const char *tag) {
+    for (long i = 0; i < l->n; i++)
+        if (!strcmp(l->p[i].tag, tag)) return 1;
+    return 0;
+}
+
 static int count_event_files(const char *dir) {
     DIR *d = opendir(dir);
     int n = 0;
@@ -97,7 +105,9 @@ static int count_event_files(const char *dir) {
     "eval_every=3 sparsity_every=3 save_every=5 steps=12 threads=1 tensorboard=true out_dir=%s"
 
 TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
-    const char *conf = test_write_file("tb.conf", "mixer = softmax\nmlp = false\n");
+    // with both training-time terms on, so the train records carry their four fields too
+    const char *conf =
+        test_write_file("tb.conf", "mixer = softmax\nmlp = false\nfocus_penalty = 0.5\nanswer_supervision = 0.5\n");
     char dir[512], out[8192], p[700];
     snprintf(dir, sizeof dir, "%s/tb", test_tmpdir());
     // stopped at step 8 (a checkpoint there), which is then lost: the resume from step 5 redoes
@@ -119,8 +129,9 @@ TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
     CHECK(runlog_each(p, expect, &want) == 0);
     CHECK(has(&want, "train/loss", 1) && has(&want, "train/tok_per_s", 12) && has(&want, "val/acc_kv4_L32", 0) &&
               has(&want, "val/acc_kv2_L16", 12) && has(&want, "sparsity/L1_H1/S_recall", 9) &&
-              has(&want, "sparsity/L0_H0/answer_share", 12) && has(&want, "test/acc_kv4_L32", 12) &&
-              has(&want, "sparsity_test/L1_H1/S_recall", 12),
+              has(&want, "sparsity/L0_H0/answer_share", 12) && has_any_step(&want, "test/acc_kv4_L32") &&
+              has_any_step(&want, "sparsity_test/L1_H1/S_recall") && has(&want, "train/focus_penalty", 1) &&
+              has(&want, "train/answer_ce", 12),
           "the run log lacks a scalar the test expects");
 
     char err[512] = "";
