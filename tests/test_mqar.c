@@ -339,3 +339,17 @@ TEST(mqar_validation_with_nothing_left_exits_2) {
               strchr(out, '\n') == strrchr(out, '\n'),
           "exit %d: %s", st, out);
 }
+
+// The same for one cell of a mixture (its 1-pair, 4-token sequences are few and all drawn in
+// training) while the other keeps its validation sequences: exit 2, naming the key and the cell.
+TEST(mqar_validation_cell_with_nothing_left_exits_2) {
+    const char *conf = test_write_file("cellseen.conf",
+                                       "vocab_size = 20\nseq_len = 16\nmqar_cells = 1x4,2x16\n"
+                                       "mqar_train_examples = 6000\nmqar_val_examples = 20\nmqar_test_examples = 20\n"
+                                       "d_model = 8\nsteps = 1\n");
+    char out[2048];
+    int st = test_run(out, sizeof out, "./train %s out_dir=%s/cellseen_run 2>&1", conf, test_tmpdir());
+    CHECK(st == 2 && strstr(out, "cellseen.conf:5: mqar_val_examples: every validation sequence of cell 1x4 also occurs") &&
+              strchr(out, '\n') == strrchr(out, '\n'),
+          "exit %d: %s", st, out);
+}
