@@ -193,18 +193,33 @@ static real *conv_taps(const real *w, int C, int K) {
     return wt;
 }
 
+// Output channels CONV_BLOCK at a time, each block's sum held in registers over the taps and
+// stored once (a row summed tap by tap in memory took twice as long: 3.3 against 1.7 ms for the
+// zoology cell's 192 channels of 32768 rows at 1 thread); the channels past the last whole block
+// one at a time. Every output adds the same terms in the same order (bias, then the taps).
+#define CONV_BLOCK 16
+
 void short_conv_forward(real *out, const real *inp, const real *w, const real *bias, int B, int T, int C, int K) {
     real *wt = conv_taps(w, C, K);
 #pragma omp parallel for schedule(static)
     for (int bt = 0; bt < B * T; bt++) {
         int t = bt % T;
+        int k0 = K - 1 - t > 0 ? K - 1 - t : 0;  // the first tap with an input: inp[t - back], back = K-1-k <= t
         real *o = out + (size_t)bt * C;
-        for (int c = 0; c < C; c++) o[c] = bias ? bias[c] : 0;
-        for (int k = 0; k < K; k++) {
-            int back = K - 1 - k;  // inp[t - back] meets w[:, k]
-            if (back > t) continue;
-            const real *x = inp + (size_t)(bt - back) * C, *wk = wt + (size_t)k * C;
-            for (int c = 0; c < C; c++) o[c] += wk[c] * x[c];
+        int c0 = 0;
+        for (; c0 + CONV_BLOCK <= C; c0 += CONV_BLOCK) {  // (a constant width, so it vectorises)
+            real acc[CONV_BLOCK];
+            for (int c = 0; c < CONV_BLOCK; c++) acc[c] = bias ? bias[c0 + c] : 0;
+            for (int k = k0; k < K; k++) {
+                const real *x = inp + (size_t)(bt - (K - 1 - k)) * C + c0, *wk = wt + (size_t)k * C + c0;
+                for (int c = 0; c < CONV_BLOCK; c++) acc[c] += wk[c] * x[c];
+            }
+            for (int c = 0; c < CONV_BLOCK; c++) o[c0 + c] = acc[c];
+        }
+        for (int c = c0; c < C; c++) {  // the tail, channel by channel in the same order
+            real a = bias ? bias[c] : 0;
+            for (int k = k0; k < K; k++) a += wt[(size_t)k * C + c] * inp[(size_t)(bt - (K - 1 - k)) * C + c];
+            o[c] = a;
         }
     }
     free(wt);
