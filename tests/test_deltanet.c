@@ -12,65 +12,12 @@
 #include "core/io.h"
 #include "model/mixers/delta_chunk.h"
 #include "model/mixers/delta_naive.h"
+#include "tests/delta_kern.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
 // ---------------------------------------------------------------------------------------------
 // The kernel on one head.
-
-typedef struct {
-    int T, D, L;
-    real *Q, *K, *V, *beta, *O, *R, *states, *work;
-} Kern;
-
-// q, k unit vectors (q then scaled by D^-1/2, as the layer passes them), v, R ~ N(0, 1),
-// beta uniform in (0, 1).
-static void kern_alloc(Kern *s, int T, int D, int L, Rng *rng) {
-    *s = (Kern){T, D, L, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    size_t n = (size_t)T * D;
-    s->Q = mallocCheck(sizeof(real) * n), s->K = mallocCheck(sizeof(real) * n);
-    s->V = mallocCheck(sizeof(real) * n), s->O = mallocCheck(sizeof(real) * n), s->R = mallocCheck(sizeof(real) * n);
-    s->beta = mallocCheck(sizeof(real) * T);
-    s->states = mallocCheck(sizeof(real) * (size_t)delta_n_states(T, L) * D * D);
-    s->work = mallocCheck(sizeof(real) * delta_chunk_work(D, L));
-    fill_normal(s->Q, n, rng, 1), fill_normal(s->K, n, rng, 1);
-    fill_normal(s->V, n, rng, 1), fill_normal(s->R, n, rng, 1);
-    for (int t = 0; t < T; t++) {
-        double nq = 0, nk = 0;
-        for (int d = 0; d < D; d++) nq += s->Q[t * D + d] * s->Q[t * D + d], nk += s->K[t * D + d] * s->K[t * D + d];
-        for (int d = 0; d < D; d++) s->Q[t * D + d] /= (real)(sqrt(nq) * sqrt(D)), s->K[t * D + d] /= (real)sqrt(nk);
-        s->beta[t] = (real)rng_uniform(rng);
-    }
-}
-
-static void kern_free(Kern *s) {
-    free(s->Q), free(s->K), free(s->V), free(s->O), free(s->R), free(s->beta), free(s->states), free(s->work);
-}
-
-static double kern_loss(void *ctx) {
-    Kern *s = ctx;
-    int D = s->D;
-    delta_chunk_forward(s->T, D, s->L, s->Q, D, s->K, D, s->V, D, s->beta, 1, s->O, D, s->states, s->work);
-    double l = 0;
-    for (int i = 0; i < s->T * D; i++) l += (double)s->O[i] * s->R[i];
-    return l;
-}
-
-// dQ, dK, dV [T, D] each, then dbeta [T], of sum(O * R), in one array.
-static real *kern_grads(Kern *s) {
-    int T = s->T, D = s->D;
-    real *d = callocCheck((size_t)T * (3 * D + 1), sizeof(real));
-    kern_loss(s);
-    delta_chunk_backward(T, D, s->L, s->Q, D, s->K, D, s->V, D, s->beta, 1, s->states, s->R, D, d, d + T * D,
-                         d + 2 * T * D, d + 3 * T * D, s->work);
-    return d;
-}
-
-static double *to_double(const real *x, size_t n) {
-    double *y = mallocCheck(sizeof(double) * n);
-    for (size_t i = 0; i < n; i++) y[i] = x[i];
-    return y;
-}
 
 TEST(deltanet_chunked_form_matches_recurrence) {
     const int lengths[] = {1, 5, 17, 63, 64, 65, 150};
@@ -81,18 +28,18 @@ TEST(deltanet_chunked_form_matches_recurrence) {
     for (int li = 0; li < 7; li++)
         for (int ci = 0; ci < 4; ci++) {
             int T = lengths[li], D = 4;
-            Kern a;
-            kern_alloc(&a, T, D, chunks[ci], &rng);
-            real *da = kern_grads(&a);
+            DeltaKern a;
+            dkern_alloc(&a, T, D, chunks[ci], -1, &rng);
+            real *da = dkern_grads(&a);
             // the same inputs in one chunk of the whole length: the backward's reference
-            Kern b = a;
+            DeltaKern b = a;
             b.L = T;
             b.O = mallocCheck(sizeof(real) * T * D);
             b.states = mallocCheck(sizeof(real) * D * D);
             b.work = mallocCheck(sizeof(real) * delta_chunk_work(D, T));
-            real *db = kern_grads(&b);
-            double *q = to_double(a.Q, (size_t)T * D), *k = to_double(a.K, (size_t)T * D);
-            double *v = to_double(a.V, (size_t)T * D), *beta = to_double(a.beta, T);
+            real *db = dkern_grads(&b);
+            double *q = dkern_to_double(a.Q, (size_t)T * D), *k = dkern_to_double(a.K, (size_t)T * D);
+            double *v = dkern_to_double(a.V, (size_t)T * D), *beta = dkern_to_double(a.beta, T);
             double *o = mallocCheck(sizeof(double) * T * D);
             delta_rule_naive(T, D, D, q, k, v, beta, o);
             for (int i = 0; i < T * D; i++) {
@@ -105,7 +52,7 @@ TEST(deltanet_chunked_form_matches_recurrence) {
             }
             free(q), free(k), free(v), free(beta), free(o), free(da), free(db);
             free(b.O), free(b.states), free(b.work);
-            kern_free(&a);
+            dkern_free(&a);
         }
     printf("chunked vs recurrence: max |o diff| %.3g, chunked vs one-chunk gradients %.3g\n", worst_o, worst_g);
 }
@@ -116,15 +63,15 @@ TEST(deltanet_chunk_backward_matches_finite_differences) {
     Rng rng;
     rng_seed(&rng, 61);
     int T = 17, D = 3;
-    Kern s;
-    kern_alloc(&s, T, D, 4, &rng);
-    real *d = kern_grads(&s);
-    check_grad("dQ", kern_loss, &s, s.Q, d, (size_t)T * D, 1e-6, 1e-8, 1e-10);
-    check_grad("dK", kern_loss, &s, s.K, d + T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
-    check_grad("dV", kern_loss, &s, s.V, d + 2 * T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
-    check_grad("dbeta", kern_loss, &s, s.beta, d + 3 * T * D, (size_t)T, 1e-6, 1e-8, 1e-10);
+    DeltaKern s;
+    dkern_alloc(&s, T, D, 4, -1, &rng);
+    real *d = dkern_grads(&s);
+    check_grad("dQ", dkern_loss, &s, s.Q, d, (size_t)T * D, 1e-6, 1e-8, 1e-10);
+    check_grad("dK", dkern_loss, &s, s.K, d + T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
+    check_grad("dV", dkern_loss, &s, s.V, d + 2 * T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
+    check_grad("dbeta", dkern_loss, &s, s.beta, d + 3 * T * D, (size_t)T, 1e-6, 1e-8, 1e-10);
     free(d);
-    kern_free(&s);
+    dkern_free(&s);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,73 +15,18 @@
 #include "core/io.h"
 #include "model/mixers/delta_chunk.h"
 #include "model/mixers/delta_naive.h"
+#include "tests/delta_kern.h"
 #include "tests/gradcheck.h"
 #include "tests/test.h"
 
 // ---------------------------------------------------------------------------------------------
 // The kernel on one head.
 
-typedef struct {
-    int T, D, L;
-    real *Q, *K, *V, *beta, *g, *O, *R, *states, *work;
-} Kern;
-
-// q, k unit vectors (q then scaled by D^-1/2, as the layer passes them), v, R ~ N(0, 1), beta
-// uniform in (0, 1), g uniform in (-gmax, 0) (alpha = exp(g) down to exp(-gmax)).
-static void kern_alloc(Kern *s, int T, int D, int L, double gmax, Rng *rng) {
-    *s = (Kern){T, D, L, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    size_t n = (size_t)T * D;
-    s->Q = mallocCheck(sizeof(real) * n), s->K = mallocCheck(sizeof(real) * n);
-    s->V = mallocCheck(sizeof(real) * n), s->O = mallocCheck(sizeof(real) * n), s->R = mallocCheck(sizeof(real) * n);
-    s->beta = mallocCheck(sizeof(real) * T), s->g = mallocCheck(sizeof(real) * T);
-    s->states = mallocCheck(sizeof(real) * (size_t)delta_n_states(T, L) * D * D);
-    s->work = mallocCheck(sizeof(real) * delta_chunk_work(D, L));
-    fill_normal(s->Q, n, rng, 1), fill_normal(s->K, n, rng, 1);
-    fill_normal(s->V, n, rng, 1), fill_normal(s->R, n, rng, 1);
-    for (int t = 0; t < T; t++) {
-        double nq = 0, nk = 0;
-        for (int d = 0; d < D; d++) nq += s->Q[t * D + d] * s->Q[t * D + d], nk += s->K[t * D + d] * s->K[t * D + d];
-        for (int d = 0; d < D; d++) s->Q[t * D + d] /= (real)(sqrt(nq) * sqrt(D)), s->K[t * D + d] /= (real)sqrt(nk);
-        s->beta[t] = (real)rng_uniform(rng);
-        s->g[t] = (real)(-gmax * rng_uniform(rng));
-    }
-}
-
-static void kern_free(Kern *s) {
-    free(s->Q), free(s->K), free(s->V), free(s->O), free(s->R), free(s->beta), free(s->g), free(s->states);
-    free(s->work);
-}
-
-static double kern_loss(void *ctx) {
-    Kern *s = ctx;
-    int D = s->D;
-    gdelta_chunk_forward(s->T, D, s->L, s->Q, D, s->K, D, s->V, D, s->beta, 1, s->g, 1, s->O, D, s->states, s->work);
-    double l = 0;
-    for (int i = 0; i < s->T * D; i++) l += (double)s->O[i] * s->R[i];
-    return l;
-}
-
-// dQ, dK, dV [T, D] each, then dbeta [T], dg [T], of sum(O * R), in one array.
-static real *kern_grads(Kern *s) {
-    int T = s->T, D = s->D;
-    real *d = callocCheck((size_t)T * (3 * D + 2), sizeof(real));
-    kern_loss(s);
-    gdelta_chunk_backward(T, D, s->L, s->Q, D, s->K, D, s->V, D, s->beta, 1, s->g, 1, s->states, s->R, D, d, d + T * D,
-                          d + 2 * T * D, d + 3 * T * D, d + 3 * T * D + T, s->work);
-    return d;
-}
-
-static double *to_double(const real *x, size_t n) {
-    double *y = mallocCheck(sizeof(double) * n);
-    for (size_t i = 0; i < n; i++) y[i] = x[i];
-    return y;
-}
-
 // Max |O - the fp64 recurrence| over the kernel's last forward.
-static double vs_recurrence(const Kern *a) {
+static double vs_recurrence(const DeltaKern *a) {
     int T = a->T, D = a->D;
-    double *q = to_double(a->Q, (size_t)T * D), *k = to_double(a->K, (size_t)T * D);
-    double *v = to_double(a->V, (size_t)T * D), *beta = to_double(a->beta, T), *g = to_double(a->g, T);
+    double *q = dkern_to_double(a->Q, (size_t)T * D), *k = dkern_to_double(a->K, (size_t)T * D);
+    double *v = dkern_to_double(a->V, (size_t)T * D), *beta = dkern_to_double(a->beta, T), *g = dkern_to_double(a->g, T);
     double *o = mallocCheck(sizeof(double) * T * D), worst = 0;
     gated_delta_rule_naive(T, D, D, q, k, v, beta, g, o);
     for (int i = 0; i < T * D; i++) {
@@ -101,23 +46,23 @@ TEST(gated_deltanet_chunked_form_matches_recurrence) {
     for (int li = 0; li < 7; li++)
         for (int ci = 0; ci < 4; ci++) {
             int T = lengths[li], D = 4;
-            Kern a;
-            kern_alloc(&a, T, D, chunks[ci], 1, &rng);
-            real *da = kern_grads(&a);
+            DeltaKern a;
+            dkern_alloc(&a, T, D, chunks[ci], 1, &rng);
+            real *da = dkern_grads(&a);
             worst_o = fmax(worst_o, vs_recurrence(&a));
             // the same inputs in one chunk of the whole length: the backward's reference
-            Kern b = a;
+            DeltaKern b = a;
             b.L = T;
             b.O = mallocCheck(sizeof(real) * T * D);
             b.states = mallocCheck(sizeof(real) * D * D);
             b.work = mallocCheck(sizeof(real) * delta_chunk_work(D, T));
-            real *db = kern_grads(&b);
+            real *db = dkern_grads(&b);
             for (int i = 0; i < T * (3 * D + 2); i++) {
                 CHECK_CLOSE(da[i], db[i], 1e-11);
                 worst_g = fmax(worst_g, fabs(da[i] - db[i]));
             }
             free(da), free(db), free(b.O), free(b.states), free(b.work);
-            kern_free(&a);
+            dkern_free(&a);
         }
     printf("gated chunked vs recurrence: max |o diff| %.3g, chunked vs one-chunk gradients %.3g\n", worst_o, worst_g);
 }
@@ -128,16 +73,16 @@ TEST(gated_deltanet_chunk_backward_matches_finite_differences) {
     Rng rng;
     rng_seed(&rng, 161);
     int T = 17, D = 3;
-    Kern s;
-    kern_alloc(&s, T, D, 4, 1, &rng);
-    real *d = kern_grads(&s);
-    check_grad("dQ", kern_loss, &s, s.Q, d, (size_t)T * D, 1e-6, 1e-8, 1e-10);
-    check_grad("dK", kern_loss, &s, s.K, d + T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
-    check_grad("dV", kern_loss, &s, s.V, d + 2 * T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
-    check_grad("dbeta", kern_loss, &s, s.beta, d + 3 * T * D, (size_t)T, 1e-6, 1e-8, 1e-10);
-    check_grad("dg", kern_loss, &s, s.g, d + 3 * T * D + T, (size_t)T, 1e-6, 1e-8, 1e-10);
+    DeltaKern s;
+    dkern_alloc(&s, T, D, 4, 1, &rng);
+    real *d = dkern_grads(&s);
+    check_grad("dQ", dkern_loss, &s, s.Q, d, (size_t)T * D, 1e-6, 1e-8, 1e-10);
+    check_grad("dK", dkern_loss, &s, s.K, d + T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
+    check_grad("dV", dkern_loss, &s, s.V, d + 2 * T * D, (size_t)T * D, 1e-6, 1e-8, 1e-10);
+    check_grad("dbeta", dkern_loss, &s, s.beta, d + 3 * T * D, (size_t)T, 1e-6, 1e-8, 1e-10);
+    check_grad("dg", dkern_loss, &s, s.g, d + 3 * T * D + T, (size_t)T, 1e-6, 1e-8, 1e-10);
     free(d);
-    kern_free(&s);
+    dkern_free(&s);
 }
 
 // The decays are segment sums from each chunk's start and every exponent is <= 0: strong decays
@@ -149,14 +94,14 @@ TEST(gated_deltanet_no_overflow_at_any_length) {
     rng_seed(&rng, 162);
     const int chunks[] = {64, 600};
     for (int ci = 0; ci < 2; ci++) {
-        Kern a;
-        kern_alloc(&a, 600, 4, chunks[ci], 40, &rng);
-        real *d = kern_grads(&a);
+        DeltaKern a;
+        dkern_alloc(&a, 600, 4, chunks[ci], 40, &rng);
+        real *d = dkern_grads(&a);
         double worst = vs_recurrence(&a);
         for (int i = 0; i < 600 * (3 * 4 + 2); i++) CHECK(isfinite(d[i]), "gradient %d is %g", i, (double)d[i]);
         printf("g down to -40, T 600, chunk %d: max |o diff| %.3g\n", chunks[ci], worst);
         free(d);
-        kern_free(&a);
+        dkern_free(&a);
     }
 }
 
