@@ -149,7 +149,8 @@ TEST(cells_accuracy_is_the_mean_over_cells) {
     memset(&v, 0, sizeof v);
     v.n_cells = 2;
     v.cells[0] = (MqarCell){4, 64}, v.cells[1] = (MqarCell){16, 256};
-    HeadStats a = {1.0, 4, 3}, b = {8.0, 16, 2};  // loss sum, counted, correct: 3/4 and 2/16
+    HeadStats a = {.loss_sum = 1.0, .n_counted = 4, .n_correct = 3},
+              b = {.loss_sum = 8.0, .n_counted = 16, .n_correct = 2};  // 3/4 and 2/16 correct
     val_stats_add(&v, 0, &a);
     val_stats_add(&v, 1, &b);
     CHECK_CLOSE(val_acc(&v), (0.75 + 0.125) / 2, 1e-15);
