@@ -429,7 +429,8 @@ static HeadStats head_forward(Model *m, int want_grad) {
             real *z = m->logits + (size_t)r * V;
             int target = m->targets[m->rows[r0 + r]];
             // vectorized passes: the max, the first index of the max, the exps with their sum (kept
-            // in place when a gradient is wanted), the gradient softmax / M - onehot / M
+            // in place when a gradient is wanted), the gradient softmax / M - onehot / M. (vexpr, not
+            // vexpr_nonpos: a NaN logit must stay NaN, so that the loss says so.)
             real mx = z[0];
 #pragma omp simd reduction(max : mx)
             for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
@@ -440,13 +441,13 @@ static HeadStats head_forward(Model *m, int want_grad) {
             if (want_grad) {
 #pragma omp simd reduction(+ : sum)
                 for (int v = 0; v < V; v++) {
-                    real e = vexpr_nonpos(z[v] - mx);
+                    real e = vexpr(z[v] - mx);
                     z[v] = e;
                     sum += e;
                 }
             } else {
 #pragma omp simd reduction(+ : sum)
-                for (int v = 0; v < V; v++) sum += vexpr_nonpos(z[v] - mx);
+                for (int v = 0; v < V; v++) sum += vexpr(z[v] - mx);
             }
             m->row_loss[r0 + r] = mx + logr(sum) - z_target;
             if (want_grad) {
