@@ -328,28 +328,30 @@ TEST(mqar_validation_is_disjoint_from_train_and_test_by_hash) {
     config_free(&c);
 }
 
+// ./train on the config `text` (written to `name`.conf) refuses in one line holding `message`, exit 2.
+static void check_train_refuses(const char *name, const char *text, const char *message) {
+    char file[64];
+    snprintf(file, sizeof file, "%s.conf", name);
+    const char *conf = test_write_file(file, text);
+    char out[2048];
+    int st = test_run(out, sizeof out, "./train %s out_dir=%s/%s_run 2>&1", conf, test_tmpdir(), name);
+    CHECK(st == 2 && strstr(out, message) && strchr(out, '\n') == strrchr(out, '\n'), "exit %d: %s", st, out);
+}
+
 // A cell where every validation sequence is also a training one: exit 2, naming the key.
 TEST(mqar_validation_with_nothing_left_exits_2) {
-    const char *conf = test_write_file("allseen.conf",
-                                       "vocab_size = 8\nseq_len = 4\nmqar_kv_pairs = 1\nmqar_train_examples = 3000\n"
-                                       "mqar_val_examples = 20\nmqar_test_examples = 20\nd_model = 8\nsteps = 1\n");
-    char out[2048];
-    int st = test_run(out, sizeof out, "./train %s out_dir=%s/allseen_run 2>&1", conf, test_tmpdir());
-    CHECK(st == 2 && strstr(out, "mqar_val_examples: all 20 validation sequences also occur in train or test") &&
-              strchr(out, '\n') == strrchr(out, '\n'),
-          "exit %d: %s", st, out);
+    check_train_refuses("allseen",
+                        "vocab_size = 8\nseq_len = 4\nmqar_kv_pairs = 1\nmqar_train_examples = 3000\n"
+                        "mqar_val_examples = 20\nmqar_test_examples = 20\nd_model = 8\nsteps = 1\n",
+                        "mqar_val_examples: all 20 validation sequences also occur in train or test");
 }
 
 // The same for one cell of a mixture (its 1-pair, 4-token sequences are few and all drawn in
-// training) while the other keeps its validation sequences: exit 2, naming the key and the cell.
+// training) while the other keeps its validation sequences: exit 2, naming the key's line and the
+// cell.
 TEST(mqar_validation_cell_with_nothing_left_exits_2) {
-    const char *conf = test_write_file("cellseen.conf",
-                                       "vocab_size = 20\nseq_len = 16\nmqar_cells = 1x4,2x16\n"
-                                       "mqar_train_examples = 6000\nmqar_val_examples = 20\nmqar_test_examples = 20\n"
-                                       "d_model = 8\nsteps = 1\n");
-    char out[2048];
-    int st = test_run(out, sizeof out, "./train %s out_dir=%s/cellseen_run 2>&1", conf, test_tmpdir());
-    CHECK(st == 2 && strstr(out, "cellseen.conf:5: mqar_val_examples: every validation sequence of cell 1x4 also occurs") &&
-              strchr(out, '\n') == strrchr(out, '\n'),
-          "exit %d: %s", st, out);
+    check_train_refuses("cellseen",
+                        "vocab_size = 20\nseq_len = 16\nmqar_cells = 1x4,2x16\nmqar_train_examples = 6000\n"
+                        "mqar_val_examples = 20\nmqar_test_examples = 20\nd_model = 8\nsteps = 1\n",
+                        "cellseen.conf:5: mqar_val_examples: every validation sequence of cell 1x4 also occurs");
 }
