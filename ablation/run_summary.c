@@ -355,6 +355,7 @@ void run_summary_read(const char *dir, RunSummary *r) {
     for (int c = 0; c < SUMMARY_MAX_CELLS; c++) r->cell_acc[c] = r->cell_S_recall[c] = NAN;
     r->steps_to_target = -1;
     r->S_step = -1;
+    run_interventions_read(dir, &r->iv);
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     MetricsScan m = {.r = r, .cells_at_best = -1};
@@ -381,6 +382,7 @@ void run_summary_free(RunSummary *r) {
     free(r->curve_S);
     free(r->curve_recall);
     free(r->layer_last);
+    run_interventions_free(&r->iv);
     memset(r, 0, sizeof *r);
 }
 

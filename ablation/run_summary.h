@@ -1,6 +1,7 @@
-// What a sweep point's run folder says (docs/sweeps.md#the-summary): its status, metrics.jsonl
-// and sparsity.jsonl, read into a RunSummary for the sweep's summary (summary.h) and selection.
+// What a sweep point's run folder says (docs/sweeps.md#the-summary): its status, metrics.jsonl,
+// sparsity.jsonl and intervention.jsonl, read into a RunSummary for the sweep's summary (summary.h) and selection.
 #pragma once
+#include "ablation/run_interventions.h"
 #include "eval/derived.h"
 
 #define SUMMARY_TARGET_ACC DERIVED_TARGET_ACC  // eval/derived.h
@@ -67,6 +68,7 @@ typedef struct {
     RecallAt *layer_last;  // [n_layers] every layer's at the last sparsity step
     int capped_improving;  // finished by its step cap below the target while still improving
     Selected selected;     // set by ./sweep for a two-stage sweep's first-stage points
+    RunInterventions iv;   // intervention.jsonl (after_run's records; n = 0: none)
 } RunSummary;
 
 // Reads a run folder (missing files give RUN_MISSING; unreadable lines are skipped).

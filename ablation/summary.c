@@ -6,69 +6,11 @@
 
 #include "ablation/summary_data.h"
 #include "ablation/summary_figures.h"
+#include "ablation/summary_interventions.h"
 #include "core/io.h"
+#include "eval/intervene.h"
 
 // --- tables ----------------------------------------------------------------------------------------
-
-// Sample standard deviation (NAN below two values).
-static double stat_sd(const Stat *s) {
-    if (s->n < 2) return NAN;
-    double var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
-    return var > 0 ? sqrt(var) : 0;
-}
-
-static void fmt(char *b, size_t n, const char *f, double v) {
-    if (isfinite(v)) snprintf(b, n, f, v);
-    else snprintf(b, n, "-");
-}
-
-// The values of a group, one per held-out seed: "0.991, 0.985" below 3 values (a spread of two
-// is no spread), "mean ± sd (v1, v2, v3)" from 3 on; "-" for none.
-static void fmt_stat(char *b, size_t n, const char *f, const Stat *s) {
-    char m[32], d[32], list[400];
-    size_t k = 0;
-    list[0] = 0;
-    for (int i = 0; i < s->n && i < STAT_VALUES && k + 40 < sizeof list; i++) {
-        fmt(m, sizeof m, f, s->v[i]);
-        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", m);
-    }
-    if (s->n > STAT_VALUES) snprintf(list + k, sizeof list - k, ", ...");
-    if (s->n == 0) snprintf(b, n, "-");
-    else if (s->n < 3) snprintf(b, n, "%s", list);
-    else {
-        fmt(m, sizeof m, f, stat_mean(s));
-        fmt(d, sizeof d, f, stat_sd(s));
-        snprintf(b, n, "%s ± %s (%s)", m, d, list);
-    }
-}
-
-static void md_cell(FILE *f, const char *s) {
-    fputs(" ", f);
-    for (; *s; s++) {
-        if (*s == '|') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputs(" |", f);
-}
-
-static void csv_cell(FILE *f, const char *s, int first) {
-    if (!first) fputc(',', f);
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_num(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, ",%.8g", v);
-    else fputc(',', f);
-}
 
 static const char *status_text(const RunSummary *r, char *b, size_t n) {
     static const char *names[RUN_N_STATUS] = {"missing", "partial", "done", "failed", "not selected", "running"};
@@ -89,7 +31,7 @@ static void fmt_layers(char *b, size_t n, const double *v, int L) {
     if (L == 0) snprintf(b, n, "-");
     for (int l = 0; l < L && k + 16 < n; l++) {
         char c[24];
-        fmt(c, sizeof c, "%.3f", v[l]);
+        summary_fmt(c, sizeof c, "%.3f", v[l]);
         k += (size_t)snprintf(b + k, n - k, "%s%s", l ? " " : "", c);
     }
 }
@@ -193,8 +135,8 @@ static void write_points_md(const Summary *s, FILE *f) {
     int cols = 0;
     fputs("|", f);
     for (int k = 0; k < s->n_varied; k++)
-        if (md_column(s, s->varied[k])) md_cell(f, sw->entries[s->varied[k]].key), cols++;
-    if (s->mixer_md) md_cell(f, "mixer");
+        if (md_column(s, s->varied[k])) summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
+    if (s->mixer_md) summary_md_cell(f, "mixer");
     fputs(" status | steps | val loss | best val acc (step) | test acc (step read) | steps to 0.99 | min to 0.99 |"
           " S per layer | S min per layer | S_recall per layer | tokens per layer | answer share per layer | tok/s |"
           " state | recall layer at the last step | at the best step |\n|",
@@ -207,49 +149,49 @@ static void write_points_md(const Summary *s, FILE *f) {
         for (int k = 0; k < s->n_varied; k++)
             if (md_column(s, s->varied[k])) {
                 summary_entry_cell(sw, i, s->varied[k], b, sizeof b);
-                md_cell(f, b);
+                summary_md_cell(f, b);
             }
-        if (s->mixer_md) md_cell(f, cfg_value(s, i, "mixer"));
-        md_cell(f, status_text(r, b, sizeof b));
+        if (s->mixer_md) summary_md_cell(f, cfg_value(s, i, "mixer"));
+        summary_md_cell(f, status_text(r, b, sizeof b));
         snprintf(b, sizeof b, "%ld", r->step);
-        md_cell(f, r->has_metrics ? b : "-");
-        fmt(b, sizeof b, "%.4f", r->final_loss);
-        md_cell(f, b);
-        fmt(b, sizeof b, "%.4f", r->best_acc);
+        summary_md_cell(f, r->has_metrics ? b : "-");
+        summary_fmt(b, sizeof b, "%.4f", r->final_loss);
+        summary_md_cell(f, b);
+        summary_fmt(b, sizeof b, "%.4f", r->best_acc);
         if (r->best_step >= 0) snprintf(b + strlen(b), sizeof b - strlen(b), " (%ld)", r->best_step);
         if (r->has_metrics && r->protocol < RUNLOG_PROTOCOL)
             snprintf(b + strlen(b), sizeof b - strlen(b), ", older log: test set");
-        md_cell(f, b);
-        fmt(b, sizeof b, "%.4f", r->test_acc);
+        summary_md_cell(f, b);
+        summary_fmt(b, sizeof b, "%.4f", r->test_acc);
         if (r->test_step >= 0)
             snprintf(b + strlen(b), sizeof b - strlen(b), " (%ld, %s)", r->test_step, r->test_selected);
-        md_cell(f, b);
+        summary_md_cell(f, b);
         if (r->steps_to_target >= 0) snprintf(b, sizeof b, "%ld", r->steps_to_target);
         else snprintf(b, sizeof b, "%s", r->status == RUN_DONE ? "never" : "-");
-        md_cell(f, b);
-        fmt(b, sizeof b, "%.2f", r->minutes_to_target);
-        md_cell(f, b);
+        summary_md_cell(f, b);
+        summary_fmt(b, sizeof b, "%.2f", r->minutes_to_target);
+        summary_md_cell(f, b);
         fmt_layers(c, sizeof c, r->S_mean, r->n_layers);
-        md_cell(f, c);
+        summary_md_cell(f, c);
         fmt_layers(c, sizeof c, r->S_min, r->n_layers);
-        md_cell(f, c);
+        summary_md_cell(f, c);
         fmt_layers(c, sizeof c, r->S_recall, r->n_layers);
-        md_cell(f, c);
+        summary_md_cell(f, c);
         double eff[64], share[64];
         int nl = r->n_layers < 64 ? r->n_layers : 64;
         for (int l = 0; l < nl; l++) eff[l] = r->layer_last[l].eff_tokens, share[l] = r->layer_last[l].share;
         fmt_layers(c, sizeof c, eff, nl);
-        md_cell(f, c);
+        summary_md_cell(f, c);
         fmt_layers(c, sizeof c, share, nl);
-        md_cell(f, c);
-        fmt(b, sizeof b, "%.0f", r->tok_per_s);
-        md_cell(f, b);
-        fmt(b, sizeof b, "%.0f", r->state_floats);
-        md_cell(f, b);
+        summary_md_cell(f, c);
+        summary_fmt(b, sizeof b, "%.0f", r->tok_per_s);
+        summary_md_cell(f, b);
+        summary_fmt(b, sizeof b, "%.0f", r->state_floats);
+        summary_md_cell(f, b);
         fmt_recall(b, sizeof b, &r->last);
-        md_cell(f, b);
+        summary_md_cell(f, b);
         fmt_recall(b, sizeof b, &r->best);
-        md_cell(f, b);
+        summary_md_cell(f, b);
         fputc('\n', f);
     }
 }
@@ -262,11 +204,11 @@ static void write_groups_md(const Summary *s, FILE *f) {
     fputs("|", f);
     for (int k = 0; k < s->n_varied; k++)
         if (group_column(s, s->varied[k]) && md_column(s, s->varied[k]))
-            md_cell(f, sw->entries[s->varied[k]].key), cols++;
-    if (s->mixer_md) md_cell(f, "mixer");
+            summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
+    if (s->mixer_md) summary_md_cell(f, "mixer");
     fputs(" finished | reached 0.99 | capped, improving |", f);
-    for (int m = 0; m < G_N; m++) md_cell(f, g_group_title[m]);
-    if (any_selection) md_cell(f, "selection seed: best val acc, test acc");
+    for (int m = 0; m < G_N; m++) summary_md_cell(f, g_group_title[m]);
+    if (any_selection) summary_md_cell(f, "selection seed: best val acc, test acc");
     fputs("\n|", f);
     for (int k = 0; k < cols + s->mixer_md + 3 + G_N + any_selection; k++) fputs("---|", f);
     fputc('\n', f);
@@ -278,28 +220,29 @@ static void write_groups_md(const Summary *s, FILE *f) {
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k]) && md_column(s, s->varied[k])) {
                 summary_entry_cell(sw, rep, s->varied[k], b, sizeof b);
-                md_cell(f, b);
+                summary_md_cell(f, b);
             }
-        if (s->mixer_md) md_cell(f, cfg_value(s, rep, "mixer"));
+        if (s->mixer_md) summary_md_cell(f, cfg_value(s, rep, "mixer"));
         snprintf(b, sizeof b, "%d/%d", gs.finished, gs.points);
-        md_cell(f, b);
+        summary_md_cell(f, b);
         snprintf(b, sizeof b, "%d/%d", gs.reached, gs.finished);
-        md_cell(f, b);
+        summary_md_cell(f, b);
         snprintf(b, sizeof b, "%d/%d", gs.capped, gs.finished);
-        md_cell(f, b);
+        summary_md_cell(f, b);
         for (int m = 0; m < G_N; m++) {
-            if (m == G_STATE) fmt(b, sizeof b, g_group_fmt[m], stat_mean(&gs.st[m]));  // the same for every seed
-            else fmt_stat(b, sizeof b, g_group_fmt[m], &gs.st[m]);
-            md_cell(f, b);
+            if (m == G_STATE)
+                summary_fmt(b, sizeof b, g_group_fmt[m], stat_mean(&gs.st[m]));  // the same for every seed
+            else summary_fmt_stat(b, sizeof b, g_group_fmt[m], &gs.st[m]);
+            summary_md_cell(f, b);
         }
         if (any_selection) {
             if (gs.selection >= 0) {
                 char acc[32], test[32];
-                fmt(acc, sizeof acc, "%.4f", s->runs[gs.selection].best_acc);
-                fmt(test, sizeof test, "%.4f", s->runs[gs.selection].test_acc);
+                summary_fmt(acc, sizeof acc, "%.4f", s->runs[gs.selection].best_acc);
+                summary_fmt(test, sizeof test, "%.4f", s->runs[gs.selection].test_acc);
                 snprintf(b, sizeof b, "%s: %s, %s", sw->point_names[gs.selection], acc, test);
             } else snprintf(b, sizeof b, "-");
-            md_cell(f, b);
+            summary_md_cell(f, b);
         }
         fputc('\n', f);
     }
@@ -307,10 +250,7 @@ static void write_groups_md(const Summary *s, FILE *f) {
 
 static void write_points_csv(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
-    char b[256];
-    csv_cell(f, "point", 1);
-    for (int k = 0; k < s->n_varied; k++) csv_cell(f, sw->entries[s->varied[k]].key, 0);
-    if (s->mixer_col) csv_cell(f, "mixer", 0);
+    summary_csv_point_header(s, f);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
           "tok_per_s,S_min,S_mean,S_recall_min,state_floats,recall_layer,recall_S,recall_ans_share,recall_ans_hit,"
           "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected",
@@ -330,37 +270,32 @@ static void write_points_csv(const Summary *s, FILE *f) {
     static const char *sel[] = {"", "chosen", "not_chosen"};
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
-        csv_cell(f, sw->point_names[i], 1);
-        for (int k = 0; k < s->n_varied; k++) {
-            summary_entry_cell(sw, i, s->varied[k], b, sizeof b);
-            csv_cell(f, b, 0);
-        }
-        if (s->mixer_col) csv_cell(f, cfg_value(s, i, "mixer"), 0);
+        summary_csv_point_cells(s, i, f);
         fprintf(f, ",%s,", names[r->status]);
         if (r->status == RUN_FAILED) fprintf(f, "%d", r->exit_code);
         if (!r->has_metrics) fputc(',', f);
         else fprintf(f, ",%ld", r->step);
-        csv_num(f, r->final_loss);
-        csv_num(f, r->best_acc);
+        summary_csv_num(f, r->final_loss);
+        summary_csv_num(f, r->best_acc);
         fprintf(f, ",%d", r->steps_to_target >= 0);
         if (r->steps_to_target >= 0) fprintf(f, ",%ld", r->steps_to_target);
         else fputc(',', f);
-        csv_num(f, r->minutes_to_target);
-        csv_num(f, r->minutes);
-        csv_num(f, r->tok_per_s);
-        csv_num(f, r->S_min_all);
-        csv_num(f, r->S_mean_all);
-        csv_num(f, r->S_recall_min_all);
-        csv_num(f, r->state_floats);
+        summary_csv_num(f, r->minutes_to_target);
+        summary_csv_num(f, r->minutes);
+        summary_csv_num(f, r->tok_per_s);
+        summary_csv_num(f, r->S_min_all);
+        summary_csv_num(f, r->S_mean_all);
+        summary_csv_num(f, r->S_recall_min_all);
+        summary_csv_num(f, r->state_floats);
         if (r->recall_layer >= 0) fprintf(f, ",%d", r->recall_layer);
         else fputc(',', f);
-        csv_num(f, r->recall_S);
-        csv_num(f, r->recall_ans_share);
-        csv_num(f, r->recall_ans_hit);
+        summary_csv_num(f, r->recall_S);
+        summary_csv_num(f, r->recall_ans_share);
+        summary_csv_num(f, r->recall_ans_hit);
         fprintf(f, ",%d,%s,%d", r->capped_improving, sel[r->selected], r->protocol);
         if (r->best_step >= 0) fprintf(f, ",%ld", r->best_step);
         else fputc(',', f);
-        csv_num(f, r->test_acc);
+        summary_csv_num(f, r->test_acc);
         if (r->test_step >= 0) fprintf(f, ",%ld,%s", r->test_step, r->test_selected);
         else fputs(",,", f);
         for (int k = 0; k < 2; k++) {
@@ -370,21 +305,21 @@ static void write_points_csv(const Summary *s, FILE *f) {
             double v[13] = {a->S,          a->eff_tokens, a->onehot,     a->share,   a->chance,  a->share / a->chance,
                             a->hit,        a->rows_right, a->rows_wrong, a->S_right, a->S_wrong, a->share_right,
                             a->share_wrong};
-            for (int j = 0; j < 13; j++) csv_num(f, a->layer >= 0 ? v[j] : NAN);
+            for (int j = 0; j < 13; j++) summary_csv_num(f, a->layer >= 0 ? v[j] : NAN);
         }
         for (int l = 0; l < s->max_layers; l++) {
             int have = l < r->n_layers;
-            csv_num(f, have ? r->S_mean[l] : NAN);
-            csv_num(f, have ? r->S_min[l] : NAN);
-            csv_num(f, have ? r->S_recall[l] : NAN);
-            csv_num(f, have ? r->layer_last[l].eff_tokens : NAN);
-            csv_num(f, have ? r->layer_last[l].share : NAN);
-            csv_num(f, have ? r->layer_last[l].chance : NAN);
+            summary_csv_num(f, have ? r->S_mean[l] : NAN);
+            summary_csv_num(f, have ? r->S_min[l] : NAN);
+            summary_csv_num(f, have ? r->S_recall[l] : NAN);
+            summary_csv_num(f, have ? r->layer_last[l].eff_tokens : NAN);
+            summary_csv_num(f, have ? r->layer_last[l].share : NAN);
+            summary_csv_num(f, have ? r->layer_last[l].chance : NAN);
         }
         for (int c = 0; c < s->n_cells; c++) {
             int k = run_cell(r, s->cells[c]);
-            csv_num(f, k >= 0 ? r->cell_acc[k] : NAN);
-            csv_num(f, k >= 0 ? r->cell_S_recall[k] : NAN);
+            summary_csv_num(f, k >= 0 ? r->cell_acc[k] : NAN);
+            summary_csv_num(f, k >= 0 ? r->cell_S_recall[k] : NAN);
         }
         fputc('\n', f);
     }
@@ -395,8 +330,8 @@ static void write_groups_csv(const Summary *s, FILE *f) {
     char b[256];
     int first = 1;
     for (int k = 0; k < s->n_varied; k++)
-        if (group_column(s, s->varied[k])) csv_cell(f, sw->entries[s->varied[k]].key, first), first = 0;
-    if (s->mixer_col) csv_cell(f, "mixer", first), first = 0;
+        if (group_column(s, s->varied[k])) summary_csv_cell(f, sw->entries[s->varied[k]].key, first), first = 0;
+    if (s->mixer_col) summary_csv_cell(f, "mixer", first), first = 0;
     fprintf(f, "%spoints,finished,reached_0.99,capped_improving", first ? "" : ",");
     for (int m = 0; m < G_N; m++)
         fprintf(f, ",%s_n,%s_mean,%s_sd,%s_values", g_group_metric[m], g_group_metric[m], g_group_metric[m],
@@ -410,21 +345,21 @@ static void write_groups_csv(const Summary *s, FILE *f) {
         for (int k = 0; k < s->n_varied; k++)
             if (group_column(s, s->varied[k])) {
                 summary_entry_cell(sw, rep, s->varied[k], b, sizeof b);
-                csv_cell(f, b, first), first = 0;
+                summary_csv_cell(f, b, first), first = 0;
             }
-        if (s->mixer_col) csv_cell(f, cfg_value(s, rep, "mixer"), first), first = 0;
+        if (s->mixer_col) summary_csv_cell(f, cfg_value(s, rep, "mixer"), first), first = 0;
         fprintf(f, "%s%d,%d,%d,%d", first ? "" : ",", gs.points, gs.finished, gs.reached, gs.capped);
         for (int m = 0; m < G_N; m++) {  // values: the held-out seeds', separated by ';'
             fprintf(f, ",%d", gs.st[m].n);
-            csv_num(f, stat_mean(&gs.st[m]));
-            csv_num(f, stat_sd(&gs.st[m]));
+            summary_csv_num(f, stat_mean(&gs.st[m]));
+            summary_csv_num(f, stat_sd(&gs.st[m]));
             fputc(',', f);
             for (int i = 0; i < gs.st[m].n && i < STAT_VALUES; i++) fprintf(f, "%s%.8g", i ? ";" : "", gs.st[m].v[i]);
         }
         if (gs.selection >= 0) {
-            csv_cell(f, sw->point_names[gs.selection], 0);
-            csv_num(f, s->runs[gs.selection].best_acc);
-            csv_num(f, s->runs[gs.selection].test_acc);
+            summary_csv_cell(f, sw->point_names[gs.selection], 0);
+            summary_csv_num(f, s->runs[gs.selection].best_acc);
+            summary_csv_num(f, s->runs[gs.selection].test_acc);
         } else fputs(",,,", f);
         fputc('\n', f);
     }
@@ -483,6 +418,22 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     int has_cell_S = plot_cells(&s, path, 1, log);
     if (has_cell_S == 0) remove(path);
     rc |= has_acc < 0 || has_S < 0 || has_recall < 0 || has_state < 0 || has_cells < 0 || has_cell_S < 0;
+    // after_run's interventions: their records and a figure per kind, none left from an earlier summary
+    int has_iv = summary_has_interventions(&s), has_iv_kind[IV_N_KINDS] = {0}, any_iv_fig = 0;
+    snprintf(path, sizeof path, "%s/summary_interventions.csv", sw->out);
+    if (has_iv) {
+        if (open_out(sw, "summary_interventions.csv", path, sizeof path, &a) != 0) return summary_free(&s), -1;
+        write_interventions_csv(&s, a.f);
+        if (atomic_commit(&a, NULL, 0) != 0) return summary_free(&s), -1;
+        if (log) fprintf(log, "summary: %s\n", path);
+    } else remove(path);
+    for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
+        snprintf(path, sizeof path, "%s/intervention_%s_groups.svg", sw->out, intervention_name((InterventionKind)k));
+        int drawn = has_iv ? plot_interventions(&s, k, path, log) : 0;
+        if (drawn == 0) remove(path);
+        rc |= drawn < 0;
+        any_iv_fig |= has_iv_kind[k] = drawn > 0;
+    }
     has_acc = has_acc > 0, has_S = has_S > 0, has_recall = has_recall > 0, has_state = has_state > 0;
     has_cells = has_cells > 0, has_cell_S = has_cell_S > 0;
 
@@ -519,13 +470,19 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
         fputc('\n', f);
     }
     if (selection_md) fputs(selection_md, f);
+    if (has_iv) write_interventions_md(&s, f);
     fputs("## Points\n\n", f);
     write_points_md(&s, f);
-    if (has_acc || has_S || has_recall || has_state || has_cells || has_cell_S) fputs("\n## Figures\n\n", f);
+    if (has_acc || has_S || has_recall || has_state || has_cells || has_cell_S || any_iv_fig)
+        fputs("\n## Figures\n\n", f);
     if (has_acc) fprintf(f, "![best accuracy vs %s](%s)\n\n", sw->plot_x, acc_svg);
     if (has_state) fputs("![accuracy vs state size](acc_vs_state.svg)\n\n", f);
     if (has_cells) fputs("![accuracy per test cell](acc_by_cell.svg)\n\n", f);
     if (has_cell_S) fputs("![S_recall per test cell](S_recall_by_cell.svg)\n\n", f);
+    for (int k = IV_FLATTEN; k < IV_N_KINDS; k++)
+        if (has_iv_kind[k])
+            fprintf(f, "![%s on the causal recall layer](intervention_%s_groups.svg)\n\n",
+                    intervention_name((InterventionKind)k), intervention_name((InterventionKind)k));
     if (has_recall) fputs("![S_recall of the recall layer over steps](S_recall_steps.svg)\n\n", f);
     if (has_S) fputs("![S over steps](S_steps.svg)\n", f);
     if (atomic_commit(&a, NULL, 0) != 0) return summary_free(&s), -1;

@@ -2,9 +2,10 @@
 #include "ablation/summary_data.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-static void stat_add(Stat *s, double v) {
+void stat_add(Stat *s, double v) {
     if (!isfinite(v)) return;
     if (s->n < STAT_VALUES) s->v[s->n] = v;
     s->sum += v, s->sum2 += v * v, s->n++;
@@ -66,4 +67,82 @@ GroupStats summary_group_stats(const Summary *s, int g) {
         for (int m = 0; m < G_N; m++) stat_add(&gs.st[m], summary_point_metric(r, m));
     }
     return gs;
+}
+
+// --- table cells ----------------------------------------------------------------------------------
+
+// Sample standard deviation (NAN below two values).
+double stat_sd(const Stat *s) {
+    if (s->n < 2) return NAN;
+    double var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
+    return var > 0 ? sqrt(var) : 0;
+}
+
+void summary_fmt(char *b, size_t n, const char *f, double v) {
+    if (isfinite(v)) snprintf(b, n, f, v);
+    else snprintf(b, n, "-");
+}
+
+// The values of a group, one per held-out seed: "0.991, 0.985" below 3 values (a spread of two
+// is no spread), "mean ± sd (v1, v2, v3)" from 3 on; "-" for none.
+void summary_fmt_stat(char *b, size_t n, const char *f, const Stat *s) {
+    char m[32], d[32], list[400];
+    size_t k = 0;
+    list[0] = 0;
+    for (int i = 0; i < s->n && i < STAT_VALUES && k + 40 < sizeof list; i++) {
+        summary_fmt(m, sizeof m, f, s->v[i]);
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", m);
+    }
+    if (s->n > STAT_VALUES) snprintf(list + k, sizeof list - k, ", ...");
+    if (s->n == 0) snprintf(b, n, "-");
+    else if (s->n < 3) snprintf(b, n, "%s", list);
+    else {
+        summary_fmt(m, sizeof m, f, stat_mean(s));
+        summary_fmt(d, sizeof d, f, stat_sd(s));
+        snprintf(b, n, "%s ± %s (%s)", m, d, list);
+    }
+}
+
+void summary_md_cell(FILE *f, const char *s) {
+    fputs(" ", f);
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputs(" |", f);
+}
+
+void summary_csv_cell(FILE *f, const char *s, int first) {
+    if (!first) fputc(',', f);
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void summary_csv_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, ",%.8g", v);
+    else fputc(',', f);
+}
+
+void summary_csv_point_header(const Summary *s, FILE *f) {
+    summary_csv_cell(f, "point", 1);
+    for (int k = 0; k < s->n_varied; k++) summary_csv_cell(f, s->sw->entries[s->varied[k]].key, 0);
+    if (s->mixer_col) summary_csv_cell(f, "mixer", 0);
+}
+
+void summary_csv_point_cells(const Summary *s, int point, FILE *f) {
+    char b[256];
+    summary_csv_cell(f, s->sw->point_names[point], 1);
+    for (int k = 0; k < s->n_varied; k++) {
+        summary_entry_cell(s->sw, point, s->varied[k], b, sizeof b);
+        summary_csv_cell(f, b, 0);
+    }
+    if (s->mixer_col) summary_csv_cell(f, cfg_value(s, point, "mixer"), 0);
 }

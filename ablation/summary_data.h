@@ -18,6 +18,8 @@ typedef struct {
 } Stat;
 
 static inline double stat_mean(const Stat *s) { return s->n ? s->sum / s->n : NAN; }
+void stat_add(Stat *s, double v);  // a non-finite value is left out
+double stat_sd(const Stat *s);     // the sample standard deviation (NAN below two values)
 
 // What the summary works with, beside the sweep and the runs.
 typedef struct {
@@ -100,3 +102,18 @@ GroupStats summary_group_stats(const Summary *s, int g);
 
 // A value of an entry as a table shows it: a base by its file name without .conf.
 void summary_entry_cell(const SweepFile *sw, int point, int e, char *b, size_t n);
+
+// Table cells. summary_fmt: v in printf format f, "-" when not finite. summary_fmt_stat: a
+// group's values, one per held-out seed: "0.991, 0.985" below 3 values (a spread of two is no
+// spread), "mean ± sd (v1, v2, v3)" from 3 on, "-" for none. summary_md_cell: " s |" with '|'
+// escaped. summary_csv_cell: s, quoted where it must be (a ',' before it unless first).
+// summary_csv_num: ",v" (9 significant digits) or "," when not finite.
+void summary_fmt(char *b, size_t n, const char *f, double v);
+void summary_fmt_stat(char *b, size_t n, const char *f, const Stat *s);
+void summary_md_cell(FILE *f, const char *s);
+void summary_csv_cell(FILE *f, const char *s, int first);
+void summary_csv_num(FILE *f, double v);
+// A CSV row's first columns, naming the point: `point`, the varied keys, and `mixer` when it is
+// not one of them (the header, then a point's cells).
+void summary_csv_point_header(const Summary *s, FILE *f);
+void summary_csv_point_cells(const Summary *s, int point, FILE *f);

@@ -1,10 +1,13 @@
 // The summary's figures (docs/sweeps.md#the-summary), SVG through eval/svg_plot.
 #include "ablation/summary_figures.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ablation/summary_interventions.h"
 #include "core/io.h"
+#include "eval/intervene.h"
 #include "eval/svg_plot.h"
 
 // Distinct strings in first-seen order; returns the index of s (added when new).
@@ -369,4 +372,57 @@ int plot_cells(const Summary *s, const char *path, int what, FILE *log) {
     free_strings(panels, n_panels);
     free_strings(series, n_series);
     return rc ? -1 : drawn;
+}
+
+// After_run's interventions of `kind` (summary_interventions.h): accuracy against the S_recall of
+// the changed maps on the causal recall layer, a line per group through its strengths (a point
+// for a kind without), each the mean over the group's held-out seeds, and the group's model as
+// trained as a point in its colour. 1 when drawn, 0: no records of the kind, -1: not written.
+int plot_interventions(const Summary *s, int kind, const char *path, FILE *log) {
+    enum { MAX = INTERVENTION_MAX_STRENGTHS * 4 };
+    int ng = s->n_groups, n_lines = 0, drawn = 0;
+    double *x = mallocCheck(sizeof(double) * (size_t)ng * (MAX + 1)),
+           *y = mallocCheck(sizeof(double) * (size_t)ng * (MAX + 1));
+    double st[MAX];
+    int runs[MAX];
+    PlotSeries *ps = callocCheck((size_t)ng * 2 + 1, sizeof(PlotSeries));
+    char **labels = callocCheck((size_t)ng + 1, sizeof(char *));
+    for (int g = 0; g < ng; g++) {
+        double *gx = x + (size_t)g * (MAX + 1), *gy = y + (size_t)g * (MAX + 1);
+        int n = summary_iv_curve(s, g, kind, st, gy, gx, runs, MAX);
+        if (!n) continue;
+        double tS, tacc;
+        int tn;
+        int has_trained = summary_iv_curve(s, g, IV_NONE, &st[0], &tacc, &tS, &tn, 1) == 1;
+        char label[600];
+        int rep = s->groups[g], same = 0;
+        for (int h = 0; h < ng; h++) same += !strcmp(s->series_of[s->groups[h]], s->series_of[rep]);
+        if (same > 1) {  // several groups of one series: name them by their entries
+            int *keep = mallocCheck(sizeof(int) * (size_t)(s->sw->n_dims + 1));
+            for (int d = 0; d < s->sw->n_dims; d++) keep[d] = !s->grouped[d];
+            label_of(s, rep, keep, 1, label, sizeof label);
+            free(keep);
+        } else snprintf(label, sizeof label, "%s", s->series_of[rep]);
+        labels[g] = strdupCheck(label);
+        int colour = drawn++;
+        ps[n_lines++] = (PlotSeries){gx, gy, n, labels[g], colour, colour >= 10};
+        if (has_trained) {
+            gx[MAX] = tS, gy[MAX] = tacc;
+            ps[n_lines++] = (PlotSeries){gx + MAX, gy + MAX, 1, NULL, colour, 0};
+        }
+    }
+    int rc = 0;
+    if (drawn) {
+        char title[300];
+        snprintf(title, sizeof title,
+                 "%s: %s on the causal recall layer, mean over the held-out seeds (single points: as trained)",
+                 s->sw->name, intervention_name((InterventionKind)kind));
+        PlotPanel pp = {
+            intervention_name((InterventionKind)kind), "S_recall of the changed maps", "validation accuracy", ps, n_lines, 0, 1.02, 0};
+        rc = svg_line_figure(path, title, &pp, 1, 1);
+        if (rc == 0 && log) fprintf(log, "summary: %s\n", path);
+    }
+    for (int g = 0; g < ng; g++) free(labels[g]);
+    free(labels), free(ps), free(x), free(y);
+    return rc ? -1 : drawn > 0;
 }

@@ -1,6 +1,6 @@
 // The figures of a sweep's summary (docs/sweeps.md#the-summary), SVG through eval/svg_plot.h:
 // accuracy against d_model and state size, accuracy and S_recall per test cell, S and S_recall
-// over steps. Called by summary.c's sweep_write_summary.
+// over steps, and what each intervention did (a figure per kind). Called by summary.c's sweep_write_summary.
 #pragma once
 #include <stdio.h>
 
@@ -15,3 +15,4 @@ int plot_accuracy(const Summary *s, const char *path, FILE *log);
 int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log);
 int plot_acc_vs_state(const Summary *s, const char *path, FILE *log);
 int plot_cells(const Summary *s, const char *path, int what, FILE *log);
+int plot_interventions(const Summary *s, int kind, const char *path, FILE *log);

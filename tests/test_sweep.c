@@ -1031,3 +1031,95 @@ TEST(sweep_two_stage_summary_reports_held_out_seeds_with_chance) {
     CHECK(!strstr(line, "±") && strstr(line, ", "), "%s", line);
     free(md);
 }
+
+// One intervention record of a run's best checkpoint (step 10) as ./evaluate writes it; strength
+// < 0: a kind without; extra: options after rows=query (another data set), split "val" or "test".
+static void fake_iv(FILE *f, const char *kind, double strength, int layer, double acc, double S, const char *split,
+                    const char *extra) {
+    char opt[128], st[48] = "";
+    if (strength >= 0) snprintf(st, sizeof st, ":%g", strength);
+    snprintf(opt, sizeof opt, "intervene=%s%s rows=query%s%s", kind, st, *extra ? " " : "", extra);
+    fprintf(f,
+            "{\"type\":\"intervention\",\"step\":10,\"layer\":%d,\"head\":-1,\"split\":\"%s\",\"options\":\"%s\","
+            "\"kind\":\"%s\",",
+            layer, split, opt, kind);
+    if (strength >= 0) fprintf(f, "\"strength\":%g,", strength);
+    fprintf(f,
+            "\"rows\":\"query\",\"acc\":%g,\"S_recall\":%g,\"eff_tokens_recall\":2,\"ans_window_share\":0.5,"
+            "\"ans_window_chance\":0.25}\n",
+            acc, S);
+}
+
+// A seed's after_run records: as trained `trained`, layer `causal` the costlier to ablate, a
+// flatten curve (eps 0, 0.5) and the oracle there, with a record to leave out of each kind.
+static void fake_interventions(const char *dir, int causal, double trained, double half, double oracle) {
+    char p[1100];
+    snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
+    FILE *f = fopenCheck(p, "w");
+    for (int l = 0; l < 2; l++) {
+        fake_iv(f, "none", -1, l, trained, 0.6, "val", "");
+        fake_iv(f, "ablate", -1, l, l == causal ? 0.1 : 0.8, 1, "val", "");
+    }
+    fake_iv(f, "flatten", 0.5, causal, 0.01, 0.7, "val", "");  // measured again below: replaced
+    fake_iv(f, "flatten", 0, causal, trained, 0.6, "val", "");
+    fake_iv(f, "flatten", 0.5, causal, half, 0.8, "val", "");
+    fake_iv(f, "flatten", 0.5, causal, 0.02, 0.8, "test", "");                    // the test set: not the summary's
+    fake_iv(f, "flatten", 0.5, causal, 0.03, 0.8, "val", "mqar_val_examples=8");  // another data set: neither
+    fake_iv(f, "oracle", -1, causal, oracle, 0.24, "val", "");
+    fake_iv(f, "oracle", -1, 1 - causal, 0.5, 0.24, "val", "");  // the other layer: in the CSV only
+    fcloseCheck(f, p);
+}
+
+// --collect reads each held-out run's intervention.jsonl: per group, each seed's causal layer (the
+// costlier ablation) beside its share-based one and each kind's accuracy on it, the curves' means
+// over seeds, every record in summary_interventions.csv, a figure per kind; the selection seed
+// and records of another split or data set stay out, and removed records take it all away.
+TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
+    const char *f = sweep_file("ivs", "mixer = softmax\nlr = 3e-3, 1e-2\nseed = 0, 1, 2\nselect = lr\n");
+    char dir[900], out[8192];
+    const char *names[] = {"lr=3e-3,seed=0", "lr=1e-2,seed=0", "lr=1e-2,seed=1", "lr=1e-2,seed=2"};
+    const double acc[] = {0.5, 0.9, 0.8, 0.7};
+    for (int i = 0; i < 4; i++) {
+        snprintf(dir, sizeof dir, "%s/out_ivs/%s", test_tmpdir(), names[i]);
+        fake_run(dir, acc[i]);
+        if (i >= 1) fake_interventions(dir, i == 3 ? 0 : 1, i == 1 ? 0.333 : acc[i], i == 2 ? 0.6 : 0.4, 0.95);
+    }
+    int st = test_run(out, sizeof out, "./sweep %s --collect 2>&1", f);
+    CHECK(st == 0 && strstr(out, "summary_interventions.csv") && strstr(out, "intervention_flatten_groups.svg"), "%s", out);
+    char *md = read_out("ivs", "summary.md");
+    const char *iv = md ? strstr(md, "## Interventions") : NULL;
+    CHECK(iv && strstr(iv, "## Points") > iv, "%s", md ? md : "no summary.md");
+    // the selection seed's 0.333 as trained is not there; the two held-out seeds are, in point order
+    CHECK(strstr(iv,
+                 "| 1e-2 | softmax | 2 | L1, L0 | -, - | 0.8000, 0.7000 | 0.8000, 0.1000 | 0.1000, 0.8000 | - | - | "
+                 "0.9500, 0.9500 | - | - |"),
+          "%s", iv);
+    CHECK(!strstr(iv, "0.3330"), "%s", iv);
+    // flatten's curve: eps 0 and 0.5 (the later record, neither the test set's nor the other data's)
+    CHECK(strstr(iv, "| eps 0 | eps 0.5 |") && strstr(iv, "| 1e-2 | softmax | 0.750 (0.60) | 0.500 (0.80) |"), "%s", iv);
+    CHECK(!strstr(iv, "**topk**"), "%s", iv);  // no records of the kind, no table
+    free(md);
+    char *csv = read_out("ivs", "summary_interventions.csv");
+    CHECK(csv && strstr(csv, "point,lr,seed,mixer,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,"),
+          "%.300s", csv ? csv : "no csv");
+    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25\n") &&
+              strstr(csv, "\"lr=1e-2,seed=2\",1e-2,2,softmax,1,10,0,oracle,1,,0.5,0.24,"),
+          "%s", csv);
+    CHECK(!strstr(csv, "0.02,") && !strstr(csv, "0.03,") && !strstr(csv, "0.01,"), "%s", csv);
+    free(csv);
+    char p[1024];
+    snprintf(p, sizeof p, "%s/out_ivs/intervention_oracle_groups.svg", test_tmpdir());
+    CHECK(path_exists(p), "%s", p);
+    snprintf(p, sizeof p, "%s/out_ivs/intervention_topk_groups.svg", test_tmpdir());
+    CHECK(!path_exists(p), "%s", p);
+    // the records gone: so are the section, the CSV and the figures
+    st = test_run(out, sizeof out, "rm %s/out_ivs/*/intervention.jsonl && ./sweep %s --collect 2>&1", test_tmpdir(), f);
+    CHECK(st == 0, "%s", out);
+    md = read_out("ivs", "summary.md");
+    CHECK(md && !strstr(md, "## Interventions") && !strstr(md, "_groups.svg"), "%s", md ? md : "");
+    free(md);
+    snprintf(p, sizeof p, "%s/out_ivs/summary_interventions.csv", test_tmpdir());
+    CHECK(!path_exists(p), "%s", p);
+    snprintf(p, sizeof p, "%s/out_ivs/intervention_oracle_groups.svg", test_tmpdir());
+    CHECK(!path_exists(p), "%s", p);
+}

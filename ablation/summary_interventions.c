@@ -1,0 +1,240 @@
+// The summary's interventions (summary_interventions.h).
+#include "ablation/summary_interventions.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "eval/intervene.h"
+
+int summary_iv_counts(const RunSummary *r) {
+    return r->status == RUN_DONE && counts(r) && r->selected != SEL_CHOSEN && r->iv.n > 0;
+}
+
+int summary_has_interventions(const Summary *s) {
+    for (int i = 0; i < s->sw->n_points; i++)
+        if (summary_iv_counts(&s->runs[i])) return 1;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int summary_iv_curve(const Summary *s, int g, int kind, double *strength, double *acc, double *S, int *n_runs, int max) {
+    int n = 0;
+    for (int i = 0; i < s->sw->n_points; i++) {  // the distinct strengths
+        const RunSummary *r = &s->runs[i];
+        if (s->group_of[i] != g || !summary_iv_counts(r)) continue;
+        for (int k = 0; k < r->iv.n; k++) {
+            const IvRecord *v = &r->iv.v[k];
+            if (v->kind != kind || v->layer != r->iv.causal_layer) continue;
+            int seen = 0;
+            for (int j = 0; j < n && !seen; j++)
+                seen = strength[j] == v->strength || (isnan(strength[j]) && isnan(v->strength));
+            if (!seen && n < max) strength[n++] = v->strength;
+        }
+    }
+    qsort(strength, (size_t)n, sizeof(double), cmp_double);
+    for (int j = 0; j < n; j++) {
+        Stat a = {0}, b = {0};
+        for (int i = 0; i < s->sw->n_points; i++) {
+            const RunSummary *r = &s->runs[i];
+            if (s->group_of[i] != g || !summary_iv_counts(r)) continue;
+            const IvRecord *v = run_intervention(&r->iv, kind, r->iv.causal_layer, strength[j]);
+            if (v && isfinite(v->acc)) stat_add(&a, v->acc), stat_add(&b, v->S_recall);
+        }
+        acc[j] = stat_mean(&a), S[j] = stat_mean(&b), n_runs[j] = a.n;
+    }
+    return n;
+}
+
+// A group's table cells: the group's entries as write_groups_md shows them.
+static int group_cells(const Summary *s, int rep, FILE *f, int header) {
+    const SweepFile *sw = s->sw;
+    char b[512];
+    int cols = 0;
+    for (int k = 0; k < s->n_varied; k++) {
+        int e = s->varied[k];
+        if (s->grouped[sw->entries[e].dim] || !sw->entries[e].named) continue;
+        if (header) summary_md_cell(f, sw->entries[e].key);
+        else {
+            summary_entry_cell(sw, rep, e, b, sizeof b);
+            summary_md_cell(f, b);
+        }
+        cols++;
+    }
+    if (s->mixer_md) summary_md_cell(f, header ? "mixer" : cfg_value(s, rep, "mixer")), cols++;
+    return cols;
+}
+
+// The record of kind at the run's causal layer and strength (NAN: none).
+static double causal_acc(const RunSummary *r, int kind, double strength) {
+    const IvRecord *v = run_intervention(&r->iv, kind, r->iv.causal_layer, strength);
+    return v ? v->acc : NAN;
+}
+
+// "1, 1, 0": the runs' layers, one per held-out seed ("-" where a run has none).
+static void layer_list(char *b, size_t n, const int *layer, int k) {
+    size_t at = 0;
+    b[0] = 0;
+    for (int i = 0; i < k && at + 8 < n; i++)
+        at += (size_t)(layer[i] >= 0 ? snprintf(b + at, n - at, "%sL%d", i ? ", " : "", layer[i])
+                                     : snprintf(b + at, n - at, "%s-", i ? ", " : ""));
+    if (!k) snprintf(b, n, "-");
+}
+
+enum { T_TRAINED, T_TOP1, T_DERANGE, T_ORACLE, T_WINDOW, T_WRONG, T_N };
+static const char *t_title[T_N] = {"as trained",       "topk 1",        "derange",
+                                   "oracle (one-hot)", "oracle window", "oracle wrong"};
+
+// The layers the ablations cover: one past the highest ablated layer of any run that counts.
+static int ablated_layers(const Summary *s) {
+    int n = 0;
+    for (int i = 0; i < s->sw->n_points; i++) {
+        const RunSummary *r = &s->runs[i];
+        for (int k = 0; summary_iv_counts(r) && k < r->iv.n; k++)
+            if (r->iv.v[k].kind == IV_ABLATE && r->iv.v[k].layer >= n) n = r->iv.v[k].layer + 1;
+    }
+    return n < 16 ? n : 16;
+}
+
+static void main_table(const Summary *s, FILE *f) {
+    char b[512];
+    int L = ablated_layers(s);
+    fputs("|", f);
+    int cols = group_cells(s, 0, f, 1);
+    fputs(" runs | recall layer: by ablation | by share |", f);
+    summary_md_cell(f, t_title[T_TRAINED]);
+    for (int l = 0; l < L; l++) fprintf(f, " L%d ablated |", l);
+    for (int t = T_TOP1; t < T_N; t++) summary_md_cell(f, t_title[t]);
+    fputs("\n|", f);
+    for (int k = 0; k < cols + 3 + L + T_N; k++) fputs("---|", f);
+    fputc('\n', f);
+    for (int g = 0; g < s->n_groups; g++) {
+        Stat st[T_N], abl[16];
+        int causal[STAT_VALUES], share[STAT_VALUES], n = 0;
+        memset(st, 0, sizeof st), memset(abl, 0, sizeof abl);
+        for (int i = 0; i < s->sw->n_points; i++) {
+            const RunSummary *r = &s->runs[i];
+            if (s->group_of[i] != g || !summary_iv_counts(r)) continue;
+            if (n < STAT_VALUES) causal[n] = r->iv.causal_layer, share[n] = r->best.layer;
+            n++;
+            stat_add(&st[T_TRAINED], r->iv.acc_trained);
+            stat_add(&st[T_TOP1], causal_acc(r, IV_TOPK, 1));
+            stat_add(&st[T_DERANGE], causal_acc(r, IV_DERANGE, NAN));
+            stat_add(&st[T_ORACLE], causal_acc(r, IV_ORACLE, NAN));
+            stat_add(&st[T_WINDOW], causal_acc(r, IV_ORACLE_WINDOW, NAN));
+            stat_add(&st[T_WRONG], causal_acc(r, IV_ORACLE_WRONG, NAN));
+            for (int l = 0; l < L; l++) {
+                const IvRecord *v = run_intervention(&r->iv, IV_ABLATE, l, NAN);
+                stat_add(&abl[l], v ? v->acc : NAN);
+            }
+        }
+        if (!n) continue;
+        fputs("|", f);
+        group_cells(s, s->groups[g], f, 0);
+        snprintf(b, sizeof b, "%d", n);
+        summary_md_cell(f, b);
+        layer_list(b, sizeof b, causal, n < STAT_VALUES ? n : STAT_VALUES);
+        summary_md_cell(f, b);
+        layer_list(b, sizeof b, share, n < STAT_VALUES ? n : STAT_VALUES);
+        summary_md_cell(f, b);
+        summary_fmt_stat(b, sizeof b, "%.4f", &st[T_TRAINED]);
+        summary_md_cell(f, b);
+        for (int l = 0; l < L; l++) {
+            summary_fmt_stat(b, sizeof b, "%.4f", &abl[l]);
+            summary_md_cell(f, b);
+        }
+        for (int t = T_TOP1; t < T_N; t++) {
+            summary_fmt_stat(b, sizeof b, "%.4f", &st[t]);
+            summary_md_cell(f, b);
+        }
+        fputc('\n', f);
+    }
+}
+
+// A curve table: a column per strength, a row per group: mean accuracy (mean S_recall).
+static void curve_table(const Summary *s, FILE *f, int kind, const char *what) {
+    enum { MAX = INTERVENTION_MAX_STRENGTHS * 4 };
+    double all[MAX], st[MAX], acc[MAX], S[MAX];
+    int n_all = 0, runs[MAX];
+    for (int g = 0; g < s->n_groups; g++) {
+        int n = summary_iv_curve(s, g, kind, st, acc, S, runs, MAX);
+        for (int j = 0; j < n; j++) {
+            int seen = 0;
+            for (int k = 0; k < n_all && !seen; k++) seen = all[k] == st[j];
+            if (!seen && n_all < MAX) all[n_all++] = st[j];
+        }
+    }
+    if (!n_all) return;
+    qsort(all, (size_t)n_all, sizeof(double), cmp_double);
+    char b[128];
+    fprintf(f, "**%s** on the causal recall layer: mean accuracy over the held-out seeds (mean S_recall of the changed maps).\n\n|",
+            intervention_name((InterventionKind)kind));
+    int cols = group_cells(s, 0, f, 1);
+    for (int j = 0; j < n_all; j++) fprintf(f, " %s %g |", what, all[j]);
+    fputs("\n|", f);
+    for (int k = 0; k < cols + n_all; k++) fputs("---|", f);
+    fputc('\n', f);
+    for (int g = 0; g < s->n_groups; g++) {
+        int n = summary_iv_curve(s, g, kind, st, acc, S, runs, MAX);
+        if (!n) continue;
+        fputs("|", f);
+        group_cells(s, s->groups[g], f, 0);
+        for (int j = 0; j < n_all; j++) {
+            int k = 0;
+            while (k < n && st[k] != all[j]) k++;
+            if (k < n) {
+                char a[32], c[32];
+                summary_fmt(a, sizeof a, "%.3f", acc[k]);
+                summary_fmt(c, sizeof c, "%.2f", S[k]);
+                snprintf(b, sizeof b, "%s (%s)", a, c);
+            } else snprintf(b, sizeof b, "-");
+            summary_md_cell(f, b);
+        }
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+}
+
+void write_interventions_md(const Summary *s, FILE *f) {
+    fputs("## Interventions\n\n"
+          "On the best-validation checkpoint of each finished held-out run, by the sweep's `after_run` "
+          "(docs/interventions.md), measured on the validation set's query rows: the accuracy as trained, "
+          "with each layer's mixer ablated, and with the maps of the causal recall layer (the layer whose "
+          "ablation costs the most accuracy, beside the share-based recall layer at the best step; ablation is "
+          "flatten 1, every query row uniform) changed: cut to their largest weight (topk 1), deranged (the weights moved to other "
+          "positions), and replaced by the oracles (all weight on the answer; on its window; on a wrong "
+          "pair's value). Each seed's value, and from 3 values on their mean ± sample standard deviation "
+          "first. Every record is in summary_interventions.csv.\n\n",
+          f);
+    main_table(s, f);
+    fputc('\n', f);
+    curve_table(s, f, IV_FLATTEN, "eps");
+    curve_table(s, f, IV_TOPK, "k");
+}
+
+void write_interventions_csv(const Summary *s, FILE *f) {
+    const SweepFile *sw = s->sw;
+    summary_csv_point_header(s, f);
+    fputs(",in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,eff_tokens,ans_window_share,ans_window_chance\n", f);
+    for (int i = 0; i < sw->n_points; i++) {
+        const RunSummary *r = &s->runs[i];
+        for (int k = 0; k < r->iv.n; k++) {
+            const IvRecord *v = &r->iv.v[k];
+            summary_csv_point_cells(s, i, f);
+            fprintf(f, ",%d,%ld,%d,%s,%d", summary_iv_counts(r), r->iv.step, r->iv.causal_layer,
+                    intervention_name((InterventionKind)v->kind), v->layer);
+            summary_csv_num(f, v->strength);
+            summary_csv_num(f, v->acc);
+            summary_csv_num(f, v->S_recall);
+            summary_csv_num(f, v->eff_tokens);
+            summary_csv_num(f, v->window);
+            summary_csv_num(f, v->chance);
+            fputc('\n', f);
+        }
+    }
+}
