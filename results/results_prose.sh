@@ -23,23 +23,10 @@ cd "$(dirname "$0")/.."
 mode=${1:?usage: results/results_prose.sh readme|results|facts|--write}
 
 if [ "$mode" = --write ]; then
-    for page in README.md:readme docs/results.md:results; do
-        file=${page%%:*}
-        sh results/results_prose.sh "${page#*:}" > "$file.blocks"
-        awk -v blocks="$file.blocks" '
-        BEGIN { while ((getline l < blocks) > 0) {
-                    if (l ~ /^<!-- results_prose\.sh [a-z_]+ -->$/) { name = l; text[name] = "" }
-                    if (name != "") text[name] = text[name] l "\n"
-                    if (l ~ /^<!-- \/results_prose\.sh [a-z_]+ -->$/) name = "" } }
-        /^<!-- results_prose\.sh [a-z_]+ -->$/ { if (!($0 in text)) { print "no block " $0 > "/dev/stderr"; exit 1 }
-                                             printf "%s", text[$0]; skip = 1; next }
-        skip && /^<!-- \/results_prose\.sh [a-z_]+ -->$/ { skip = 0; next }
-        !skip' "$file" > "$file.new"
-        mv "$file.new" "$file"
-        rm -f "$file.blocks"
-    done
+    sh results/put_blocks.sh results_prose.sh README.md sh results/results_prose.sh readme
+    sh results/put_blocks.sh results_prose.sh docs/results.md sh results/results_prose.sh results
     exit 0
 fi
 
 awk -v mode="$mode" -v R=results/mqar_results -v P=results/delta_pilot -v PB=results/based_pilot -v PM=results/mamba2_pilot -v CAP=docs/mqar_capacity_summary.csv \
-    -v CAPSWEEP=configs/ablations/mqar_capacity.sweep -f results/results_prose.awk
+    -v CAPSWEEP=configs/ablations/mqar_capacity.sweep -v TAG=results_prose.sh -f results/lib.awk -f results/results_prose.awk
