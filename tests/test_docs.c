@@ -184,39 +184,110 @@ TEST(results_pilot_table_is_what_pilot_table_sh_prints) {
     free(md);
 }
 
-// The results prose is generated too: results/results_prose.sh prints every paragraph of the README's
-// and docs/results.md's results prose from the committed logs and summaries, each between its
-// marker comments, and the pages show exactly those blocks, no more and no fewer: a number that is
-// not in the logs, or a stale sentence, fails here.
-TEST(results_prose_is_what_results_prose_sh_prints) {
+// The pages show exactly the blocks `sh SCRIPT MODE` prints between its marker comments
+// ("<!-- TAG NAME -->" .. "<!-- /TAG NAME -->"), no more and no fewer (at least min of them).
+static void check_blocks(const char *script, const char *tag, const char *const pages[][2], int n_pages, int min) {
     static char out[65536];
-    const char *pages[][2] = {{"readme", "README.md"}, {"results", "docs/results.md"}};
-    const char *open_tag = "<!-- results_prose.sh ", *close_tag = "<!-- /results_prose.sh ";
-    for (int i = 0; i < 2; i++) {
-        int rc = test_run(out, sizeof out, "sh results/results_prose.sh %s", pages[i][0]);
-        CHECK(rc == 0, "results/results_prose.sh %s (exit %d): %s", pages[i][0], rc, out);
-        CHECK(strlen(out) + 1 < sizeof out, "results/results_prose.sh %s: output truncated", pages[i][0]);
+    char open_tag[96], close_tag[96];
+    snprintf(open_tag, sizeof open_tag, "<!-- %s ", tag);
+    snprintf(close_tag, sizeof close_tag, "<!-- /%s ", tag);
+    for (int i = 0; i < n_pages; i++) {
+        int rc = test_run(out, sizeof out, "sh %s %s", script, pages[i][0]);
+        CHECK(rc == 0, "%s %s (exit %d): %s", script, pages[i][0], rc, out);
+        CHECK(strlen(out) + 1 < sizeof out, "%s %s: output truncated", script, pages[i][0]);
         char *md = read_file_text(pages[i][1], NULL);
         CHECK(md, "%s not found", pages[i][1]);
         int blocks = 0, marked = 0;
         for (char *b = strstr(out, open_tag); b; b = strstr(b, open_tag)) {
             char *e = strstr(b, close_tag);
-            CHECK(e && strchr(e, '\n'), "results/results_prose.sh %s: a block without its end marker", pages[i][0]);
+            CHECK(e && strchr(e, '\n'), "%s %s: a block without its end marker", script, pages[i][0]);
             e = strchr(e, '\n') + 1;
             char keep = *e;
             *e = 0;
-            CHECK(strstr(md, b),
-                  "%s does not show the block results/results_prose.sh %s prints (run results/results_prose.sh --write):\n%s",
-                  pages[i][1], pages[i][0], b);
+            CHECK(strstr(md, b), "%s does not show the block %s %s prints (run %s --write):\n%s", pages[i][1], script,
+                  pages[i][0], script, b);
             *e = keep;
             b = e;
             blocks++;
         }
         for (const char *m = strstr(md, open_tag); m; m = strstr(m + 1, open_tag)) marked++;
-        CHECK(blocks >= 2 && marked == blocks, "%s has %d results_prose.sh blocks, the script prints %d", pages[i][1],
-              marked, blocks);
+        CHECK(blocks >= min && marked == blocks, "%s has %d %s blocks, the script prints %d", pages[i][1], marked, tag,
+              blocks);
         free(md);
     }
+}
+
+// The results prose is generated too: results/results_prose.sh prints every paragraph of the README's
+// and docs/results.md's results prose from the committed logs and summaries, each between its
+// marker comments, and the pages show exactly those blocks: a number that is not in the logs, or a
+// stale sentence, fails here.
+TEST(results_prose_is_what_results_prose_sh_prints) {
+    const char *const pages[][2] = {{"readme", "README.md"}, {"results", "docs/results.md"}};
+    check_blocks("results/results_prose.sh", "results_prose.sh", pages, 2, 2);
+}
+
+// Results II the same way: results/results2.sh prints its blocks from results/mqar_results2's
+// collected summary.
+TEST(results2_is_what_results2_sh_prints) {
+    const char *const pages[][2] = {{"readme", "README.md"}, {"results", "docs/results.md"}};
+    check_blocks("results/results2.sh", "results2.sh", pages, 2, 1);
+}
+
+// results/results2.sh on a summary with held-out runs and interventions (a fixture): per variant the
+// held-out seeds' values in point order (the selection seed apart), the chosen rate in bold, the
+// intervention records of the held-out runs at their causal layer only.
+TEST(results2_sh_reads_held_out_seeds_and_interventions) {
+    char dir[900], p[1024];
+    snprintf(dir, sizeof dir, "%s/r2fixture", test_tmpdir());
+    CHECK(mkdir_p(dir) == 0);
+    snprintf(p, sizeof p, "%s/summary.csv", dir);
+    FILE *f = fopenCheck(p, "w");
+    fputs("point,mixer,short_conv,lr,seed,status,best_acc,reached_0.99,steps_to_0.99,selection,test_acc,"
+          "best_recall_layer,best_recall_eff_tokens,best_recall_share,best_recall_chance,best_recall_lift,best_S_right,"
+          "best_S_wrong\n"
+          "\"a,0\",linear,4,2.2e-3,0,done,0.9,0,,chosen,0.1,0,3,0.5,0.25,2,0.4,0.5\n"
+          "\"a,1\",linear,4,2.2e-3,1,done,0.995,1,392,,0.99,0,2,0.6,0.25,2.4,0.4,0.6\n"
+          "\"a,2\",linear,4,2.2e-3,2,done,0.5,0,,,0.49,1,4,0.3,0.25,1.2,0.5,0.5\n"
+          "\"a,3\",linear,4,2.2e-3,3,done,0.999,1,588,,0.998,0,1.5,0.8,0.25,3.2,0.3,0.7\n"
+          "\"b,0\",linear,4,1e-2,0,done,0.8,0,,not_chosen,0.2,0,3,0.5,0.25,2,0.4,0.5\n"
+          "\"b,1\",linear,4,1e-2,1,not_selected,,0,,,,,,,,,,\n",
+          f);
+    fcloseCheck(f, p);
+    snprintf(p, sizeof p, "%s/summary_interventions.csv", dir);
+    f = fopenCheck(p, "w");
+    fputs("point,mixer,short_conv,lr,seed,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall\n"
+          "\"a,0\",linear,4,2.2e-3,0,0,10,1,none,1,,0.111,0.5\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,none,1,,0.995,0.5\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,ablate,0,,0.9,1\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,ablate,1,,0.2,1\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,oracle,1,,1,0.24\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,oracle,0,,0.333,0.24\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,topk,1,1,0.97,0.24\n"
+          "\"a,1\",linear,4,2.2e-3,1,1,10,1,topk,1,2,0.444,0.3\n"
+          "\"a,2\",linear,4,2.2e-3,2,1,10,0,none,0,,0.5,0.5\n"
+          "\"a,2\",linear,4,2.2e-3,2,1,10,0,ablate,0,,0.25,1\n",
+          f);
+    fcloseCheck(f, p);
+    static char out[16384];
+    int rc = test_run(out, sizeof out, "sh results/results2.sh results %s", dir);
+    CHECK(rc == 0, "%s", out);
+    for (char *c = out; *c; c++)  // the prose is wrapped: read it as one line
+        if (*c == '\n') *c = ' ';
+    CHECK(strstr(out,
+                 ": 5 of its 5 runs have finished; the learning rate is chosen for 1 of the 1 variants on seed 0's "
+                 "validation accuracy, 3 of the 3 held-out runs"),
+          "%s", out);
+    CHECK(strstr(out, "| `linear` + short_conv 4 | - | **0.9000, never 0.99** | 0.8000, never 0.99 | 2.2e-3 | 0.9000, 0.1000 |"),
+          "%s", out);
+    CHECK(strstr(out,
+                 "| `linear` + short_conv 4 | 2.2e-3 | 3 | 2/3 | 0.8260 (0.9900, 0.4900, 0.9980) | "
+                 "0.8313 (0.9950, 0.5000, 0.9990) | 392, 588 | L0, L1, L0 | 2.50 (2.00, 4.00, 1.50) |"),
+          "%s", out);
+    CHECK(strstr(out, "| `linear` + short_conv 4 | 2 | L1, L0 | 0.9950, 0.5000 | 0.2000, 0.2500 | 0.9700 | - | 1.0000 | - | - |"),
+          "%s", out);
+    CHECK(!strstr(out, "0.111") && !strstr(out, "0.333") && !strstr(out, "0.444"), "%s", out);
+    rc = test_run(out, sizeof out, "sh results/results2.sh nope %s", dir);
+    CHECK(rc == 2, "exit %d: %s", rc, out);
 }
 
 // Mamba-2's pilot table the same way (results/mamba2_pilot).

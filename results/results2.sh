@@ -1,0 +1,19 @@
+#!/bin/sh
+# Results II (issue 40) on the README and docs/results.md, every number read from the collected
+# summary of results/mqar_results2/ (`./sweep configs/ablations/mqar_results2.sweep --collect`:
+# summary.csv and summary_interventions.csv), each block between its marker comments exactly as
+# printed here; `make test` checks that (tests/test_docs.c).
+#   results/results2.sh readme [DIR]   the README's block (DIR: another collected sweep folder)
+#   results/results2.sh results [DIR] docs/results.md's blocks
+#   results/results2.sh --write    rewrite the blocks in README.md and docs/results.md
+set -eu
+cd "$(dirname "$0")/.."
+mode=${1:?usage: results/results2.sh readme|results|--write}
+if [ "$mode" = --write ]; then
+    sh results/put_blocks.sh results2.sh README.md sh results/results2.sh readme
+    sh results/put_blocks.sh results2.sh docs/results.md sh results/results2.sh results
+    exit 0
+fi
+dir=${2:-results/mqar_results2}
+[ -f "$dir/summary.csv" ] || { echo "results2: $dir/summary.csv: not found (run ./sweep configs/ablations/mqar_results2.sweep --collect)" >&2; exit 2; }
+awk -v mode="$mode" -v S="$dir" -v TAG=results2.sh -f results/lib.awk -f results/results2.awk
