@@ -290,6 +290,19 @@ TEST(results2_sh_reads_held_out_seeds_and_interventions) {
     CHECK(rc == 2, "exit %d: %s", rc, out);
 }
 
+// docs/performance.md's work-and-speed table is what bench/work_table.sh prints from the committed
+// bench records.
+TEST(performance_work_table_is_what_work_table_sh_prints) {
+    static char table[8192];
+    int rc = test_run(table, sizeof table, "sh bench/work_table.sh bench/logs/work-2026-11-26-cell.jsonl");
+    CHECK(rc == 0 && strstr(table, "| gated_deltanet | 3 |"), "bench/work_table.sh (exit %d): %s", rc, table);
+    char *md = read_file_text("docs/performance.md", NULL);
+    CHECK(md && strstr(md, table), "docs/performance.md does not show the table bench/work_table.sh prints:\n%s", table);
+    free(md);
+    rc = test_run(table, sizeof table, "sh bench/work_table.sh bench/logs/nope.jsonl 2>&1");
+    CHECK(rc == 2 && strstr(table, "nope.jsonl: not found"), "exit %d: %s", rc, table);
+}
+
 // Mamba-2's pilot table the same way (results/mamba2_pilot).
 TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
     static char table[8192];

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Each mixer's tokens/s against softmax's in the same round, taken apart into work and speed:
+# x softmax = (softmax's GFLOP a step / the mixer's) x (the mixer's %peak / softmax's), from the
+# records `build/bench ... --out FILE` wrote (the bench's FLOP model: docs/performance.md). A
+# round is the records of one bench run (softmax first in it). Prints per mixer the median over
+# the rounds of each column and the spread of x softmax, and, for the mixers an issue sets a cell
+# goal for, the %peak the goal would take at this work.
+#   bench/work_table.sh bench/logs/work-2026-11-26-cell.jsonl
+set -eu
+file=${1:?usage: bench/work_table.sh RESULTS.jsonl}
+[ -f "$file" ] || { echo "work_table: $file: not found" >&2; exit 2; }
+awk '
+function num(k,    m) { if (!match($0, "\"" k "\":[^,}]*")) return ""; return substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 }
+function str(k) { if (!match($0, "\"" k "\":\"[^\"]*\"")) return ""; return substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 5) }
+function median(list,    v, n, i, j, t) {
+    n = split(list, v, " ")
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function lo(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 < m + 0) m = v[i]; return m }
+function hi(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 > m + 0) m = v[i]; return m }
+BEGIN { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0.8; goal["based"] = 0.7
+        goal["mamba"] = 0.68; goal["h3"] = 0.7 }
+{
+    m = str("mixer")
+    if (m == "softmax") { round++; stok = num("tokens_per_s"); sgf = num("gflop_per_step"); spk = num("pct_peak") }
+    if (!round || stok == "") next
+    if (!(m in seen)) { seen[m] = 1; order[++n] = m }
+    X[m] = X[m] " " num("tokens_per_s") / stok
+    W[m] = W[m] " " sgf / num("gflop_per_step")
+    E[m] = E[m] " " num("pct_peak") / spk
+    G[m] = G[m] " " num("gflop_per_step")
+    P[m] = P[m] " " num("pct_peak")
+    S[m] = S[m] " " spk
+    R[m]++
+}
+END {
+    print "| mixer | rounds | x softmax (min-max) | GFLOP a step | softmax GFLOP / its | % of peak | its %peak / softmax | cell goal | %peak the goal takes |"
+    print "|---|---|---|---|---|---|---|---|---|"
+    for (i = 1; i <= n; i++) {
+        m = order[i]
+        g = m in goal ? sprintf("%.2fx", goal[m]) : "-"
+        need = m in goal ? sprintf("%.1f%%", goal[m] / median(W[m]) * median(S[m])) : "-"
+        printf "| %s | %d | %.2fx (%.2f-%.2f) | %.1f | %.2f | %.1f%% | %.2f | %s | %s |\n", m, R[m], median(X[m]), lo(X[m]), hi(X[m]),
+            median(G[m]), median(W[m]), median(P[m]), median(E[m]), g, need
+    }
+}' "$file"
