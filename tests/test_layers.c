@@ -1,4 +1,5 @@
 // Finite-difference checks of the model's layers (double-precision build).
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +133,45 @@ TEST(embedding_backward_matches_finite_differences) {
     embedding_backward(dwte, dwpe, c.R, tokens, 2, 3, 4);
     check_grad("embedding dwte", layer_loss, &c, c.x, dwte, 20, 1e-6, RTOL, ATOL);
     check_grad("embedding dwpe", layer_loss, &c, c.w, dwpe, 12, 1e-6, RTOL, ATOL);
+}
+
+// Over many row chunks with one token in most rows (as MQAR's filler token is): the same bits at
+// 1, 2 and 3 threads, and the sums of the rows by token and by position.
+TEST(embedding_backward_same_bits_at_any_thread_count_and_sums_the_rows) {
+    int B = 41, T = 50, C = 5, V = 37, N = B * T;
+    int *tokens = mallocCheck(sizeof(int) * (size_t)N);
+    real *dout = mallocCheck(sizeof(real) * (size_t)N * C);
+    Rng rng;
+    rng_seed(&rng, 11);
+    fill_normal(dout, (size_t)N * C, &rng, 1);
+    for (int n = 0; n < N; n++) tokens[n] = n % 5 ? 0 : 1 + (n * 7) % (V - 1);
+    real *dwte[3], *dwpe[3];
+    int threads = omp_get_max_threads();
+    for (int k = 0; k < 3; k++) {
+        dwte[k] = callocCheck((size_t)V * C, sizeof(real)), dwpe[k] = callocCheck((size_t)T * C, sizeof(real));
+        dwte[k][3] = 0.5;  // it adds to what is there
+        omp_set_num_threads(k + 1);
+        embedding_backward(dwte[k], dwpe[k], dout, tokens, B, T, C);
+    }
+    omp_set_num_threads(threads);
+    for (int k = 1; k < 3; k++) {
+        CHECK(!memcmp(dwte[0], dwte[k], sizeof(real) * (size_t)V * C), "dwte differs at %d threads", k + 1);
+        CHECK(!memcmp(dwpe[0], dwpe[k], sizeof(real) * (size_t)T * C), "dwpe differs at %d threads", k + 1);
+    }
+    for (int v = 0; v < V; v++)
+        for (int i = 0; i < C; i++) {
+            double want = v == 0 && i == 3 ? 0.5 : 0;
+            for (int n = 0; n < N; n++) want += tokens[n] == v ? dout[(size_t)n * C + i] : 0;
+            CHECK_CLOSE(dwte[0][(size_t)v * C + i], want, 1e-10);
+        }
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < C; i++) {
+            double want = 0;
+            for (int b = 0; b < B; b++) want += dout[((size_t)b * T + t) * C + i];
+            CHECK_CLOSE(dwpe[0][(size_t)t * C + i], want, 1e-10);
+        }
+    for (int k = 0; k < 3; k++) free(dwte[k]), free(dwpe[k]);
+    free(tokens), free(dout);
 }
 
 TEST(colsum_is_fixed_order_over_many_rows) {
