@@ -7,9 +7,11 @@
 # goal for, the %peak the goal would take at this work.
 #   bench/work_table.sh bench/logs/work-2026-11-26-cell.jsonl
 set -eu
-file=${1:?usage: bench/work_table.sh RESULTS.jsonl}
+file=${1:?usage: bench/work_table.sh RESULTS.jsonl [cell|long]}
+goals=${2:-cell}
+case $goals in cell | long) ;; *) echo "work_table: goals: expected cell or long, got '$goals'" >&2; exit 2 ;; esac
 [ -f "$file" ] || { echo "work_table: $file: not found" >&2; exit 2; }
-awk '
+awk -v goals="$goals" '
 function num(k,    m) { if (!match($0, "\"" k "\":[^,}]*")) return ""; return substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 }
 function str(k) { if (!match($0, "\"" k "\":\"[^\"]*\"")) return ""; return substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 5) }
 function median(list,    v, n, i, j, t) {
@@ -19,8 +21,11 @@ function median(list,    v, n, i, j, t) {
 }
 function lo(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 < m + 0) m = v[i]; return m }
 function hi(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 > m + 0) m = v[i]; return m }
-BEGIN { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0.8; goal["based"] = 0.7
-        goal["mamba"] = 0.68; goal["h3"] = 0.7 }
+BEGIN {
+    if (goals == "cell") { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0.8; goal["based"] = 0.7
+                           goal["mamba"] = 0.68; goal["h3"] = 0.7 }
+    else { goal["deltanet"] = 3; goal["gated_deltanet"] = 3; goal["mamba2"] = 3; goal["based"] = 3; goal["mamba"] = 4 }
+}
 {
     m = str("mixer")
     if (m == "softmax") { round++; stok = num("tokens_per_s"); sgf = num("gflop_per_step"); spk = num("pct_peak") }
@@ -35,11 +40,11 @@ BEGIN { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0
     R[m]++
 }
 END {
-    print "| mixer | rounds | x softmax (min-max) | GFLOP a step | softmax GFLOP / its | % of peak | its %peak / softmax | cell goal | %peak the goal takes |"
+    printf "| mixer | rounds | x softmax (min-max) | GFLOP a step | softmax GFLOP / its | %% of peak | its %%peak / softmax | %s goal | %%peak the goal takes |\n", goals == "cell" ? "cell" : "T = 4096"
     print "|---|---|---|---|---|---|---|---|---|"
     for (i = 1; i <= n; i++) {
         m = order[i]
-        g = m in goal ? sprintf("%.2fx", goal[m]) : "-"
+        g = m in goal ? sprintf("%gx", goal[m]) : "-"
         need = m in goal ? sprintf("%.1f%%", goal[m] / median(W[m]) * median(S[m])) : "-"
         printf "| %s | %d | %.2fx (%.2f-%.2f) | %.1f | %.2f | %.1f%% | %.2f | %s | %s |\n", m, R[m], median(X[m]), lo(X[m]), hi(X[m]),
             median(G[m]), median(W[m]), median(P[m]), median(E[m]), g, need
