@@ -77,8 +77,9 @@ TEST_OBJ = $(TEST_SRC:%.c=build/f64/%.o)
 PROGRAMS = train evaluate tokenize sample sweep export
 
 # In parallel by default, one job per core (`make -j1` or any -j given wins): a fresh clone builds
-# in under a minute on 2 cores. `make` builds the programs; the double-precision test runner is
-# built by `make test` only.
+# in under a minute on 2 cores. `make` builds the programs and build/bench (so a bench run after
+# a change never times the code before it); the double-precision test runner is built by `make
+# test` only.
 NPROC := $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 1)
 ifeq ($(filter -j%,$(MAKEFLAGS)),)
   MAKEFLAGS += -j$(NPROC)
@@ -86,7 +87,7 @@ endif
 
 .PHONY: all test clean asan bench gemm-check format format-check dup-check torch-venv
 ifeq ($(ALT_DIR),)
-all: $(PROGRAMS)
+all: $(PROGRAMS) build/bench
 else
 all: $(ALT_DIR)/ready
 endif
