@@ -1,10 +1,18 @@
 # The awk half of results/results2.sh (see there): Results II from the collected summary of
 # results/mqar_results2 (summary.csv: one row per point; summary_interventions.csv: after_run's
-# records). Reading and formatting: results/lib.awk. Variables: S (the sweep folder), mode.
+# records), and the same tables for the focus-seeds sweep (mode focus; results/mqar_focus_seeds).
+# Reading and formatting: results/lib.awk. Variables: S (the sweep folder), mode, LRALL (the rate
+# of a sweep that does not vary it, for its rows).
 
-# A variant's name: the mixer, and its short convolution when it has one.
-function variant(i) { return "`" P[i, "mixer"] "`" (P[i, "short_conv"] + 0 ? " + short_conv " P[i, "short_conv"] : "") }
-function vkey(i) { return P[i, "mixer"] "," P[i, "short_conv"] }
+# A variant's name: the mixer, and its short convolution, focus penalty and answer supervision
+# when it has them (the focus-seeds sweep varies the last two).
+function variant(i) {
+    return "`" P[i, "mixer"] "`" (P[i, "short_conv"] + 0 ? " + short_conv " P[i, "short_conv"] : "") \
+        (P[i, "focus_penalty"] + 0 ? " + focus_penalty " P[i, "focus_penalty"] : "") \
+        (P[i, "answer_supervision"] + 0 ? " + answer_supervision " P[i, "answer_supervision"] : "")
+}
+function vkey(i) { return P[i, "mixer"] "," (P[i, "short_conv"] + 0) "," (P[i, "focus_penalty"] + 0) "," (P[i, "answer_supervision"] + 0) }
+function ikey(i) { return I[i, "mixer"] "," (I[i, "short_conv"] + 0) "," (I[i, "focus_penalty"] + 0) "," (I[i, "answer_supervision"] + 0) }
 
 # Values of one variant's held-out seeds, in point order, as the summary lists them: "a, b" below
 # 3 values (a spread of two is no spread), "mean (a, b, c)" from 3 on; "-" for none.
@@ -18,7 +26,8 @@ function vals(list, fmt,    n, v, i, s, sum) {
 function add(arr, k, v) { if (v != "") arr[k] = (k in arr ? arr[k] " " : "") v }
 
 function load(    i, k, line, n, f, g) {
-    NP = read_csv(S "/summary.csv", P)
+    NP = 0
+    if ((getline line < (S "/summary.csv")) > 0) { close(S "/summary.csv"); NP = read_csv(S "/summary.csv", P) }
     NV = 0
     for (i = 1; i <= NP; i++) {
         k = vkey(i)
@@ -52,7 +61,7 @@ function load(    i, k, line, n, f, g) {
     }
     for (i = 1; i <= NI; i++) {
         if (I[i, "in_tables"] != 1) continue
-        g = VI[I[i, "mixer"] "," I[i, "short_conv"]]
+        g = VI[ikey(i)]
         k = I[i, "point"]
         if (!(k in IVRUN)) { IVRUN[k] = 1; IVN[g]++; NIV++; CAUSAL[g] = CAUSAL[g] (CAUSAL[g] == "" ? "" : ", ") "L" I[i, "causal_layer"] }
         if (I[i, "layer"] != I[i, "causal_layer"]) continue
@@ -98,7 +107,7 @@ function heldout(    g, any) {
     raw("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
-        raw("| " VNAME[g] " | " LR[g] " | " HELD[g] " | " REACH[g] "/" HELD[g] " | " vals(TEST[g], "%.4f") " | " vals(VAL[g], "%.4f") " | " vals(STEPS[g], "%.0f") " | " LAYER[g] " | " vals(EFF[g], "%.2f") " | " vals(SHARE[g], "%.3f") " | " vals(CHANCE[g], "%.3f") " | " vals(LIFT[g], "%.1f") " | " vals(RIGHT[g], "%.3f") " | " vals(WRONG[g], "%.3f") " |")
+        raw("| " VNAME[g] " | " (LR[g] == "" ? LRALL : LR[g]) " | " HELD[g] " | " REACH[g] "/" HELD[g] " | " vals(TEST[g], "%.4f") " | " vals(VAL[g], "%.4f") " | " vals(STEPS[g], "%.0f") " | " LAYER[g] " | " vals(EFF[g], "%.2f") " | " vals(SHARE[g], "%.3f") " | " vals(CHANCE[g], "%.3f") " | " vals(LIFT[g], "%.1f") " | " vals(RIGHT[g], "%.3f") " | " vals(WRONG[g], "%.3f") " |")
     }
     raw("")
 }
@@ -123,6 +132,9 @@ BEGIN {
         block("results2_selection"); selection(); endblock("results2_selection")
         block("results2_heldout"); heldout(); endblock("results2_heldout")
         block("results2_interventions"); interventions(); endblock("results2_interventions")
-    } else { print "results2.awk: mode readme or results, got '" mode "'" > "/dev/stderr"; exit 2 }
+    } else if (mode == "focus") {  # the focus-seeds sweep: every point a held-out seed, no choice
+        block("focus_heldout"); if (NP) heldout(); else para("Not run yet."); endblock("focus_heldout")
+        block("focus_interventions"); if (NP) interventions(); else para("Not run yet."); endblock("focus_interventions")
+    } else { print "results2.awk: mode readme, results or focus, got '" mode "'" > "/dev/stderr"; exit 2 }
     printf "%s", OUT
 }

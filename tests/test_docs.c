@@ -286,6 +286,27 @@ TEST(results2_sh_reads_held_out_seeds_and_interventions) {
     CHECK(strstr(out, "| `linear` + short_conv 4 | 2 | L1, L0 | 0.9950, 0.5000 | 0.2000, 0.2500 | 0.9700 | - | 1.0000 | - | - |"),
           "%s", out);
     CHECK(!strstr(out, "0.111") && !strstr(out, "0.333") && !strstr(out, "0.444"), "%s", out);
+    // the focus-seeds sweep: no rate varied (its rows show the sweep file's), a variant per focus
+    // setting, every seed held out
+    char fdir[900];
+    snprintf(fdir, sizeof fdir, "%s/r2focus", test_tmpdir());
+    CHECK(mkdir_p(fdir) == 0);
+    snprintf(p, sizeof p, "%s/summary.csv", fdir);
+    f = fopenCheck(p, "w");
+    fputs("point,mixer,focus_penalty,answer_supervision,seed,status,best_acc,reached_0.99,steps_to_0.99,selection,"
+          "test_acc,best_recall_layer\n"
+          "\"s,1\",softmax,0,0,1,done,0.995,1,392,,0.996,1\n"
+          "\"f,1\",softmax,0.7,0,1,done,0.991,1,1568,,0.992,1\n"
+          "\"f,2\",softmax,0.7,0,2,done,0.5,0,,,0.51,0\n"
+          "\"l,1\",linear,0,1,1,partial,0.3,0,,,,0\n",
+          f);
+    fcloseCheck(f, p);
+    rc = test_run(out, sizeof out, "sh results/results2.sh results %s %s", dir, fdir);
+    CHECK(rc == 0, "%s", out);
+    CHECK(strstr(out, "| `softmax` | 2.2e-3 | 1 | 1/1 | 0.9960 |") &&
+              strstr(out, "| `softmax` + focus_penalty 0.7 | 2.2e-3 | 2 | 1/2 | 0.9920, 0.5100 |") &&
+              !strstr(out, "answer_supervision 1 |"),
+          "%s", out);
     rc = test_run(out, sizeof out, "sh results/results2.sh nope %s", dir);
     CHECK(rc == 2, "exit %d: %s", rc, out);
 }
