@@ -8,7 +8,7 @@ set -eu
 tag=${1:?usage: results/put_blocks.sh TAG FILE COMMAND...}
 file=${2:?usage: results/put_blocks.sh TAG FILE COMMAND...}
 shift 2
-"$@" > "$file.blocks"
+"$@" > "$file.blocks" || { rm -f "$file.blocks"; exit 1; }
 pat=$(printf '%s' "$tag" | sed 's/[.]/\\./g')
 awk -v blocks="$file.blocks" -v open="^<!-- $pat [a-z_0-9]+ -->\$" -v shut="^<!-- /$pat [a-z_0-9]+ -->\$" '
 BEGIN { while ((getline l < blocks) > 0) {

@@ -237,37 +237,30 @@ TEST(results2_is_what_results2_sh_prints) {
 // held-out seeds' values in point order (the selection seed apart), the chosen rate in bold, the
 // intervention records of the held-out runs at their causal layer only.
 TEST(results2_sh_reads_held_out_seeds_and_interventions) {
-    char dir[900], p[1024];
-    snprintf(dir, sizeof dir, "%s/r2fixture", test_tmpdir());
+    const char *dir = test_path("r2fixture");
     CHECK(mkdir_p(dir) == 0);
-    snprintf(p, sizeof p, "%s/summary.csv", dir);
-    FILE *f = fopenCheck(p, "w");
-    fputs("point,mixer,short_conv,lr,seed,status,best_acc,reached_0.99,steps_to_0.99,selection,test_acc,"
-          "best_recall_layer,best_recall_eff_tokens,best_recall_share,best_recall_chance,best_recall_lift,best_S_right,"
-          "best_S_wrong\n"
-          "\"a,0\",linear,4,2.2e-3,0,done,0.9,0,,chosen,0.1,0,3,0.5,0.25,2,0.4,0.5\n"
-          "\"a,1\",linear,4,2.2e-3,1,done,0.995,1,392,,0.99,0,2,0.6,0.25,2.4,0.4,0.6\n"
-          "\"a,2\",linear,4,2.2e-3,2,done,0.5,0,,,0.49,1,4,0.3,0.25,1.2,0.5,0.5\n"
-          "\"a,3\",linear,4,2.2e-3,3,done,0.999,1,588,,0.998,0,1.5,0.8,0.25,3.2,0.3,0.7\n"
-          "\"b,0\",linear,4,1e-2,0,done,0.8,0,,not_chosen,0.2,0,3,0.5,0.25,2,0.4,0.5\n"
-          "\"b,1\",linear,4,1e-2,1,not_selected,,0,,,,,,,,,,\n",
-          f);
-    fcloseCheck(f, p);
-    snprintf(p, sizeof p, "%s/summary_interventions.csv", dir);
-    f = fopenCheck(p, "w");
-    fputs("point,mixer,short_conv,lr,seed,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall\n"
-          "\"a,0\",linear,4,2.2e-3,0,0,10,1,none,1,,0.111,0.5\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,none,1,,0.995,0.5\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,ablate,0,,0.9,1\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,ablate,1,,0.2,1\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,oracle,1,,1,0.24\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,oracle,0,,0.333,0.24\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,topk,1,1,0.97,0.24\n"
-          "\"a,1\",linear,4,2.2e-3,1,1,10,1,topk,1,2,0.444,0.3\n"
-          "\"a,2\",linear,4,2.2e-3,2,1,10,0,none,0,,0.5,0.5\n"
-          "\"a,2\",linear,4,2.2e-3,2,1,10,0,ablate,0,,0.25,1\n",
-          f);
-    fcloseCheck(f, p);
+    test_write_file("r2fixture/summary.csv",
+                    "point,mixer,short_conv,lr,seed,status,best_acc,reached_0.99,steps_to_0.99,selection,test_acc,"
+                    "best_recall_layer,best_recall_eff_tokens,best_recall_share,best_recall_chance,best_recall_lift,best_S_right,"
+                    "best_S_wrong\n"
+                    "\"a,0\",linear,4,2.2e-3,0,done,0.9,0,,chosen,0.1,0,3,0.5,0.25,2,0.4,0.5\n"
+                    "\"a,1\",linear,4,2.2e-3,1,done,0.995,1,392,,0.99,0,2,0.6,0.25,2.4,0.4,0.6\n"
+                    "\"a,2\",linear,4,2.2e-3,2,done,0.5,0,,,0.49,1,4,0.3,0.25,1.2,0.5,0.5\n"
+                    "\"a,3\",linear,4,2.2e-3,3,done,0.999,1,588,,0.998,0,1.5,0.8,0.25,3.2,0.3,0.7\n"
+                    "\"b,0\",linear,4,1e-2,0,done,0.8,0,,not_chosen,0.2,0,3,0.5,0.25,2,0.4,0.5\n"
+                    "\"b,1\",linear,4,1e-2,1,not_selected,,0,,,,,,,,,,\n");
+    test_write_file("r2fixture/summary_interventions.csv",
+                    "point,mixer,short_conv,lr,seed,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall\n"
+                    "\"a,0\",linear,4,2.2e-3,0,0,10,1,none,1,,0.111,0.5\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,none,1,,0.995,0.5\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,ablate,0,,0.9,1\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,ablate,1,,0.2,1\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,oracle,1,,1,0.24\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,oracle,0,,0.333,0.24\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,topk,1,1,0.97,0.24\n"
+                    "\"a,1\",linear,4,2.2e-3,1,1,10,1,topk,1,2,0.444,0.3\n"
+                    "\"a,2\",linear,4,2.2e-3,2,1,10,0,none,0,,0.5,0.5\n"
+                    "\"a,2\",linear,4,2.2e-3,2,1,10,0,ablate,0,,0.25,1\n");
     static char out[16384];
     int rc = test_run(out, sizeof out, "sh results/results2.sh results %s", dir);
     CHECK(rc == 0, "%s", out);
@@ -288,19 +281,15 @@ TEST(results2_sh_reads_held_out_seeds_and_interventions) {
     CHECK(!strstr(out, "0.111") && !strstr(out, "0.333") && !strstr(out, "0.444"), "%s", out);
     // the focus-seeds sweep: no rate varied (its rows show the sweep file's), a variant per focus
     // setting, every seed held out
-    char fdir[900];
-    snprintf(fdir, sizeof fdir, "%s/r2focus", test_tmpdir());
+    const char *fdir = test_path("r2focus");
     CHECK(mkdir_p(fdir) == 0);
-    snprintf(p, sizeof p, "%s/summary.csv", fdir);
-    f = fopenCheck(p, "w");
-    fputs("point,mixer,focus_penalty,answer_supervision,seed,status,best_acc,reached_0.99,steps_to_0.99,selection,"
-          "test_acc,best_recall_layer\n"
-          "\"s,1\",softmax,0,0,1,done,0.995,1,392,,0.996,1\n"
-          "\"f,1\",softmax,0.7,0,1,done,0.991,1,1568,,0.992,1\n"
-          "\"f,2\",softmax,0.7,0,2,done,0.5,0,,,0.51,0\n"
-          "\"l,1\",linear,0,1,1,partial,0.3,0,,,,0\n",
-          f);
-    fcloseCheck(f, p);
+    test_write_file("r2focus/summary.csv",
+                    "point,mixer,focus_penalty,answer_supervision,seed,status,best_acc,reached_0.99,steps_to_0.99,selection,"
+                    "test_acc,best_recall_layer\n"
+                    "\"s,1\",softmax,0,0,1,done,0.995,1,392,,0.996,1\n"
+                    "\"f,1\",softmax,0.7,0,1,done,0.991,1,1568,,0.992,1\n"
+                    "\"f,2\",softmax,0.7,0,2,done,0.5,0,,,0.51,0\n"
+                    "\"l,1\",linear,0,1,1,partial,0.3,0,,,,0\n");
     rc = test_run(out, sizeof out, "sh results/results2.sh results %s %s", dir, fdir);
     CHECK(rc == 0, "%s", out);
     CHECK(strstr(out, "| `softmax` | 2.2e-3 | 1 | 1/1 | 0.9960 |") &&
