@@ -280,42 +280,106 @@ void short_conv_forward(real *out, const real *inp, const real *w, const real *b
     free(wt);
 }
 
-// set: dinp written (each row's first tap writes, the rest add: the bits of adding to zero but
-// for the sign of an exact zero), else accumulated.
+// The rows r0..r1-1 of channels c_from..c_to-1, row by row through memory: the general path, for
+// any width, the channels past the last whole block and the rows at a sequence's ends. dinp:
+// each row gathers from the K outputs it fed (no races); set: each row's first tap writes, the
+// rest add (the bits of adding to zero but for the sign of an exact zero), else accumulated.
+// p [K | bias][C]: the chunk's partial sums of dw and dbias, rows added in order.
+static void conv_backward_rows(real *dinp, real *p, const real *dout, const real *inp, const real *wt, int r0, int r1,
+                               int T, int C, int K, int c_from, int c_to, int set) {
+    real *pb = p + (size_t)K * C;
+    for (int bt = r0; bt < r1; bt++) {
+        int t = bt % T;
+        real *dx = dinp + (size_t)bt * C;
+        int first = set;
+        for (int k = 0; k < K; k++) {
+            int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
+            if (t + ahead >= T) continue;
+            const real *dy = dout + (size_t)(bt + ahead) * C, *wk = wt + (size_t)k * C;
+            if (first)
+                for (int c = c_from; c < c_to; c++) dx[c] = wk[c] * dy[c];
+            else
+                for (int c = c_from; c < c_to; c++) dx[c] += wk[c] * dy[c];
+            first = 0;
+        }
+        const real *dy = dout + (size_t)bt * C;
+        for (int c = c_from; c < c_to; c++) pb[c] += dy[c];
+        for (int k = 0; k < K; k++) {
+            int back = K - 1 - k;
+            if (back > t) continue;
+            const real *x = inp + (size_t)(bt - back) * C;
+            real *pk = p + (size_t)k * C;
+            for (int c = c_from; c < c_to; c++) pk[c] += dy[c] * x[c];
+        }
+    }
+}
+
+// The same for width 4, CONV_BLOCK channels from c0 and rows r0..r1-1 inside their sequences
+// (every tap has its input and its output), with the block's five partial sums and its dinp row
+// in registers over the rows: the row-by-row path loads and stores them for every row. Every sum
+// adds the same terms in the same order as conv_backward_rows, so the bits are the same. The
+// block walks its rows at a stride of C, which the hardware prefetcher did not follow: without
+// the prefetches this took as long as the row-by-row path. With them, the zoology cell's 192
+// channels of 32768 rows take 5.5-5.9 against 7.1 ms at 1 thread, 3.1 against 3.5 at 2.
+static void conv_backward_block4(real *restrict dinp, real *restrict p, const real *restrict dout, const real *restrict inp,
+                                 const real *restrict wt, int r0, int r1, int C, int c0, int set) {
+    real g0[CONV_BLOCK], g1[CONV_BLOCK], g2[CONV_BLOCK], g3[CONV_BLOCK], gb[CONV_BLOCK];  // dw[:, k], dbias
+    const real *w0 = wt + c0, *w1 = wt + C + c0, *w2 = wt + 2 * (size_t)C + c0, *w3 = wt + 3 * (size_t)C + c0;
+    for (int c = 0; c < CONV_BLOCK; c++) {
+        g0[c] = p[c0 + c], g1[c] = p[C + c0 + c], g2[c] = p[2 * (size_t)C + c0 + c];
+        g3[c] = p[3 * (size_t)C + c0 + c], gb[c] = p[4 * (size_t)C + c0 + c];
+    }
+    for (int bt = r0; bt < r1; bt++) {
+        const real *restrict y0 = dout + (size_t)bt * C + c0, *restrict y1 = y0 + C, *restrict y2 = y1 + C,
+                             *restrict y3 = y2 + C;  // out[t + ahead]
+        const real *restrict x0 = inp + (size_t)bt * C + c0, *restrict x1 = x0 - C, *restrict x2 = x1 - C,
+                             *restrict x3 = x2 - C;  // inp[t - back]
+        real *restrict dx = dinp + (size_t)bt * C + c0;
+        __builtin_prefetch(y3 + 8 * (size_t)C), __builtin_prefetch(x0 + 8 * (size_t)C);
+        __builtin_prefetch(dx + 8 * (size_t)C, 1);
+        for (int c = 0; c < CONV_BLOCK; c++) {
+            real a = set ? w0[c] * y3[c] : dx[c] + w0[c] * y3[c];
+            a += w1[c] * y2[c];
+            a += w2[c] * y1[c];
+            a += w3[c] * y0[c];
+            dx[c] = a;
+            gb[c] += y0[c];
+            g0[c] += y0[c] * x3[c];
+            g1[c] += y0[c] * x2[c];
+            g2[c] += y0[c] * x1[c];
+            g3[c] += y0[c] * x0[c];
+        }
+    }
+    for (int c = 0; c < CONV_BLOCK; c++) {
+        p[c0 + c] = g0[c], p[C + c0 + c] = g1[c], p[2 * (size_t)C + c0 + c] = g2[c];
+        p[3 * (size_t)C + c0 + c] = g3[c], p[4 * (size_t)C + c0 + c] = gb[c];
+    }
+}
+
 static void short_conv_backward_impl(real *dinp, real *dw, real *dbias, const real *dout, const real *inp,
                                      const real *w, int B, int T, int C, int K, int set) {
     int N = B * T, n_chunks = (N + ROW_CHUNK - 1) / ROW_CHUNK;
     real *wt = conv_taps(w, C, K);
-    // one pass over row chunks: dinp (each row gathers from the K outputs it fed, no races), and
-    // dw, dbias as partial sums per chunk, added in chunk order below (thread-count free)
+    // one pass over row chunks: dinp, and dw, dbias as partial sums per chunk, added in chunk
+    // order below (thread-count free)
     real *partial = callocCheck((size_t)n_chunks * C * (K + 1), sizeof(real));  // [chunk][K | bias][C]
+    int blocked = K == 4 ? C / CONV_BLOCK * CONV_BLOCK : 0;                     // the channels the register path takes
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < n_chunks; ch++) {
-        real *p = partial + (size_t)ch * C * (K + 1), *pb = p + (size_t)K * C;
-        int end = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
-        for (int bt = ch * ROW_CHUNK; bt < end; bt++) {
-            int t = bt % T;
-            real *dx = dinp + (size_t)bt * C;
-            int first = set;
-            for (int k = 0; k < K; k++) {
-                int ahead = K - 1 - k;  // out[t + ahead] used inp[t] with w[:, k]
-                if (t + ahead >= T) continue;
-                const real *dy = dout + (size_t)(bt + ahead) * C, *wk = wt + (size_t)k * C;
-                if (first)
-                    for (int c = 0; c < C; c++) dx[c] = wk[c] * dy[c];
-                else
-                    for (int c = 0; c < C; c++) dx[c] += wk[c] * dy[c];
-                first = 0;
+        real *p = partial + (size_t)ch * C * (K + 1);
+        int r0 = ch * ROW_CHUNK, r1 = (ch + 1) * ROW_CHUNK < N ? (ch + 1) * ROW_CHUNK : N;
+        for (int s0 = r0; s0 < r1;) {  // the chunk's rows a piece of one sequence at a time
+            int seq = s0 / T * T, s1 = seq + T < r1 ? seq + T : r1;
+            // the rows [i0, i1) of the piece inside its sequence: t in [K - 1, T - K]
+            int i0 = seq + 3 > s0 ? seq + 3 : s0, i1 = seq + T - 3 < s1 ? seq + T - 3 : s1;
+            if (i1 < i0) i0 = i1 = s1;
+            for (int c0 = 0; c0 < blocked; c0 += CONV_BLOCK) {
+                conv_backward_rows(dinp, p, dout, inp, wt, s0, i0, T, C, K, c0, c0 + CONV_BLOCK, set);
+                conv_backward_block4(dinp, p, dout, inp, wt, i0, i1, C, c0, set);
+                conv_backward_rows(dinp, p, dout, inp, wt, i1, s1, T, C, K, c0, c0 + CONV_BLOCK, set);
             }
-            const real *dy = dout + (size_t)bt * C;
-            for (int c = 0; c < C; c++) pb[c] += dy[c];
-            for (int k = 0; k < K; k++) {
-                int back = K - 1 - k;
-                if (back > t) continue;
-                const real *x = inp + (size_t)(bt - back) * C;
-                real *pk = p + (size_t)k * C;
-                for (int c = 0; c < C; c++) pk[c] += dy[c] * x[c];
-            }
+            conv_backward_rows(dinp, p, dout, inp, wt, s0, s1, T, C, K, blocked, C, set);
+            s0 = s1;
         }
     }
     free(wt);

@@ -53,7 +53,10 @@ static ConvCtx conv_ctx(int B, int T, int C, int K, uint64_t seed) {
 static void conv_free(ConvCtx *c) { free(c->x), free(c->out), free(c->R), free(c->w), free(c->b); }
 
 TEST(short_conv_backward_matches_finite_differences) {
-    int shapes[][4] = {{2, 5, 3, 3}, {1, 4, 2, 1}, {2, 3, 2, 4}, {1, 6, 3, 6}};  // K = 1, K > T, K = T
+    // K = 1, K > T, K = T; then width 4 over 19 and 16 channels, where a sequence's inner rows take
+    // the register path of 16-channel blocks (model/layers.c) and its end rows and the 3 channels
+    // past the block the row-by-row one
+    int shapes[][4] = {{2, 5, 3, 3}, {1, 4, 2, 1}, {2, 3, 2, 4}, {1, 6, 3, 6}, {2, 10, 19, 4}, {1, 9, 16, 4}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], K = shapes[s][3];
         ConvCtx c = conv_ctx(B, T, C, K, 11 + s);
@@ -106,7 +109,7 @@ TEST(short_conv_step_agrees_with_forward) {
 }
 
 TEST(short_conv_same_bits_with_1_and_2_threads) {
-    int B = 3, T = 200, C = 5, K = 4;  // 600 rows: more than one row chunk of the weight sums
+    int B = 3, T = 200, C = 19, K = 4;  // 600 rows: more than one row chunk of the weight sums
     ConvCtx c = conv_ctx(B, T, C, K, 31);
     size_t n = (size_t)B * T * C;
     real *out[2], *dx[2], *dw[2], *db[2];
@@ -123,6 +126,30 @@ TEST(short_conv_same_bits_with_1_and_2_threads) {
     CHECK(!memcmp(dw[0], dw[1], (size_t)C * K * sizeof(real)) && !memcmp(db[0], db[1], (size_t)C * sizeof(real)));
     for (int r = 0; r < 2; r++) free(out[r]), free(dx[r]), free(dw[r]), free(db[r]);
     conv_free(&c);
+}
+
+// The _set form (dinp written, as the mixers' own convolutions use it) gives what accumulating
+// into zeros gives, on both paths: the blocked one (19 channels, width 4) and the plain one.
+TEST(short_conv_backward_set_equals_accumulating_into_zeros) {
+    int shapes[][4] = {{2, 12, 19, 4}, {2, 7, 5, 3}};
+    for (int s = 0; s < 2; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], K = shapes[s][3];
+        ConvCtx c = conv_ctx(B, T, C, K, 41 + (uint64_t)s);
+        size_t n = (size_t)B * T * C;
+        real *dx[2], *dw[2], *db[2];
+        for (int r = 0; r < 2; r++) {
+            dx[r] = callocCheck(n, sizeof(real)), dw[r] = callocCheck((size_t)C * K, sizeof(real));
+            db[r] = callocCheck((size_t)C, sizeof(real));
+            for (size_t i = 0; i < n; i++) dx[r][i] = r ? 0 : 123;  // _set overwrites what is there
+        }
+        short_conv_backward_set(dx[0], dw[0], db[0], c.R, c.x, c.w, B, T, C, K);
+        short_conv_backward(dx[1], dw[1], db[1], c.R, c.x, c.w, B, T, C, K);
+        int same = 1;
+        for (size_t i = 0; i < n; i++) same &= dx[0][i] == dx[1][i];
+        CHECK(same && !memcmp(dw[0], dw[1], (size_t)C * K * sizeof(real)) && !memcmp(db[0], db[1], (size_t)C * sizeof(real)));
+        for (int r = 0; r < 2; r++) free(dx[r]), free(dw[r]), free(db[r]);
+        conv_free(&c);
+    }
 }
 
 // --- models -----------------------------------------------------------------------------------
