@@ -25,7 +25,7 @@ function vals(list, fmt,    n, v, i, s, sum) {
 }
 function add(arr, k, v) { if (v != "") arr[k] = (k in arr ? arr[k] " " : "") v }
 
-function load(    i, k, line, n, f, g) {
+function load(    i, k, line, n, f, g) {  # (n, f: scratch)
     NP = 0
     if ((getline line < (S "/summary.csv")) > 0) { close(S "/summary.csv"); NP = read_csv(S "/summary.csv", P) }
     NV = 0
@@ -69,7 +69,22 @@ function load(    i, k, line, n, f, g) {
         if (I[i, "kind"] == "ablate") add(IV, g SUBSEP "ablate", I[i, "acc"])
         if (I[i, "kind"] == "topk" && I[i, "strength"] == 1) add(IV, g SUBSEP "top1", I[i, "acc"])
         if (I[i, "kind"] ~ /^(derange|oracle|oracle_window|oracle_wrong)$/) add(IV, g SUBSEP I[i, "kind"], I[i, "acc"])
+        if (I[i, "kind"] == "none") { BASE[k] = I[i, "acc"]; RUNG[k] = g; RUNS[++NRUN] = k }
+        if (I[i, "kind"] == "flatten") { FLA[k, I[i, "strength"] + 0] = I[i, "acc"]; HASFLAT[k] = 1 }
     }
+    # flatten, per run: the largest eps, in steps of 0.1, up to which the accuracy holds within
+    # 0.05 of the run as trained (the one-seed pilot's rule)
+    for (i = 1; i <= NRUN; i++) {
+        k = RUNS[i]
+        if (!(k in HASFLAT)) continue
+        f = ""
+        for (n = 0; n <= 10; n++) {
+            if (!((k, n / 10) in FLA) || FLA[k, n / 10] < BASE[k] - 0.05) break
+            f = n / 10
+        }
+        add(FLAT, RUNG[k], f == "" ? "-" : f)
+    }
+    COMPLETE = NV > 0 && (NHELD + 0) == (NS - 1) * NV && (NIV + 0) == NHELD
 }
 
 # --- the blocks --------------------------------------------------------------------------------------
@@ -112,29 +127,46 @@ function heldout(    g, any) {
     raw("")
 }
 
+# The per-seed eps lists of flatten, as written ("0.4, 0.6, -"): no mean of a threshold.
+function flats(list,    n, v, i, s) {
+    n = split(list, v, " ")
+    for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") v[i]
+    return s
+}
+
 function interventions(    g) {
     if (!NIV) { para("No held-out run has its interventions yet."); return }
-    raw("| variant | runs | causal recall layer | as trained | causal layer ablated | topk 1 | derange | oracle | oracle window | oracle wrong |")
-    raw("|---|---|---|---|---|---|---|---|---|---|")
+    raw("| variant | runs | causal recall layer | as trained | causal layer ablated | flatten holds to eps | topk 1 | derange | oracle | oracle window | oracle wrong |")
+    raw("|---|---|---|---|---|---|---|---|---|---|---|")
     for (g = 1; g <= NV; g++) {
         if (!IVN[g]) continue
-        raw("| " VNAME[g] " | " IVN[g] " | " CAUSAL[g] " | " vals(IV[g, "none"], "%.4f") " | " vals(IV[g, "ablate"], "%.4f") " | " vals(IV[g, "top1"], "%.4f") " | " vals(IV[g, "derange"], "%.4f") " | " vals(IV[g, "oracle"], "%.4f") " | " vals(IV[g, "oracle_window"], "%.4f") " | " vals(IV[g, "oracle_wrong"], "%.4f") " |")
+        raw("| " VNAME[g] " | " IVN[g] " | " CAUSAL[g] " | " vals(IV[g, "none"], "%.4f") " | " vals(IV[g, "ablate"], "%.4f") " | " (FLAT[g] == "" ? "-" : flats(FLAT[g])) " | " vals(IV[g, "top1"], "%.4f") " | " vals(IV[g, "derange"], "%.4f") " | " vals(IV[g, "oracle"], "%.4f") " | " vals(IV[g, "oracle_window"], "%.4f") " | " vals(IV[g, "oracle_wrong"], "%.4f") " |")
     }
     raw("")
 }
 
 BEGIN {
     load()
+    if (FOCUS != "") load_focus(FOCUS "/summary.csv")
     if (mode == "readme") {
-        block("readme_results2"); status("", 1); endblock("readme_results2")
+        block("readme_results2")
+        if (COMPLETE) para(summary_sentences() " The tables, the rules that judge them and the reading: [docs/results.md](docs/results.md#results-ii-every-mixer-under-the-protocol).")
+        else status("", 1)
+        endblock("readme_results2")
     } else if (mode == "results") {
         block("results2_status"); status("../", 0); endblock("results2_status")
         block("results2_selection"); selection(); endblock("results2_selection")
         block("results2_heldout"); heldout(); endblock("results2_heldout")
         block("results2_interventions"); interventions(); endblock("results2_interventions")
+        block("results2_reading"); para(rules_text())
+        if (COMPLETE) reading(0)
+        else para("The reading below these rules is printed by the same script once every held-out run has finished with its interventions (" (NHELD + 0) " of the " (NS - 1) * NV " have, " (NIV + 0) " of them with their interventions); `results/results2.sh reading` shows the rules applied to what has finished so far, marked partial.")
+        endblock("results2_reading")
+    } else if (mode == "reading") {  # the rules applied to whatever has finished (for a look; never on the pages)
+        para(rules_text()); reading(!COMPLETE)
     } else if (mode == "focus") {  # the focus-seeds sweep: every point a held-out seed, no choice
         block("focus_heldout"); if (NP) heldout(); else para("Not run yet."); endblock("focus_heldout")
         block("focus_interventions"); if (NP) interventions(); else para("Not run yet."); endblock("focus_interventions")
-    } else { print "results2.awk: mode readme, results or focus, got '" mode "'" > "/dev/stderr"; exit 2 }
+    } else { print "results2.awk: mode readme, results, reading or focus, got '" mode "'" > "/dev/stderr"; exit 2 }
     printf "%s", OUT
 }
