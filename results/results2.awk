@@ -50,6 +50,10 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
         add(CHANCE, g, P[i, "best_recall_chance"]); add(LIFT, g, P[i, "best_recall_lift"])
         add(RIGHT, g, P[i, "best_S_right"]); add(WRONG, g, P[i, "best_S_wrong"])
         LAYER[g] = LAYER[g] (LAYER[g] == "" ? "" : ", ") (P[i, "best_recall_layer"] == "" ? "-" : "L" P[i, "best_recall_layer"])
+        add(LEFF, g, P[i, "last_recall_eff_tokens"]); add(LSHARE, g, P[i, "last_recall_share"])
+        add(LCHANCE, g, P[i, "last_recall_chance"]); add(LRIGHT, g, P[i, "last_S_right"]); add(LWRONG, g, P[i, "last_S_wrong"])
+        add(LSTEP, g, P[i, "last_step"])
+        LLAYER[g] = LLAYER[g] (LLAYER[g] == "" ? "" : ", ") (P[i, "last_recall_layer"] == "" ? "-" : "L" P[i, "last_recall_layer"])
     }
     # the runs the sweep makes: every rate at seed 0, then the other seeds at the chosen rate
     NRUNS = NV * NR + NV * (NS - 1)
@@ -123,6 +127,14 @@ function heldout(    g, any) {
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
         raw("| " VNAME[g] " | " (LR[g] == "" ? LRALL : LR[g]) " | " HELD[g] " | " REACH[g] "/" HELD[g] " | " vals(TEST[g], "%.4f") " | " vals(VAL[g], "%.4f") " | " vals(STEPS[g], "%.0f") " | " LAYER[g] " | " vals(EFF[g], "%.2f") " | " vals(SHARE[g], "%.3f") " | " vals(CHANCE[g], "%.3f") " | " vals(LIFT[g], "%.1f") " | " vals(RIGHT[g], "%.3f") " | " vals(WRONG[g], "%.3f") " |")
+    }
+    raw("")
+    para("The same figures at each run's last step: its best where it stopped at 0.99 (the first evaluation at 0.99 is the best so far), a later one where it ran to the cap:")
+    raw("| variant | last step | recall layer (by share) | effective tokens | answer share | chance | S_recall right | S_recall wrong |")
+    raw("|---|---|---|---|---|---|---|---|")
+    for (g = 1; g <= NV; g++) {
+        if (!HELD[g]) continue
+        raw("| " VNAME[g] " | " flats(LSTEP[g]) " | " LLAYER[g] " | " vals(LEFF[g], "%.2f") " | " vals(LSHARE[g], "%.3f") " | " vals(LCHANCE[g], "%.3f") " | " vals(LRIGHT[g], "%.3f") " | " vals(LWRONG[g], "%.3f") " |")
     }
     raw("")
 }
