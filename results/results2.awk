@@ -162,8 +162,10 @@ BEGIN {
     if (FOCUS != "") load_focus(FOCUS "/summary.csv")
     if (mode == "readme") {
         block("readme_results2")
-        if (COMPLETE) para(summary_sentences() " The tables, the rules that judge them and the reading: [docs/results.md](docs/results.md#results-ii-every-mixer-under-the-protocol).")
-        else status("", 1)
+        if (COMPLETE) {
+            para(summary_sentences() " The tables, the rules that judge them and the reading: [docs/results.md](docs/results.md#results-ii-every-mixer-under-the-protocol).")
+            readme_table()
+        } else status("", 1)
         endblock("readme_results2")
     } else if (mode == "results") {
         block("results2_status"); status("../", 0); endblock("results2_status")

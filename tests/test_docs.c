@@ -340,7 +340,10 @@ TEST(results2_reading_judges_by_its_rules) {
               strstr(out,
                      "held broad in training, softmax solves on 2 of 3 seeds, and taught the answer, elu+1 linear "
                      "attention on 1 of 3.") &&
-              !strstr(out, "is running"),
+              !strstr(out, "is running") &&
+              strstr(out,
+                     "| `relu2` | 1e-2 | 2/3 | 0.9147 (0.9950, 0.7500, 0.9990) | splits, focuses | 1.40 | 0.770 (0.060) | "
+                     "0.893 / 0.047 / 0.867 |"),
           "%s", out);
     // unfinished: the pages print the rules and wait; the look marks itself partial
     const char *dir = test_path("r2partial");
