@@ -57,12 +57,14 @@ function judge(    g, n) {
         SOLVED[g] = nsolve(TEST[g])
         CLASS[g] = SOLVED[g] == n ? "recalls" : (SOLVED[g] == 0 ? "fails" : "splits")
         EM[g] = lmean(EFF[g]); SM[g] = lmean(SHARE[g]); CM[g] = lmean(CHANCE[g])
-        FOC[g] = focused(EM[g]); ONA[g] = on_answer(SM[g])
+        # a map is judged only where every held-out seed measured one (else neither focused nor on the answer)
+        MAPPED[g] = lcount(EFF[g]) == n && lcount(SHARE[g]) == n
+        FOC[g] = MAPPED[g] && focused(EM[g]); ONA[g] = MAPPED[g] && on_answer(SM[g])
     }
 }
 
 # A variant's map in a few words: "1.2 effective tokens, 93% of the weight on the answer (chance 6%)".
-function mapdesc(g) { return f2(EM[g]) " effective tokens and " pc(SM[g]) " of the weight on the answer against a chance of " pc(CM[g]) }
+function mapdesc(g) { if (!MAPPED[g]) return "no map measured on every seed"; return f2(EM[g]) " effective tokens and " pc(SM[g]) " of the weight on the answer against a chance of " pc(CM[g]) }
 
 # --- the paragraphs ----------------------------------------------------------------------------------
 
@@ -79,18 +81,20 @@ function recall_para(    g, rec, fail, split_) {
         (split_ == "" ? " None splits." : " " Word(count(split_)) " split" (count(split_) == 1 ? "s" : "") ", solving on some seeds only: " andlist(split_) "."))
 }
 
-function focus_para(    g, i, foc, broad, ona) {
+function focus_para(    g, i, foc, broad, ona, unm) {
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
         if (FOC[g]) foc = push(foc, VNAME[g] " with " mapdesc(g))
     }
     sort_by_eff()  # the others from the most concentrated to the broadest
-    for (i = 1; i <= NORD; i++) { g = ORD[i]; if (!FOC[g]) broad = push(broad, VNAME[g] " " f2(EM[g])) }
-    for (g = 1; g <= NV; g++) if (HELD[g] && !ONA[g]) ona = push(ona, VNAME[g] " " pc(SM[g]) " against " pc(CM[g]))
+    for (i = 1; i <= NORD; i++) { g = ORD[i]; if (MAPPED[g] && !FOC[g]) broad = push(broad, VNAME[g] " " f2(EM[g])) }
+    for (g = 1; g <= NV; g++) if (HELD[g] && MAPPED[g] && !ONA[g]) ona = push(ona, VNAME[g] " " pc(SM[g]) " against " pc(CM[g]))
+    for (g = 1; g <= NV; g++) if (HELD[g] && !MAPPED[g]) unm = push(unm, VNAME[g])
     para("**Which maps focus.** On the recall layer at the best validation step, mean over the held-out seeds. " \
         (foc == "" ? "No variant's map focuses." : (count(foc) == 1 ? "One map focuses: " : Word(count(foc)) " maps focus: ") andlist(foc) ".") \
         (broad == "" ? "" : " The others spread their weight over more positions (effective tokens, from the most concentrated): " andlist(broad) ".") \
-        (ona == "" ? " Every variant puts half of its weight or more on the answer." : " Less than half of the weight lands on the answer (its share against chance) for " andlist(ona) "; every other variant puts half or more there."))
+        (ona == "" ? " Every variant puts half of its weight or more on the answer." : " Less than half of the weight lands on the answer (its share against chance) for " andlist(ona) "; every other variant puts half or more there.") \
+        (unm == "" ? "" : " Not every held-out seed of " andlist(unm) " has a recall layer's map in its records; " (count(unm) == 1 ? "it is" : "they are") " judged on neither."))
 }
 
 function sort_by_eff(    g, i, j, t) {
@@ -103,7 +107,7 @@ function sort_by_eff(    g, i, j, t) {
 function cross_para(    g, fr, br, fn, bn, lo, hi) {
     lo = ""; hi = ""
     for (g = 1; g <= NV; g++) {
-        if (!HELD[g] || CLASS[g] == "splits") continue
+        if (!HELD[g] || CLASS[g] == "splits" || !MAPPED[g]) continue
         if (CLASS[g] == "recalls" && FOC[g]) fr = push(fr, VNAME[g])
         if (CLASS[g] == "recalls" && !FOC[g]) {
             br = push(br, VNAME[g])
@@ -113,7 +117,7 @@ function cross_para(    g, fr, br, fn, bn, lo, hi) {
         if (CLASS[g] == "fails" && FOC[g]) fn = push(fn, VNAME[g])
         if (CLASS[g] == "fails" && !FOC[g]) bn = push(bn, VNAME[g])
     }
-    para("**Focus against recall**, the variants that do not split: focused and recall" (fr == "" ? ", none" : ": " andlist(fr)) \
+    para("**Focus against recall**, the variants that do not split (and have maps): focused and recall" (fr == "" ? ", none" : ": " andlist(fr)) \
         "; recall without focus" (br == "" ? ", none" : ": " andlist(br)) "; focused without recall" (fn == "" ? ", none" : ": " andlist(fn)) \
         "; neither" (bn == "" ? ", none" : ": " andlist(bn)) ". " \
         (br != "" ? "Focus as S measures it is not necessary for recall on this cell: " andlist(br) " recall" (count(br) == 1 ? "s" : "") " from maps of " rng(lo, hi, "%.2f") " effective tokens." : \
@@ -207,7 +211,7 @@ function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, t, sb, ls) {
         if (CLASS[g] == "recalls") {
             rec++
             if (FOC[g]) foc = push(foc, VNAME[g])
-            else { br = push(br, VNAME[g]); if (lo == "" || EM[g] < lo) lo = EM[g]; if (hi == "" || EM[g] > hi) hi = EM[g] }
+            else if (MAPPED[g]) { br = push(br, VNAME[g]); if (lo == "" || EM[g] < lo) lo = EM[g]; if (hi == "" || EM[g] > hi) hi = EM[g] }
         }
         if (CLASS[g] == "fails") {
             fail = push(fail, VNAME[g])

@@ -301,9 +301,9 @@ TEST(results2_sh_reads_held_out_seeds_and_interventions) {
 }
 
 // The reading of Results II judged by its rules, on a complete fixture (tests/results2_fixture:
-// four variants, three held-out seeds each with their interventions, and a focus-seeds sweep):
+// five variants, three held-out seeds each with their interventions, and a focus-seeds sweep):
 // softmax recalls and focuses, DeltaNet recalls from a broad map, elu+1 fails but reads the
-// oracle, relu^2 splits; then the same script on an unfinished sweep prints the rules only.
+// oracle, relu^2 splits, H3 fails with no map in its records (judged on neither); then the same script on an unfinished sweep prints the rules only.
 TEST(results2_reading_judges_by_its_rules) {
     static char out[32768];
     int rc = test_run(out, sizeof out,
@@ -312,12 +312,14 @@ TEST(results2_reading_judges_by_its_rules) {
     for (char *c = out; *c; c++)
         if (*c == '\n') *c = ' ';
     const char *want[] = {
-        "Two of the 4 variants recall on every held-out seed: `softmax` at 0.9953 (0.9920, 0.9950, 0.9990) and "
+        "Two of the 5 variants recall on every held-out seed: `softmax` at 0.9953 (0.9920, 0.9950, 0.9990) and "
         "`deltanet` at 0.9913",
-        "One fails on every seed: `linear` at 0.3367",
+        "Two fail on every seed: `linear` at 0.3367 (0.2500, 0.5000, 0.2600) and `h3` at 0.6500",
+        "Not every held-out seed of `h3` has a recall layer's map in its records; it is judged on neither.",
         "One splits, solving on some seeds only: `relu2` on 2 of 3, at 0.9147 (0.9950, 0.7500, 0.9990)",
         "Two maps focus: `softmax` with 1.20 effective tokens and 92% of the weight on the answer against a chance of 6%",
-        "focused and recall: `softmax`; recall without focus: `deltanet`; focused without recall, none; neither: `linear`.",
+        "(and have maps): focused and recall: `softmax`; recall without focus: `deltanet`; focused without recall, none; "
+        "neither: `linear`.",
         "Focus as S measures it is not necessary for recall on this cell: `deltanet` recalls from maps of 6.00 effective tokens.",
         "it holds on every seed for `softmax` and `relu2` and costs more on some seed for `deltanet` at 0.957",
         "it holds up to eps (per seed) `softmax` 0.4, 0.4, 0.5, `deltanet` 0.7, 0.6, 0.6 and `relu2` 0.3, 0.2, 0.3.",
