@@ -142,6 +142,7 @@ function heldout(    g, any) {
 # The per-seed eps lists of flatten, as written ("0.4, 0.6, -"): no mean of a threshold.
 function flats(list,    n, v, i, s) {
     n = split(list, v, " ")
+    if (!n) return "-"
     for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") v[i]
     return s
 }
@@ -152,7 +153,7 @@ function interventions(    g) {
     raw("|---|---|---|---|---|---|---|---|---|---|---|")
     for (g = 1; g <= NV; g++) {
         if (!IVN[g]) continue
-        raw("| " VNAME[g] " | " IVN[g] " | " CAUSAL[g] " | " vals(IV[g, "none"], "%.4f") " | " vals(IV[g, "ablate"], "%.4f") " | " (FLAT[g] == "" ? "-" : flats(FLAT[g])) " | " vals(IV[g, "top1"], "%.4f") " | " vals(IV[g, "derange"], "%.4f") " | " vals(IV[g, "oracle"], "%.4f") " | " vals(IV[g, "oracle_window"], "%.4f") " | " vals(IV[g, "oracle_wrong"], "%.4f") " |")
+        raw("| " VNAME[g] " | " IVN[g] " | " CAUSAL[g] " | " vals(IV[g, "none"], "%.4f") " | " vals(IV[g, "ablate"], "%.4f") " | " flats(FLAT[g]) " | " vals(IV[g, "top1"], "%.4f") " | " vals(IV[g, "derange"], "%.4f") " | " vals(IV[g, "oracle"], "%.4f") " | " vals(IV[g, "oracle_window"], "%.4f") " | " vals(IV[g, "oracle_wrong"], "%.4f") " |")
     }
     raw("")
 }
