@@ -337,7 +337,7 @@ TEST(results2_reading_judges_by_its_rules) {
         if (*c == '\n') *c = ' ';
     CHECK(rc == 0 &&
               strstr(out,
-                     "two of the 4 variants recall on every held-out seed; of them `softmax` focuses on two tokens' "
+                     "two of the 5 variants recall on every held-out seed; of them `softmax` focuses on two tokens' "
                      "worth of weight or less, and `deltanet` recalls from broader maps (6.00 effective tokens).") &&
               strstr(out,
                      "held broad in training, softmax solves on 2 of 3 seeds, and taught the answer, elu+1 linear "
