@@ -74,7 +74,7 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
         if (I[i, "kind"] == "topk" && I[i, "strength"] == 1) add(IV, g SUBSEP "top1", I[i, "acc"])
         if (I[i, "kind"] ~ /^(derange|oracle|oracle_window|oracle_wrong)$/) add(IV, g SUBSEP I[i, "kind"], I[i, "acc"])
         if (I[i, "kind"] == "none") { BASE[k] = I[i, "acc"]; RUNG[k] = g; RUNS[++NRUN] = k }
-        if (I[i, "kind"] == "flatten") { FLA[k, I[i, "strength"] + 0] = I[i, "acc"]; HASFLAT[k] = 1 }
+        if (I[i, "kind"] == "flatten") { FLA[k, I[i, "strength"] + 0] = I[i, "acc"]; FLE[k, I[i, "strength"] + 0] = I[i, "eff_tokens"]; HASFLAT[k] = 1 }
     }
     # flatten, per run: the largest eps, in steps of 0.1, up to which the accuracy holds within
     # 0.05 of the run as trained (the one-seed pilot's rule)
@@ -87,6 +87,7 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
             f = n / 10
         }
         add(FLAT, RUNG[k], f == "" ? "-" : f)
+        add(FLATEFF, RUNG[k], f == "" || FLE[k, f] == "" ? "-" : FLE[k, f])  # its rows' effective tokens there
     }
     COMPLETE = NV > 0 && (NHELD + 0) == (NS - 1) * NV && (NIV + 0) == NHELD
 }

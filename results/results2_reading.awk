@@ -21,7 +21,9 @@ function rules_text() {
         "at most two tokens' worth of weight (mean effective tokens n S^2 of 2 or fewer; a one-hot row " \
         "is 1), and its weight is **on the answer** when the answer's window holds half of it or more " \
         "(each share beside its chance level, a uniform row's). An intervention on the causal recall " \
-        "layer **holds** when the accuracy stays within " hold() " of the run as trained."
+        "layer **holds** when the accuracy stays within " hold() " of the run as trained; where flattening " \
+        "that layer holds on every seed up to a map that no longer focuses, the variant's recall " \
+        "**does not need focus**."
 }
 
 # --- small helpers -----------------------------------------------------------------------------------
@@ -32,6 +34,14 @@ function lmax(list,    n, v, i, m) { n = split(list, v, " "); m = v[1]; for (i =
 function lcount(list,    v) { return split(list, v, " ") }
 # How many of a per-seed list pass a rule (by name: solves, holds against the as-trained list).
 function nsolve(list,    n, v, i, c) { n = split(list, v, " "); c = 0; for (i = 1; i <= n; i++) c += solves(v[i]); return c }
+# A per-seed list of effective tokens, one decimal ("-" kept).
+function effs(list,    n, v, i, s) {
+    n = split(list, v, " ")
+    for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") (v[i] == "-" ? "-" : sprintf("%.1f", v[i]))
+    return s
+}
+# How many of a per-seed list of effective tokens ("-" where none) no longer focus.
+function nfree(list,    n, v, i, c) { n = split(list, v, " "); c = 0; for (i = 1; i <= n; i++) c += v[i] != "-" && !focused(v[i]); return c }
 function nhold(list, base,    n, v, b, i, c) {
     n = split(list, v, " "); split(base, b, " "); c = 0
     for (i = 1; i <= n; i++) c += v[i] >= b[i] - hold()
@@ -127,7 +137,7 @@ function cross_para(    g, fr, br, fn, bn, lo, hi) {
 }
 
 # The interventions, per variant with its per-seed counts against its runs with records.
-function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab) {
+function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab, free_, needs) {
     for (g = 1; g <= NV; g++) {
         if (!IVN[g] || CLASS[g] == "fails") continue
         n = lcount(IV[g, "none"])
@@ -139,7 +149,11 @@ function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab) {
             if (nhold(IV[g, "derange"], IV[g, "none"]) == 0) dd = push(dd, VNAME[g] " at " vals(IV[g, "derange"], "%.3f"))
             else dk = push(dk, VNAME[g] " at " vals(IV[g, "derange"], "%.3f") " against " vals(IV[g, "none"], "%.3f"))
         }
-        if (lcount(FLAT[g]) == n) fl = push(fl, VNAME[g] " " flats(FLAT[g]))
+        if (lcount(FLAT[g]) == n) {
+            fl = push(fl, VNAME[g] " " flats(FLAT[g]) " (" effs(FLATEFF[g]) " effective tokens there)")
+            if (nfree(FLATEFF[g]) == n) free_ = push(free_, VNAME[g])
+            else needs = push(needs, VNAME[g])
+        }
         if (lcount(IV[g, "ablate"]) == n && nhold(IV[g, "ablate"], IV[g, "none"]) == n) ab = push(ab, VNAME[g])
     }
     para("**What the interventions say**, on the causal recall layer of each held-out run of the variants that recall on some seed. " \
@@ -148,6 +162,8 @@ function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab) {
         " Deranged (every row's S kept, its weight moved among the value positions), it fails to hold on every seed for " (dd == "" ? "none" : andlist(dd)) \
         (dk == "" ? "" : ", and holds on some seed for " andlist(dk)) ": where the weight lands carries the recall where it does not hold." \
         (fl == "" ? "" : " Flattened towards a uniform row, it holds up to eps (per seed) " andlist(fl) ".") \
+        (free_ == "" ? "" : " So the recall of " andlist(free_) " does not need focus: it holds on every seed at a map of more than two tokens' worth.") \
+        (needs == "" ? "" : " For " andlist(needs) " it stops holding before the map stops focusing on some seed.") \
         (ab == "" ? "" : " Ablating the causal layer costs no more than " hold() " for " andlist(ab) ": recall there does not rest on one layer's map."))
 }
 
