@@ -137,7 +137,8 @@ TEST(h3_conv_rows_match_the_per_sequence_convolution) {
 // lengths that are and are not powers of two, and one token.
 TEST(h3_conv_fft_matches_the_direct_convolution) {
     // M, T, m0, m1; T = 600: transforms of 2048 points, longer than the blocks the first stages
-    // run in (1024 points in this build), so both the blocked and the whole passes run
+    // run in (1024 points in this build) and their sub-blocks (64), so the sub-blocked, the
+    // blocked and the whole passes all run
     static const int cases[5][4] = {{21, 13, 0, 21}, {16, 32, 0, 16}, {37, 50, 16, 37}, {3, 1, 0, 3}, {16, 600, 0, 16}};
     for (int k = 0; k < 5; k++) {
         int M = cases[k][0], T = cases[k][1], m0 = cases[k][2], m1 = cases[k][3], n = M * T, L = h3_fft_len(T);

@@ -301,8 +301,10 @@ static inline void radix4_pass(h3vec_m *re, h3vec_m *im, int L, int h, int lo, i
 }
 
 // Points per block of the stages that run block by block (below): 256 KB of a strip, a quarter of
-// this machine's 1 MB L2 per core.
+// this machine's 1 MB L2 per core; and per sub-block of the first of those stages, 16 KB, a third
+// of its 48 KB L1.
 #define FFT_BLOCK ((int)(256 * 1024 / (2 * sizeof(h3vec))))
+#define FFT_L1_BLOCK ((int)(16 * 1024 / (2 * sizeof(h3vec))))
 
 // In place: the transform of (re, im)[L] (inverse: e^{+2 pi i k n / L}, unscaled).
 static void fft_strip(h3vec_m *re, h3vec_m *im, int L, const real *tw, int inverse) {
@@ -324,14 +326,23 @@ static void fft_strip(h3vec_m *re, h3vec_m *im, int L, const real *tw, int inver
     // memory once for them all (a strip of 8192 points is 1 MB; its blocks of 2048, a quarter
     // of it, stay in the cache); each element still goes through the same butterflies in the
     // same order, so the bits do not change. The stages past the block size take whole passes.
+    // The same once more inside each block: the stages whose butterflies stay inside sub-blocks of
+    // FFT_L1_BLOCK points run sub-block by sub-block, from L1 instead of L2.
     const real *twr = tw, *twi = tw + L / 2;
     const real sg = inverse ? -1 : 1;
-    int B = L < FFT_BLOCK ? L : FFT_BLOCK, odd = __builtin_ctz((unsigned)L) % 2, h0 = odd ? 2 : 1, h_end = h0;
-    while (4 * h_end <= B) h_end *= 4;
+    int B = L < FFT_BLOCK ? L : FFT_BLOCK, B1 = B < FFT_L1_BLOCK ? B : FFT_L1_BLOCK;
+    int odd = __builtin_ctz((unsigned)L) % 2, h0 = odd ? 2 : 1, h_l1 = h0, h_end;
+    while (4 * h_l1 <= B1) h_l1 *= 4;  // the stages below h_l1 stay inside a sub-block
+    h_end = h_l1;
+    while (4 * h_end <= B) h_end *= 4;  // those below h_end inside a block
     for (int blk = 0; blk < L; blk += B) {
-        if (odd)  // an odd number of stages: the first alone
-            for (int i = blk; i < blk + B; i += 2) BUTTERFLY(re[i], im[i], re[i + 1], im[i + 1], twr[0], sg * twi[0]);
-        for (int h = h0; h < h_end; h *= 4) radix4_pass(re, im, L, h, blk, blk + B, twr, twi, sg);
+        for (int sub = blk; sub < blk + B; sub += B1) {
+            if (odd)  // an odd number of stages: the first alone
+                for (int i = sub; i < sub + B1; i += 2)
+                    BUTTERFLY(re[i], im[i], re[i + 1], im[i + 1], twr[0], sg * twi[0]);
+            for (int h = h0; h < h_l1; h *= 4) radix4_pass(re, im, L, h, sub, sub + B1, twr, twi, sg);
+        }
+        for (int h = h_l1; h < h_end; h *= 4) radix4_pass(re, im, L, h, blk, blk + B, twr, twi, sg);
     }
     for (int h = h_end; 4 * h <= L; h *= 4) radix4_pass(re, im, L, h, 0, L, twr, twi, sg);
 }
