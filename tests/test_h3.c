@@ -39,10 +39,11 @@ TEST(h3_kernels_match_their_recurrences) {
 
 // The training path's shift SSM over rows of channels against the per-channel filter and its
 // backward (the plain reference), with strided rows, more taps than tokens, and gradients that
-// must be added to what is there.
+// must be added to what is there; the third case's taps' gradients go through the blocks of 8 taps
+// and 16 channels (h3_ssm.c: shift_dw_block) and the taps and channels they leave.
 TEST(h3_shift_rows_match_the_per_channel_filter) {
-    static const int cases[2][3] = {{5, 12, 4}, {3, 9, 15}};  // C, T, N
-    for (int k = 0; k < 2; k++) {
+    static const int cases[3][3] = {{5, 12, 4}, {3, 9, 15}, {19, 20, 12}};  // C, T, N
+    for (int k = 0; k < 3; k++) {
         int C = cases[k][0], T = cases[k][1], N = cases[k][2], ld = 3 * C + 1;
         real *in = mallocCheck(sizeof(real) * T * ld), *w = mallocCheck(sizeof(real) * C * N);
         real *wT = mallocCheck(sizeof(real) * N * C), *Dk = mallocCheck(sizeof(real) * C);

@@ -136,6 +136,11 @@ void h3_shift_forward_rows(int T, int N, int C, const real *wT, const real *Dk, 
     }
 }
 
+// (below, with the vector type of the convolution's strips: taps SH_LB at a time, channels
+// H3_CONV_LANES)
+#define SH_LB 8
+static void shift_dw_block(int T, int l0, int C, int c0, const real *k, int ldk, const real *dks, real *dwT);
+
 void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk, const real *k, int ldk,
                             const real *dks, real *dk, int lddk, real *dwT, real *dDk, real *tmp) {
     for (int t = 0; t < T; t++) {
@@ -159,16 +164,21 @@ void h3_shift_backward_rows(int T, int N, int C, const real *wT, const real *Dk,
     }
 #pragma omp simd
     for (int c = 0; c < C; c++) dDk[c] += tmp[c];
-    for (int l = 0; l < N && l < T; l++) {
-        for (int c = 0; c < C; c++) tmp[c] = 0;
+    int nl = N < T ? N : T, lb = nl / SH_LB * SH_LB, cb = C / H3_CONV_LANES * H3_CONV_LANES;
+    for (int l0 = 0; l0 < lb; l0 += SH_LB)
+        for (int c0 = 0; c0 < cb; c0 += H3_CONV_LANES) shift_dw_block(T, l0, C, c0, k, ldk, dks, dwT);
+    for (int l = 0; l < nl; l++) {  // the taps and channels the blocks leave, one tap at a time
+        int c_from = l < lb ? cb : 0;
+        if (c_from == C) continue;
+        for (int c = c_from; c < C; c++) tmp[c] = 0;
         for (int t = l; t < T; t++) {
             const real *g = dks + (size_t)t * C, *kl = k + (size_t)(t - l) * ldk;
 #pragma omp simd
-            for (int c = 0; c < C; c++) tmp[c] += g[c] * kl[c];
+            for (int c = c_from; c < C; c++) tmp[c] += g[c] * kl[c];
         }
         real *dw = dwT + (size_t)l * C;
 #pragma omp simd
-        for (int c = 0; c < C; c++) dw[c] += tmp[c];
+        for (int c = c_from; c < C; c++) dw[c] += tmp[c];
     }
 }
 
@@ -187,6 +197,37 @@ typedef real h3vec_m __attribute__((vector_size(H3_EB * sizeof(real)), aligned(s
 
 #define VLOAD(v, p) memcpy(&(v), (p), sizeof(h3vec))
 #define VSTORE(p, v) memcpy((p), &(v), sizeof(h3vec))
+
+// The taps' gradients dwT[l][c] += sum_{t >= l} dks[t][c] k[t - l][c] (t ascending) of SH_LB taps
+// from l0 and the H3_EB channels from c0, their sums held in vector registers over one pass of
+// the rows (summed one tap at a time, every tap's pass read all T rows again, from L2 or memory
+// at long T), the rows ahead prefetched (they are C and ldk apart). Every sum adds the same terms
+// in the same order as one tap at a time, so the bits are the same.
+static void shift_dw_block(int T, int l0, int C, int c0, const real *k, int ldk, const real *dks, real *dwT) {
+    h3vec a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0}, g, x;
+    // tap l0 + j from row t = l0 + j on (the block's first rows take some taps only)
+#define SH_TAP(j, a)                                                                                                   \
+    if ((j) <= t - l0) {                                                                                               \
+        VLOAD(x, k + (size_t)(t - l0 - (j)) * ldk + c0);                                                               \
+        a += g * x;                                                                                                    \
+    }
+    for (int t = l0; t < T; t++) {
+        VLOAD(g, dks + (size_t)t * C + c0);
+        __builtin_prefetch(dks + (size_t)(t + 8) * C + c0), __builtin_prefetch(k + (size_t)(t - l0 + 8) * ldk + c0);
+        SH_TAP(0, a0)
+        SH_TAP(1, a1)
+        SH_TAP(2, a2)
+        SH_TAP(3, a3)
+        SH_TAP(4, a4)
+        SH_TAP(5, a5)
+        SH_TAP(6, a6)
+        SH_TAP(7, a7)
+    }
+#undef SH_TAP
+    h3vec acc[SH_LB] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    for (int j = 0; j < SH_LB; j++)
+        for (int c = 0; c < H3_EB; c++) dwT[(size_t)(l0 + j) * C + c0 + c] += acc[j][c];
+}
 
 // Y[t] = sum_{j <= t} KE[t-j] U[j] on one strip (pointers at its first lane).
 static void conv_forward_strip(int T, int M, const real *KE, const real *U, real *Y) {
