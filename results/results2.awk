@@ -16,14 +16,23 @@ function ikey(i) { return I[i, "mixer"] "," (I[i, "short_conv"] + 0) "," (I[i, "
 
 # Values of one variant's held-out seeds, in point order, as the summary lists them: "a, b" below
 # 3 values (a spread of two is no spread), "mean (a, b, c)" from 3 on; "-" for none.
-function vals(list, fmt,    n, v, i, s, sum) {
+# A "-" in the list is a seed without the value (kept so each value stays beside its seed's in
+# the other columns); the mean is over the seeds with one.
+function vals(list, fmt,    n, v, i, s, sum, m) {
     n = split(list, v, " ")
     if (!n) return "-"
-    s = ""; sum = 0
-    for (i = 1; i <= n; i++) { s = s (i > 1 ? ", " : "") sprintf(fmt, v[i]); sum += v[i] }
-    return n < 3 ? s : sprintf(fmt, sum / n) " (" s ")"
+    s = ""; sum = 0; m = 0
+    for (i = 1; i <= n; i++) {
+        s = s (i > 1 ? ", " : "") (v[i] == "-" ? "-" : sprintf(fmt, v[i]))
+        if (v[i] != "-") { sum += v[i]; m++ }
+    }
+    if (!m) return "-"
+    return n < 3 ? s : sprintf(fmt, sum / m) " (" s ")"
 }
 function add(arr, k, v) { if (v != "") arr[k] = (k in arr ? arr[k] " " : "") v }
+# The same keeping a seed without the value as "-" (the S_recall of the rows answered wrong: none
+# where a seed answered every row right).
+function addk(arr, k, v) { arr[k] = (k in arr ? arr[k] " " : "") (v == "" ? "-" : v) }
 
 function load(    i, k, line, n, f, g) {  # (n, f: scratch)
     NP = 0
@@ -48,10 +57,10 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
         add(VAL, g, P[i, "best_acc"]); add(TEST, g, P[i, "test_acc"]); add(STEPS, g, P[i, "steps_to_0.99"])
         add(EFF, g, P[i, "best_recall_eff_tokens"]); add(SHARE, g, P[i, "best_recall_share"])
         add(CHANCE, g, P[i, "best_recall_chance"]); add(LIFT, g, P[i, "best_recall_lift"])
-        add(RIGHT, g, P[i, "best_S_right"]); add(WRONG, g, P[i, "best_S_wrong"])
+        addk(RIGHT, g, P[i, "best_S_right"]); addk(WRONG, g, P[i, "best_S_wrong"])
         LAYER[g] = LAYER[g] (LAYER[g] == "" ? "" : ", ") (P[i, "best_recall_layer"] == "" ? "-" : "L" P[i, "best_recall_layer"])
         add(LEFF, g, P[i, "last_recall_eff_tokens"]); add(LSHARE, g, P[i, "last_recall_share"])
-        add(LCHANCE, g, P[i, "last_recall_chance"]); add(LRIGHT, g, P[i, "last_S_right"]); add(LWRONG, g, P[i, "last_S_wrong"])
+        add(LCHANCE, g, P[i, "last_recall_chance"]); addk(LRIGHT, g, P[i, "last_S_right"]); addk(LWRONG, g, P[i, "last_S_wrong"])
         add(LSTEP, g, P[i, "last_step"])
         LLAYER[g] = LLAYER[g] (LLAYER[g] == "" ? "" : ", ") (P[i, "last_recall_layer"] == "" ? "-" : "L" P[i, "last_recall_layer"])
     }
@@ -74,6 +83,8 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
         if (I[i, "kind"] == "topk" && I[i, "strength"] == 1) add(IV, g SUBSEP "top1", I[i, "acc"])
         if (I[i, "kind"] ~ /^(derange|oracle|oracle_window|oracle_wrong)$/) add(IV, g SUBSEP I[i, "kind"], I[i, "acc"])
         if (I[i, "kind"] == "none") { BASE[k] = I[i, "acc"]; RUNG[k] = g; RUNS[++NRUN] = k }
+        if (!(I[i, "kind"] in KINDS)) { KINDS[I[i, "kind"]] = 1; NKIND++ }
+        if (!((k, I[i, "kind"]) in RUNKIND)) { RUNKIND[k, I[i, "kind"]] = 1; RUNNK[k]++ }
         if (I[i, "kind"] == "flatten") { FLA[k, I[i, "strength"] + 0] = I[i, "acc"]; FLE[k, I[i, "strength"] + 0] = I[i, "eff_tokens"]; HASFLAT[k] = 1 }
     }
     # flatten, per run: the largest eps, in steps of 0.1, up to which the accuracy holds within
@@ -89,7 +100,11 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
         add(FLAT, RUNG[k], f == "" ? "-" : f)
         add(FLATEFF, RUNG[k], f == "" || FLE[k, f] == "" ? "-" : FLE[k, f])  # its rows' effective tokens there
     }
-    COMPLETE = NV > 0 && (NHELD + 0) == (NS - 1) * NV && (NIV + 0) == NHELD
+    # a run has its interventions when it has every kind some run of the sweep has (the sweep's
+    # after_run list, read from the records: a run still in its after_run has fewer)
+    NIVFULL = 0
+    for (k in IVRUN) NIVFULL += RUNNK[k] == NKIND
+    COMPLETE = NV > 0 && (NHELD + 0) == (NS - 1) * NV && NIVFULL == NHELD
 }
 
 # --- the blocks --------------------------------------------------------------------------------------
@@ -97,7 +112,7 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
 function status(up, readme,    g, nchosen) {
     nchosen = 0
     for (g = 1; g <= NV; g++) nchosen += (g in CHOSEN)
-    para("**Results II is running** (`./sweep configs/ablations/mqar_results2.sweep`, issue 40; the runs' logs and [summary](" up "results/mqar_results2/summary.md) in `results/mqar_results2/`): " DONE " of its " NRUNS " runs have finished; the learning rate is chosen for " nchosen " of the " NV " variants on seed 0's validation accuracy, " (NHELD + 0) " of the " (NS - 1) * NV " held-out runs (the other seeds at the chosen rate) have finished, " (NIV + 0) " of them with their interventions. " (readme ? "Its tables, printed by `results/results2.sh` from the collected summary, are in [docs/results.md](docs/results.md#results-ii-every-mixer-under-the-protocol) and grow with every sitting." : "The tables below are printed by `results/results2.sh` from the collected summary and grow with every sitting.") " Until they are complete, what they show is partial, and no conclusion is drawn from it here.")
+    para("**Results II is running** (`./sweep configs/ablations/mqar_results2.sweep`, issue 40; the runs' logs and [summary](" up "results/mqar_results2/summary.md) in `results/mqar_results2/`): " DONE " of its " NRUNS " runs have finished; the learning rate is chosen for " nchosen " of the " NV " variants on seed 0's validation accuracy, " (NHELD + 0) " of the " (NS - 1) * NV " held-out runs (the other seeds at the chosen rate) have finished, " (NIVFULL + 0) " of them with all their interventions. " (readme ? "Its tables, printed by `results/results2.sh` from the collected summary, are in [docs/results.md](docs/results.md#results-ii-every-mixer-under-the-protocol) and grow with every sitting." : "The tables below are printed by `results/results2.sh` from the collected summary and grow with every sitting.") " Until they are complete, what they show is partial, and no conclusion is drawn from it here.")
 }
 
 function selection(    g, j, r, i, cell, line) {
@@ -176,7 +191,7 @@ BEGIN {
         block("results2_interventions"); interventions(); endblock("results2_interventions")
         block("results2_reading"); para(rules_text())
         if (COMPLETE) reading(0)
-        else para("The reading below these rules is printed by the same script once every held-out run has finished with its interventions (" (NHELD + 0) " of the " (NS - 1) * NV " have, " (NIV + 0) " of them with their interventions); `results/results2.sh reading` shows the rules applied to what has finished so far, marked partial.")
+        else para("The reading below these rules is printed by the same script once every held-out run has finished with its interventions (" (NHELD + 0) " of the " (NS - 1) * NV " have, " (NIVFULL + 0) " of them with all their interventions); `results/results2.sh reading` shows the rules applied to what has finished so far, marked partial.")
         endblock("results2_reading")
     } else if (mode == "reading") {  # the rules applied to whatever has finished (for a look; never on the pages)
         para(rules_text()); reading(!COMPLETE)

@@ -235,7 +235,8 @@ TEST(results2_is_what_results2_sh_prints) {
 
 // results/results2.sh on a summary with held-out runs and interventions (a fixture): per variant the
 // held-out seeds' values in point order (the selection seed apart), the chosen rate in bold, the
-// intervention records of the held-out runs at their causal layer only.
+// intervention records of the held-out runs at their causal layer only; a run with fewer kinds of
+// record than another (its after_run still going) does not count as having its interventions.
 TEST(results2_sh_reads_held_out_seeds_and_interventions) {
     const char *dir = test_path("r2fixture");
     CHECK(mkdir_p(dir) == 0);
@@ -268,7 +269,8 @@ TEST(results2_sh_reads_held_out_seeds_and_interventions) {
         if (*c == '\n') *c = ' ';
     CHECK(strstr(out,
                  ": 5 of its 5 runs have finished; the learning rate is chosen for 1 of the 1 variants on seed 0's "
-                 "validation accuracy, 3 of the 3 held-out runs"),
+                 "validation accuracy, 3 of the 3 held-out runs (the other seeds at the chosen rate) have finished, 1 of "
+                 "them with all their interventions"),
           "%s", out);
     CHECK(strstr(out, "| `linear` + short_conv 4 | - | **0.9000, never 0.99** | 0.8000, never 0.99 | 2.2e-3 | 0.9000, 0.1000 |"),
           "%s", out);
@@ -335,6 +337,11 @@ TEST(results2_reading_judges_by_its_rules) {
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         CHECK(strstr(out, want[i]), "missing '%s' in: %s", want[i], out);
+    // the held-out table at the last step; a seed without wrong rows keeps its place ("-"), the
+    // mean is over the others
+    CHECK(strstr(out, "| `softmax` | 394, 395, 396 | L1, L1, L1 | 1.30 (1.20, 1.30, 1.40) | 0.800 (0.800, 0.800, 0.800) |"),
+          "the last step's table: %s", out);
+    CHECK(strstr(out, "| 0.300 (0.300, 0.300, 0.300) | 0.300 (-, 0.300, 0.300) |"), "the S_recall of wrong rows: %s", out);
     rc = test_run(out, sizeof out, "sh results/results2.sh readme tests/results2_fixture/sweep tests/results2_fixture/focus");
     for (char *c = out; *c; c++)
         if (*c == '\n') *c = ' ';
@@ -363,7 +370,7 @@ TEST(results2_reading_judges_by_its_rules) {
     for (char *c = out; *c; c++)
         if (*c == '\n') *c = ' ';
     CHECK(rc == 0 && strstr(out, "**How the reading judges**") &&
-              strstr(out, "(1 of the 2 have, 0 of them with their interventions)") && !strstr(out, "**Which recall.**"),
+              strstr(out, "(1 of the 2 have, 0 of them with all their interventions)") && !strstr(out, "**Which recall.**"),
           "%s", out);
     rc = test_run(out, sizeof out, "sh results/results2.sh reading %s %s", dir, test_path("r2none"));
     for (char *c = out; *c; c++)
