@@ -102,7 +102,7 @@ function focus_para(    g, i, foc, broad, ona, unm) {
     for (g = 1; g <= NV; g++) if (HELD[g] && !MAPPED[g]) unm = push(unm, VNAME[g])
     para("**Which maps focus.** On the recall layer at the best validation step, mean over the held-out seeds. " \
         (foc == "" ? "No variant's map focuses." : (count(foc) == 1 ? "One map focuses: " : Word(count(foc)) " maps focus: ") andlist(foc) ".") \
-        (broad == "" ? "" : " The others spread their weight over more positions (effective tokens, from the most concentrated): " andlist(broad) ".") \
+        (broad == "" ? "" : (foc == "" ? " All spread their weight over more positions" : " The others spread their weight over more positions") " (effective tokens, from the most concentrated): " andlist(broad) ".") \
         (ona == "" ? " Every variant puts half of its weight or more on the answer." : " Less than half of the weight lands on the answer (its share against chance) for " andlist(ona) "; every other variant puts half or more there.") \
         (unm == "" ? "" : " Not every held-out seed of " andlist(unm) " has a recall layer's map in its records; " (count(unm) == 1 ? "it is" : "they are") " judged on neither."))
 }
@@ -167,18 +167,21 @@ function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab, free_, needs) {
         (ab == "" ? "" : " Ablating the causal layer costs no more than " hold() " for " andlist(ab) ": recall there does not rest on one layer's map."))
 }
 
-function oracle_para(    g, n, items, yes, no) {
+function oracle_para(    g, n, items, yes, yesw, no) {
     for (g = 1; g <= NV; g++) {
         if (!IVN[g] || CLASS[g] == "recalls") continue
-        n = lcount(IV[g, "oracle"])
-        if (!n) continue
-        items = push(items, VNAME[g] " " vals(IV[g, "oracle"], "%.3f") ", against " vals(IV[g, "none"], "%.3f") " as trained")
-        if (nsolve(IV[g, "oracle"]) == n) yes = push(yes, VNAME[g]); else no = push(no, VNAME[g])
+        n = lcount(IV[g, "none"])
+        if (!lcount(IV[g, "oracle"]) && !lcount(IV[g, "oracle_window"])) continue
+        items = push(items, VNAME[g] " " vals(IV[g, "oracle"], "%.3f") " on the answer and " vals(IV[g, "oracle_window"], "%.3f") " on its window, against " vals(IV[g, "none"], "%.3f") " as trained")
+        if (lcount(IV[g, "oracle"]) == n && nsolve(IV[g, "oracle"]) == n) yes = push(yes, VNAME[g])
+        else if (lcount(IV[g, "oracle_window"]) == n && nsolve(IV[g, "oracle_window"]) == n) yesw = push(yesw, VNAME[g])
+        else no = push(no, VNAME[g])
     }
     if (items == "") { para("**Can the failing mixers read a focused map?** Every variant recalls on every seed; there is none to ask."); return }
-    para("**Can the failing mixers read a focused map?** The oracle puts all of the causal layer's weight on the answer; on the variants that fail on some seed it gives " andlist(items) "." \
-        (yes == "" ? "" : " It makes every seed of " andlist(yes) " solve: the rest of the network reads a focused map, so the failure is in forming one.") \
-        (no == "" ? "" : " It does not make every seed of " andlist(no) " solve."))
+    para("**Can the failing mixers read a focused map?** The oracle puts all of the causal layer's weight on the answer's value position, the window oracle spreads it evenly over the answer's window (behind a convolution, the value position and the positions after it whose convolved values hold it); on the variants that fail on some seed they give " andlist(items) "." \
+        (yes == "" ? "" : " The oracle makes every seed of " andlist(yes) " solve: the rest of the network reads a focused map, so the failure is in forming one.") \
+        (yesw == "" ? "" : " The window oracle, not the one on the answer, makes every seed of " andlist(yesw) " solve.") \
+        (no == "" ? "" : " Neither makes every seed of " andlist(no) " solve."))
 }
 
 # The focus-seeds sweep: softmax held broad and elu+1 taught the answer, each beside its plain form.
