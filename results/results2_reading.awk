@@ -266,16 +266,19 @@ function load_focus(file,    n, i, k, g, line) {
     FCOMPLETE = FNP > 0 && FDONE == FNP && ("softmax" SUBSEP "term") in FV && ("linear" SUBSEP "term") in FV
 }
 
+# A per-seed list's mean to 3 places, "-" for none.
+function mean3(list) { return lcount(list) ? f3(lmean(list)) : "-" }
+
 # The README's table: per variant its verdict by the rules, the held-out seeds' test accuracy and
 # the recall layer's map (means over the seeds; per-seed values in docs/results.md).
 function readme_table(    g) {
     judge()
-    raw("| variant | lr | held-out seeds solved | test acc | verdict | effective tokens | answer share (chance) | causal layer: top-1 / derange / oracle |")
+    raw("| variant | lr | held-out seeds solved | test acc | verdict | effective tokens | answer share (chance) | causal layer: top-1 / derange / oracle / window oracle |")
     raw("|---|---|---|---|---|---|---|---|")
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
         raw("| " VNAME[g] " | " LR[g] " | " SOLVED[g] "/" lcount(TEST[g]) " | " vals(TEST[g], "%.4f") " | " CLASS[g] (FOC[g] ? ", focuses" : "") " | " f2(EM[g]) " | " f3(SM[g]) " (" f3(CM[g]) ") | " \
-            (IVN[g] ? f3(lmean(IV[g, "top1"])) " / " f3(lmean(IV[g, "derange"])) " / " f3(lmean(IV[g, "oracle"])) : "-") " |")
+            (IVN[g] ? mean3(IV[g, "top1"]) " / " mean3(IV[g, "derange"]) " / " mean3(IV[g, "oracle"]) " / " mean3(IV[g, "oracle_window"]) : "-") " |")
     }
     raw("")
 }
