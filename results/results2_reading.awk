@@ -83,7 +83,8 @@ function recall_para(    g, rec, fail, split_) {
         if (!HELD[g]) continue
         if (CLASS[g] == "recalls") rec = push(rec, VNAME[g] " at " vals(TEST[g], "%.4f"))
         else if (CLASS[g] == "fails") fail = push(fail, VNAME[g] " at " vals(TEST[g], "%.4f"))
-        else split_ = push(split_, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) ", at " vals(TEST[g], "%.4f"))
+        else split_ = push(split_, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) ", at " vals(TEST[g], "%.4f") \
+            (REACH[g] == lcount(TEST[g]) ? " (every seed reached 0.99 on validation and stopped there; test accuracies " rng(lmin(TEST[g]), lmax(TEST[g]), "%.4f") ")" : ""))
     }
     para("**Which recall.** Test accuracy of the held-out seeds (from three on, the mean, then each seed). " \
         (rec == "" ? "No variant recalls on every held-out seed." : Word(count(rec)) " of the " NV " variants recall on every held-out seed: " andlist(rec) ".") \
@@ -223,7 +224,7 @@ function reading(partial) {
 }
 
 # The README's two sentences.
-function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, t, sb, ls) {
+function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, splits, t, sb, ls) {
     judge()
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
@@ -232,6 +233,7 @@ function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, t, sb, ls) {
             if (FOC[g]) foc = push(foc, VNAME[g])
             else if (MAPPED[g]) { br = push(br, VNAME[g]); if (lo == "" || EM[g] < lo) lo = EM[g]; if (hi == "" || EM[g] > hi) hi = EM[g] }
         }
+        if (CLASS[g] == "splits") splits = push(splits, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) (REACH[g] == lcount(TEST[g]) ? " (every seed at 0.99 on validation)" : ""))
         if (CLASS[g] == "fails") {
             fail = push(fail, VNAME[g])
             if (IVN[g] && lcount(IV[g, "oracle"]) == lcount(TEST[g]) && nsolve(IV[g, "oracle"]) == lcount(TEST[g])) oyes = push(oyes, VNAME[g])
@@ -240,7 +242,8 @@ function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, t, sb, ls) {
     t = "Under the protocol (the rate chosen on seed 0's validation accuracy, " word(NS - 1) " held-out seeds each tested once), " \
         word(rec + 0) " of the " NV " variants recall on every held-out seed" \
         (rec ? "; of them " (foc == "" ? "none focuses its recall layer" : andlist(foc) " focus" (count(foc) == 1 ? "es" : "") " on two tokens' worth of weight or less") \
-            (br == "" ? "" : ", and " andlist(br) " recall" (count(br) == 1 ? "s" : "") " from broader maps (" rng(lo, hi, "%.2f") " effective tokens)") : "") "."
+            (br == "" ? "" : ", and " andlist(br) " recall" (count(br) == 1 ? "s" : "") " from broader maps (" rng(lo, hi, "%.2f") " effective tokens)") : "") \
+        (splits == "" ? "" : "; on only some held-out seeds: " andlist(splits)) "."
     if (fail != "") t = t " " andlist(fail) " fail" (count(fail) == 1 ? "s" : "") " on every held-out seed" (oyes == "" ? "" : " (an oracle map on the causal layer makes " andlist(oyes) " solve)") (FCOMPLETE ? ";" : ".")
     if (FCOMPLETE) {
         sb = FV["softmax", "term"]; ls = FV["linear", "term"]
