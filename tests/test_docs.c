@@ -226,6 +226,13 @@ TEST(results_prose_is_what_results_prose_sh_prints) {
     check_blocks("results/results_prose.sh", "results_prose.sh", pages, 2, 2);
 }
 
+// The pages' prose is wrapped at 100 columns: a script's output read as one line, so a sentence
+// can be looked for whole.
+static void one_line(char *s) {
+    for (; *s; s++)
+        if (*s == '\n') *s = ' ';
+}
+
 // Results II the same way: results/results2.sh prints its blocks from results/mqar_results2's
 // collected summary.
 TEST(results2_is_what_results2_sh_prints) {
@@ -265,8 +272,7 @@ TEST(results2_sh_reads_held_out_seeds_and_interventions) {
     static char out[16384];
     int rc = test_run(out, sizeof out, "sh results/results2.sh results %s", dir);
     CHECK(rc == 0, "%s", out);
-    for (char *c = out; *c; c++)  // the prose is wrapped: read it as one line
-        if (*c == '\n') *c = ' ';
+    one_line(out);
     CHECK(strstr(out,
                  ": 5 of its 5 runs have finished; the learning rate is chosen for 1 of the 1 variants on seed 0's "
                  "validation accuracy, 3 of the 3 held-out runs (the other seeds at the chosen rate) have finished, 1 of "
@@ -311,8 +317,7 @@ TEST(results2_reading_judges_by_its_rules) {
     int rc = test_run(out, sizeof out,
                       "sh results/results2.sh results tests/results2_fixture/sweep tests/results2_fixture/focus");
     CHECK(rc == 0, "%s", out);
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = ' ';
+    one_line(out);
     const char *want[] = {
         "Two of the 5 variants recall on every held-out seed: `softmax` at 0.9953 (0.9920, 0.9950, 0.9990) and "
         "`deltanet` at 0.9913",
@@ -347,8 +352,7 @@ TEST(results2_reading_judges_by_its_rules) {
           "the last step's table: %s", out);
     CHECK(strstr(out, "| 0.300 (0.300, 0.300, 0.300) | 0.300 (-, 0.300, 0.300) |"), "the S_recall of wrong rows: %s", out);
     rc = test_run(out, sizeof out, "sh results/results2.sh readme tests/results2_fixture/sweep tests/results2_fixture/focus");
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = ' ';
+    one_line(out);
     CHECK(rc == 0 &&
               strstr(out,
                      "two of the 5 variants recall on every held-out seed; of them `softmax` focuses on two tokens' "
@@ -372,14 +376,12 @@ TEST(results2_reading_judges_by_its_rules) {
                     "\"a,1\",softmax,0,1e-2,1,done,0.995,1,392,,0.995,1,1.2,0.9,0.06\n"
                     "\"a,2\",softmax,0,1e-2,2,partial,,,,,,,,,\n");
     rc = test_run(out, sizeof out, "sh results/results2.sh results %s %s", dir, test_path("r2none"));
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = ' ';
+    one_line(out);
     CHECK(rc == 0 && strstr(out, "**How the reading judges**") &&
               strstr(out, "(1 of the 2 have, 0 of them with all their interventions)") && !strstr(out, "**Which recall.**"),
           "%s", out);
     rc = test_run(out, sizeof out, "sh results/results2.sh reading %s %s", dir, test_path("r2none"));
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = ' ';
+    one_line(out);
     CHECK(rc == 0 && strstr(out, "*Partial: 1 of the 2 held-out runs.") &&
               strstr(out, "The focus-seeds sweep has not run yet"),
           "%s", out);
