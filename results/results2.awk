@@ -87,14 +87,14 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
         if (!((k, I[i, "kind"]) in RUNKIND)) { RUNKIND[k, I[i, "kind"]] = 1; RUNNK[k]++ }
         if (I[i, "kind"] == "flatten") { FLA[k, I[i, "strength"] + 0] = I[i, "acc"]; FLE[k, I[i, "strength"] + 0] = I[i, "eff_tokens"]; HASFLAT[k] = 1 }
     }
-    # flatten, per run: the largest eps, in steps of 0.1, up to which the accuracy holds within
-    # 0.05 of the run as trained (the one-seed pilot's rule)
+    # flatten, per run: the largest eps, in steps of 0.1, up to which the accuracy holds (within
+    # hold() of the run as trained: the one-seed pilot's rule, results2_reading.awk)
     for (i = 1; i <= NRUN; i++) {
         k = RUNS[i]
         if (!(k in HASFLAT)) continue
         f = ""
         for (n = 0; n <= 10; n++) {
-            if (!((k, n / 10) in FLA) || FLA[k, n / 10] < BASE[k] - 0.05) break
+            if (!((k, n / 10) in FLA) || FLA[k, n / 10] < BASE[k] - hold()) break
             f = n / 10
         }
         add(FLAT, RUNG[k], f == "" ? "-" : f)
