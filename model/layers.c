@@ -371,7 +371,7 @@ static void short_conv_backward_impl(real *dinp, real *dw, real *dbias, const re
         for (int s0 = r0; s0 < r1;) {  // the chunk's rows a piece of one sequence at a time
             int seq = s0 / T * T, s1 = seq + T < r1 ? seq + T : r1;
             // the rows [i0, i1) of the piece inside its sequence: t in [K - 1, T - K]
-            int i0 = seq + 3 > s0 ? seq + 3 : s0, i1 = seq + T - 3 < s1 ? seq + T - 3 : s1;
+            int i0 = seq + K - 1 > s0 ? seq + K - 1 : s0, i1 = seq + T - (K - 1) < s1 ? seq + T - (K - 1) : s1;
             if (i1 < i0) i0 = i1 = s1;
             for (int c0 = 0; c0 < blocked; c0 += CONV_BLOCK) {
                 conv_backward_rows(dinp, p, dout, inp, wt, s0, i0, T, C, K, c0, c0 + CONV_BLOCK, set);

@@ -56,11 +56,11 @@ function andlist(s,    n, v, i, out) {
 }
 function push(s, x) { return s == "" ? x : s "\t" x }
 function count(s,    v) { return s == "" ? 0 : split(s, v, "\t") }
-function seeds_of(n) { return n == 1 ? "the held-out seed" : "all " word(n) " held-out seeds" }
 
 # --- judging every variant ---------------------------------------------------------------------------
 
 function judge(    g, n) {
+    if (JUDGED++) return  # once: the README's sentences and table both ask
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
         n = lcount(TEST[g])
