@@ -78,13 +78,19 @@ function mapdesc(g) { if (!MAPPED[g]) return "no map measured on every seed"; re
 
 # --- the paragraphs ----------------------------------------------------------------------------------
 
+# Where every held-out seed reached 0.99 on validation (and stopped there), a variant that splits or
+# fails did so on test accuracy just below the line: said beside its verdict, which stays.
+function stopped_note(g) {
+    if (REACH[g] != lcount(TEST[g])) return ""
+    return " (every seed reached 0.99 on validation and stopped there; test accuracies " rng(lmin(TEST[g]), lmax(TEST[g]), "%.4f") ")"
+}
+
 function recall_para(    g, rec, fail, split_) {
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
         if (CLASS[g] == "recalls") rec = push(rec, VNAME[g] " at " vals(TEST[g], "%.4f"))
-        else if (CLASS[g] == "fails") fail = push(fail, VNAME[g] " at " vals(TEST[g], "%.4f"))
-        else split_ = push(split_, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) ", at " vals(TEST[g], "%.4f") \
-            (REACH[g] == lcount(TEST[g]) ? " (every seed reached 0.99 on validation and stopped there; test accuracies " rng(lmin(TEST[g]), lmax(TEST[g]), "%.4f") ")" : ""))
+        else if (CLASS[g] == "fails") fail = push(fail, VNAME[g] " at " vals(TEST[g], "%.4f") stopped_note(g))
+        else split_ = push(split_, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) ", at " vals(TEST[g], "%.4f") stopped_note(g))
     }
     para("**Which recall.** Test accuracy of the held-out seeds (from three on, the mean, then each seed). " \
         (rec == "" ? "No variant recalls on every held-out seed." : Word(count(rec)) " of the " NV " variants recall on every held-out seed: " andlist(rec) ".") \
@@ -235,7 +241,7 @@ function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, splits, t, s
         }
         if (CLASS[g] == "splits") splits = push(splits, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) (REACH[g] == lcount(TEST[g]) ? " (every seed at 0.99 on validation)" : ""))
         if (CLASS[g] == "fails") {
-            fail = push(fail, VNAME[g])
+            fail = push(fail, VNAME[g] (REACH[g] == lcount(TEST[g]) ? " (every seed at 0.99 on validation)" : ""))
             if (IVN[g] && lcount(IV[g, "oracle"]) == lcount(TEST[g]) && nsolve(IV[g, "oracle"]) == lcount(TEST[g])) oyes = push(oyes, VNAME[g])
         }
     }
