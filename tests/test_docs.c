@@ -240,6 +240,26 @@ TEST(results2_is_what_results2_sh_prints) {
     check_blocks("results/results2.sh", "results2.sh", pages, 2, 1);
 }
 
+// Issue 40's last condition: `./sweep FILE --collect` on the committed run folders reproduces the
+// committed summaries byte for byte (the run folders copied to a scratch folder, collected there;
+// only the folder's own name in summary.md's first line differs, and is put back before comparing).
+TEST(results2_collect_reproduces_the_committed_summaries) {
+    static const char *sweeps[] = {"mqar_results2"};
+    static char out[8192];
+    for (size_t i = 0; i < sizeof sweeps / sizeof *sweeps; i++) {
+        const char *d = test_path(sweeps[i]);
+        int rc = test_run(out, sizeof out,
+                          "rm -rf '%s' && mkdir -p '%s' && cp -r results/%s/mixer=* '%s'/ && "
+                          "./sweep configs/ablations/%s.sweep --collect --out '%s' > /dev/null && "
+                          "for f in summary.md summary.csv summary_groups.csv summary_interventions.csv; do "
+                          "  sed 's|run folders in `%s/`|run folders in `results/%s/`|' '%s'/$f | "
+                          "  cmp -s - results/%s/$f || echo \"differs: $f\"; done",
+                          d, d, sweeps[i], d, sweeps[i], d, d, sweeps[i], d, sweeps[i]);
+        CHECK(rc == 0 && !strstr(out, "differs"), "./sweep configs/ablations/%s.sweep --collect (exit %d): %s",
+              sweeps[i], rc, out);
+    }
+}
+
 // results/results2.sh on a summary with held-out runs and interventions (a fixture): per variant the
 // held-out seeds' values in point order (the selection seed apart), the chosen rate in bold, the
 // intervention records of the held-out runs at their causal layer only; a run with fewer kinds of
