@@ -144,7 +144,7 @@ function cross_para(    g, fr, br, fn, bn, lo, hi) {
 }
 
 # The interventions, per variant with its per-seed counts against its runs with records.
-function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab, free_, needs) {
+function interv_para(    g, n, t1h, t1c, dd, dall, dk, fl, ab, free_, needs) {
     for (g = 1; g <= NV; g++) {
         if (!IVN[g] || CLASS[g] == "fails") continue
         n = lcount(IV[g, "none"])
@@ -154,6 +154,7 @@ function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab, free_, needs) {
         }
         if (lcount(IV[g, "derange"]) == n) {
             if (nhold(IV[g, "derange"], IV[g, "none"]) == 0) dd = push(dd, VNAME[g] " at " vals(IV[g, "derange"], "%.3f"))
+            else if (nhold(IV[g, "derange"], IV[g, "none"]) == n) dall = push(dall, VNAME[g] " at " vals(IV[g, "derange"], "%.3f") " against " vals(IV[g, "none"], "%.3f"))
             else dk = push(dk, VNAME[g] " at " vals(IV[g, "derange"], "%.3f") " against " vals(IV[g, "none"], "%.3f"))
         }
         if (lcount(FLAT[g]) == n) {
@@ -167,7 +168,8 @@ function interv_para(    g, n, t1h, t1c, dd, dk, fl, ab, free_, needs) {
         "Cut to its largest weight (top-1), it holds on every seed for " (t1h == "" ? "none" : andlist(t1h)) \
         (t1c == "" ? "." : " and costs more on some seed for " andlist(t1c) ".") \
         " Deranged (every row's S kept, its weight moved among the value positions), it fails to hold on every seed for " (dd == "" ? "none" : andlist(dd)) \
-        (dk == "" ? "" : ", and holds on some seed for " andlist(dk)) ": where the weight lands carries the recall where it does not hold." \
+        (dk == "" ? "" : ", and holds on some seeds only for " andlist(dk)) ": where the weight lands carries the recall where it does not hold." \
+        (dall == "" ? "" : " It holds on every seed for " andlist(dall) ": where that layer's map puts its weight among the values does not carry their recall.") \
         (fl == "" ? "" : " Flattened towards a uniform row, it holds up to eps (per seed) " andlist(fl) ".") \
         (free_ == "" ? "" : " So the recall of " andlist(free_) " does not need focus: it holds on every seed at a map of more than two tokens' worth.") \
         (needs == "" ? "" : " For " andlist(needs) " it stops holding before the map stops focusing on some seed.") \
