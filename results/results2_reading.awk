@@ -188,7 +188,7 @@ function oracle_para(    g, n, items, yes, yesw, no) {
     }
     if (items == "") { para("**Can the failing mixers read a focused map?** Every variant recalls on every seed; there is none to ask."); return }
     para("**Can the failing mixers read a focused map?** The oracle puts all of the causal layer's weight on the answer's value position, the window oracle spreads it evenly over the answer's window (behind a convolution, the value position and the positions after it whose convolved values hold it); on the variants that fail on some seed they give " andlist(items) "." \
-        (yes == "" ? "" : " The oracle makes every seed of " andlist(yes) " solve: the rest of the network reads a focused map, so the failure is in forming one.") \
+        (yes == "" ? "" : " The oracle makes every seed of " andlist(yes) " solve: the rest of the network reads a map with all its weight on the answer, so what falls short is the map it forms.") \
         (yesw == "" ? "" : " The window oracle, not the one on the answer, makes every seed of " andlist(yesw) " solve.") \
         (no == "" ? "" : " Neither makes every seed of " andlist(no) " solve."))
 }
@@ -221,7 +221,17 @@ function newmixers_para(    g, m, t, mam, mam2) {
     }
     if (t == "") return
     para("**The delta rule, Based and Mamba-2.** " andlist(t) "." \
-        (mam && mam2 ? " Mamba-2's per-head map has " f2(EM[mam2]) " effective tokens against Mamba's per-channel " f2(EM[mam]) (EM[mam2] < EM[mam] ? ": it is the more concentrated." : ": it is not the more concentrated.") : ""))
+        (mam && mam2 ? " " mamba_pair(mam, mam2) : ""))
+}
+
+# Mamba-2's per-head map against Mamba's per-channel maps, in effective tokens: the means, and
+# whether the seeds separate them (three seeds a side; where they overlap, the mean alone says it).
+function mamba_pair(m1, m2,    more, apart) {
+    more = EM[m2] < EM[m1]
+    apart = more ? lmax(EFF[m2]) < lmin(EFF[m1]) : lmax(EFF[m1]) < lmin(EFF[m2])
+    return "Mamba-2's per-head map has " vals(EFF[m2], "%.2f") " effective tokens against Mamba's per-channel " \
+        vals(EFF[m1], "%.2f") ": " (more ? "the more concentrated" : "not the more concentrated") " on the mean" \
+        (apart ? ", and on every seed." : ", but the seeds overlap, so " word(lcount(EFF[m1])) " seeds a side do not tell them apart.")
 }
 
 function reading(partial) {
