@@ -145,19 +145,6 @@ function other_lr(g,    l) { for (l in LRS) if (l != CH[g] && has(g, 0, l)) retu
 function k_of(g, s) { return g SUBSEP CH[g] SUBSEP s }
 
 # ================================================================================================
-function readme_blocks(    g, t, sm, r, n, sc) {
-    block("readme_intro")
-    para("Every mixer on that cell at " word(NLR) " learning rates and " word(NSEED) " seeds, up to " CAPSTEPS " steps (`./sweep configs/ablations/mqar_results.sweep`; every run's logs and the [summary](results/mqar_results/summary.md) are in `results/mqar_results/`). **These runs predate the validation split:** their eval records say `\"split\":\"val\"` but read the test set, the learning rate was chosen on seed 0's test accuracy, and seed 0 is in the means. The last four columns are measured on the recall layer: S(a) of its query rows (" f3(ONEHOT) " one-hot, 1 flat), the share of the weight on the answer, and how often the answer has the largest weight.")
-    endblock("readme_intro")
-    raw("")
-    block("readme_reading")
-    g = "linear"; over(g, "best_acc"); t = rng(M["min"], M["max"], "%.2f")
-    over_arr(g, TOP4); sm = rng(M["min"], M["max"], "%.2f"); over_arr(g, N90); n = rng(M["min"], M["max"], "%.1f")
-    para("The maps that can set a weight to zero recall: softmax, Cog and GPAM reach 0.99 on " reached("softmax") "/" nseeds("softmax") ", " reached("cog") "/" nseeds("cog") " and " reached("gpam") "/" nseeds("gpam") " seeds, relu^2 on " reached("relu2") "/" nseeds("relu2") "; softmax puts " f2(G["softmax", "share"]) " of its query rows' weight on the answer, " sprintf("%.0f", G["softmax", "share"] / C1) "x the " f3(C1) " of a uniform row. elu+1 linear attention reaches 0.99 on " reached(g) "/" nseeds(g) " (best " t "): " sm " of its recall rows' weight sits on their four largest positions and " n " positions hold 90% of it, yet the answer gets " f2(G[g, "share"]) " and is the argmax on " f2(G[g, "hit"]) " of them, the 1-in-" CK " chance: focused, as if evenly on the " CK " values, but unable to pick one. Recall needs no sharp map (GLA, S_recall " f2(G["gla", "S"]) ", " reached("gla") "/" nseeds("gla") " seeds; Mamba, " f2(G["mamba", "S"]) ", " reached("mamba") "/" nseeds("mamba") "), and H3's " f2(G["h3", "S"]) " is where it starts (" H3S0 " at step 0), not learned focus; these H3 runs had head_dim " H3HD["h3"] ", Zoology runs 2, now the default. The reading, the capacity sweep and the figures: [docs/results.md](docs/results.md), every number in them printed by `results/results_prose.sh`.")
-    endblock("readme_reading")
-}
-
-# ================================================================================================
 function results_blocks(    a2, g, i, s, t, a, b, c, l, o, nk, list, low, lo, hi, d, m, cell, x, nr, steps_lo, steps_hi) {
     block("results_protocol")
     para("Every mixer on the Zoology MQAR cell (vocabulary " conf(CONF, "vocab_size") ", " CK " key-value pairs in " CL " tokens, " conf(CONF, "n_layer") " layers, d_model " conf(CONF, "d_model") ", " conf(CONF, "n_head") " head, batch " conf(CONF, "batch_size") ", [mqar.md](mqar.md#protocol)), with Zoology's choice of learning rate: " LRLIST ", whichever gives the better best accuracy on seed 0 (ties: the smaller), then the other seeds at it. A run stops at 0.99 accuracy or at " CAPSTEPS " steps (about " sprintf("%.0f", CAPSTEPS * conf(CONF, "batch_size") / conf(CONF, "mqar_train_examples")) " epochs; Zoology allows " conf(CONF, "epochs") "). " NRUN " runs, produced by")
@@ -210,7 +197,7 @@ function results_blocks(    a2, g, i, s, t, a, b, c, l, o, nk, list, low, lo, hi
     g = "h3"; over(g, "recall_S"); a = rng(M["min"], M["max"], "%.2f"); over(g, "recall_ans_share"); b = rng(M["min"], M["max"], "%.2f")
     over(g, "best_acc"); c = rng(M["min"], M["max"], "%.2f")
     t = ""; for (i = 0; i < NSEED; i++) if (has("cog", i) && i != 0) t = t (t == "" ? "" : " and ") pc(F("cog", i, "recall_ans_share"))
-    item("**Focus is not recall, and H3's is not focus.** H3's S_recall (" a " at the last step) is where it started: " H3S0 " on the same runs' step-0 records, before any training. With `h3_head_dim` " H3HD["h3"] ", as these runs had it, the query only scales a row, so a row's S cannot depend on it ([mixers.md](mixers.md#h3)); Zoology runs H3 with head_dim 2, now the default (`configs/mqar_h3.conf`), which no committed run has measured yet. H3's records carry no answer window (the evaluator knows none for its shift SSM), so its share is the plain one, " b ", below the uniform row's " f3(C1) "; it fails on every seed (" c " at the cap). Cog's seed 0 at " CH["cog"] " is as focused as softmax (S_recall " f3(F("cog", 0, "recall_S")) ") and recalls (" f4(F("cog", 0, "best_acc")) ") with " pc(F("cog", 0, "recall_ans_share")) " of the weight on the answer; its four largest weights hold " f2(TOP4[k_of("cog", 0)]) " of a row, but where they are the committed records do not say. Its other two seeds put " t " on the answer itself. A low S says the weight is on few positions, not which ones; the answer share says which.")
+    item("**Focus is not recall, and H3's is not focus.** H3's S_recall (" a " at the last step) is where it started: " H3S0 " on the same runs' step-0 records, before any training. With `h3_head_dim` " H3HD["h3"] ", as these runs had it, the query only scales a row, so a row's S cannot depend on it ([mixers.md](mixers.md#h3)); Zoology runs H3 with head_dim 2, now the default (`configs/mqar_h3.conf`), as Results II ran it ([above](#results-ii-every-mixer-under-the-protocol)). H3's records carry no answer window (the evaluator knows none for its shift SSM), so its share is the plain one, " b ", below the uniform row's " f3(C1) "; it fails on every seed (" c " at the cap). Cog's seed 0 at " CH["cog"] " is as focused as softmax (S_recall " f3(F("cog", 0, "recall_S")) ") and recalls (" f4(F("cog", 0, "best_acc")) ") with " pc(F("cog", 0, "recall_ans_share")) " of the weight on the answer; its four largest weights hold " f2(TOP4[k_of("cog", 0)]) " of a row, but where they are the committed records do not say. Its other two seeds put " t " on the answer itself. A low S says the weight is on few positions, not which ones; the answer share says which.")
     # seeds and rates
     a = ""; b = ""; nk = 0
     for (i = 1; i <= NG; i++) {
@@ -383,8 +370,7 @@ BEGIN {
         exit 0
     }
     OUT = ""
-    if (mode == "readme") readme_blocks()
-    else if (mode == "results") results_blocks()
+    if (mode == "results") results_blocks()
     else { print "results_prose.sh: unknown page " mode > "/dev/stderr"; exit 2 }
     printf "%s", OUT
 }

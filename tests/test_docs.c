@@ -150,20 +150,21 @@ TEST(readme_links_every_docs_page) {
     free(readme);
 }
 
-// The README's Results table is generated: results/readme_table.sh prints it from the committed
-// sweep's summary, and README.md and docs/results.md show exactly that.
+// Results I's table (the README's until Results II) is generated: results/readme_table.sh prints it
+// from the committed sweep's summary, and docs/results.md shows exactly that.
 TEST(readme_results_table_is_what_readme_table_sh_prints) {
     static char table[16384];
     int rc = test_run(table, sizeof table, "bash results/readme_table.sh results/mqar_results");
     CHECK(rc == 0, "results/readme_table.sh (exit %d): %s", rc, table);
     CHECK(strlen(table) > 500 && strstr(table, "| `softmax` |"), "%s", table);
-    const char *pages[] = {"README.md", "docs/results.md"};
-    for (int i = 0; i < 2; i++) {
-        char *md = read_file_text(pages[i], NULL);
-        CHECK(md, "%s not found", pages[i]);
-        CHECK(strstr(md, table), "%s does not show the table results/readme_table.sh prints:\n%s", pages[i], table);
-        free(md);
-    }
+    char *md = read_file_text("docs/results.md", NULL);
+    CHECK(md, "docs/results.md not found");
+    CHECK(strstr(md, table), "docs/results.md does not show the table results/readme_table.sh prints:\n%s", table);
+    free(md);
+    // and the README no longer does: its Results are Results II's (results/results2.sh)
+    char *readme = read_file_text("README.md", NULL);
+    CHECK(readme && !strstr(readme, table), "README.md still shows Results I's table");
+    free(readme);
 }
 
 // The one-seed pilots' tables are generated too: results/pilot_table.sh prints each from the
@@ -217,13 +218,16 @@ static void check_blocks(const char *script, const char *tag, const char *const 
     }
 }
 
-// The results prose is generated too: results/results_prose.sh prints every paragraph of the README's
-// and docs/results.md's results prose from the committed logs and summaries, each between its
-// marker comments, and the pages show exactly those blocks: a number that is not in the logs, or a
-// stale sentence, fails here.
+// The results prose is generated too: results/results_prose.sh prints every paragraph of
+// docs/results.md's Results I prose from the committed logs and summaries, each between its marker
+// comments, and the page shows exactly those blocks: a number that is not in the logs, or a stale
+// sentence, fails here.
 TEST(results_prose_is_what_results_prose_sh_prints) {
-    const char *const pages[][2] = {{"readme", "README.md"}, {"results", "docs/results.md"}};
-    check_blocks("results/results_prose.sh", "results_prose.sh", pages, 2, 2);
+    const char *const pages[][2] = {{"results", "docs/results.md"}};
+    check_blocks("results/results_prose.sh", "results_prose.sh", pages, 1, 2);
+    char *readme = read_file_text("README.md", NULL);
+    CHECK(readme && !strstr(readme, "<!-- results_prose.sh "), "README.md still has a results_prose.sh block (Results I's)");
+    free(readme);
 }
 
 // The pages' prose is wrapped at 100 columns: a script's output read as one line, so a sentence
