@@ -112,6 +112,11 @@ function load(    i, k, line, n, f, g) {  # (n, f: scratch)
 function status(up, readme,    g, nchosen) {
     nchosen = 0
     for (g = 1; g <= NV; g++) nchosen += (g in CHOSEN)
+    if (COMPLETE) {
+        para("**Results II is complete** (`./sweep configs/ablations/mqar_results2.sweep`, issue 40; the runs' logs and [summary](" up "results/mqar_results2/summary.md) in `results/mqar_results2/`): all " DONE " of its runs have finished, the learning rate chosen for each of the " NV " variants on seed 0's validation accuracy, and the " NHELD " held-out runs each with all " NKIND - ("none" in KINDS) " kinds of intervention (its records also hold the run as trained)." \
+            (FCOMPLETE ? "" : " The focus-seeds sweep (below) " (FNP ? "has finished " FDONE " of its " FNP " runs" : "has not run yet") "; its tables and its paragraph of the reading follow when it is complete."))
+        return
+    }
     para("**Results II is running** (`./sweep configs/ablations/mqar_results2.sweep`, issue 40; the runs' logs and [summary](" up "results/mqar_results2/summary.md) in `results/mqar_results2/`): " DONE " of its " NRUNS " runs have finished; the learning rate is chosen for " nchosen " of the " NV " variants on seed 0's validation accuracy, " (NHELD + 0) " of the " (NS - 1) * NV " held-out runs (the other seeds at the chosen rate) have finished, " (NIVFULL + 0) " of them with all their interventions. " (readme ? "Its tables, printed by `results/results2.sh` from the collected summary, are in [docs/results.md](docs/results.md#results-ii-every-mixer-under-the-protocol) and grow with every sitting." : "The tables below are printed by `results/results2.sh` from the collected summary and grow with every sitting.") " Until they are complete, what they show is partial, and no conclusion is drawn from it here.")
 }
 

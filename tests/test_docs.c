@@ -367,6 +367,8 @@ TEST(results2_reading_judges_by_its_rules) {
         "effective tokens",
         "Taught the answer, elu+1 linear attention solves on 1 of 3 seeds",
         "`deltanet` recalls at 0.9913 (0.9910, 0.9930, 0.9900) with a map that does not focus, 6.00 effective tokens",
+        "**Results II is complete** (`./sweep configs/ablations/mqar_results2.sweep`, issue 40;",
+        "and the 15 held-out runs each with all",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         CHECK(strstr(out, want[i]), "missing '%s' in: %s", want[i], out);
@@ -375,6 +377,17 @@ TEST(results2_reading_judges_by_its_rules) {
     CHECK(strstr(out, "| `softmax` | 394, 395, 396 | L1, L1, L1 | 1.30 (1.20, 1.30, 1.40) | 0.800 (0.800, 0.800, 0.800) |"),
           "the last step's table: %s", out);
     CHECK(strstr(out, "| 0.300 (0.300, 0.300, 0.300) | 0.300 (-, 0.300, 0.300) |"), "the S_recall of wrong rows: %s", out);
+    CHECK(!strstr(out, "is running") && !strstr(out, "The focus-seeds sweep (below)"), "%s", out);
+    // the sweep complete, the focus-seeds sweep not run: the status says which waits
+    rc = test_run(out, sizeof out, "sh results/results2.sh results tests/results2_fixture/sweep %s", test_path("nofocus"));
+    one_line(out);
+    CHECK(rc == 0 && strstr(out, "**Results II is complete**") &&
+              strstr(out, "The focus-seeds sweep (below) has not run yet; its tables and its paragraph of the reading "
+                          "follow when it is complete."),
+          "%s", out);
+    rc = test_run(out, sizeof out,
+                  "sh results/results2.sh results tests/results2_fixture/sweep tests/results2_fixture/focus");
+    one_line(out);
     rc = test_run(out, sizeof out, "sh results/results2.sh readme tests/results2_fixture/sweep tests/results2_fixture/focus");
     one_line(out);
     CHECK(rc == 0 &&
