@@ -382,11 +382,11 @@ TEST(results2_reading_judges_by_its_rules) {
     rc = test_run(out, sizeof out, "sh results/results2.sh results tests/results2_fixture/sweep %s", test_path("nofocus"));
     one_line(out);
     CHECK(rc == 0 && strstr(out, "**Results II is complete**") &&
-              strstr(out, "The focus-seeds sweep (below) has not run yet; its tables and its paragraph of the reading "
-                          "follow when it is complete."),
+              strstr(out,
+                     "The focus-seeds sweep (below) has not run yet; its tables and its paragraph of the reading "
+                     "follow when it is complete."),
           "%s", out);
-    rc = test_run(out, sizeof out,
-                  "sh results/results2.sh results tests/results2_fixture/sweep tests/results2_fixture/focus");
+    rc = test_run(out, sizeof out, "sh results/results2.sh results tests/results2_fixture/sweep tests/results2_fixture/focus");
     one_line(out);
     rc = test_run(out, sizeof out, "sh results/results2.sh readme tests/results2_fixture/sweep tests/results2_fixture/focus");
     one_line(out);
