@@ -365,7 +365,11 @@ TEST(results2_reading_judges_by_its_rules) {
         "Neither makes every seed of `h3` solve.",
         "Held broad by the focus penalty, softmax solves on 2 of 3 seeds (0.8307 (0.9920, 0.5100, 0.9900)) with 21.50 "
         "effective tokens",
+        "Held broad, softmax does not recall on every seed; one of its seeds ran to the 4000-step cap below 0.99 on "
+        "validation (best 0.5000).",
         "Taught the answer, elu+1 linear attention solves on 1 of 3 seeds",
+        "and that is not enough to recall on every seed; two of its seeds ran to the 4000-step cap below 0.99 on "
+        "validation (best 0.8900, 0.7000).",
         "`deltanet` recalls at 0.9913 (0.9910, 0.9930, 0.9900) with a map that does not focus, 6.00 effective tokens",
         "**Results II is complete** (`./sweep configs/ablations/mqar_results2.sweep`, issue 40;",
         "and the 15 held-out runs each with all",
