@@ -244,11 +244,11 @@ TEST(results2_is_what_results2_sh_prints) {
     check_blocks("results/results2.sh", "results2.sh", pages, 2, 1);
 }
 
-// Issue 40's last condition: `./sweep FILE --collect` on the committed run folders reproduces the
-// committed summaries byte for byte (the run folders copied to a scratch folder, collected there;
+// Issue 40's last condition: `./sweep FILE --collect` on the committed run folders (Results II's and
+// its focus-seeds sweep's) reproduces the committed summaries byte for byte (the run folders copied to a scratch folder, collected there;
 // only the folder's own name in summary.md's first line differs, and is put back before comparing).
 TEST(results2_collect_reproduces_the_committed_summaries) {
-    static const char *sweeps[] = {"mqar_results2"};
+    static const char *sweeps[] = {"mqar_results2", "mqar_focus_seeds"};
     static char out[8192];
     for (size_t i = 0; i < sizeof sweeps / sizeof *sweeps; i++) {
         const char *d = test_path(sweeps[i]);
