@@ -252,7 +252,7 @@ function reading(partial) {
 }
 
 # The README's two sentences.
-function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, splits, t, sb, ls) {
+function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, splits, t, sb, ls, lp) {
     judge()
     for (g = 1; g <= NV; g++) {
         if (!HELD[g]) continue
@@ -274,8 +274,9 @@ function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, splits, t, s
         (splits == "" ? "" : "; on only some held-out seeds: " andlist(splits)) "."
     if (fail != "") t = t " " andlist(fail) " fail" (count(fail) == 1 ? "s" : "") " on every held-out seed" (oyes == "" ? "" : " (an oracle map on the causal layer makes " andlist(oyes) " solve)") (FCOMPLETE ? ";" : ".")
     if (FCOMPLETE) {
-        sb = FV["softmax", "term"]; ls = FV["linear", "term"]
-        t = t " " (fail == "" ? "H" : "h") "eld broad in training, softmax solves on " nsolve(FTEST[sb]) " of " lcount(FTEST[sb]) " seeds, and taught the answer, elu+1 linear attention on " nsolve(FTEST[ls]) " of " lcount(FTEST[ls]) "."
+        sb = FV["softmax", "term"]; ls = FV["linear", "term"]; lp = FV["linear", "plain"]
+        t = t " " (fail == "" ? "H" : "h") "eld broad in training (" f2(lmean(FEFF[sb])) " effective tokens), softmax solves on " nsolve(FTEST[sb]) " of " lcount(FTEST[sb]) " seeds (test " rng(lmin(FTEST[sb]), lmax(FTEST[sb]), "%.4f") \
+            "), and taught the answer, elu+1 linear attention on " nsolve(FTEST[ls]) " of " lcount(FTEST[ls]) " (" rng(lmin(FTEST[ls]), lmax(FTEST[ls]), "%.4f") ", against " rng(lmin(FTEST[lp]), lmax(FTEST[lp]), "%.4f") " untaught)."
     }
     return t
 }
