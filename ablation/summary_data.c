@@ -71,10 +71,27 @@ GroupStats summary_group_stats(const Summary *s, int g) {
 
 // --- table cells ----------------------------------------------------------------------------------
 
-// Sample standard deviation (NAN below two values).
+// Sample standard deviation (NAN below two values). From the kept values in two passes (the mean,
+// then the squared deviations from it), exactly 0 when they are all equal: the one-pass
+// sum2 - sum^2 / n cancels, and its rounding noise (9.3e-10 for three equal chance levels of
+// 0.061) showed in the summaries and differed between an -O2 and an -O3 build, whose FMA
+// contractions differ. Beyond STAT_VALUES values, the one pass.
 double stat_sd(const Stat *s) {
     if (s->n < 2) return NAN;
-    double var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
+    double var;
+    if (s->n <= STAT_VALUES) {
+        int same = 1;
+        for (int i = 1; i < s->n; i++) same &= s->v[i] == s->v[0];
+        if (same) return 0;
+        double mean = s->sum / s->n, ss = 0;
+        for (int i = 0; i < s->n; i++) {
+            double d = s->v[i] - mean;
+            ss += d * d;
+        }
+        var = ss / (s->n - 1);
+    } else {
+        var = (s->sum2 - s->sum * s->sum / s->n) / (s->n - 1);
+    }
     return var > 0 ? sqrt(var) : 0;
 }
 

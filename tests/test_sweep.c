@@ -10,6 +10,7 @@
 
 #include "ablation/select.h"
 #include "ablation/summary.h"
+#include "ablation/summary_data.h"
 #include "ablation/sweep_file.h"
 #include "core/io.h"
 #include "tests/test.h"
@@ -307,6 +308,25 @@ static void fake_log(const char *dir, const char *text) {
 // Ties in selection (on validation): reaching 0.99 beats not reaching it; then fewer steps to it;
 // then the higher accuracy; then the smaller value. The summary reader keeps the test record
 // apart (test_acc) and never in the curve; an older log is recognised and its choice labelled.
+// The summaries' sample sd: exactly 0 for equal values (the one-pass sum2 - sum^2 / n left rounding
+// noise there, 9.3e-10 for three chance levels of 0.061, which an -O2 and an -O3 build rounded
+// differently), and the two-pass value where a small spread sits on a large mean.
+TEST(summary_stat_sd_is_zero_for_equal_values_and_two_pass_otherwise) {
+    Stat s = {0};
+    for (int i = 0; i < 3; i++) stat_add(&s, 0.06108601);
+    CHECK(stat_sd(&s) == 0, "sd of equal values %.17g", stat_sd(&s));
+    Stat t = {0};
+    const double v[3] = {0.99975, 0.99991667, 0.99983333};  // Gated DeltaNet's best accuracies
+    for (int i = 0; i < 3; i++) stat_add(&t, v[i]);
+    double mean = (v[0] + v[1] + v[2]) / 3, ss = 0;
+    for (int i = 0; i < 3; i++) ss += (v[i] - mean) * (v[i] - mean);
+    CHECK(fabs(stat_sd(&t) - sqrt(ss / 2)) <= 1e-15 * sqrt(ss / 2), "%.17g against %.17g", stat_sd(&t), sqrt(ss / 2));
+    Stat one = {0};
+    stat_add(&one, 1);
+    stat_add(&one, NAN);  // left out
+    CHECK(one.n == 1 && isnan(stat_sd(&one)));
+}
+
 TEST(sweep_select_breaks_ties_by_steps_then_accuracy_on_validation) {
     SweepFile sw;
     char err[512], text[512];
