@@ -84,6 +84,8 @@ function stopped_note(g) {
     if (REACH[g] != lcount(TEST[g])) return ""
     return " (every seed reached 0.99 on validation and stopped there; test accuracies " rng(lmin(TEST[g]), lmax(TEST[g]), "%.4f") ")"
 }
+# The same in a few words, for the README's sentences.
+function stopped_short(g) { return REACH[g] == lcount(TEST[g]) ? " (every seed at 0.99 on validation)" : "" }
 
 function recall_para(    g, rec, fail, split_) {
     for (g = 1; g <= NV; g++) {
@@ -193,17 +195,17 @@ function oracle_para(    g, n, items, yes, yesw, no) {
         (no == "" ? "" : " Neither makes every seed of " andlist(no) " solve."))
 }
 
-# The focus-seeds sweep: softmax held broad and elu+1 taught the answer, each beside its plain form.
-# The seeds of a focus-seeds variant that ran to the step cap below 0.99 on validation, in words
-# ("two of its seeds ran to the 4000-step cap below 0.99 on validation, best 0.9878, 0.9888"), or "".
+# The seeds of a focus-seeds variant that ran to the step cap below 0.99 on validation, as a clause
+# ("; two of its seeds ran to the 4000-step cap below 0.99 on validation (best 0.9878, 0.9888)"), or "".
 function capnote(g,    k, v, i, out) {
     if (!(g in FCAPPED)) return ""
     k = split(FCAPPED[g], v, " ")
     for (i = 1; i <= k; i++) out = out (i > 1 ? ", " : "") sprintf("%.4f", v[i])
-    return (k == lcount(FTEST[g]) ? "every seed ran" : (k == 1 ? "one of its seeds ran" : word(k) " of its seeds ran")) \
+    return "; " (k == lcount(FTEST[g]) ? "every seed ran" : (k == 1 ? "one of its seeds ran" : word(k) " of its seeds ran")) \
         " to the " FCAP[g] "-step cap below 0.99 on validation (best " out ")"
 }
 
+# The focus-seeds sweep: softmax held broad and elu+1 taught the answer, each beside its plain form.
 function training_para(    sp, sb, lp, ls, t) {
     if (!FNP) { para("**Focus forced and forbidden in training.** The focus-seeds sweep has not run yet; its reading follows when it has."); return }
     if (!FCOMPLETE) { para("**Focus forced and forbidden in training.** The focus-seeds sweep has finished " FDONE " of its " FNP " runs; its reading follows when all have."); return }
@@ -211,10 +213,10 @@ function training_para(    sp, sb, lp, ls, t) {
     t = "**Focus forced and forbidden in training** (test accuracy per seed; effective tokens and answer share on the recall layer, means). "
     t = t "Held broad by the focus penalty, softmax solves on " nsolve(FTEST[sb]) " of " lcount(FTEST[sb]) " seeds (" vals(FTEST[sb], "%.4f") ") with " f2(lmean(FEFF[sb])) " effective tokens and " pc(lmean(FSHARE[sb])) " of the weight on the answer, against " nsolve(FTEST[sp]) " of " lcount(FTEST[sp]) " (" vals(FTEST[sp], "%.4f") ") with " f2(lmean(FEFF[sp])) " and " pc(lmean(FSHARE[sp])) " without the penalty. "
     if (!focused(lmean(FEFF[sb])) && nsolve(FTEST[sb]) == lcount(FTEST[sb])) t = t "Softmax does not need a focused map to recall. "
-    else if (!focused(lmean(FEFF[sb]))) t = t "Held broad, softmax does not recall on every seed" (capnote(sb) == "" ? "" : "; " capnote(sb)) ". "
+    else if (!focused(lmean(FEFF[sb]))) t = t "Held broad, softmax does not recall on every seed" capnote(sb) ". "
     else t = t "The penalty did not hold the map broad by the rule (" f2(lmean(FEFF[sb])) " effective tokens), so this says nothing about necessity. "
     t = t "Taught the answer, elu+1 linear attention solves on " nsolve(FTEST[ls]) " of " lcount(FTEST[ls]) " seeds (" vals(FTEST[ls], "%.4f") ") with " f2(lmean(FEFF[ls])) " effective tokens and " pc(lmean(FSHARE[ls])) " of the weight on the answer, against " nsolve(FTEST[lp]) " of " lcount(FTEST[lp]) " (" vals(FTEST[lp], "%.4f") ") with " f2(lmean(FEFF[lp])) " and " pc(lmean(FSHARE[lp])) " untaught"
-    t = t (on_answer(lmean(FSHARE[ls])) ? ": it learns to put its weight on the answer" (nsolve(FTEST[ls]) == lcount(FTEST[ls]) ? " and then recalls." : ", and that is not enough to recall on every seed" (capnote(ls) == "" ? "" : "; " capnote(ls)) ".") : ": it does not learn to put most of its weight on the answer" (capnote(ls) == "" ? "" : "; " capnote(ls)) ".")
+    t = t (on_answer(lmean(FSHARE[ls])) ? ": it learns to put its weight on the answer" (nsolve(FTEST[ls]) == lcount(FTEST[ls]) ? " and then recalls." : ", and that is not enough to recall on every seed" capnote(ls) ".") : ": it does not learn to put most of its weight on the answer" capnote(ls) ".")
     para(t)
 }
 
@@ -261,9 +263,9 @@ function summary_sentences(    g, rec, foc, br, lo, hi, fail, oyes, splits, t, s
             if (FOC[g]) foc = push(foc, VNAME[g])
             else if (MAPPED[g]) { br = push(br, VNAME[g]); if (lo == "" || EM[g] < lo) lo = EM[g]; if (hi == "" || EM[g] > hi) hi = EM[g] }
         }
-        if (CLASS[g] == "splits") splits = push(splits, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) (REACH[g] == lcount(TEST[g]) ? " (every seed at 0.99 on validation)" : ""))
+        if (CLASS[g] == "splits") splits = push(splits, VNAME[g] " on " SOLVED[g] " of " lcount(TEST[g]) stopped_short(g))
         if (CLASS[g] == "fails") {
-            fail = push(fail, VNAME[g] (REACH[g] == lcount(TEST[g]) ? " (every seed at 0.99 on validation)" : ""))
+            fail = push(fail, VNAME[g] stopped_short(g))
             if (IVN[g] && lcount(IV[g, "oracle"]) == lcount(TEST[g]) && nsolve(IV[g, "oracle"]) == lcount(TEST[g])) oyes = push(oyes, VNAME[g])
         }
     }

@@ -305,9 +305,6 @@ static void fake_log(const char *dir, const char *text) {
     fcloseCheck(f, p);
 }
 
-// Ties in selection (on validation): reaching 0.99 beats not reaching it; then fewer steps to it;
-// then the higher accuracy; then the smaller value. The summary reader keeps the test record
-// apart (test_acc) and never in the curve; an older log is recognised and its choice labelled.
 // The summaries' sample sd: exactly 0 for equal values (the one-pass sum2 - sum^2 / n left rounding
 // noise there, 9.3e-10 for three chance levels of 0.061, which an -O2 and an -O3 build rounded
 // differently), and the two-pass value where a small spread sits on a large mean.
@@ -327,6 +324,9 @@ TEST(summary_stat_sd_is_zero_for_equal_values_and_two_pass_otherwise) {
     CHECK(one.n == 1 && isnan(stat_sd(&one)));
 }
 
+// Ties in selection (on validation): reaching 0.99 beats not reaching it; then fewer steps to it;
+// then the higher accuracy; then the smaller value. The summary reader keeps the test record
+// apart (test_acc) and never in the curve; an older log is recognised and its choice labelled.
 TEST(sweep_select_breaks_ties_by_steps_then_accuracy_on_validation) {
     SweepFile sw;
     char err[512], text[512];
