@@ -39,10 +39,11 @@ enum { P_IN, P_CONV_W, P_CONV_B, P_DT_B, P_A_LOG, P_D, P_NORM, P_OUT };
 // [B,T,XW] (after), dtr [B,T,NH] (softplus's argument, bias in), dt [B,T,NH], ys [B,T,E] (the
 // SSD's output before the D skip), rstd [B,T], chunk-entry states [B,NH,n_states,N,P]
 enum { A_Z, A_XBCP, A_CONV, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
-// scratch: g [B,T,E] (the gated output, recomputed in backward), nrm, dnrm, dg [B,T,E] (dg becomes
-// dy then), dz [B,T,E], dxbc, dxbcp [B,T,XW], ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per
-// (sequence, head) [B,NH], norm weight partials, per-thread SSD work
-enum { S_G, S_NRM, S_DNRM, S_DG, S_DZ, S_DXBC, S_DXBCP, S_DDT, S_DBC, S_DA, S_DD, S_PART, S_WORK };
+// scratch: rows [threads, 3E] (a thread's g, y and sigma(z) of one row), nrm [B,T,E] (out_proj's
+// input, recomputed in backward), dnrm [B,T,E] (then dy, the gradient of ys + D xs, in place), dz
+// [B,T,E], dxbc, dxbcp [B,T,XW], ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence,
+// head) [B,NH], norm weight partials, per-thread SSD work
+enum { S_ROWS, S_NRM, S_DNRM, S_DZ, S_DXBC, S_DXBCP, S_DDT, S_DBC, S_DA, S_DD, S_PART, S_WORK };
 
 static const KeyDef mamba2_keys[] = {
     {"mamba2_expand", KEY_INT, "2", RANGE_POS, 0, 0, "model", "mamba2: channels E = mamba2_expand * d_model"},
@@ -127,10 +128,9 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     saved[A_RSTD] = (BufDecl){"rstd", BT};
     saved[A_ST] = (BufDecl){"chunk_states", (size_t)B * NH * ssd_n_states(T, m->L) * m->N * m->P};
     *n_saved = A_ST + 1;
-    scratch[S_G] = (BufDecl){"gated", BT * E};
+    scratch[S_ROWS] = (BufDecl){"gate_rows", (size_t)omp_get_max_threads() * 3 * E};
     scratch[S_NRM] = (BufDecl){"nrm", BT * E};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * E};
-    scratch[S_DG] = (BufDecl){"dgated", BT * E};
     scratch[S_DZ] = (BufDecl){"dz", BT * E};
     scratch[S_DXBC] = (BufDecl){"dxbc", BT * XW};
     scratch[S_DXBCP] = (BufDecl){"dxbc_pre", BT * XW};
@@ -144,6 +144,17 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
 }
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
+
+// The per-(sequence, head) loops walk one head's P channels of rows XW or E apart; they prefetch
+// M2_AHEAD rows ahead, and where a sequence's rows of a head fit in cache (T <= M2_SMALL_T) the
+// skip's loop fetches the conv's rows that the SiLU' after the SSD reads.
+#define M2_AHEAD 6
+#define M2_SMALL_T 256
+static void prefetch_span(const real *p, int n, int write) {
+    for (int i = 0; i < n; i += 64 / (int)sizeof(real))
+        if (write) __builtin_prefetch(p + i, 1, 3);
+        else __builtin_prefetch(p + i, 0, 3);
+}
 
 // torch's softplus (threshold 20: the identity above), as mamba_ssm's F.softplus.
 static real softplusr(real z) { return z > 20 ? z : log1pr(expr(z)); }
@@ -170,7 +181,8 @@ static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, re
 }
 
 // One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd
-// when `write`, else reads it. Head by head (D is per head), each a SIMD loop over its channels.
+// when `write`, else reads it; g [E] is scratch. Head by head (D is per head), each a SIMD loop over
+// its channels. SiLU(z) = z sigma(z), as the backward's recomputation (gate_norm_backward_rows).
 static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, const real *xbc, const real *z, real *g,
                             real *rstd, int write, real *nrm) {
     int E = m->E, P = m->P;
@@ -181,7 +193,7 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
         real *gh = g + h * P;
 #pragma omp simd reduction(+ : ss)
         for (int c = 0; c < P; c++) {
-            real gv = (yh[c] + Dh * xh[c]) * zh[c] / (1 + vexpr(-zh[c]));
+            real sg = 1 / (1 + vexpr(-zh[c])), gv = (yh[c] + Dh * xh[c]) * (zh[c] * sg);
             gh[c] = gv;
             ss += gv * gv;
         }
@@ -191,6 +203,44 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
     const real *w = p[P_NORM];
 #pragma omp simd
     for (int e = 0; e < E; e++) nrm[e] = g[e] * r * w[e];
+}
+
+// The backward from dnrm (the gradient of out_proj's input) to the gate's and the skip's inputs,
+// for rows r0 .. r1-1, one pass a row: g and nrm recomputed (nrm written, for dWout), then the
+// RMSNorm's backward, d g = rstd (dnrm w - g rstd^2 mean(dnrm w g)), and the gate's, dz = d g y
+// SiLU'(z) with y = ys + D xs, and dy = d g SiLU(z) written over dnrm. The norm weight's
+// gradient dnrm g rstd summed into pw [E] row by row. row [3E] is scratch (g, y, sigma(z)).
+static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const *a, real *const *t, int r0, int r1,
+                                    real *pw, real *row) {
+    int E = m->E, XW = m->XW, P = m->P;
+    const real *w = p[P_NORM];
+    real *gr = row, *yr = row + E, *sr = row + 2 * (size_t)E;
+    for (int r = r0; r < r1; r++) {
+        const real *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW, *z = a[A_Z] + (size_t)r * E;
+        real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZ] + (size_t)r * E;
+        real rs = a[A_RSTD][r], dot = 0;
+        for (int h = 0; h < m->NH; h++) {
+            real Dh = p[P_D][h];
+#pragma omp simd
+            for (int c = h * P; c < (h + 1) * P; c++) {
+                real sg = 1 / (1 + vexpr(-z[c])), y = ys[c] + Dh * xs[c];
+                gr[c] = y * (z[c] * sg), yr[c] = y, sr[c] = sg;
+            }
+        }
+#pragma omp simd reduction(+ : dot)
+        for (int e = 0; e < E; e++) {
+            nrm[e] = gr[e] * rs * w[e];
+            dot += dn[e] * w[e] * gr[e];
+            pw[e] += dn[e] * gr[e] * rs;
+        }
+        real cc = rs * rs * dot / E;
+#pragma omp simd
+        for (int e = 0; e < E; e++) {
+            real dg = rs * (dn[e] * w[e] - gr[e] * cc), sg = sr[e];
+            dz[e] = dg * yr[e] * sg * (1 + z[e] * (1 - sg));
+            dn[e] = dg * (z[e] * sg);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,9 +265,10 @@ static void mamba2_out(const Mamba2 *m, MixerIO *io) {
     int BT = io->B * io->T, E = m->E, XW = m->XW;
     real **a = io->act, **p = io->p;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
+    for (int r = 0; r < BT; r++)  // g in the thread's row of S_G: only nrm is read after
         gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
-                        io->tmp[S_G] + (size_t)r * E, a[A_RSTD] + r, 1, io->tmp[S_NRM] + (size_t)r * E);
+                        io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, a[A_RSTD] + r, 1,
+                        io->tmp[S_NRM] + (size_t)r * E);
     matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, BT, E, m->C, m->prec);
 }
 
@@ -239,29 +290,21 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     const Mamba2 *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, E = m->E, XW = m->XW, NH = m->NH, P = m->P, N = m->N;
     real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
-    // out_proj and the norm (g and nrm recomputed)
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
-        gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
-                        t[S_G] + (size_t)r * E, a[A_RSTD] + r, 0, t[S_NRM] + (size_t)r * E);
-    // dnrm = dy Wout written (no zeroing first), dWout += dy^T nrm
+    // out_proj: dnrm = dy Wout written (no zeroing first); then the norm and the gate in one pass
+    // (nrm recomputed, dnrm becomes the gradient of ys + D xs, dz written), row blocks of
+    // QKV_NORM_ROWS with the norm weight's partial sums added in block order; dWout += dy^T nrm
     matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
-    matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
-    qkv_head_rmsnorm_backward(t[S_DG], g[P_NORM], t[S_PART], t[S_DNRM], t[S_G], a[A_RSTD], p[P_NORM], BT, 1, E);
-    // the gate: g = y SiLU(z); dg becomes dy (the gradient of ys + D xs) in place
+    int n_blocks = (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
-        for (int h = 0; h < NH; h++) {
-            size_t o = (size_t)r * E + h * P;
-            const real *z = a[A_Z] + o, *ys = a[A_YS] + o, *xs = a[A_XBC] + (size_t)r * XW + h * P;
-            real *dg = t[S_DG] + o, *dz = t[S_DZ] + o, Dh = p[P_D][h];
-#pragma omp simd
-            for (int c = 0; c < P; c++) {
-                real s = 1 / (1 + vexpr(-z[c])), y = ys[c] + Dh * xs[c];
-                dz[c] = dg[c] * y * s * (1 + z[c] * (1 - s));
-                dg[c] *= z[c] * s;
-            }
-        }
+    for (int blk = 0; blk < n_blocks; blk++) {
+        real *pw = t[S_PART] + (size_t)blk * E;
+        memset(pw, 0, sizeof(real) * E);
+        int r0 = blk * QKV_NORM_ROWS, r1 = r0 + QKV_NORM_ROWS < BT ? r0 + QKV_NORM_ROWS : BT;
+        gate_norm_backward_rows(m, p, a, t, r0, r1, pw, t[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E);
+    }
+    for (int blk = 0; blk < n_blocks; blk++)
+        for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)blk * E + e];
+    matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
     // the SSD and the D skip, per (sequence, head): dxbc's x part is written below before the SSD
     // adds to it, its B and C part by the heads' sums after (no zeroing first)
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
@@ -271,11 +314,16 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         size_t row = (size_t)b * T;
-        const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DG] + row * E + h * P;
+        const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
         real *dx = t[S_DXBC] + row * XW + h * P, *dbc = t[S_DBC] + (row * NH + h) * 2 * N, Dh = p[P_D][h], dD = 0;
         for (int i = 0; i < T; i++) {
             const real *dyi = dy + (size_t)i * E, *xi = x + (size_t)i * XW + h * P;
             real *dxi = dx + (size_t)i * XW;
+            if (i + M2_AHEAD < T) {  // rows a stride apart: the hardware prefetcher did not follow
+                prefetch_span(dyi + (size_t)M2_AHEAD * E, P, 0), prefetch_span(xi + (size_t)M2_AHEAD * XW, P, 0);
+                prefetch_span(dxi + (size_t)M2_AHEAD * XW, P, 1);
+            }
+            if (T <= M2_SMALL_T) prefetch_span(a[A_CONV] + (row + i) * XW + h * P, P, 0);  // for SiLU' below
 #pragma omp simd reduction(+ : dD)
             for (int c = 0; c < P; c++) {
                 dD += dyi[c] * xi[c];
@@ -287,8 +335,19 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         ssd_backward(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
                      a[A_ST] + (size_t)bh * ns * N * P, dy, E, dx, t[S_DDT] + row * NH + h, dbc, dbc + N, NH * 2 * N,
                      t[S_DA] + bh, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+        for (int i = 0; i < T; i++) {  // the head's xs through SiLU
+            const real *cv = a[A_CONV] + (row + i) * XW + h * P;
+            real *d = dx + (size_t)i * XW;
+            if (i + M2_AHEAD < T)
+                prefetch_span(cv + (size_t)M2_AHEAD * XW, P, 0), prefetch_span(d + (size_t)M2_AHEAD * XW, P, 1);
+#pragma omp simd
+            for (int c = 0; c < P; c++) {
+                real s = 1 / (1 + vexpr(-cv[c]));
+                d[c] *= s * (1 + cv[c] * (1 - s));
+            }
+        }
     }
-    // B and C: the heads' sums, in order; dt through softplus; then the row through SiLU
+    // B and C: the heads' sums, in order, through SiLU; dt through softplus
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
         for (int j = 0; j < 2 * N; j++) {
@@ -303,7 +362,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         const real *cv = a[A_CONV] + (size_t)r * XW;
         real *d = t[S_DXBC] + (size_t)r * XW;
 #pragma omp simd
-        for (int i = 0; i < XW; i++) {
+        for (int i = E; i < XW; i++) {
             real s = 1 / (1 + vexpr(-cv[i]));
             d[i] *= s * (1 + cv[i] * (1 - s));
         }
