@@ -10,8 +10,7 @@
 //   y = u Wo^T                                   (no bias)
 // The delta rule runs chunked (model/mixers/delta_chunk.c: the WY / UT transform, chunks of
 // deltanet_chunk = 64 tokens) with its chunk-entry states saved; backward is that kernel's reverse
-// pass, then the norms, SiLU, the convolution and the projections by hand. The convolution runs
-// inside the kernel's per-chunk hook, forward and backward, on rows that are in cache. The plain recurrence
+// pass, then the norms, SiLU, the convolution and the projections by hand. The plain recurrence
 // it is tested against is model/mixers/delta_naive.c.
 //
 // Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv 2412.06464; fla's GatedDeltaNet layer;
@@ -55,12 +54,11 @@ enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O, P_A, P_ALOG, P_DT, P_GATE };
 // (an empty buffer without the gate).
 enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
-// [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work, the conv's
-// taps transposed [K, 3C] and its weight gradient's partial per (sequence, head) task [B*H, 3, K, D]
+// [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
 // Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
 // Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
 // and the decay's projections as one product).
-enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_TAPS, S_DCONV, S_DG, S_DGATE, S_BA };
+enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE, S_BA };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -169,9 +167,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_DBETA] = (BufDecl){"dbeta", BT * H};
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
-    scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)m->K * 3 * C};
-    scratch[S_DCONV] = (BufDecl){"conv_grad_partials", (size_t)B * H * 3 * m->K * D};
-    *n_scratch = S_DCONV + 1;
+    *n_scratch = S_WORK + 1;
     if (m->gated) {
         scratch[S_DG] = (BufDecl){"dg", BT * H};
         scratch[S_DGATE] = (BufDecl){"dgate", m->gate ? BT * C : 0};
@@ -271,19 +267,17 @@ static void deltanet_out(const DeltaNet *m, MixerIO *io) {
 }
 
 // One (sequence, head) task's rows for the kernel's per-chunk hook (delta_chunk.h): the forward
-// makes the chunk's inputs (the conv, then the features) right before the kernel reads them, the
-// backward takes the chunk's gradients back through the features and the conv once they are final,
-// each while its rows are in cache (at T = 4096 a sequence's rows of one head are 3 MB).
+// makes the chunk's inputs right before the kernel reads them, the backward takes the chunk's
+// gradients back through the features once they are final, each while its rows are in cache
+// (at T = 4096 a sequence's rows of one head are 3 MB).
 typedef struct {
     const DeltaNet *m;
     MixerIO *io;
     int b, h;
-    const real *taps;  // the conv's weights transposed, [K, 3C]
-    real *dconv;       // backward: the task's partial of the conv weight's gradient, [3, K, D]
     real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
 } ChunkTask;
 
-// Head h's slices of q, k and v in row r + DN_AHEAD of a [B, T, 3C] buffer, prefetched: at long T
+// Head h's slices of q, k and v in row r + DN_AHEAD of the conv's output, prefetched: at long T
 // the rows come from memory, and a row's three slices of D far apart (3C wide rows, one head's
 // slices a task) were not prefetched by the hardware (most of the features' time waited on them).
 #define DN_AHEAD 6
@@ -294,73 +288,18 @@ static void prefetch_row(const DeltaNet *m, const real *row, int write) {
             else __builtin_prefetch(row + p * m->C + d, 0, 3);
 }
 
-// The conv (width K, no bias) of head h's three slices in row r of sequence position t, from the
-// projections pre [B, T, 3C]: conv[c] = sum_k w[c, k] pre[t - (K-1) + k, c], the taps in order from
-// the first with an input (the order, and so the bits, of short_conv_forward).
-static void conv_row(const DeltaNet *m, int h, const real *taps, const real *pre, int r, int t, real *conv) {
-    int C3 = 3 * m->C, K = m->K, D = m->D, k0 = K - 1 - t > 0 ? K - 1 - t : 0;
-    for (int p = 0; p < 3; p++) {
-        int cb = p * m->C + h * m->D;
-        real *o = conv + (size_t)r * C3 + cb;
-#pragma omp simd
-        for (int d = 0; d < D; d++) o[d] = 0;
-        for (int k = k0; k < K; k++) {
-            const real *x = pre + (size_t)(r - (K - 1 - k)) * C3 + cb, *wk = taps + (size_t)k * C3 + cb;
-#pragma omp simd
-            for (int d = 0; d < D; d++) o[d] += wk[d] * x[d];
-        }
-    }
-}
-
-// Its backward for head h's slices in row r (position t of a sequence of T): dpre[r] from the K
-// rows of dconv it fed (the rows after r final: later chunks run first), the first tap written,
-// the rest added (short_conv_backward_set's order, so its bits), and the weight gradient's terms
-// dconv[r] pre[r - back] added to the task's partial part [3, K, D].
-static void conv_row_backward(const DeltaNet *m, int h, const real *taps, const real *pre, const real *dconv,
-                              real *dpre, int r, int t, int T, real *part) {
-    int C3 = 3 * m->C, K = m->K, D = m->D;
-    for (int p = 0; p < 3; p++) {
-        int cb = p * m->C + h * D;
-        real *dx = dpre + (size_t)r * C3 + cb;
-        for (int k = 0, first = 1; k < K; k++) {
-            int ahead = K - 1 - k;  // conv[t + ahead] used pre[t] with w[:, k]
-            if (t + ahead >= T) continue;
-            const real *dy = dconv + (size_t)(r + ahead) * C3 + cb, *wk = taps + (size_t)k * C3 + cb;
-            if (first) {
-#pragma omp simd
-                for (int d = 0; d < D; d++) dx[d] = wk[d] * dy[d];
-            } else {
-#pragma omp simd
-                for (int d = 0; d < D; d++) dx[d] += wk[d] * dy[d];
-            }
-            first = 0;
-        }
-        const real *dy = dconv + (size_t)r * C3 + cb;
-        for (int k = 0; k < K; k++) {
-            int back = K - 1 - k;
-            if (back > t) continue;
-            const real *x = pre + (size_t)(r - back) * C3 + cb;
-            real *pk = part + (size_t)(p * K + k) * D;
-#pragma omp simd
-            for (int d = 0; d < D; d++) pk[d] += dy[d] * x[d];
-        }
-    }
-}
-
-// Forward: head h's conv and features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
+// Forward: head h's features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
 static void chunk_inputs(void *ctx, int t0, int n, int after) {
     const ChunkTask *k = ctx;
     const DeltaNet *m = k->m;
     int H = m->H, h = k->h, C3 = 3 * m->C;
     real **a = k->io->act, **p = k->io->p;
-    int first = k->b * k->io->T, end = first + t0 + n;
-    for (int r = first + t0; r < end; r++) {
+    int end = k->b * k->io->T + t0 + n;
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
         if (r + DN_AHEAD < end) {
-            prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
-            prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
+            prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
         }
-        conv_row(m, h, k->taps, a[A_PRE], r, r - first, a[A_CONV]);
         features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
         a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
         if (!m->gated) continue;
@@ -368,19 +307,18 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
         *z += p[P_DT][h];
         a[A_G][(size_t)r * H + h] = log_decay(*z, p[P_ALOG][h]);
     }
-    (void)after;
 }
 
 // Backward: before the kernel, zero the chunk's rows of head h's slices of dqkv (the kernel
 // accumulates into them); after it, the L2 norms and SiLU of those rows and beta = sigmoid(z):
-// dz = dbeta beta (1 - beta), then the conv's backward of the rows.
+// dz = dbeta beta (1 - beta).
 static void chunk_grads(void *ctx, int t0, int n, int after) {
     ChunkTask *k = ctx;
     const DeltaNet *m = k->m;
-    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C, T = k->io->T;
+    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C;
     real **a = k->io->act, **t = k->io->tmp;
-    int first = k->b * T, end = first + t0 + n;
-    for (int r = first + t0; r < end; r++) {
+    int end = k->b * k->io->T + t0 + n;
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
         real *dq = t[S_DQKV] + (size_t)r * C3 + h * D;
         if (!after) {
             for (int p3 = 0; p3 < 3; p3++) memset(dq + p3 * C, 0, sizeof(real) * D);
@@ -392,19 +330,11 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
         real bt = a[A_BETA][(size_t)r * H + h];
         t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
     }
-    if (!after) return;
-    for (int r = first + t0; r < end; r++) {
-        if (r + DN_AHEAD < end) {
-            prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
-            prefetch_row(m, t[S_DPRE] + (size_t)(r + DN_AHEAD) * C3 + h * D, 1);
-        }
-        conv_row_backward(m, h, k->taps, a[A_PRE], t[S_DQKV], t[S_DPRE], r, r - first, T, k->dconv);
-    }
-    if (!m->gated) return;
+    if (!after || !m->gated) return;
     // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
     // softplus threshold) in dg's place, ddt_bias += dz; the task's sums in its fixed order
     real eA = expr(k->io->p[P_ALOG][h]);
-    for (int r = first + t0; r < end; r++) {
+    for (int r = k->b * k->io->T + t0; r < end; r++) {
         size_t i = (size_t)r * H + h;
         real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * eA * (z > 20 ? 1 : sigmoidr(z));
         k->dA_log += dgl * a[A_G][i];
@@ -413,20 +343,12 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
     }
 }
 
-// The conv's weights w [3C, K] transposed to taps [K, 3C] (contiguous per tap, so the loops over a
-// head's channels vectorise).
-static void conv_taps_of(const DeltaNet *m, const real *w, real *taps) {
-    int C3 = 3 * m->C, K = m->K;
-    for (int c = 0; c < C3; c++)
-        for (int k = 0; k < K; k++) taps[(size_t)k * C3 + c] = w[(size_t)c * K + k];
-}
-
 static void deltanet_forward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **p = io->p;
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
-    conv_taps_of(m, p[P_CONV], io->tmp[S_TAPS]);
+    short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
     if (m->gated) {  // beta's and the decay's projections in one product: x [Wb; Wa]^T, then split
         real *ba = io->tmp[S_BA], *w = ba + (size_t)BT * 2 * H;
         memcpy(w, p[P_BETA], sizeof(real) * H * C);
@@ -445,8 +367,7 @@ static void deltanet_forward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        // head h of sequence b's inputs, a chunk at a time
-        ChunkTask task = {m, io, b, h, io->tmp[S_TAPS], NULL, 0, 0};
+        ChunkTask task = {m, io, b, h, 0, 0};  // head h of sequence b's inputs, a chunk at a time
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
@@ -494,17 +415,13 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
     real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
-    conv_taps_of(m, p[P_CONV], t[S_TAPS]);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
         real *dq = t[S_DQKV] + off;
-        // dqkv zeroed, then back through the features and the conv, a chunk at a time
-        real *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
-        memset(part, 0, sizeof(real) * 3 * m->K * D);
-        ChunkTask task = {m, io, b, h, t[S_TAPS], part, 0, 0};
+        ChunkTask task = {m, io, b, h, 0, 0};  // dqkv zeroed, then back through the features, a chunk at a time
         gdelta_chunk_backward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
                                    m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
                                    t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
@@ -512,14 +429,8 @@ static void deltanet_backward(const void *st, MixerIO *io) {
                                    t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_grads, &task);
         if (dsum) dsum[2 * bh] = task.dA_log, dsum[2 * bh + 1] = task.ddt;
     }
-    // the conv weight's gradient, the tasks' partials in task order; then the projections into dx
-    for (int bh = 0; bh < B * H; bh++) {
-        const real *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
-        for (int p3 = 0; p3 < 3; p3++)
-            for (int k = 0; k < m->K; k++)
-                for (int d = 0; d < D; d++)
-                    g[P_CONV][(size_t)(p3 * C + (bh % H) * D + d) * m->K + k] += part[(size_t)(p3 * m->K + k) * D + d];
-    }
+    // the convolution, then the projections into dx
+    short_conv_backward_set(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     if (!m->gated) {
         matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
