@@ -1,6 +1,7 @@
 // gemm / gemm_serial against a naive triple loop: all transpose combinations, beta 0 (C pre-filled
 // with NaN) and 1, odd sizes and sizes that cross the kernel's tile and cache-block edges, padded
-// leading dimensions; bit-identity between gemm and gemm_serial and across thread counts.
+// leading dimensions; bit-identity between gemm and gemm_serial and across thread counts; the
+// triangular products of gemm_tri.h bit-identical to the full ones.
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_tri.h"
 #include "tests/test.h"
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
@@ -193,4 +195,42 @@ TEST(gemm_deterministic_threads) {
                 free(C1), free(C2), free(C3);
                 case_free(&c);
             }
+}
+
+// gemm_tri.h: each product with a lower-triangular factor (zeros above its diagonal, garbage
+// nowhere it is read) the same bits as gemm_serial's full product, at sizes on and off the row
+// blocks' edges, beta 0 and 1, padded strides; gemm_lower_c's lower triangle for both op(B).
+TEST(gemm_triangular_products_equal_the_full_ones) {
+    const int ns[] = {1, 5, 16, 17, 37, 64}, Ns[] = {3, 19, 64};
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 3; b++) {
+            int n = ns[a], N = Ns[b], lda = n + 3, ldb = N + 2, ldc = N + 1;
+            real *A = alloc_fill((size_t)n * lda), *B = alloc_fill((size_t)n * ldb), *C0 = alloc_fill((size_t)n * ldc);
+            real *C1 = malloc(sizeof(real) * n * ldc), *C2 = malloc(sizeof(real) * n * ldc);
+            for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++) A[(size_t)i * lda + j] = 0;
+            for (int beta = 0; beta < 2; beta++)
+                for (int t = 0; t < 2; t++) {  // A B, then A^T B
+                    memcpy(C1, C0, sizeof(real) * n * ldc), memcpy(C2, C0, sizeof(real) * n * ldc);
+                    gemm_serial(t, 0, n, N, n, A, lda, B, ldb, (real)beta, C1, ldc);
+                    if (t) gemm_lower_at(n, N, A, lda, B, ldb, (real)beta, C2, ldc);
+                    else gemm_lower_a(n, N, A, lda, B, ldb, (real)beta, C2, ldc);
+                    CHECK(memcmp(C1, C2, sizeof(real) * n * ldc) == 0, "gemm_lower_a%s n=%d N=%d beta=%d differs",
+                          t ? "t" : "", n, N, beta);
+                }
+            // C = A op(B) with A [n, K = N] (row stride ldb) and op(B) from B [n, N] transposed
+            // (transB 1) or from its transpose Bt [N, n] (transB 0)
+            real *Bt = malloc(sizeof(real) * N * n), *G1 = malloc(sizeof(real) * n * n), *G2 = malloc(sizeof(real) * n * n);
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < N; k++) Bt[(size_t)k * n + i] = B[(size_t)i * ldb + k];
+            gemm_serial(0, 1, n, n, N, C0, ldc, B, ldb, 0, G1, n);
+            for (int tB = 0; tB < 2; tB++) {
+                for (int i = 0; i < n * n; i++) G2[i] = (real)NAN;
+                gemm_lower_c(n, N, C0, ldc, tB, tB ? B : Bt, tB ? ldb : n, G2, n);
+                for (int i = 0; i < n; i++)
+                    CHECK(memcmp(G1 + (size_t)i * n, G2 + (size_t)i * n, sizeof(real) * (i + 1)) == 0,
+                          "gemm_lower_c transB=%d n=%d K=%d: row %d differs", tB, n, N, i);
+            }
+            free(A), free(B), free(C0), free(C1), free(C2), free(Bt), free(G1), free(G2);
+        }
 }

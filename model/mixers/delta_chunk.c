@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_tri.h"
 #include "model/kernels/vmath.h"
 
 int delta_n_states(int T, int L) { return (T + L - 1) / L; }
@@ -30,34 +31,6 @@ static Work carve(real *w, int D, int L) {
     k.dc = k.dgam + L, k.dr = k.dc + L;
     k.tmp = k.dr + L;
     return k;
-}
-
-// Products with a triangular n x n factor, in row blocks of RB, each block's inner dimension cut
-// to where the factor is nonzero. Only exact zeros are left out of each element's sum (an FMA
-// chain in the fixed order of gemm.h), so the bits are those of the full product.
-#define RB 16
-// C [n, N] (=, or += with beta 1) A B, A [n, n] lower-triangular (row i zero past column i).
-static void mm_lower_a(int n, int N, const real *A, int lda, const real *B, int ldb, real beta, real *C, int ldc) {
-    for (int r0 = 0; r0 < n; r0 += RB) {
-        int r1 = r0 + RB < n ? r0 + RB : n;
-        gemm_serial(0, 0, r1 - r0, N, r1, A + (size_t)r0 * lda, lda, B, ldb, beta, C + (size_t)r0 * ldc, ldc);
-    }
-}
-// C [n, N] (=, +=) A^T B, A [n, n] lower-triangular (so row i of A^T is zero before column i).
-static void mm_lower_at(int n, int N, const real *A, int lda, const real *B, int ldb, real beta, real *C, int ldc) {
-    for (int r0 = 0; r0 < n; r0 += RB) {
-        int r1 = r0 + RB < n ? r0 + RB : n;
-        gemm_serial(1, 0, r1 - r0, N, n - r0, A + (size_t)r0 * lda + r0, lda, B + (size_t)r0 * ldb, ldb, beta,
-                    C + (size_t)r0 * ldc, ldc);
-    }
-}
-// The lower triangle (diagonal in) of C [n, n] = A B^T (A, B [n, K]) from Bt = B^T [K, n]; in each
-// row block the columns up to the block's last row come out, the rest of C is left alone.
-static void mm_lower_c(int n, int K, const real *A, int lda, const real *Bt, real *C) {
-    for (int r0 = 0; r0 < n; r0 += RB) {
-        int r1 = r0 + RB < n ? r0 + RB : n;
-        gemm_serial(0, 0, r1 - r0, r1, K, A + (size_t)r0 * lda, lda, Bt, n, 0, C + (size_t)r0 * n, n);
-    }
 }
 
 // xt [D, n] = x^T (x [n, D], row stride ldx).
@@ -114,7 +87,7 @@ static inline void subst_block(int nb, int i, int j0, int n, const real *arow, c
 static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, const real *kd, int ldkd, const real *v,
                          int ldv, const real *beta, int ldb, int decay, const real *S0, const real **e, int *lde) {
     transpose(n, D, k, ldk, w->Kt);
-    mm_lower_c(n, D, k, ldk, w->Kt, w->KK);
+    gemm_lower_c(n, D, k, ldk, 0, w->Kt, n, w->KK, n);
     real *arow = w->Tm;  // row i of A, before Tm is written
     for (int i = 0; i < n; i++) {
         real *li = w->Linv + (size_t)i * n, bi = beta[(size_t)i * ldb];
@@ -141,7 +114,7 @@ static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, co
     } else {
         *e = v, *lde = ldv;
     }
-    mm_lower_a(n, D, w->Tm, n, *e, *lde, 0, w->U, D);
+    gemm_lower_a(n, D, w->Tm, n, *e, *lde, 0, w->U, D);
 }
 
 // dst_i += s_i src_i for n rows of D (src [n, D] dense), and ds_i = src_i . y_i when ds: the
@@ -179,11 +152,11 @@ void gdelta_chunk_forward_hook(int T, int D, int L, const real *Q, int ldq, cons
                 for (int i = 0; i < n; i++)
                     for (int d = 0; d < D; d++) o[(size_t)i * ldo + d] *= w.c[i];
         }
-        mm_lower_c(n, D, q, ldq, w.Kt, w.P);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
+        gemm_lower_c(n, D, q, ldq, 0, w.Kt, n, w.P, n);  // within the chunk: (Q K^T ⊙ Gam ⊙ M) U'
         causal_mask(w.P, n);
         if (g)
             for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
-        mm_lower_a(n, D, w.P, n, w.U, D, c ? 1 : 0, o, ldo);
+        gemm_lower_a(n, D, w.P, n, w.U, D, c ? 1 : 0, o, ldo);
         if (t0 + n >= T) continue;
         if (g) {  // S1 = c_{n-1} S0 + K^T diag(r) U'
             for (int i = 0; i < D * D; i++) w.S[i] *= w.c[n - 1];
@@ -231,14 +204,14 @@ void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, con
             for (int i = 0; i < n * n; i++) w.dGam[i] = 0;
         }
         ut_transform(&w, n, D, k, ldk, kd, ldkd, v, ldv, b, ldb, g != NULL, c ? S0 : NULL, &e, &lde);
-        mm_lower_c(n, D, q, ldq, w.Kt, w.P);
+        gemm_lower_c(n, D, q, ldq, 0, w.Kt, n, w.P, n);
         causal_mask(w.P, n);
         if (g) {
             memcpy(w.QK, w.P, sizeof(real) * n * n);
             for (int i = 0; i < n * n; i++) w.P[i] *= w.Gam[i];
         }
         // dU' = P^T dO + diag(r) K dS
-        mm_lower_at(n, D, w.P, n, dout, lddo, 0, w.dU, D);
+        gemm_lower_at(n, D, w.P, n, dout, lddo, 0, w.dU, D);
         if (ds && g) {
             gemm_serial(0, 0, n, D, D, k, ldk, w.dS, D, 0, w.X, D);
             add_scaled_rows(n, D, w.r, w.X, w.dU, D, NULL, 0, NULL);
@@ -253,12 +226,12 @@ void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, con
             gemm_serial(0, 1, n, D, D, dout, lddo, S0, D, 1, dq, ldq);
         }
         transpose(n, D, w.U, D, w.Ut);
-        mm_lower_c(n, D, dout, lddo, w.Ut, w.dP);
+        gemm_lower_c(n, D, dout, lddo, 0, w.Ut, n, w.dP, n);
         causal_mask(w.dP, n);
         if (g)
             for (int i = 0; i < n * n; i++) w.dGam[i] = w.dP[i] * w.QK[i], w.dP[i] *= w.Gam[i];
-        mm_lower_a(n, D, w.dP, n, k, ldk, 1, dq, ldq);
-        mm_lower_at(n, D, w.dP, n, q, ldq, 1, dk, ldk);
+        gemm_lower_a(n, D, w.dP, n, k, ldk, 1, dq, ldq);
+        gemm_lower_at(n, D, w.dP, n, q, ldq, 1, dk, ldk);
         real dc_last = 0;
         if (ds && g) {
             gemm_serial(0, 1, n, D, D, w.U, D, w.dS, D, 0, w.X, D);
@@ -278,10 +251,10 @@ void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, con
             }
         }
         // Z = Linv^T dU'; dbeta_j += E_j . Z_j; dA = -Z U'^T below the diagonal (into dP's place)
-        mm_lower_at(n, D, w.Linv, n, w.dU, D, 0, w.Z, D);
+        gemm_lower_at(n, D, w.Linv, n, w.dU, D, 0, w.Z, D);
         for (int j = 0; j < n; j++) db[(size_t)j * ldb] += delta_dot(D, e + (size_t)j * lde, w.Z + (size_t)j * D);
         real *mA = w.dP;  // Z U'^T = -dA
-        mm_lower_c(n, D, w.Z, D, w.Ut, mA);
+        gemm_lower_c(n, D, w.Z, D, 0, w.Ut, n, mA, n);
         // Z becomes -Y = -diag(beta) Z: dV += Y, dKd = -Y S0^T, dS0 += Kd^T (-Y)
         for (int j = 0; j < n; j++)
             for (int d = 0; d < D; d++) w.Z[(size_t)j * D + d] *= -b[(size_t)j * ldb];
@@ -315,8 +288,8 @@ void gdelta_chunk_backward_hook(int T, int D, int L, const real *Q, int ldq, con
             for (int j = 0; j < i; j++) Hi[j] *= bi;
             for (int j = i; j < n; j++) Hi[j] = 0;
         }
-        mm_lower_a(n, D, H, n, k, ldk, 1, dk, ldk);
-        mm_lower_at(n, D, H, n, k, ldk, 1, dk, ldk);
+        gemm_lower_a(n, D, H, n, k, ldk, 1, dk, ldk);
+        gemm_lower_at(n, D, H, n, k, ldk, 1, dk, ldk);
         if (!g) {
             if (hook) hook(ctx, t0, n, 1);
             continue;

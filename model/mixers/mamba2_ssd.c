@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_tri.h"
 #include "model/kernels/vmath.h"
 
 int ssd_n_states(int T, int L) { return (T + L - 1) / L; }
@@ -43,7 +44,7 @@ static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt,
             k->Bw[(size_t)i * N + m] = k->w[i] * B[(size_t)i * ldb + m];
         }
     }
-    gemm_serial(0, 1, n, n, N, C, ldc, B, ldb, 0, k->G, n);
+    gemm_lower_c(n, N, C, ldc, 1, B, ldb, k->G, n);  // (only its lower triangle is read)
     for (int i = 0; i < n; i++) {
         real *mi = k->M + (size_t)i * n, *ei = k->Dec + (size_t)i * n, ci = k->cum[i];
         const real *gi = k->G + (size_t)i * n, *cum = k->cum, *dtc = k->dtc;
@@ -67,7 +68,7 @@ void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real 
         real *y = Y + (size_t)s * ldy;
         memcpy(states + (size_t)c * N * P, k.S, sizeof(real) * N * P);
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
-        gemm_serial(0, 0, n, P, n, k.M, n, x, ldx, 0, y, ldy);          // the diagonal block
+        gemm_lower_a(n, P, k.M, n, x, ldx, 0, y, ldy);                  // the diagonal block
         if (c) gemm_serial(0, 0, n, P, N, k.Cd, N, k.S, P, 1, y, ldy);  // the entry state (0 at first)
         if (s + n == T) break;                                          // no state after the last
         real decay = k.ec[n - 1];
@@ -129,8 +130,8 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
             gemm_serial(1, 0, N, P, n, k.Cd, N, dy, lddy, 1, k.dS, P);
         }
         // Y = M X: dM = dY X^T (lower triangle), dX += M^T dY
-        gemm_serial(1, 0, n, P, n, k.M, n, dy, lddy, 1, dx, ldx);
-        gemm_serial(0, 1, n, n, P, dy, lddy, x, ldx, 0, k.dM, n);
+        gemm_lower_at(n, P, k.M, n, dy, lddy, 1, dx, ldx);
+        gemm_lower_c(n, P, dy, lddy, 1, x, ldx, k.dM, n);
         // M_ij = G_ij exp(cum_i - cum_j) dt_j: dM becomes dG in place
         for (int i = 0; i < n; i++) {
             real *dmi = k.dM + (size_t)i * n;
@@ -148,8 +149,8 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
             k.dcum[i] += rowq;
             for (int j = i + 1; j < n; j++) dmi[j] = 0;
         }
-        gemm_serial(0, 0, n, N, n, k.dM, n, b, ldb, 1, dc, lddbc);   // G = C B^T: dC += dG B
-        gemm_serial(1, 0, n, N, n, k.dM, n, cc, ldc, 1, db, lddbc);  // dB += dG^T C
+        gemm_lower_a(n, N, k.dM, n, b, ldb, 1, dc, lddbc);    // G = C B^T: dC += dG B
+        gemm_lower_at(n, N, k.dM, n, cc, ldc, 1, db, lddbc);  // dB += dG^T C
         // cum_i = A (dt_0 + ... + dt_i): the reverse cumulative sum of dcum is d(A dt_t)
         real acc = 0;
         for (int t = n - 1; t >= 0; t--) {

@@ -11,7 +11,8 @@
 //   diagonal block   Y  = M X,  M_ij = (C_i . B_j) exp(cum_i - cum_j) dt_j  (j <= i, 0 above)
 //   off-diagonal     Y += diag(exp(cum)) C S0
 //   chunk state      S1 = exp(cum_{n-1}) S0 + B^T diag(w) X,  w_j = exp(cum_{n-1} - cum_j) dt_j
-// every product an n x n, n x N or N x P matmul (gemm_serial). Backward walks the chunks in
+// every product an n x n, n x N or N x P matmul (gemm_serial; those with the causal n x n factor
+// through gemm_tri.h, which leaves out its blocks above the diagonal). Backward walks the chunks in
 // reverse carrying dS = dLoss/dS1, recomputing each chunk's M and w from the saved chunk-entry
 // states. Serial: call it per (sequence, head) from inside a parallel loop; sums run in a fixed
 // order. The plain recurrence it is tested against is model/mixers/mamba2_ssd_naive.c.
