@@ -78,9 +78,12 @@ TEST(deltanet_chunk_backward_matches_finite_differences) {
 // The layer.
 
 // Every input and parameter against finite differences, the maps and step(), at 3 chunks + 5
-// tokens with chunk 4 (T = 17), with the default conv and with another width and short_conv.
+// tokens with chunk 4 (T = 17), with the default conv and with another width and short_conv; at
+// a head width of 16 the conv takes its register path (width 4, 16 channels a block) away from a
+// sequence's first and last 3 tokens.
 TEST(deltanet_layer_gradients_maps_and_step_across_chunks) {
     rig_check_all("deltanet", "deltanet_chunk=4", 8, 2, 2, 17, 0, 2, 62);
+    rig_check_all("deltanet", "deltanet_chunk=4", 32, 2, 1, 17, 0, 1, 71);
     rig_check_all("deltanet", "deltanet_chunk=4 deltanet_conv=2", 6, 3, 1, 17, 1, 2, 63);
     rig_check_all("deltanet", "deltanet_conv=1", 4, 1, 1, 9, 0, 1, 64);
 }

@@ -110,9 +110,11 @@ TEST(gated_deltanet_no_overflow_at_any_length) {
 
 // Every input and parameter against finite differences, the maps and step(), at 3 chunks + 5
 // tokens with chunk 4 (T = 17), with the gate and the default conv, without the gate with another
-// width and short_conv, and with a conv of 1.
+// width and short_conv, and with a conv of 1; at a head width of 16 the conv takes its register
+// path (width 4, 16 channels a block) away from a sequence's first and last 3 tokens.
 TEST(gated_deltanet_layer_gradients_maps_and_step_across_chunks) {
     rig_check_all("gated_deltanet", "gdn_chunk=4", 8, 2, 2, 17, 0, 2, 162);
+    rig_check_all("gated_deltanet", "gdn_chunk=4", 32, 2, 1, 17, 0, 1, 175);
     rig_check_all("gated_deltanet", "gdn_chunk=4 gdn_conv=2 gdn_gate=false", 6, 3, 1, 17, 1, 2, 163);
     rig_check_all("gated_deltanet", "gdn_conv=1", 4, 1, 1, 9, 0, 1, 164);
 }

@@ -10,7 +10,9 @@
 //   y = u Wo^T                                   (no bias)
 // The delta rule runs chunked (model/mixers/delta_chunk.c: the WY / UT transform, chunks of
 // deltanet_chunk = 64 tokens) with its chunk-entry states saved; backward is that kernel's reverse
-// pass, then the norms, SiLU, the convolution and the projections by hand. The plain recurrence
+// pass, then the norms, SiLU, the convolution and the projections by hand. The convolution, SiLU
+// and the L2 norms run inside the kernel's per-chunk hook on rows in cache, forward and backward
+// (the conv's output is recomputed there from pre, not saved). The plain recurrence
 // it is tested against is model/mixers/delta_naive.c.
 //
 // Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv 2412.06464; fla's GatedDeltaNet layer;
@@ -46,19 +48,21 @@ typedef struct {
 
 // Gated DeltaNet adds after these: Wa [H, C], A_log [H], dt_bias [H], and with the gate Wg [C, C].
 enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O, P_A, P_ALOG, P_DT, P_GATE };
-// saved: pre [B,T,3C] = x Wqkv^T, conv [B,T,3C] (before SiLU), qkv [B,T,3C] the kernel's inputs
-// (q normalised and scaled, k normalised, v = SiLU(conv)), rn [B,T,2H] the 1/norm of q and k per
-// head, beta [B,T,H], att [B,T,C] (o before the norm), rstd [B,T,H], chunk-entry states
-// [B,H,n_states,D,D]
+// saved: pre [B,T,3C] = x Wqkv^T, qkv [B,T,3C] the kernel's inputs (q normalised and scaled, k
+// normalised, v = SiLU(conv(pre))), rn [B,T,2H] the 1/norm of q and k per head, beta [B,T,H], att
+// [B,T,C] (o before the norm), rstd [B,T,H], chunk-entry states [B,H,n_states,D,D]
 // Gated DeltaNet adds z [B,T,H] = x Wa^T + dt_bias, g [B,T,H] the log-decays, gpre [B,T,C] = x Wg^T
 // (an empty buffer without the gate).
-enum { A_PRE, A_CONV, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
-// scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dqkv, dpre
-// [B,T,3C], dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work
+enum { A_PRE, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
+// scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dpre [B,T,3C],
+// dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work, per thread a
+// sequence's dqkv [T,3C] (a task's gradients of the kernel's inputs, then of the conv's outputs)
+// and one conv row [3C], the conv's taps [K,3C] (its weights transposed) and its weight gradient's
+// partials per (sequence, head) task [B*H,3,K,D]
 // Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
 // Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
 // and the decay's projections as one product).
-enum { S_NRM, S_DNRM, S_DATT, S_DQKV, S_DPRE, S_DBETA, S_PART, S_WORK, S_DG, S_DGATE, S_BA };
+enum { S_NRM, S_DNRM, S_DATT, S_DPRE, S_DBETA, S_PART, S_WORK, S_DQKV, S_CROW, S_TAPS, S_DCONV, S_DG, S_DGATE, S_BA };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -145,7 +149,6 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     const DeltaNet *m = st;
     size_t BT = (size_t)B * T, C = (size_t)m->C, H = (size_t)m->H, D = (size_t)m->D;
     saved[A_PRE] = (BufDecl){"pre", BT * 3 * C};
-    saved[A_CONV] = (BufDecl){"conv", BT * 3 * C};
     saved[A_QKV] = (BufDecl){"qkv", BT * 3 * C};
     saved[A_RN] = (BufDecl){"qk_rnorm", BT * 2 * H};
     saved[A_BETA] = (BufDecl){"beta", BT * H};
@@ -162,12 +165,15 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_NRM] = (BufDecl){"nrm", BT * C};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * C};
     scratch[S_DATT] = (BufDecl){"datt", BT * C};
-    scratch[S_DQKV] = (BufDecl){"dqkv", BT * 3 * C};
     scratch[S_DPRE] = (BufDecl){"dpre", BT * 3 * C};
     scratch[S_DBETA] = (BufDecl){"dbeta", BT * H};
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
-    *n_scratch = S_WORK + 1;
+    scratch[S_DQKV] = (BufDecl){"dqkv_seq", (size_t)omp_get_max_threads() * T * 3 * C};
+    scratch[S_CROW] = (BufDecl){"conv_row", (size_t)omp_get_max_threads() * 3 * C};
+    scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)m->K * 3 * C};
+    scratch[S_DCONV] = (BufDecl){"conv_grad_partials", (size_t)B * H * 3 * m->K * D};
+    *n_scratch = S_DCONV + 1;
     if (m->gated) {
         scratch[S_DG] = (BufDecl){"dg", BT * H};
         scratch[S_DGATE] = (BufDecl){"dgate", m->gate ? BT * C : 0};
@@ -267,17 +273,23 @@ static void deltanet_out(const DeltaNet *m, MixerIO *io) {
 }
 
 // One (sequence, head) task's rows for the kernel's per-chunk hook (delta_chunk.h): the forward
-// makes the chunk's inputs right before the kernel reads them, the backward takes the chunk's
-// gradients back through the features once they are final, each while its rows are in cache
-// (at T = 4096 a sequence's rows of one head are 3 MB).
+// makes the chunk's inputs (the conv, SiLU, the L2 norms, beta, the decays) right before the
+// kernel reads them, the backward takes the chunk's gradients back through them once they are
+// final, each while its rows are in cache (at T = 4096 a sequence's rows of one head are 3 MB).
+// The conv's output is made again in the backward from pre (4 FMAs an element) rather than saved,
+// and the kernel's input gradients stay in a per-thread [T, 3C] buffer: neither goes through
+// memory (on the zoology cell each was a 25 MB pass over [B, T, 3C] per layer).
 typedef struct {
     const DeltaNet *m;
     MixerIO *io;
     int b, h;
+    real *crow;        // the thread's conv row [3C] (head h's slices used)
+    real *dqkv;        // backward: the thread's [T, 3C], row t the sequence's token t
+    real *dconv;       // backward: the task's partial of the conv weight's gradient, [3, K, D]
     real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
 } ChunkTask;
 
-// Head h's slices of q, k and v in row r + DN_AHEAD of the conv's output, prefetched: at long T
+// Head h's slices of q, k and v in row r + DN_AHEAD of a [B, T, 3C] buffer, prefetched: at long T
 // the rows come from memory, and a row's three slices of D far apart (3C wide rows, one head's
 // slices a task) were not prefetched by the hardware (most of the features' time waited on them).
 #define DN_AHEAD 6
@@ -288,19 +300,156 @@ static void prefetch_row(const DeltaNet *m, const real *row, int write) {
             else __builtin_prefetch(row + p * m->C + d, 0, 3);
 }
 
-// Forward: head h's features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
+// The conv's weights w [3C, K] transposed to taps [K, 3C] (contiguous per tap, so the loops over a
+// head's channels vectorise).
+static void conv_taps_of(const DeltaNet *m, const real *w, real *taps) {
+    int C3 = 3 * m->C, K = m->K;
+    for (int c = 0; c < C3; c++)
+        for (int k = 0; k < K; k++) taps[(size_t)k * C3 + c] = w[(size_t)c * K + k];
+}
+
+// Width 4, the hot case: DN_BLOCK channels at a time from cb, each output's sum held in registers
+// over the taps and stored once (conv_row's sum in memory, tap after tap, waits on its own stores:
+// 6% of the cell's step), the same terms in the same order. n rows from pre0 (a row with every
+// tap's input, t >= 3) into out0 [n, ld]; ld is the rows' stride and the taps' ([4, ld]).
+#define DN_BLOCK 16
+static void conv_block4(const real *restrict taps, const real *restrict pre0, real *restrict out0, int ld, int cb, int n) {
+    const real *w0 = taps + cb, *w1 = w0 + ld, *w2 = w1 + ld, *w3 = w2 + ld;
+    for (int i = 0; i < n; i++) {
+        const real *x0 = pre0 + (size_t)i * ld + cb, *x1 = x0 - ld, *x2 = x1 - ld, *x3 = x2 - ld;  // pre[t - back]
+        real *o = out0 + (size_t)i * ld + cb;
+#pragma omp simd
+        for (int c = 0; c < DN_BLOCK; c++) {
+            real acc = 0;
+            acc += w0[c] * x3[c];
+            acc += w1[c] * x2[c];
+            acc += w2[c] * x1[c];
+            acc += w3[c] * x0[c];
+            o[c] = acc;
+        }
+    }
+}
+
+// The conv (width K, no bias) of head h's three slices at row r, token t of its sequence, from
+// pre [B, T, 3C] into out (a 3C row, head h's slices written): out[c] = sum_k w[c, k] pre[t - (K-1)
+// + k, c], the taps in order from the first with an input (short_conv_forward's order and bits).
+static void conv_row(const DeltaNet *m, int h, const real *taps, const real *pre, int r, int t, real *out) {
+    int C3 = 3 * m->C, K = m->K, D = m->D, k0 = K - 1 - t > 0 ? K - 1 - t : 0;
+    if (K == 4 && t >= 3 && D % DN_BLOCK == 0) {  // the register path, out a single row
+        for (int p = 0; p < 3; p++)
+            for (int c0 = 0; c0 < D; c0 += DN_BLOCK)
+                conv_block4(taps, pre + (size_t)r * C3, out, C3, p * m->C + h * D + c0, 1);
+        return;
+    }
+    for (int p = 0; p < 3; p++) {
+        int cb = p * m->C + h * D;
+        real *o = out + cb;
+#pragma omp simd
+        for (int d = 0; d < D; d++) o[d] = 0;
+        for (int k = k0; k < K; k++) {
+            const real *x = pre + (size_t)(r - (K - 1 - k)) * C3 + cb, *wk = taps + (size_t)k * C3 + cb;
+#pragma omp simd
+            for (int d = 0; d < D; d++) o[d] += wk[d] * x[d];
+        }
+    }
+}
+
+// Its backward for head h's slices at row r, token t of a sequence of T: dpre[r] from the K rows
+// of dconv (the thread's [T, 3C], indexed by token) that it fed, the rows after t final (later
+// chunks run first), the first tap written and the rest added (short_conv_backward_set's order and
+// bits); the weight gradient's terms dconv[t] pre[r - back] added to the task's part [3, K, D].
+static void conv_row_backward(const DeltaNet *m, int h, const real *taps, const real *pre, const real *dconv,
+                              real *dpre, int r, int t, int T, real *part) {
+    int C3 = 3 * m->C, K = m->K, D = m->D;
+    for (int p = 0; p < 3; p++) {
+        int cb = p * m->C + h * D;
+        real *dx = dpre + (size_t)r * C3 + cb;
+        for (int k = 0, first = 1; k < K; k++) {
+            int ahead = K - 1 - k;  // conv[t + ahead] used pre[t] with w[:, k]
+            if (t + ahead >= T) continue;
+            const real *dy = dconv + (size_t)(t + ahead) * C3 + cb, *wk = taps + (size_t)k * C3 + cb;
+            if (first) {
+#pragma omp simd
+                for (int d = 0; d < D; d++) dx[d] = wk[d] * dy[d];
+            } else {
+#pragma omp simd
+                for (int d = 0; d < D; d++) dx[d] += wk[d] * dy[d];
+            }
+            first = 0;
+        }
+        const real *dy = dconv + (size_t)t * C3 + cb;
+        for (int k = 0; k < K; k++) {
+            int back = K - 1 - k;
+            if (back > t) continue;
+            const real *x = pre + (size_t)(r - back) * C3 + cb;
+            real *pk = part + (size_t)(p * K + k) * D;
+#pragma omp simd
+            for (int d = 0; d < D; d++) pk[d] += dy[d] * x[d];
+        }
+    }
+}
+
+// Its backward over n rows whose taps all fall inside the sequence (t in [3, T - 3)): dpre0 [n, ld]
+// from dconv0 (the same rows of dconv, whose next 3 rows follow) and pre0, and the four taps'
+// partial sums pk [4, D] (from the block's first channel) in registers over the rows; the same
+// terms in the same order as conv_row_backward.
+static void conv_block4_backward(const real *restrict taps, const real *restrict pre0, const real *restrict dconv0,
+                                 real *restrict dpre0, int ld, int cb, int n, real *restrict pk, int D) {
+    const real *w0 = taps + cb, *w1 = w0 + ld, *w2 = w1 + ld, *w3 = w2 + ld;
+    real g0[DN_BLOCK], g1[DN_BLOCK], g2[DN_BLOCK], g3[DN_BLOCK];
+    for (int c = 0; c < DN_BLOCK; c++) g0[c] = pk[c], g1[c] = pk[D + c], g2[c] = pk[2 * D + c], g3[c] = pk[3 * D + c];
+    for (int i = 0; i < n; i++) {
+        const real *y0 = dconv0 + (size_t)i * ld + cb, *y1 = y0 + ld, *y2 = y1 + ld, *y3 = y2 + ld;  // dconv[t + ahead]
+        const real *x0 = pre0 + (size_t)i * ld + cb, *x1 = x0 - ld, *x2 = x1 - ld, *x3 = x2 - ld;    // pre[t - back]
+        real *dx = dpre0 + (size_t)i * ld + cb;
+#pragma omp simd
+        for (int c = 0; c < DN_BLOCK; c++) {
+            real a = w0[c] * y3[c];
+            a += w1[c] * y2[c];
+            a += w2[c] * y1[c];
+            a += w3[c] * y0[c];
+            dx[c] = a;
+            g0[c] += y0[c] * x3[c];
+            g1[c] += y0[c] * x2[c];
+            g2[c] += y0[c] * x1[c];
+            g3[c] += y0[c] * x0[c];
+        }
+    }
+    for (int c = 0; c < DN_BLOCK; c++) pk[c] = g0[c], pk[D + c] = g1[c], pk[2 * D + c] = g2[c], pk[3 * D + c] = g3[c];
+}
+
+// Head h's conv backward for the rows of tokens t0 .. t0 + n - 1 (row r0 the first), each channel's
+// rows in order: the row path where a tap falls outside the sequence, the register path between.
+static void conv_rows_backward(const DeltaNet *m, int h, const real *taps, const real *pre, const real *dconv,
+                               real *dpre, int r0, int t0, int n, int T, real *part) {
+    int C3 = 3 * m->C, D = m->D, fast = m->K == 4 && D % DN_BLOCK == 0;
+    int i0 = t0 < 3 ? 3 : t0, i1 = T - 3 < t0 + n ? T - 3 : t0 + n;  // tokens [i0, i1): the register path
+    if (!fast || i1 < i0) i0 = i1 = t0 + n;
+    for (int t = t0; t < i0; t++) conv_row_backward(m, h, taps, pre, dconv, dpre, r0 + t - t0, t, T, part);
+    for (int p = 0; p < 3; p++)
+        for (int c0 = 0; c0 < D && i0 < i1; c0 += DN_BLOCK) {
+            size_t ro = (size_t)(r0 + i0 - t0) * C3;
+            conv_block4_backward(taps, pre + ro, dconv + (size_t)i0 * C3, dpre + ro, C3, p * m->C + h * D + c0, i1 - i0,
+                                 part + (size_t)p * 4 * D + c0, D);
+        }
+    for (int t = i1; t < t0 + n; t++) conv_row_backward(m, h, taps, pre, dconv, dpre, r0 + t - t0, t, T, part);
+}
+
+// Forward: head h's conv and features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
 static void chunk_inputs(void *ctx, int t0, int n, int after) {
     const ChunkTask *k = ctx;
     const DeltaNet *m = k->m;
     int H = m->H, h = k->h, C3 = 3 * m->C;
-    real **a = k->io->act, **p = k->io->p;
-    int end = k->b * k->io->T + t0 + n;
-    for (int r = k->b * k->io->T + t0; r < end; r++) {
+    real **a = k->io->act, **p = k->io->p, *taps = k->io->tmp[S_TAPS];
+    int first = k->b * k->io->T, end = first + t0 + n;
+    (void)after;
+    for (int r = first + t0; r < end; r++) {
         if (r + DN_AHEAD < end) {
-            prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
+            prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
         }
-        features_head(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+        conv_row(m, h, taps, a[A_PRE], r, r - first, k->crow);
+        features_head(m, h, k->crow, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
         a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
         if (!m->gated) continue;
         real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
@@ -309,32 +458,38 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
     }
 }
 
-// Backward: before the kernel, zero the chunk's rows of head h's slices of dqkv (the kernel
-// accumulates into them); after it, the L2 norms and SiLU of those rows and beta = sigmoid(z):
-// dz = dbeta beta (1 - beta).
+// Backward: before the kernel, zero the chunk's rows of head h's slices of the thread's dqkv (the
+// kernel accumulates into them); after it, back through the L2 norms and SiLU (the conv's output
+// made again) and beta = sigmoid(z): dz = dbeta beta (1 - beta); then the conv's backward.
 static void chunk_grads(void *ctx, int t0, int n, int after) {
     ChunkTask *k = ctx;
     const DeltaNet *m = k->m;
-    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C;
-    real **a = k->io->act, **t = k->io->tmp;
-    int end = k->b * k->io->T + t0 + n;
-    for (int r = k->b * k->io->T + t0; r < end; r++) {
-        real *dq = t[S_DQKV] + (size_t)r * C3 + h * D;
-        if (!after) {
-            for (int p3 = 0; p3 < 3; p3++) memset(dq + p3 * C, 0, sizeof(real) * D);
-            continue;
+    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C, T = k->io->T;
+    real **a = k->io->act, **t = k->io->tmp, *taps = t[S_TAPS];
+    int first = k->b * T, end = first + t0 + n;
+    if (!after) {
+        for (int i = t0; i < t0 + n; i++)
+            for (int p3 = 0; p3 < 3; p3++) memset(k->dqkv + (size_t)i * C3 + p3 * C + h * D, 0, sizeof(real) * D);
+        return;
+    }
+    for (int r = first + t0; r < end; r++) {
+        if (r + DN_AHEAD < end) {
+            prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
+            prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
         }
-        if (r + DN_AHEAD < end) prefetch_row(m, a[A_CONV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
-        features_head_backward(m, h, a[A_CONV] + (size_t)r * C3, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
-                               t[S_DQKV] + (size_t)r * C3);
+        conv_row(m, h, taps, a[A_PRE], r, r - first, k->crow);
+        features_head_backward(m, h, k->crow, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
+                               k->dqkv + (size_t)(r - first) * C3);
         real bt = a[A_BETA][(size_t)r * H + h];
         t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
     }
-    if (!after || !m->gated) return;
+    for (int r = first + t0; r < end; r++) prefetch_row(m, t[S_DPRE] + (size_t)r * C3 + h * D, 1);
+    conv_rows_backward(m, h, taps, a[A_PRE], k->dqkv, t[S_DPRE], first + t0, t0, n, T, k->dconv);
+    if (!m->gated) return;
     // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
     // softplus threshold) in dg's place, ddt_bias += dz; the task's sums in its fixed order
     real eA = expr(k->io->p[P_ALOG][h]);
-    for (int r = k->b * k->io->T + t0; r < end; r++) {
+    for (int r = first + t0; r < end; r++) {
         size_t i = (size_t)r * H + h;
         real dgl = t[S_DG][i], z = a[A_Z][i], dz = -dgl * eA * (z > 20 ? 1 : sigmoidr(z));
         k->dA_log += dgl * a[A_G][i];
@@ -348,7 +503,7 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **p = io->p;
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
-    short_conv_forward(a[A_CONV], a[A_PRE], p[P_CONV], NULL, B, T, C3, m->K);
+    conv_taps_of(m, p[P_CONV], io->tmp[S_TAPS]);
     if (m->gated) {  // beta's and the decay's projections in one product: x [Wb; Wa]^T, then split
         real *ba = io->tmp[S_BA], *w = ba + (size_t)BT * 2 * H;
         memcpy(w, p[P_BETA], sizeof(real) * H * C);
@@ -367,7 +522,8 @@ static void deltanet_forward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        ChunkTask task = {m, io, b, h, 0, 0};  // head h of sequence b's inputs, a chunk at a time
+        // head h of sequence b's inputs, a chunk at a time
+        ChunkTask task = {m, io, b, h, io->tmp[S_CROW] + (size_t)omp_get_thread_num() * C3, NULL, NULL, 0, 0};
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
@@ -415,22 +571,31 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
     real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
+    conv_taps_of(m, p[P_CONV], t[S_TAPS]);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
         const real *q = a[A_QKV] + off;
-        real *dq = t[S_DQKV] + off;
-        ChunkTask task = {m, io, b, h, 0, 0};  // dqkv zeroed, then back through the features, a chunk at a time
-        gdelta_chunk_backward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H,
-                                   m->gated ? a[A_G] + ob : NULL, H, a[A_ST] + (size_t)bh * ns * D * D,
-                                   t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C, t[S_DBETA] + ob,
-                                   m->gated ? t[S_DG] + ob : NULL,
-                                   t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_grads, &task);
+        // the thread's dqkv zeroed, then back through the features and the conv, a chunk at a time
+        int th = omp_get_thread_num();
+        real *dq = t[S_DQKV] + (size_t)th * T * C3 + h * D, *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
+        memset(part, 0, sizeof(real) * 3 * m->K * D);
+        ChunkTask task = {m, io, b, h, t[S_CROW] + (size_t)th * C3, t[S_DQKV] + (size_t)th * T * C3, part, 0, 0};
+        gdelta_chunk_backward_hook(
+            T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H, m->gated ? a[A_G] + ob : NULL, H,
+            a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C,
+            t[S_DBETA] + ob, m->gated ? t[S_DG] + ob : NULL, t[S_WORK] + (size_t)th * work_size(m), chunk_grads, &task);
         if (dsum) dsum[2 * bh] = task.dA_log, dsum[2 * bh + 1] = task.ddt;
     }
-    // the convolution, then the projections into dx
-    short_conv_backward_set(t[S_DPRE], g[P_CONV], NULL, t[S_DQKV], a[A_PRE], p[P_CONV], B, T, C3, m->K);
+    // the conv weight's gradient, the tasks' partials in task order; then the projections into dx
+    for (int bh = 0; bh < B * H; bh++) {
+        const real *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
+        for (int p3 = 0; p3 < 3; p3++)
+            for (int k = 0; k < m->K; k++)
+                for (int d = 0; d < D; d++)
+                    g[P_CONV][(size_t)(p3 * C + (bh % H) * D + d) * m->K + k] += part[(size_t)(p3 * m->K + k) * D + d];
+    }
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     if (!m->gated) {
         matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
