@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/kernels/dwconv.h"
 #include "model/kernels/gemm.h"
 #include "model/kernels/vmath.h"
 #include "model/layers.h"
@@ -57,8 +58,8 @@ enum { A_PRE, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dpre [B,T,3C],
 // dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work, per thread a
 // sequence's dqkv [T,3C] (a task's gradients of the kernel's inputs, then of the conv's outputs)
-// and one conv row [3C], the conv's taps [K,3C] (its weights transposed) and its weight gradient's
-// partials per (sequence, head) task [B*H,3,K,D]
+// and a conv output row [3C], the conv's taps [K,3C] (its weights transposed) and its weight
+// gradient's partials per (sequence, head) task [B*H,3,K,D]
 // Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
 // Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
 // and the decay's projections as one product).
@@ -283,7 +284,7 @@ typedef struct {
     const DeltaNet *m;
     MixerIO *io;
     int b, h;
-    real *crow;        // the thread's conv row [3C] (head h's slices used)
+    real *crow;        // the thread's conv output row [3C] (head h's slices used)
     real *dqkv;        // backward: the thread's [T, 3C], row t the sequence's token t
     real *dconv;       // backward: the task's partial of the conv weight's gradient, [3, K, D]
     real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
@@ -300,139 +301,14 @@ static void prefetch_row(const DeltaNet *m, const real *row, int write) {
             else __builtin_prefetch(row + p * m->C + d, 0, 3);
 }
 
-// The conv's weights w [3C, K] transposed to taps [K, 3C] (contiguous per tap, so the loops over a
-// head's channels vectorise).
-static void conv_taps_of(const DeltaNet *m, const real *w, real *taps) {
-    int C3 = 3 * m->C, K = m->K;
-    for (int c = 0; c < C3; c++)
-        for (int k = 0; k < K; k++) taps[(size_t)k * C3 + c] = w[(size_t)c * K + k];
-}
-
-// Width 4, the hot case: DN_BLOCK channels at a time from cb, each output's sum held in registers
-// over the taps and stored once (conv_row's sum in memory, tap after tap, waits on its own stores:
-// 6% of the cell's step), the same terms in the same order. n rows from pre0 (a row with every
-// tap's input, t >= 3) into out0 [n, ld]; ld is the rows' stride and the taps' ([4, ld]).
-#define DN_BLOCK 16
-static void conv_block4(const real *restrict taps, const real *restrict pre0, real *restrict out0, int ld, int cb, int n) {
-    const real *w0 = taps + cb, *w1 = w0 + ld, *w2 = w1 + ld, *w3 = w2 + ld;
-    for (int i = 0; i < n; i++) {
-        const real *x0 = pre0 + (size_t)i * ld + cb, *x1 = x0 - ld, *x2 = x1 - ld, *x3 = x2 - ld;  // pre[t - back]
-        real *o = out0 + (size_t)i * ld + cb;
-#pragma omp simd
-        for (int c = 0; c < DN_BLOCK; c++) {
-            real acc = 0;
-            acc += w0[c] * x3[c];
-            acc += w1[c] * x2[c];
-            acc += w2[c] * x1[c];
-            acc += w3[c] * x0[c];
-            o[c] = acc;
-        }
-    }
-}
-
-// The conv (width K, no bias) of head h's three slices at row r, token t of its sequence, from
-// pre [B, T, 3C] into out (a 3C row, head h's slices written): out[c] = sum_k w[c, k] pre[t - (K-1)
-// + k, c], the taps in order from the first with an input (short_conv_forward's order and bits).
-static void conv_row(const DeltaNet *m, int h, const real *taps, const real *pre, int r, int t, real *out) {
-    int C3 = 3 * m->C, K = m->K, D = m->D, k0 = K - 1 - t > 0 ? K - 1 - t : 0;
-    if (K == 4 && t >= 3 && D % DN_BLOCK == 0) {  // the register path, out a single row
-        for (int p = 0; p < 3; p++)
-            for (int c0 = 0; c0 < D; c0 += DN_BLOCK)
-                conv_block4(taps, pre + (size_t)r * C3, out, C3, p * m->C + h * D + c0, 1);
-        return;
-    }
+// Head h's conv of token t's row (pre at it) into crow [3C], made right before its one use (a
+// row at a time: a chunk's outputs made together spilled out of L1 and cost 4% of the cell's step).
+static void conv_token(const DeltaNet *m, int h, const real *taps, const real *pre, int t, real *crow) {
+    int C3 = 3 * m->C;
     for (int p = 0; p < 3; p++) {
-        int cb = p * m->C + h * D;
-        real *o = out + cb;
-#pragma omp simd
-        for (int d = 0; d < D; d++) o[d] = 0;
-        for (int k = k0; k < K; k++) {
-            const real *x = pre + (size_t)(r - (K - 1 - k)) * C3 + cb, *wk = taps + (size_t)k * C3 + cb;
-#pragma omp simd
-            for (int d = 0; d < D; d++) o[d] += wk[d] * x[d];
-        }
+        size_t cb = (size_t)p * m->C + h * m->D;
+        dwconv_forward(taps + cb, C3, NULL, pre + cb, C3, crow + cb, C3, m->D, t, 1, m->K);
     }
-}
-
-// Its backward for head h's slices at row r, token t of a sequence of T: dpre[r] from the K rows
-// of dconv (the thread's [T, 3C], indexed by token) that it fed, the rows after t final (later
-// chunks run first), the first tap written and the rest added (short_conv_backward_set's order and
-// bits); the weight gradient's terms dconv[t] pre[r - back] added to the task's part [3, K, D].
-static void conv_row_backward(const DeltaNet *m, int h, const real *taps, const real *pre, const real *dconv,
-                              real *dpre, int r, int t, int T, real *part) {
-    int C3 = 3 * m->C, K = m->K, D = m->D;
-    for (int p = 0; p < 3; p++) {
-        int cb = p * m->C + h * D;
-        real *dx = dpre + (size_t)r * C3 + cb;
-        for (int k = 0, first = 1; k < K; k++) {
-            int ahead = K - 1 - k;  // conv[t + ahead] used pre[t] with w[:, k]
-            if (t + ahead >= T) continue;
-            const real *dy = dconv + (size_t)(t + ahead) * C3 + cb, *wk = taps + (size_t)k * C3 + cb;
-            if (first) {
-#pragma omp simd
-                for (int d = 0; d < D; d++) dx[d] = wk[d] * dy[d];
-            } else {
-#pragma omp simd
-                for (int d = 0; d < D; d++) dx[d] += wk[d] * dy[d];
-            }
-            first = 0;
-        }
-        const real *dy = dconv + (size_t)t * C3 + cb;
-        for (int k = 0; k < K; k++) {
-            int back = K - 1 - k;
-            if (back > t) continue;
-            const real *x = pre + (size_t)(r - back) * C3 + cb;
-            real *pk = part + (size_t)(p * K + k) * D;
-#pragma omp simd
-            for (int d = 0; d < D; d++) pk[d] += dy[d] * x[d];
-        }
-    }
-}
-
-// Its backward over n rows whose taps all fall inside the sequence (t in [3, T - 3)): dpre0 [n, ld]
-// from dconv0 (the same rows of dconv, whose next 3 rows follow) and pre0, and the four taps'
-// partial sums pk [4, D] (from the block's first channel) in registers over the rows; the same
-// terms in the same order as conv_row_backward.
-static void conv_block4_backward(const real *restrict taps, const real *restrict pre0, const real *restrict dconv0,
-                                 real *restrict dpre0, int ld, int cb, int n, real *restrict pk, int D) {
-    const real *w0 = taps + cb, *w1 = w0 + ld, *w2 = w1 + ld, *w3 = w2 + ld;
-    real g0[DN_BLOCK], g1[DN_BLOCK], g2[DN_BLOCK], g3[DN_BLOCK];
-    for (int c = 0; c < DN_BLOCK; c++) g0[c] = pk[c], g1[c] = pk[D + c], g2[c] = pk[2 * D + c], g3[c] = pk[3 * D + c];
-    for (int i = 0; i < n; i++) {
-        const real *y0 = dconv0 + (size_t)i * ld + cb, *y1 = y0 + ld, *y2 = y1 + ld, *y3 = y2 + ld;  // dconv[t + ahead]
-        const real *x0 = pre0 + (size_t)i * ld + cb, *x1 = x0 - ld, *x2 = x1 - ld, *x3 = x2 - ld;    // pre[t - back]
-        real *dx = dpre0 + (size_t)i * ld + cb;
-#pragma omp simd
-        for (int c = 0; c < DN_BLOCK; c++) {
-            real a = w0[c] * y3[c];
-            a += w1[c] * y2[c];
-            a += w2[c] * y1[c];
-            a += w3[c] * y0[c];
-            dx[c] = a;
-            g0[c] += y0[c] * x3[c];
-            g1[c] += y0[c] * x2[c];
-            g2[c] += y0[c] * x1[c];
-            g3[c] += y0[c] * x0[c];
-        }
-    }
-    for (int c = 0; c < DN_BLOCK; c++) pk[c] = g0[c], pk[D + c] = g1[c], pk[2 * D + c] = g2[c], pk[3 * D + c] = g3[c];
-}
-
-// Head h's conv backward for the rows of tokens t0 .. t0 + n - 1 (row r0 the first), each channel's
-// rows in order: the row path where a tap falls outside the sequence, the register path between.
-static void conv_rows_backward(const DeltaNet *m, int h, const real *taps, const real *pre, const real *dconv,
-                               real *dpre, int r0, int t0, int n, int T, real *part) {
-    int C3 = 3 * m->C, D = m->D, fast = m->K == 4 && D % DN_BLOCK == 0;
-    int i0 = t0 < 3 ? 3 : t0, i1 = T - 3 < t0 + n ? T - 3 : t0 + n;  // tokens [i0, i1): the register path
-    if (!fast || i1 < i0) i0 = i1 = t0 + n;
-    for (int t = t0; t < i0; t++) conv_row_backward(m, h, taps, pre, dconv, dpre, r0 + t - t0, t, T, part);
-    for (int p = 0; p < 3; p++)
-        for (int c0 = 0; c0 < D && i0 < i1; c0 += DN_BLOCK) {
-            size_t ro = (size_t)(r0 + i0 - t0) * C3;
-            conv_block4_backward(taps, pre + ro, dconv + (size_t)i0 * C3, dpre + ro, C3, p * m->C + h * D + c0, i1 - i0,
-                                 part + (size_t)p * 4 * D + c0, D);
-        }
-    for (int t = i1; t < t0 + n; t++) conv_row_backward(m, h, taps, pre, dconv, dpre, r0 + t - t0, t, T, part);
 }
 
 // Forward: head h's conv and features of rows t0 .. t0 + n - 1 of sequence b, its beta and decays.
@@ -448,7 +324,7 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
             prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
         }
-        conv_row(m, h, taps, a[A_PRE], r, r - first, k->crow);
+        conv_token(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, k->crow);
         features_head(m, h, k->crow, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
         a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
         if (!m->gated) continue;
@@ -477,14 +353,18 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
             prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
         }
-        conv_row(m, h, taps, a[A_PRE], r, r - first, k->crow);
+        conv_token(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, k->crow);
         features_head_backward(m, h, k->crow, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
                                k->dqkv + (size_t)(r - first) * C3);
         real bt = a[A_BETA][(size_t)r * H + h];
         t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
     }
     for (int r = first + t0; r < end; r++) prefetch_row(m, t[S_DPRE] + (size_t)r * C3 + h * D, 1);
-    conv_rows_backward(m, h, taps, a[A_PRE], k->dqkv, t[S_DPRE], first + t0, t0, n, T, k->dconv);
+    for (int p3 = 0; p3 < 3; p3++) {  // the conv's backward: dpre and the task's weight gradient
+        size_t cb = (size_t)p3 * C + h * D, r0 = (size_t)(first + t0) * C3;
+        dwconv_backward(taps + cb, C3, a[A_PRE] + r0 + cb, C3, k->dqkv + (size_t)t0 * C3 + cb, C3, t[S_DPRE] + r0 + cb,
+                        C3, D, t0, n, T, m->K, k->dconv + (size_t)p3 * m->K * D, D, NULL);
+    }
     if (!m->gated) return;
     // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
     // softplus threshold) in dg's place, ddt_bias += dz; the task's sums in its fixed order
@@ -503,7 +383,7 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **p = io->p;
     matmul_forward(a[A_PRE], io->x, p[P_QKV], NULL, BT, C, C3, m->prec);
-    conv_taps_of(m, p[P_CONV], io->tmp[S_TAPS]);
+    dwconv_taps(p[P_CONV], C3, m->K, io->tmp[S_TAPS]);
     if (m->gated) {  // beta's and the decay's projections in one product: x [Wb; Wa]^T, then split
         real *ba = io->tmp[S_BA], *w = ba + (size_t)BT * 2 * H;
         memcpy(w, p[P_BETA], sizeof(real) * H * C);
@@ -571,7 +451,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
     int ns = delta_n_states(T, m->L);
     real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
-    conv_taps_of(m, p[P_CONV], t[S_TAPS]);
+    dwconv_taps(p[P_CONV], C3, m->K, t[S_TAPS]);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
