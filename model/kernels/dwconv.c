@@ -48,7 +48,8 @@ void dwconv_forward(const real *taps, int ldt, const real *bias, const real *in,
     int i0 = K == 4 ? (t0 < 3 ? 3 - t0 : 0) : n, blocked = nc / BLK * BLK;
     if (i0 > n) i0 = n;
     forward_rows(taps, ldt, bias, in, ldi, out, ldo, 0, nc, t0, 0, i0, K);
-    for (int c0 = 0; c0 < blocked; c0 += BLK) forward_block4(taps, ldt, bias, in, ldi, out, ldo, c0, i0, n);
+    for (int c0 = 0; c0 < blocked && K == 4 && i0 < n; c0 += BLK)
+        forward_block4(taps, ldt, bias, in, ldi, out, ldo, c0, i0, n);
     forward_rows(taps, ldt, bias, in, ldi, out, ldo, blocked, nc, t0, i0, n, K);
 }
 
@@ -128,7 +129,7 @@ void dwconv_backward(const real *taps, int ldt, const real *in, int ldi, const r
     if (K != 4 || i1 < i0) i0 = i1 = n;
     if (i0 > n) i0 = i1 = n;
     backward_rows(taps, ldt, in, ldi, dout, lddo, din, lddi, 0, nc, t0, 0, i0, T, K, gtaps, ldg, gbias);
-    for (int c0 = 0; c0 < blocked; c0 += BLK)
+    for (int c0 = 0; c0 < blocked && i0 < i1; c0 += BLK)  // (i0 < i1 only at width 4)
         backward_block4(taps, ldt, in, ldi, dout, lddo, din, lddi, c0, i0, i1, gtaps, ldg, gbias);
     backward_rows(taps, ldt, in, ldi, dout, lddo, din, lddi, blocked, nc, t0, i0, i1, T, K, gtaps, ldg, gbias);
     backward_rows(taps, ldt, in, ldi, dout, lddo, din, lddi, 0, nc, t0, i1, n, T, K, gtaps, ldg, gbias);
