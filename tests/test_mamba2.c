@@ -131,11 +131,13 @@ TEST(mamba2_ssd_backward_matches_finite_differences) {
 
 // Every input and parameter against finite differences, the maps and step(), at 3 chunks + 5
 // tokens with chunk 4 (T = 17): 4 heads over 2 of n_head, then 2 heads of 8 over 1 with another
-// d_state and expand, then the default chunk at a short length.
+// d_state and expand, then the default chunk at a short length, then 2 heads of 16 with d_state 8
+// (the conv's register path, 16 channels a block, on xs and on B and C).
 TEST(mamba2_layer_gradients_maps_and_step_across_chunks) {
     rig_check_all("mamba2", "mamba2_chunk=4", 8, 2, 2, 17, 0, 2, 82);
     rig_check_all("mamba2", "mamba2_chunk=4 mamba2_head_dim=3 mamba2_d_state=5 mamba2_expand=1", 6, 1, 1, 17, 1, 2, 83);
     rig_check_all("mamba2", "mamba2_head_dim=8", 4, 1, 1, 9, 0, 1, 84);
+    rig_check_all("mamba2", "mamba2_chunk=4 mamba2_head_dim=16 mamba2_d_state=8", 16, 1, 1, 17, 0, 1, 91);
 }
 
 // The default chunk of 64 at 3 chunks + 5 tokens: the maps and step (finite differences at this

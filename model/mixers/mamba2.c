@@ -10,6 +10,9 @@
 //   out = u W_out^T                            (no bias)
 // The SSD runs in chunks of mamba2_chunk tokens with its chunk-entry states saved; backward is
 // that kernel's reverse pass, then the norm, gate, skip, softplus, conv and projections by hand.
+// The conv and SiLU of a head's xs run in the SSD's per-chunk hook on rows in cache (B and C,
+// which every head reads, a sequence at a time before it), forward and backward, the conv's
+// output made again in the backward rather than saved.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "model/kernels/dwconv.h"
 #include "model/kernels/gemm.h"
 #include "model/kernels/vmath.h"
 #include "model/layers.h"
@@ -35,15 +39,18 @@ typedef struct {
 } Mamba2;
 
 enum { P_IN, P_CONV_W, P_CONV_B, P_DT_B, P_A_LOG, P_D, P_NORM, P_OUT };
-// saved: z [B,T,E], xbc_pre [B,T,XW] (in_proj's xBC rows), conv [B,T,XW] (before SiLU), xbc
-// [B,T,XW] (after), dtr [B,T,NH] (softplus's argument, bias in), dt [B,T,NH], ys [B,T,E] (the
-// SSD's output before the D skip), rstd [B,T], chunk-entry states [B,NH,n_states,N,P]
-enum { A_Z, A_XBCP, A_CONV, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
+// saved: z [B,T,E], xbc_pre [B,T,XW] (in_proj's xBC rows), xbc [B,T,XW] (after the conv and
+// SiLU), dtr [B,T,NH] (softplus's argument, bias in), dt [B,T,NH], ys [B,T,E] (the SSD's output
+// before the D skip), rstd [B,T], chunk-entry states [B,NH,n_states,N,P]
+enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // scratch: rows [threads, 3E] (a thread's g, y and sigma(z) of one row), nrm [B,T,E] (out_proj's
 // input, recomputed in backward), dnrm [B,T,E] (then dy, the gradient of ys + D xs, in place), dz
-// [B,T,E], dxbc, dxbcp [B,T,XW], ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence,
-// head) [B,NH], norm weight partials, per-thread SSD work
-enum { S_ROWS, S_NRM, S_DNRM, S_DZ, S_DXBC, S_DXBCP, S_DDT, S_DBC, S_DA, S_DD, S_PART, S_WORK };
+// [B,T,E], dxbcp [B,T,XW], ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence, head)
+// [B,NH,2], norm weight partials, per-thread SSD work, the conv's taps [4,XW] (its weights
+// transposed), per thread a task's rows (a head's dxs [T,P] and conv outputs [L,P], a sequence's
+// dB, dC [T,2N] and their conv outputs [T,2N]), and the conv's weight and bias gradient partials
+// per (sequence, head) task [B*NH,5,P] then per sequence [B,5,2N]
+enum { S_ROWS, S_NRM, S_DNRM, S_DZ, S_DXBCP, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV };
 
 static const KeyDef mamba2_keys[] = {
     {"mamba2_expand", KEY_INT, "2", RANGE_POS, 0, 0, "model", "mamba2: channels E = mamba2_expand * d_model"},
@@ -115,12 +122,18 @@ static void mamba2_init_custom(const void *st, int index, real *w, Rng *rng) {
 
 static size_t work_size(const Mamba2 *m) { return ssd_work(m->P, m->N, m->L); }
 
+// A thread's rows (S_TROWS): a head's dxs [T, P] and conv outputs [L, P] in the SSD's tasks; a
+// sequence's dB, dC [T, 2N] and their conv outputs [T, 2N] in the pass after them.
+static size_t task_rows(const Mamba2 *m, int T) {
+    size_t head = (size_t)T * m->P + (size_t)m->L * m->P, bc = 2 * (size_t)T * 2 * m->N;
+    return head > bc ? head : bc;
+}
+
 static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const Mamba2 *m = st;
     size_t BT = (size_t)B * T, E = (size_t)m->E, XW = (size_t)m->XW, NH = (size_t)m->NH;
     saved[A_Z] = (BufDecl){"z", BT * E};
     saved[A_XBCP] = (BufDecl){"xbc_pre", BT * XW};
-    saved[A_CONV] = (BufDecl){"conv", BT * XW};
     saved[A_XBC] = (BufDecl){"xbc", BT * XW};
     saved[A_DTR] = (BufDecl){"dt_raw", BT * NH};
     saved[A_DT] = (BufDecl){"dt", BT * NH};
@@ -132,24 +145,23 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_NRM] = (BufDecl){"nrm", BT * E};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * E};
     scratch[S_DZ] = (BufDecl){"dz", BT * E};
-    scratch[S_DXBC] = (BufDecl){"dxbc", BT * XW};
     scratch[S_DXBCP] = (BufDecl){"dxbc_pre", BT * XW};
     scratch[S_DDT] = (BufDecl){"ddt", BT * NH};
     scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};
-    scratch[S_DA] = (BufDecl){"dA_seq", (size_t)B * NH};
-    scratch[S_DD] = (BufDecl){"dD_seq", (size_t)B * NH};
+    scratch[S_DAD] = (BufDecl){"dA_dD_tasks", (size_t)B * NH * 2};
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * E};
     scratch[S_WORK] = (BufDecl){"ssd_work", (size_t)omp_get_max_threads() * work_size(m)};
-    *n_scratch = S_WORK + 1;
+    scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)M2_CONV * XW};
+    scratch[S_TROWS] = (BufDecl){"task_rows", (size_t)omp_get_max_threads() * task_rows(m, T)};
+    scratch[S_GCONV] = (BufDecl){"conv_grad_partials", (size_t)B * (M2_CONV + 1) * (NH * m->P + 2 * m->N)};
+    *n_scratch = S_GCONV + 1;
 }
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
 
-// The per-(sequence, head) loops walk one head's P channels of rows XW or E apart; they prefetch
-// M2_AHEAD rows ahead, and where a sequence's rows of a head fit in cache (T <= M2_SMALL_T) the
-// skip's loop fetches the conv's rows that the SiLU' after the SSD reads.
+// The D skip's loop walks one head's P channels of rows E and XW apart, which the hardware
+// prefetcher did not follow: it prefetches M2_AHEAD rows ahead.
 #define M2_AHEAD 6
-#define M2_SMALL_T 256
 static void prefetch_span(const real *p, int n, int write) {
     for (int i = 0; i < n; i += 64 / (int)sizeof(real))
         if (write) __builtin_prefetch(p + i, 1, 3);
@@ -245,17 +257,82 @@ static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const
 
 // ---------------------------------------------------------------------------------------------
 
+// SiLU in place on n rows of nc channels (row stride ld): x / (1 + exp(-x)), act_token's form.
+static void silu_rows(real *x, int ld, int n, int nc) {
+    for (int i = 0; i < n; i++) {
+        real *xi = x + (size_t)i * ld;
+#pragma omp simd
+        for (int c = 0; c < nc; c++) xi[c] = xi[c] / (1 + vexpr(-xi[c]));
+    }
+}
+
+// d (n rows of nc, stride ldd) *= SiLU'(cv) (stride ldc) = sigma(cv) (1 + cv (1 - sigma(cv))).
+static void silu_backward_rows(real *d, int ldd, const real *cv, int ldc, int n, int nc) {
+    for (int i = 0; i < n; i++) {
+        real *di = d + (size_t)i * ldd;
+        const real *ci = cv + (size_t)i * ldc;
+#pragma omp simd
+        for (int c = 0; c < nc; c++) {
+            real s = 1 / (1 + vexpr(-ci[c]));
+            di[c] *= s * (1 + ci[c] * (1 - s));
+        }
+    }
+}
+
+// B and C (every head reads them) and dt, for sequence b, before its heads' tasks: the conv of
+// xBC's last 2N channels with its bias, SiLU; dtr += dt_bias, dt = softplus(dtr).
+static void bc_dt_forward(const Mamba2 *m, MixerIO *io, int b) {
+    int T = io->T, XW = m->XW, E = m->E, NH = m->NH;
+    real **a = io->act, **p = io->p;
+    size_t r0 = (size_t)b * T;
+    dwconv_forward(io->tmp[S_TAPS] + E, XW, p[P_CONV_B] + E, a[A_XBCP] + r0 * XW + E, XW, a[A_XBC] + r0 * XW + E, XW,
+                   2 * m->N, 0, T, M2_CONV);
+    silu_rows(a[A_XBC] + r0 * XW + E, XW, T, 2 * m->N);
+    for (size_t r = r0; r < r0 + T; r++)
+        for (int h = 0; h < NH; h++) {
+            real *z = a[A_DTR] + r * NH + h;
+            *z += p[P_DT_B][h];
+            a[A_DT][r * NH + h] = softplusr(*z);
+        }
+}
+
+// One (sequence, head) task for the SSD's per-chunk hook (mamba2_ssd.h).
+typedef struct {
+    const Mamba2 *m;
+    MixerIO *io;
+    int b, h;
+    real *dxs, *cv;  // backward: the thread's dxs [T, P] and a chunk's conv outputs [L, P]
+    real *gconv;     // backward: the task's conv weight gradient [4, P], then its bias's [P]
+    real dD;         // backward: the task's sum of dy . xs
+} SsdTask;
+
+// Forward: the chunk's xs of head h (tokens s .. s + n - 1): the conv with its bias, SiLU.
+static void chunk_xs(void *ctx, int s, int n, int after) {
+    const SsdTask *k = ctx;
+    const Mamba2 *m = k->m;
+    int XW = m->XW, P = m->P;
+    size_t o = ((size_t)k->b * k->io->T + s) * XW + (size_t)k->h * P;
+    real *xs = k->io->act[A_XBC] + o;
+    (void)after;
+    dwconv_forward(k->io->tmp[S_TAPS] + k->h * P, XW, k->io->p[P_CONV_B] + k->h * P, k->io->act[A_XBCP] + o, XW, xs, XW,
+                   P, s, n, M2_CONV);
+    silu_rows(xs, XW, n, P);
+}
+
 static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
     int B = io->B, T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E;
     real **a = io->act;
     int ns = ssd_n_states(T, m->L);
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) bc_dt_forward(m, io, b);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         const real *x = a[A_XBC] + (size_t)b * T * XW, *dt = a[A_DT] + (size_t)b * T * NH + h;
-        ssd_forward(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                    a[A_YS] + (size_t)b * T * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
-                    io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
+        SsdTask task = {m, io, b, h, NULL, NULL, NULL, 0};
+        ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                         a[A_YS] + (size_t)b * T * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
+                         io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
     }
 }
 
@@ -274,16 +351,83 @@ static void mamba2_out(const Mamba2 *m, MixerIO *io) {
 
 static void mamba2_forward(const void *st, MixerIO *io) {
     const Mamba2 *m = st;
-    int B = io->B, T = io->T, BT = B * T, XW = m->XW, NH = m->NH;
+    int B = io->B, T = io->T;
     real **a = io->act, **p = io->p;
-    in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], BT);
-    short_conv_forward(a[A_CONV], a[A_XBCP], p[P_CONV_W], p[P_CONV_B], B, T, XW, M2_CONV);
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
-        act_token(m, p[P_DT_B], a[A_CONV] + (size_t)r * XW, a[A_XBC] + (size_t)r * XW, a[A_DTR] + (size_t)r * NH,
-                  a[A_DT] + (size_t)r * NH);
+    in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], B * T);
+    dwconv_taps(p[P_CONV_W], m->XW, M2_CONV, io->tmp[S_TAPS]);
     ssd_all_forward(m, io);
     mamba2_out(m, io);
+}
+
+// Backward, the SSD's hook for head h's chunk (tokens s .. s + n - 1): before it, dxs = D_h dy
+// (the SSD adds to it) and the task's dD += dy . xs; after it (the chunk's dxs final), xs's conv
+// output made again into cv, dxs through SiLU, and the conv's backward into dxbcp's head columns
+// and the task's weight and bias gradients.
+static void chunk_xs_grads(void *ctx, int s, int n, int after) {
+    SsdTask *k = ctx;
+    const Mamba2 *m = k->m;
+    int XW = m->XW, P = m->P, E = m->E, T = k->io->T, h = k->h;
+    real **a = k->io->act, **t = k->io->tmp;
+    size_t o = ((size_t)k->b * T + s) * XW + (size_t)h * P;
+    real *dxs = k->dxs + (size_t)s * P;
+    if (!after) {
+        const real *dy = t[S_DNRM] + ((size_t)k->b * T + s) * E + (size_t)h * P, *xs = a[A_XBC] + o;
+        real Dh = k->io->p[P_D][h], dD = k->dD;
+        for (int i = 0; i < n; i++) {
+            const real *dyi = dy + (size_t)i * E, *xi = xs + (size_t)i * XW;
+            real *di = dxs + (size_t)i * P;
+            if (i + M2_AHEAD < n)
+                prefetch_span(dyi + (size_t)M2_AHEAD * E, P, 0), prefetch_span(xi + (size_t)M2_AHEAD * XW, P, 0);
+#pragma omp simd reduction(+ : dD)
+            for (int c = 0; c < P; c++) {
+                dD += dyi[c] * xi[c];
+                di[c] = Dh * dyi[c];
+            }
+        }
+        k->dD = dD;
+        return;
+    }
+    const real *taps = t[S_TAPS] + h * P, *pre = a[A_XBCP] + o;
+    dwconv_forward(taps, XW, k->io->p[P_CONV_B] + h * P, pre, XW, k->cv, P, P, s, n, M2_CONV);
+    silu_backward_rows(dxs, P, k->cv, P, n, P);
+    dwconv_backward(taps, XW, pre, XW, dxs, P, t[S_DXBCP] + o, XW, P, s, n, T, M2_CONV, k->gconv, P,
+                    k->gconv + (size_t)M2_CONV * P);
+}
+
+// Backward, sequence b after its heads' tasks: dB and dC (the heads' sums in head order), through
+// SiLU (the conv's output made again) and the conv's backward into dxbcp's last 2N columns and the
+// sequence's gradient partials gc [5, 2N]; dt through softplus. rows: the thread's [2, T, 2N].
+static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, real *rows, real *gc) {
+    int T = io->T, XW = m->XW, E = m->E, NH = m->NH, N2 = 2 * m->N;
+    real **a = io->act, **t = io->tmp;
+    size_t r0 = (size_t)b * T;
+    real *dbc = rows, *cv = rows + (size_t)T * N2;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < N2; j++) {
+            real acc = 0;
+            for (int h = 0; h < NH; h++) acc += t[S_DBC][((r0 + i) * NH + h) * N2 + j];
+            dbc[(size_t)i * N2 + j] = acc;
+        }
+    const real *taps = t[S_TAPS] + E, *pre = a[A_XBCP] + r0 * XW + E;
+    dwconv_forward(taps, XW, io->p[P_CONV_B] + E, pre, XW, cv, N2, N2, 0, T, M2_CONV);
+    silu_backward_rows(dbc, N2, cv, N2, T, N2);
+    memset(gc, 0, sizeof(real) * (M2_CONV + 1) * N2);
+    dwconv_backward(taps, XW, pre, XW, dbc, N2, t[S_DXBCP] + r0 * XW + E, XW, N2, 0, T, T, M2_CONV, gc, N2,
+                    gc + (size_t)M2_CONV * N2);
+    for (size_t r = r0; r < r0 + T; r++)
+        for (int h = 0; h < NH; h++) {
+            real z = a[A_DTR][r * NH + h];
+            t[S_DDT][r * NH + h] *= z > 20 ? 1 : sigmoidr(z);
+        }
+}
+
+// The conv's weight and bias gradients from a partial gc [4, nc] then [nc] of channels c0 ..
+static void add_conv_grads(const Mamba2 *m, real **g, const real *gc, int c0, int nc) {
+    (void)m;
+    for (int c = 0; c < nc; c++) {
+        for (int k = 0; k < M2_CONV; k++) g[P_CONV_W][(size_t)(c0 + c) * M2_CONV + k] += gc[(size_t)k * nc + c];
+        g[P_CONV_B][c0 + c] += gc[(size_t)M2_CONV * nc + c];
+    }
 }
 
 static void mamba2_backward(const void *st, MixerIO *io) {
@@ -305,77 +449,44 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     for (int blk = 0; blk < n_blocks; blk++)
         for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)blk * E + e];
     matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
-    // the SSD and the D skip, per (sequence, head): dxbc's x part is written below before the SSD
-    // adds to it, its B and C part by the heads' sums after (no zeroing first)
+    // the SSD, per (sequence, head), a chunk at a time: before it the D skip (the chunk's dxs =
+    // D_h dy, dD_h += dy . xs), after it xs's SiLU and conv backward (chunk_xs_grads); then B and
+    // C a sequence at a time (bc_dt_backward); the tasks' partial sums added in task order
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
     memset(t[S_DBC], 0, sizeof(real) * BT * NH * 2 * N);
+    dwconv_taps(p[P_CONV_W], XW, M2_CONV, t[S_TAPS]);
     int ns = ssd_n_states(T, m->L);
+    size_t gc_head = (size_t)(M2_CONV + 1) * P, gc_bc = (size_t)(M2_CONV + 1) * 2 * N;
+    real *gc_seq = t[S_GCONV] + (size_t)B * NH * gc_head;  // after the tasks' partials
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * NH; bh++) {
         int b = bh / NH, h = bh % NH;
         size_t row = (size_t)b * T;
         const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
-        real *dx = t[S_DXBC] + row * XW + h * P, *dbc = t[S_DBC] + (row * NH + h) * 2 * N, Dh = p[P_D][h], dD = 0;
-        for (int i = 0; i < T; i++) {
-            const real *dyi = dy + (size_t)i * E, *xi = x + (size_t)i * XW + h * P;
-            real *dxi = dx + (size_t)i * XW;
-            if (i + M2_AHEAD < T) {  // rows a stride apart: the hardware prefetcher did not follow
-                prefetch_span(dyi + (size_t)M2_AHEAD * E, P, 0), prefetch_span(xi + (size_t)M2_AHEAD * XW, P, 0);
-                prefetch_span(dxi + (size_t)M2_AHEAD * XW, P, 1);
-            }
-            if (T <= M2_SMALL_T) prefetch_span(a[A_CONV] + (row + i) * XW + h * P, P, 0);  // for SiLU' below
-#pragma omp simd reduction(+ : dD)
-            for (int c = 0; c < P; c++) {
-                dD += dyi[c] * xi[c];
-                dxi[c] = Dh * dyi[c];
-            }
-        }
-        t[S_DD][bh] = dD;
-        t[S_DA][bh] = 0;
-        ssd_backward(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                     a[A_ST] + (size_t)bh * ns * N * P, dy, E, dx, t[S_DDT] + row * NH + h, dbc, dbc + N, NH * 2 * N,
-                     t[S_DA] + bh, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m));
-        for (int i = 0; i < T; i++) {  // the head's xs through SiLU
-            const real *cv = a[A_CONV] + (row + i) * XW + h * P;
-            real *d = dx + (size_t)i * XW;
-            if (i + M2_AHEAD < T)
-                prefetch_span(cv + (size_t)M2_AHEAD * XW, P, 0), prefetch_span(d + (size_t)M2_AHEAD * XW, P, 1);
-#pragma omp simd
-            for (int c = 0; c < P; c++) {
-                real s = 1 / (1 + vexpr(-cv[c]));
-                d[c] *= s * (1 + cv[c] * (1 - s));
-            }
-        }
+        real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T), *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
+        SsdTask task = {m, io, b, h, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
+        memset(task.gconv, 0, sizeof(real) * gc_head);
+        t[S_DAD][2 * bh] = 0;
+        ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                          a[A_ST] + (size_t)bh * ns * N * P, dy, E, task.dxs, P, t[S_DDT] + row * NH + h, dbc, dbc + N,
+                          NH * 2 * N, t[S_DAD] + 2 * bh, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m),
+                          chunk_xs_grads, &task);
+        t[S_DAD][2 * bh + 1] = task.dD;
     }
-    // B and C: the heads' sums, in order, through SiLU; dt through softplus
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        for (int j = 0; j < 2 * N; j++) {
-            real acc = 0;
-            for (int h = 0; h < NH; h++) acc += t[S_DBC][((size_t)r * NH + h) * 2 * N + j];
-            t[S_DXBC][(size_t)r * XW + E + j] = acc;
-        }
-        for (int h = 0; h < NH; h++) {
-            real z = a[A_DTR][(size_t)r * NH + h];
-            t[S_DDT][(size_t)r * NH + h] *= z > 20 ? 1 : sigmoidr(z);
-        }
-        const real *cv = a[A_CONV] + (size_t)r * XW;
-        real *d = t[S_DXBC] + (size_t)r * XW;
-#pragma omp simd
-        for (int i = E; i < XW; i++) {
-            real s = 1 / (1 + vexpr(-cv[i]));
-            d[i] *= s * (1 + cv[i] * (1 - s));
-        }
-    }
+    for (int b = 0; b < B; b++)
+        bc_dt_backward(m, io, b, t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T), gc_seq + (size_t)b * gc_bc);
+    for (int bh = 0; bh < B * NH; bh++)  // the conv's gradients: the tasks' partials, then the sequences'
+        add_conv_grads(m, g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
+    for (int b = 0; b < B; b++) add_conv_grads(m, g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
     for (int h = 0; h < NH; h++) {  // sums over sequences, in order
         real dA = 0, dD = 0, A = -expr(p[P_A_LOG][h]);
-        for (int b = 0; b < B; b++) dA += t[S_DA][b * NH + h], dD += t[S_DD][b * NH + h];
+        for (int b = 0; b < B; b++) dA += t[S_DAD][2 * (b * NH + h)], dD += t[S_DAD][2 * (b * NH + h) + 1];
         g[P_A_LOG][h] += dA * A;  // dA/dA_log = A
         g[P_D][h] += dD;
     }
     colsum_accumulate(g[P_DT_B], t[S_DDT], BT, NH);
-    // the conv, in_proj
-    short_conv_backward_set(t[S_DXBCP], g[P_CONV_W], g[P_CONV_B], t[S_DXBC], a[A_XBCP], p[P_CONV_W], B, T, XW, M2_CONV);
+    // in_proj
     const real *W = p[P_IN];
     real *dW = g[P_IN];
     matmul_backward(io->dx, dW, NULL, t[S_DZ], io->x, W, BT, C, E, m->prec);

@@ -57,12 +57,13 @@ static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt,
     }
 }
 
-void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
-                 int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work) {
+void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
+                      int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work, SsdHook hook, void *ctx) {
     Work k = carve(work, P, N, L);
     memset(k.S, 0, sizeof(real) * N * P);
     for (int c = 0, s = 0; s < T; c++, s += L) {
         int n = T - s < L ? T - s : L;
+        if (hook) hook(ctx, s, n, 0);
         const real *x = X + (size_t)s * ldx, *d = dt + (size_t)s * lddt;
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc;
         real *y = Y + (size_t)s * ldy;
@@ -77,17 +78,18 @@ void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real 
     }
 }
 
-void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
-                  int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, real *ddt,
-                  real *dB, real *dC, int lddbc, real *dA, real *work) {
+void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
+                       int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, int lddx,
+                       real *ddt, real *dB, real *dC, int lddbc, real *dA, real *work, SsdHook hook, void *ctx) {
     Work k = carve(work, P, N, L);
     memset(k.dS, 0, sizeof(real) * N * P);
     real dA_acc = 0;
     for (int c = ssd_n_states(T, L) - 1; c >= 0; c--) {
         int s = c * L, n = T - s < L ? T - s : L;
+        if (hook) hook(ctx, s, n, 0);
         const real *x = X + (size_t)s * ldx, *d = dt + (size_t)s * lddt, *S0 = states + (size_t)c * N * P;
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc, *dy = dY + (size_t)s * lddy;
-        real *dx = dX + (size_t)s * ldx, *dd = ddt + (size_t)s * lddt;
+        real *dx = dX + (size_t)s * lddx, *dd = ddt + (size_t)s * lddt;
         real *db = dB + (size_t)s * lddbc, *dc = dC + (size_t)s * lddbc;
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
         for (int i = 0; i < n; i++) k.dcum[i] = k.ddtc[i] = 0;
@@ -98,8 +100,8 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
             real dot = 0;
             for (int i = 0; i < N * P; i++) dot += k.dS[i] * S0[i];
             k.dcum[n - 1] += decay * dot;
-            gemm_serial(0, 1, n, N, P, x, ldx, k.dS, P, 0, k.dBw, N);  // dBw = X dS^T
-            gemm_serial(0, 0, n, P, N, k.Bw, N, k.dS, P, 1, dx, ldx);  // dX += Bw dS
+            gemm_serial(0, 1, n, N, P, x, ldx, k.dS, P, 0, k.dBw, N);   // dBw = X dS^T
+            gemm_serial(0, 0, n, P, N, k.Bw, N, k.dS, P, 1, dx, lddx);  // dX += Bw dS
             for (int j = 0; j < n; j++) {
                 real dw = 0;
                 for (int m = 0; m < N; m++) {
@@ -130,7 +132,7 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
             gemm_serial(1, 0, N, P, n, k.Cd, N, dy, lddy, 1, k.dS, P);
         }
         // Y = M X: dM = dY X^T (lower triangle), dX += M^T dY
-        gemm_lower_at(n, P, k.M, n, dy, lddy, 1, dx, ldx);
+        gemm_lower_at(n, P, k.M, n, dy, lddy, 1, dx, lddx);
         gemm_lower_c(n, P, dy, lddy, 1, x, ldx, k.dM, n);
         // M_ij = G_ij exp(cum_i - cum_j) dt_j: dM becomes dG in place
         for (int i = 0; i < n; i++) {
@@ -158,8 +160,21 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
             dd[(size_t)t * lddt] += k.ddtc[t] + A * acc;
             dA_acc += k.dtc[t] * acc;
         }
+        if (hook) hook(ctx, s, n, 1);
     }
     *dA += dA_acc;
+}
+
+void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
+                 int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work) {
+    ssd_forward_hook(T, P, N, L, X, ldx, dt, lddt, A, B, ldb, C, ldc, Y, ldy, states, work, NULL, NULL);
+}
+
+void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
+                  int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, real *ddt,
+                  real *dB, real *dC, int lddbc, real *dA, real *work) {
+    ssd_backward_hook(T, P, N, L, X, ldx, dt, lddt, A, B, ldb, C, ldc, states, dY, lddy, dX, ldx, ddt, dB, dC, lddbc,
+                      dA, work, NULL, NULL);
 }
 
 void ssd_step(int P, int N, real *S, const real *x, real dt, real A, const real *b, const real *c, real *y) {

@@ -39,6 +39,17 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
                   int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, real *ddt,
                   real *dB, real *dC, int lddbc, real *dA, real *work);
 
+// The same two with a per-chunk hook (NULL: none), called before each chunk's work with its first
+// token s and length n (after = 0) and, in the backward, after it (after = 1: the chunk's dX rows
+// are final then), so a caller can make a chunk's inputs or take its gradients further while its
+// rows are in cache; and the backward's dX with its own row stride lddx.
+typedef void (*SsdHook)(void *ctx, int s, int n, int after);
+void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
+                      int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work, SsdHook hook, void *ctx);
+void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
+                       int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, int lddx,
+                       real *ddt, real *dB, real *dC, int lddbc, real *dA, real *work, SsdHook hook, void *ctx);
+
 // The recurrence, one token (generation): S [N, P] updated in place, y [P] = S^T c.
 void ssd_step(int P, int N, real *S, const real *x, real dt, real A, const real *b, const real *c, real *y);
 
