@@ -31,12 +31,13 @@ static Work carve(real *p, int P, int N, int L) {
 // One chunk of n tokens (pointers at its first token): dtc (its dt, contiguous), cum (the segment
 // sum of A dt), ec = exp(cum), w_j = exp(cum_{n-1} - cum_j) dt_j, G = C B^T, Dec_ij = exp(cum_i -
 // cum_j) and M = G ⊙ Dec dt_j below and on the diagonal (0 above), Cd = diag(ec) C, Bw =
-// diag(w) B.
+// diag(w) B. ec, w, Cd and Bw only with `states`: a chunk that neither enters with a state nor
+// leaves one (a sequence of one chunk, the MQAR cell's) reads none of them.
 static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt, real A, const real *B, int ldb,
-                          const real *C, int ldc) {
+                          const real *C, int ldc, int states) {
     for (int i = 0; i < n; i++) k->dtc[i] = dt[(size_t)i * lddt];
     for (int i = 0; i < n; i++) k->cum[i] = (i ? k->cum[i - 1] : 0) + A * k->dtc[i];
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && states; i++) {
         k->ec[i] = expr(k->cum[i]);
         k->w[i] = expr(k->cum[n - 1] - k->cum[i]) * k->dtc[i];
         for (int m = 0; m < N; m++) {
@@ -68,7 +69,7 @@ void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const 
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc;
         real *y = Y + (size_t)s * ldy;
         memcpy(states + (size_t)c * N * P, k.S, sizeof(real) * N * P);
-        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
+        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T);
         gemm_lower_a(n, P, k.M, n, x, ldx, 0, y, ldy);                  // the diagonal block
         if (c) gemm_serial(0, 0, n, P, N, k.Cd, N, k.S, P, 1, y, ldy);  // the entry state (0 at first)
         if (s + n == T) break;                                          // no state after the last
@@ -91,9 +92,9 @@ void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc, *dy = dY + (size_t)s * lddy;
         real *dx = dX + (size_t)s * lddx, *dd = ddt + (size_t)s * lddt;
         real *db = dB + (size_t)s * lddbc, *dc = dC + (size_t)s * lddbc;
-        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc);
+        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T);
         for (int i = 0; i < n; i++) k.dcum[i] = k.ddtc[i] = 0;
-        real decay = k.ec[n - 1];
+        real decay = c > 0 || s + n < T ? k.ec[n - 1] : 0;  // (read only with a state)
         // S1 = decay S0 + Bw^T X: the end state's gradient dS reaches S0's decay, Bw and X (dS is
         // 0 after the last chunk, and S0 before the first: those products are skipped)
         if (s + n < T) {
