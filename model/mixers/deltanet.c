@@ -278,8 +278,9 @@ static void deltanet_out(const DeltaNet *m, MixerIO *io) {
 // kernel reads them, the backward takes the chunk's gradients back through them once they are
 // final, each while its rows are in cache (at T = 4096 a sequence's rows of one head are 3 MB).
 // The conv's output is made again in the backward from pre (4 FMAs an element) rather than saved,
-// and the kernel's input gradients stay in a per-thread [T, 3C] buffer: neither goes through
-// memory (on the zoology cell each was a 25 MB pass over [B, T, 3C] per layer).
+// and the kernel's input gradients go to a per-thread [T, 3C] buffer: neither is a [B, T, 3C]
+// buffer any more (25 MB each a layer on the zoology cell; 70 MB less activation memory there,
+// and no speed change measured: docs/performance.md).
 typedef struct {
     const DeltaNet *m;
     MixerIO *io;
