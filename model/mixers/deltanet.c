@@ -238,16 +238,12 @@ static void features_head_backward(const DeltaNet *m, int h, const real *c, cons
     }
 }
 
-// One token's per-head RMSNorm: out = o rstd w; rstd[h] written when rstd_out, else read.
-static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rstd, int write, real *out) {
+// One token's per-head RMSNorm: out = o rstd w, rstd[h] written (the backward recomputes out from
+// it: out_backward_rows).
+static void norm_token(const DeltaNet *m, const real *o, const real *w, real *rstd, real *out) {
     for (int h = 0; h < m->H; h++) {
         const real *oh = o + h * m->D;
-        real r;
-        if (write) {
-            r = rstd[h] = 1 / sqrtr(delta_dot(m->D, oh, oh) / m->D + (real)DN_NORM_EPS);
-        } else {
-            r = rstd[h];
-        }
+        real r = rstd[h] = 1 / sqrtr(delta_dot(m->D, oh, oh) / m->D + (real)DN_NORM_EPS);
         for (int d = 0; d < m->D; d++) out[h * m->D + d] = oh[d] * r * w[d];
     }
 }
@@ -267,7 +263,7 @@ static void deltanet_out(const DeltaNet *m, MixerIO *io) {
     real **a = io->act, **p = io->p;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < BT; r++) {
-        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, 1, io->tmp[S_NRM] + (size_t)r * C);
+        norm_token(m, a[A_ATT] + (size_t)r * C, p[P_NORM], a[A_RSTD] + (size_t)r * H, io->tmp[S_NRM] + (size_t)r * C);
         if (m->gate) gate_token(m, a[A_GPRE] + (size_t)r * C, io->tmp[S_NRM] + (size_t)r * C);
     }
     matmul_forward(io->y, io->tmp[S_NRM], p[P_O], NULL, BT, C, C, m->prec);
@@ -414,39 +410,66 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     deltanet_out(m, io);
 }
 
-// d att from d nrm through the per-head RMSNorm, and the norm weight's gradient (qkv_common.h).
-static void norm_backward(const DeltaNet *m, const MixerIO *io) {
-    qkv_head_rmsnorm_backward(io->tmp[S_DATT], io->g[P_NORM], io->tmp[S_PART], io->tmp[S_DNRM], io->act[A_ATT],
-                              io->act[A_RSTD], io->p[P_NORM], io->B * io->T, m->H, m->D);
+// The output projection's input and the backward through it, for rows r0 .. r1-1, one pass a row:
+// from du = dy Wo (in dnrm) the normed o n = o rstd w recomputed, with the gate u = n SiLU(c) (c =
+// x Wg^T) written to nrm for dWo (u = n without it), dc = du n SiLU'(c) to dgate and dn = du SiLU(c)
+// over du; then the per-head RMSNorm's backward, d o = rstd (dn w - o rstd^2 mean(dn w o)), to
+// datt, and the norm weight's gradient dn o rstd summed into pw [D] row by row.
+static void out_backward_rows(const DeltaNet *m, const MixerIO *io, int r0, int r1, real *pw) {
+    int C = m->C, H = m->H, D = m->D;
+    real *const *a = io->act, *const *t = io->tmp;
+    const real *w = io->p[P_NORM];
+    for (int r = r0; r < r1; r++)
+        for (int h = 0; h < H; h++) {
+            size_t o = (size_t)r * C + (size_t)h * D;
+            const real *at = a[A_ATT] + o;
+            real *dn = t[S_DNRM] + o;  // du, then dn in its place
+            real *u = t[S_NRM] + o, *datt = t[S_DATT] + o, rs = a[A_RSTD][(size_t)r * H + h], dot = 0;
+            if (m->gate) {
+                const real *c = a[A_GPRE] + o;
+                real *dc = t[S_DGATE] + o;
+#pragma omp simd reduction(+ : dot)
+                for (int d = 0; d < D; d++) {
+                    real n = at[d] * rs * w[d], sg = sigmoidr(c[d]), du = dn[d];
+                    u[d] = n * (c[d] * sg);
+                    dc[d] = du * n * sg * (1 + c[d] * (1 - sg));
+                    dn[d] = du * (c[d] * sg);
+                    dot += dn[d] * w[d] * at[d];
+                }
+            } else {
+#pragma omp simd reduction(+ : dot)
+                for (int d = 0; d < D; d++) {
+                    u[d] = at[d] * rs * w[d];
+                    dot += dn[d] * w[d] * at[d];
+                }
+            }
+            real cc = rs * rs * dot / D;
+#pragma omp simd
+            for (int d = 0; d < D; d++) {
+                pw[d] += dn[d] * at[d] * rs;
+                datt[d] = rs * (dn[d] * w[d] - at[d] * cc);
+            }
+        }
 }
 
 static void deltanet_backward(const void *st, MixerIO *io) {
     const DeltaNet *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, H = m->H, D = m->D, C3 = 3 * C;
     real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
-    // the output projection: du = dy Wo first (into dnrm, written: no zeroing), then in one pass
-    // per row the projection's input recomputed (the normed o n, and with the gate u = n SiLU(c)
-    // in datt's place, which norm_backward fills later) and the gate's backward (dc = du n
-    // SiLU'(c), dn = du SiLU(c)), then dWo += dy^T u and the norm
-    real *u = m->gate ? t[S_DATT] : t[S_NRM];
+    // the output projection: du = dy Wo first (into dnrm, written: no zeroing), then the gate and
+    // the norm back to datt in one pass a row (out_backward_rows), row blocks of QKV_NORM_ROWS with
+    // the norm weight's partial sums added in block order, then dWo += dy^T u
     matmul_gemm(0, 0, BT, C, C, io->dy, C, p[P_O], C, 0, t[S_DNRM], C, m->prec);
+    int n_blocks = (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++) {
-        size_t o = (size_t)r * C;
-        norm_token(m, a[A_ATT] + o, p[P_NORM], a[A_RSTD] + (size_t)r * H, 0, t[S_NRM] + o);
-        if (!m->gate) continue;
-        const real *cr = a[A_GPRE] + o, *nr = t[S_NRM] + o;
-        real *ur = u + o, *dn = t[S_DNRM] + o, *dc = t[S_DGATE] + o;
-#pragma omp simd
-        for (int i = 0; i < C; i++) {
-            real c = cr[i], sg = sigmoidr(c), du = dn[i];
-            ur[i] = nr[i] * (c * sg);
-            dc[i] = du * nr[i] * sg * (1 + c * (1 - sg));
-            dn[i] = du * c * sg;
-        }
+    for (int blk = 0; blk < n_blocks; blk++) {
+        real *pw = t[S_PART] + (size_t)blk * D;
+        memset(pw, 0, sizeof(real) * D);
+        out_backward_rows(m, io, blk * QKV_NORM_ROWS, (blk + 1) * QKV_NORM_ROWS < BT ? (blk + 1) * QKV_NORM_ROWS : BT, pw);
     }
-    matmul_gemm(1, 0, C, C, BT, io->dy, C, u, C, 1, g[P_O], C, m->prec);
-    norm_backward(m, io);
+    for (int blk = 0; blk < n_blocks; blk++)
+        for (int d = 0; d < D; d++) g[P_NORM][d] += t[S_PART][(size_t)blk * D + d];
+    matmul_gemm(1, 0, C, C, BT, io->dy, C, t[S_NRM], C, 1, g[P_O], C, m->prec);
     // the delta rule, chunked, in reverse time
     memset(t[S_DBETA], 0, sizeof(real) * BT * H);
     if (m->gated) memset(t[S_DG], 0, sizeof(real) * BT * H);
@@ -578,7 +601,7 @@ static void deltanet_step(const void *st, real *const *p, real *state, int t, co
         gdelta_recurrent_step(D, S + (size_t)h * D * D, qkv + h * D, qkv + C + h * D, qkv + 2 * C + h * D,
                               sigmoidr(beta[h]), alpha, o + h * D);
     }
-    norm_token(m, o, p[P_NORM], rstd, 1, nrm);
+    norm_token(m, o, p[P_NORM], rstd, nrm);
     if (m->gate) {
         matmul_forward(gpre, x, p[P_GATE], NULL, 1, C, C, m->prec);
         gate_token(m, gpre, nrm);
