@@ -9,6 +9,13 @@ void dwconv_taps(const real *w, int C, int K, real *taps) {
         for (int k = 0; k < K; k++) taps[(size_t)k * C + c] = w[(size_t)c * K + k];
 }
 
+void dwconv_grads_add(const real *gtaps, int ldg, const real *gbias, int nc, int K, real *dw, real *dbias) {
+    for (int c = 0; c < nc; c++) {
+        for (int k = 0; k < K; k++) dw[(size_t)c * K + k] += gtaps[(size_t)k * ldg + c];
+        if (gbias) dbias[c] += gbias[c];
+    }
+}
+
 // Channels [c0, c1) of rows [i0, i1), row by row: any width, any token.
 static void forward_rows(const real *taps, int ldt, const real *bias, const real *in, int ldi, real *out, int ldo,
                          int c0, int c1, int t0, int i0, int i1, int K) {

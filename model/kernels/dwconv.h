@@ -26,3 +26,7 @@ void dwconv_forward(const real *taps, int ldt, const real *bias, const real *in,
 // c] and gbias [nc] (NULL: none) += dout[i, c], each channel's rows added in order.
 void dwconv_backward(const real *taps, int ldt, const real *in, int ldi, const real *dout, int lddo, real *din,
                      int lddi, int nc, int t0, int n, int T, int K, real *gtaps, int ldg, real *gbias);
+
+// dw [nc, K] (the weights' layout, at the slice's first channel) += gtaps [K, ldg] transposed, and
+// dbias [nc] += gbias (both NULL: none): a partial from dwconv_backward into the gradients.
+void dwconv_grads_add(const real *gtaps, int ldg, const real *gbias, int nc, int K, real *dw, real *dbias);

@@ -483,9 +483,9 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         const real *q = a[A_QKV] + off;
         // the thread's dqkv zeroed, then back through the features and the conv, a chunk at a time
         int th = omp_get_thread_num();
-        real *dq = t[S_DQKV] + (size_t)th * T * C3 + h * D, *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
+        real *dqkv = t[S_DQKV] + (size_t)th * T * C3, *dq = dqkv + h * D, *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
         memset(part, 0, sizeof(real) * 3 * m->K * D);
-        ChunkTask task = {m, io, b, h, t[S_CROW] + (size_t)th * C3, t[S_DQKV] + (size_t)th * T * C3, part, 0, 0};
+        ChunkTask task = {m, io, b, h, t[S_CROW] + (size_t)th * C3, dqkv, part, 0, 0};
         gdelta_chunk_backward_hook(
             T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H, m->gated ? a[A_G] + ob : NULL, H,
             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C,
@@ -493,13 +493,10 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         if (dsum) dsum[2 * bh] = task.dA_log, dsum[2 * bh + 1] = task.ddt;
     }
     // the conv weight's gradient, the tasks' partials in task order; then the projections into dx
-    for (int bh = 0; bh < B * H; bh++) {
-        const real *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
+    for (int bh = 0; bh < B * H; bh++)
         for (int p3 = 0; p3 < 3; p3++)
-            for (int k = 0; k < m->K; k++)
-                for (int d = 0; d < D; d++)
-                    g[P_CONV][(size_t)(p3 * C + (bh % H) * D + d) * m->K + k] += part[(size_t)(p3 * m->K + k) * D + d];
-    }
+            dwconv_grads_add(t[S_DCONV] + ((size_t)bh * 3 + p3) * m->K * D, D, NULL, D, m->K,
+                             g[P_CONV] + (size_t)(p3 * C + (bh % H) * D) * m->K, NULL);
     matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
     if (!m->gated) {
         matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);

@@ -182,21 +182,26 @@ static void in_proj(const Mamba2 *m, real *const *p, const real *x, real *z, rea
     matmul_forward(dtr, x, W + (size_t)(m->E + m->XW) * m->C, NULL, n, m->C, m->NH, m->prec);
 }
 
-// One token after the conv: xbc = SiLU(conv); dtr += dt_bias; dt = softplus(dtr).
-static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, real *xbc, real *dtr, real *dt) {
-#pragma omp simd
-    for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] / (1 + vexpr(-conv[i]));
+// One token's dt: dtr += dt_bias; dt = softplus(dtr).
+static void dt_token(const Mamba2 *m, const real *dt_bias, real *dtr, real *dt) {
     for (int h = 0; h < m->NH; h++) {
         dtr[h] += dt_bias[h];
         dt[h] = softplusr(dtr[h]);
     }
 }
 
-// One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd
-// when `write`, else reads it; g [E] is scratch. Head by head (D is per head), each a SIMD loop over
+// One token after the conv (generation): xbc = SiLU(conv), then dt.
+static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, real *xbc, real *dtr, real *dt) {
+#pragma omp simd
+    for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] / (1 + vexpr(-conv[i]));
+    dt_token(m, dt_bias, dtr, dt);
+}
+
+// One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd (the
+// backward recomputes from it: gate_norm_backward_rows); g [E] is scratch. Head by head (D is per head), each a SIMD loop over
 // its channels. SiLU(z) = z sigma(z), as the backward's recomputation (gate_norm_backward_rows).
 static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, const real *xbc, const real *z, real *g,
-                            real *rstd, int write, real *nrm) {
+                            real *rstd, real *nrm) {
     int E = m->E, P = m->P;
     real ss = 0;
     for (int h = 0; h < m->NH; h++) {
@@ -210,8 +215,7 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
             ss += gv * gv;
         }
     }
-    if (write) *rstd = 1 / sqrtr(ss / E + (real)M2_NORM_EPS);
-    real r = *rstd;
+    real r = *rstd = 1 / sqrtr(ss / E + (real)M2_NORM_EPS);
     const real *w = p[P_NORM];
 #pragma omp simd
     for (int e = 0; e < E; e++) nrm[e] = g[e] * r * w[e];
@@ -288,12 +292,7 @@ static void bc_dt_forward(const Mamba2 *m, MixerIO *io, int b) {
     dwconv_forward(io->tmp[S_TAPS] + E, XW, p[P_CONV_B] + E, a[A_XBCP] + r0 * XW + E, XW, a[A_XBC] + r0 * XW + E, XW,
                    2 * m->N, 0, T, M2_CONV);
     silu_rows(a[A_XBC] + r0 * XW + E, XW, T, 2 * m->N);
-    for (size_t r = r0; r < r0 + T; r++)
-        for (int h = 0; h < NH; h++) {
-            real *z = a[A_DTR] + r * NH + h;
-            *z += p[P_DT_B][h];
-            a[A_DT][r * NH + h] = softplusr(*z);
-        }
+    for (size_t r = r0; r < r0 + T; r++) dt_token(m, p[P_DT_B], a[A_DTR] + r * NH, a[A_DT] + r * NH);
 }
 
 // One (sequence, head) task for the SSD's per-chunk hook (mamba2_ssd.h).
@@ -342,9 +341,9 @@ static void mamba2_out(const Mamba2 *m, MixerIO *io) {
     int BT = io->B * io->T, E = m->E, XW = m->XW;
     real **a = io->act, **p = io->p;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)  // g in the thread's row of S_G: only nrm is read after
+    for (int r = 0; r < BT; r++)  // g in the thread's row of S_ROWS: only nrm is read after
         gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
-                        io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, a[A_RSTD] + r, 1,
+                        io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, a[A_RSTD] + r,
                         io->tmp[S_NRM] + (size_t)r * E);
     matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, BT, E, m->C, m->prec);
 }
@@ -422,12 +421,8 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, real *rows, real
 }
 
 // The conv's weight and bias gradients from a partial gc [4, nc] then [nc] of channels c0 ..
-static void add_conv_grads(const Mamba2 *m, real **g, const real *gc, int c0, int nc) {
-    (void)m;
-    for (int c = 0; c < nc; c++) {
-        for (int k = 0; k < M2_CONV; k++) g[P_CONV_W][(size_t)(c0 + c) * M2_CONV + k] += gc[(size_t)k * nc + c];
-        g[P_CONV_B][c0 + c] += gc[(size_t)M2_CONV * nc + c];
-    }
+static void add_conv_grads(real **g, const real *gc, int c0, int nc) {
+    dwconv_grads_add(gc, nc, gc + (size_t)M2_CONV * nc, nc, M2_CONV, g[P_CONV_W] + (size_t)c0 * M2_CONV, g[P_CONV_B] + c0);
 }
 
 static void mamba2_backward(const void *st, MixerIO *io) {
@@ -477,8 +472,8 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     for (int b = 0; b < B; b++)
         bc_dt_backward(m, io, b, t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T), gc_seq + (size_t)b * gc_bc);
     for (int bh = 0; bh < B * NH; bh++)  // the conv's gradients: the tasks' partials, then the sequences'
-        add_conv_grads(m, g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
-    for (int b = 0; b < B; b++) add_conv_grads(m, g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
+        add_conv_grads(g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
+    for (int b = 0; b < B; b++) add_conv_grads(g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
     for (int h = 0; h < NH; h++) {  // sums over sequences, in order
         real dA = 0, dD = 0, A = -expr(p[P_A_LOG][h]);
         for (int b = 0; b < B; b++) dA += t[S_DAD][2 * (b * NH + h)], dD += t[S_DAD][2 * (b * NH + h) + 1];
@@ -564,7 +559,7 @@ static void mamba2_step(const void *st, real *const *p, real *state, int t, cons
     act_token(m, p[P_DT_B], conv, xbc, dtr, dt);
     for (int h = 0; h < NH; h++)
         ssd_step(P, N, S + (size_t)h * N * P, xbc + h * P, dt[h], -expr(p[P_A_LOG][h]), xbc + E, xbc + E + N, ys + h * P);
-    gate_norm_token(m, p, ys, xbc, z, g, rstd, 1, nrm);
+    gate_norm_token(m, p, ys, xbc, z, g, rstd, nrm);
     matmul_forward(y, nrm, p[P_OUT], NULL, 1, E, m->C, m->prec);
 }
 

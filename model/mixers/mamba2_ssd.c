@@ -31,13 +31,13 @@ static Work carve(real *p, int P, int N, int L) {
 // One chunk of n tokens (pointers at its first token): dtc (its dt, contiguous), cum (the segment
 // sum of A dt), ec = exp(cum), w_j = exp(cum_{n-1} - cum_j) dt_j, G = C B^T, Dec_ij = exp(cum_i -
 // cum_j) and M = G ⊙ Dec dt_j below and on the diagonal (0 above), Cd = diag(ec) C, Bw =
-// diag(w) B. ec, w, Cd and Bw only with `states`: a chunk that neither enters with a state nor
+// diag(w) B. ec, w, Cd and Bw only with_state: a chunk that neither enters with a state nor
 // leaves one (a sequence of one chunk, the MQAR cell's) reads none of them.
 static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt, real A, const real *B, int ldb,
-                          const real *C, int ldc, int states) {
+                          const real *C, int ldc, int with_state) {
     for (int i = 0; i < n; i++) k->dtc[i] = dt[(size_t)i * lddt];
     for (int i = 0; i < n; i++) k->cum[i] = (i ? k->cum[i - 1] : 0) + A * k->dtc[i];
-    for (int i = 0; i < n && states; i++) {
+    for (int i = 0; i < n && with_state; i++) {
         k->ec[i] = expr(k->cum[i]);
         k->w[i] = expr(k->cum[n - 1] - k->cum[i]) * k->dtc[i];
         for (int m = 0; m < N; m++) {
@@ -94,7 +94,7 @@ void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const
         real *db = dB + (size_t)s * lddbc, *dc = dC + (size_t)s * lddbc;
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T);
         for (int i = 0; i < n; i++) k.dcum[i] = k.ddtc[i] = 0;
-        real decay = c > 0 || s + n < T ? k.ec[n - 1] : 0;  // (read only with a state)
+        real decay = c > 0 || s + n < T ? k.ec[n - 1] : 0;  // (read only with_state)
         // S1 = decay S0 + Bw^T X: the end state's gradient dS reaches S0's decay, Bw and X (dS is
         // 0 after the last chunk, and S0 before the first: those products are skipped)
         if (s + n < T) {
