@@ -318,20 +318,45 @@ static void chunk_xs(void *ctx, int s, int n, int after) {
     silu_rows(xs, XW, n, P);
 }
 
+// A sequence's rows: w floats from column c0 of its T rows (row stride ld), prefetched into L2
+// while the sequence before it is worked on. The SSD's tasks read a head's columns of rows XW or
+// E floats apart, which the hardware prefetcher did not follow across tasks: the rows arrived
+// from memory one miss at a time (a sequence's SSD took twice as long cold as hot).
+static void prefetch_rows(const real *p, int T, size_t ld, int w, int write) {
+    for (int i = 0; i < T; i++) {
+        const real *r = p + (size_t)i * ld;
+        for (int c = 0; c < w; c += 64 / (int)sizeof(real))
+            if (write) __builtin_prefetch(r + c, 1, 2);
+            else __builtin_prefetch(r + c, 0, 2);
+    }
+}
+
+// Sequences a thread takes at a time in the SSD's loops: it prefetches the next one's rows
+// within the block (the one after a block's last is another thread's).
+#define M2_SEQ_BLOCK 8
+
 static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
     int B = io->B, T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E;
     real **a = io->act;
     int ns = ssd_n_states(T, m->L);
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < B; b++) bc_dt_forward(m, io, b);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * NH; bh++) {
-        int b = bh / NH, h = bh % NH;
-        const real *x = a[A_XBC] + (size_t)b * T * XW, *dt = a[A_DT] + (size_t)b * T * NH + h;
-        SsdTask task = {m, io, b, h, NULL, NULL, NULL, 0};
-        ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                         a[A_YS] + (size_t)b * T * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
-                         io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
+#pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
+    for (int b = 0; b < B; b++) {
+        size_t row = (size_t)b * T;
+        if ((b + 1) % M2_SEQ_BLOCK && b + 1 < B) {
+            size_t next = row + T;
+            prefetch_rows(a[A_XBCP] + next * XW, T, XW, XW, 0);
+            prefetch_rows(a[A_XBC] + next * XW, T, XW, XW, 1);
+            prefetch_rows(a[A_YS] + next * E, T, E, E, 1);
+        }
+        bc_dt_forward(m, io, b);
+        for (int h = 0; h < NH; h++) {
+            const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
+            SsdTask task = {m, io, b, h, NULL, NULL, NULL, 0};
+            int bh = b * NH + h;
+            ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                             a[A_YS] + row * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
+                             io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
+        }
     }
 }
 
@@ -453,24 +478,32 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     int ns = ssd_n_states(T, m->L);
     size_t gc_head = (size_t)(M2_CONV + 1) * P, gc_bc = (size_t)(M2_CONV + 1) * 2 * N;
     real *gc_seq = t[S_GCONV] + (size_t)B * NH * gc_head;  // after the tasks' partials
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * NH; bh++) {
-        int b = bh / NH, h = bh % NH;
+#pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
+    for (int b = 0; b < B; b++) {
         size_t row = (size_t)b * T;
-        const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
-        real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T), *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
-        SsdTask task = {m, io, b, h, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
-        memset(task.gconv, 0, sizeof(real) * gc_head);
-        t[S_DAD][2 * bh] = 0;
-        ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                          a[A_ST] + (size_t)bh * ns * N * P, dy, E, task.dxs, P, t[S_DDT] + row * NH + h, dbc, dbc + N,
-                          NH * 2 * N, t[S_DAD] + 2 * bh, t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m),
-                          chunk_xs_grads, &task);
-        t[S_DAD][2 * bh + 1] = task.dD;
+        real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
+        if ((b + 1) % M2_SEQ_BLOCK && b + 1 < B) {
+            size_t next = row + T;
+            prefetch_rows(a[A_XBCP] + next * XW, T, XW, XW, 0);
+            prefetch_rows(a[A_XBC] + next * XW, T, XW, XW, 0);
+            prefetch_rows(t[S_DNRM] + next * E, T, E, E, 0);
+            prefetch_rows(t[S_DXBCP] + next * XW, T, XW, XW, 1);
+        }
+        for (int h = 0; h < NH; h++) {
+            int bh = b * NH + h;
+            const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
+            real *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
+            SsdTask task = {m, io, b, h, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
+            memset(task.gconv, 0, sizeof(real) * gc_head);
+            t[S_DAD][2 * bh] = 0;
+            ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                              a[A_ST] + (size_t)bh * ns * N * P, dy, E, task.dxs, P, t[S_DDT] + row * NH + h, dbc,
+                              dbc + N, NH * 2 * N, t[S_DAD] + 2 * bh,
+                              t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs_grads, &task);
+            t[S_DAD][2 * bh + 1] = task.dD;
+        }
+        bc_dt_backward(m, io, b, rows, gc_seq + (size_t)b * gc_bc);
     }
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < B; b++)
-        bc_dt_backward(m, io, b, t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T), gc_seq + (size_t)b * gc_bc);
     for (int bh = 0; bh < B * NH; bh++)  // the conv's gradients: the tasks' partials, then the sequences'
         add_conv_grads(g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
     for (int b = 0; b < B; b++) add_conv_grads(g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
