@@ -149,7 +149,7 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_DDT] = (BufDecl){"ddt", BT * NH};
     scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};
     scratch[S_DAD] = (BufDecl){"dA_dD_tasks", (size_t)B * NH * 2};
-    scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * E};
+    scratch[S_PART] = (BufDecl){"norm_partials", (size_t)B * E};
     scratch[S_WORK] = (BufDecl){"ssd_work", (size_t)omp_get_max_threads() * work_size(m)};
     scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)M2_CONV * XW};
     scratch[S_TROWS] = (BufDecl){"task_rows", (size_t)omp_get_max_threads() * task_rows(m, T)};
@@ -166,6 +166,19 @@ static void prefetch_span(const real *p, int n, int write) {
     for (int i = 0; i < n; i += 64 / (int)sizeof(real))
         if (write) __builtin_prefetch(p + i, 1, 3);
         else __builtin_prefetch(p + i, 0, 3);
+}
+
+// A sequence's rows: w floats from column c0 of its T rows (row stride ld), prefetched into L2
+// while the sequence before it is worked on. The SSD's tasks read a head's columns of rows XW or
+// E floats apart, which the hardware prefetcher did not follow across tasks: the rows arrived
+// from memory one miss at a time (a sequence's SSD took twice as long cold as hot).
+static void prefetch_rows(const real *p, int T, size_t ld, int w, int write) {
+    for (int i = 0; i < T; i++) {
+        const real *r = p + (size_t)i * ld;
+        for (int c = 0; c < w; c += 64 / (int)sizeof(real))
+            if (write) __builtin_prefetch(r + c, 1, 2);
+            else __builtin_prefetch(r + c, 0, 2);
+    }
 }
 
 // torch's softplus (threshold 20: the identity above), as mamba_ssm's F.softplus.
@@ -227,7 +240,7 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
 // SiLU'(z) with y = ys + D xs, and dy = d g SiLU(z) written over dnrm. The norm weight's
 // gradient dnrm g rstd summed into pw [E] row by row. row [3E] is scratch (g, y, sigma(z)).
 static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const *a, real *const *t, int r0, int r1,
-                                    real *pw, real *row) {
+                                    real *pw, real *row, int ahead) {
     int E = m->E, XW = m->XW, P = m->P;
     const real *w = p[P_NORM];
     real *gr = row, *yr = row + E, *sr = row + 2 * (size_t)E;
@@ -235,6 +248,13 @@ static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const
         const real *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW, *z = a[A_Z] + (size_t)r * E;
         real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZ] + (size_t)r * E;
         real rs = a[A_RSTD][r], dot = 0;
+        if (ahead) {
+            size_t q = (size_t)r + ahead;
+            prefetch_rows(t[S_DNRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_YS] + q * E, 1, E, E, 0);
+            prefetch_rows(a[A_Z] + q * E, 1, E, E, 0), prefetch_rows(t[S_DZ] + q * E, 1, E, E, 1);
+            prefetch_rows(t[S_NRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_XBC] + q * XW, 1, XW, XW, 0);
+            prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0), prefetch_rows(t[S_DXBCP] + q * XW, 1, XW, XW, 1);
+        }
         for (int h = 0; h < m->NH; h++) {
             real Dh = p[P_D][h];
 #pragma omp simd
@@ -318,16 +338,20 @@ static void chunk_xs(void *ctx, int s, int n, int after) {
     silu_rows(xs, XW, n, P);
 }
 
-// A sequence's rows: w floats from column c0 of its T rows (row stride ld), prefetched into L2
-// while the sequence before it is worked on. The SSD's tasks read a head's columns of rows XW or
-// E floats apart, which the hardware prefetcher did not follow across tasks: the rows arrived
-// from memory one miss at a time (a sequence's SSD took twice as long cold as hot).
-static void prefetch_rows(const real *p, int T, size_t ld, int w, int write) {
-    for (int i = 0; i < T; i++) {
-        const real *r = p + (size_t)i * ld;
-        for (int c = 0; c < w; c += 64 / (int)sizeof(real))
-            if (write) __builtin_prefetch(r + c, 1, 2);
-            else __builtin_prefetch(r + c, 0, 2);
+// Rows [r0, r1)'s input to out_proj from the scan's outputs ys: the D skip and the gated RMSNorm
+// into nrm (g in the thread's row of S_ROWS: only nrm is read after).
+static void gate_norm_rows(const Mamba2 *m, MixerIO *io, size_t r0, size_t r1, int ahead) {
+    int E = m->E, XW = m->XW;
+    real **a = io->act;
+    for (size_t r = r0; r < r1; r++) {
+        if (ahead) {
+            size_t q = r + ahead;
+            prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0), prefetch_rows(a[A_XBC] + q * XW, 1, XW, XW, 1);
+            prefetch_rows(a[A_YS] + q * E, 1, E, E, 1), prefetch_rows(a[A_Z] + q * E, 1, E, E, 0);
+            prefetch_rows(io->tmp[S_NRM] + q * E, 1, E, E, 1);
+        }
+        gate_norm_token(m, io->p, a[A_YS] + r * E, a[A_XBC] + r * XW, a[A_Z] + r * E,
+                        io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, a[A_RSTD] + r, io->tmp[S_NRM] + r * E);
     }
 }
 
@@ -342,12 +366,6 @@ static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
     for (int b = 0; b < B; b++) {
         size_t row = (size_t)b * T;
-        if ((b + 1) % M2_SEQ_BLOCK && b + 1 < B) {
-            size_t next = row + T;
-            prefetch_rows(a[A_XBCP] + next * XW, T, XW, XW, 0);
-            prefetch_rows(a[A_XBC] + next * XW, T, XW, XW, 1);
-            prefetch_rows(a[A_YS] + next * E, T, E, E, 1);
-        }
         bc_dt_forward(m, io, b);
         for (int h = 0; h < NH; h++) {
             const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
@@ -357,20 +375,17 @@ static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
                              a[A_YS] + row * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
                              io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
         }
+        gate_norm_rows(m, io, row, row + T, (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0);
     }
 }
 
-// y from the scan's outputs ys: the D skip, the gated RMSNorm and out_proj (forward's tail;
-// finish's).
+// y from the scan's outputs ys: the gated norm of every row, then out_proj (finish's; the forward
+// makes each sequence's norm rows in its SSD task, while ys is in cache).
 static void mamba2_out(const Mamba2 *m, MixerIO *io) {
-    int BT = io->B * io->T, E = m->E, XW = m->XW;
-    real **a = io->act, **p = io->p;
+    int B = io->B, T = io->T;
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)  // g in the thread's row of S_ROWS: only nrm is read after
-        gate_norm_token(m, p, a[A_YS] + (size_t)r * E, a[A_XBC] + (size_t)r * XW, a[A_Z] + (size_t)r * E,
-                        io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, a[A_RSTD] + r,
-                        io->tmp[S_NRM] + (size_t)r * E);
-    matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, BT, E, m->C, m->prec);
+    for (int b = 0; b < B; b++) gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, 0);
+    matmul_forward(io->y, io->tmp[S_NRM], io->p[P_OUT], NULL, B * T, m->E, m->C, m->prec);
 }
 
 static void mamba2_forward(const void *st, MixerIO *io) {
@@ -380,7 +395,7 @@ static void mamba2_forward(const void *st, MixerIO *io) {
     in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], B * T);
     dwconv_taps(p[P_CONV_W], m->XW, M2_CONV, io->tmp[S_TAPS]);
     ssd_all_forward(m, io);
-    mamba2_out(m, io);
+    matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, B * T, m->E, m->C, m->prec);
 }
 
 // Backward, the SSD's hook for head h's chunk (tokens s .. s + n - 1): before it, dxs = D_h dy
@@ -458,17 +473,6 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     // (nrm recomputed, dnrm becomes the gradient of ys + D xs, dz written), row blocks of
     // QKV_NORM_ROWS with the norm weight's partial sums added in block order; dWout += dy^T nrm
     matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
-    int n_blocks = (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS;
-#pragma omp parallel for schedule(static)
-    for (int blk = 0; blk < n_blocks; blk++) {
-        real *pw = t[S_PART] + (size_t)blk * E;
-        memset(pw, 0, sizeof(real) * E);
-        int r0 = blk * QKV_NORM_ROWS, r1 = r0 + QKV_NORM_ROWS < BT ? r0 + QKV_NORM_ROWS : BT;
-        gate_norm_backward_rows(m, p, a, t, r0, r1, pw, t[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E);
-    }
-    for (int blk = 0; blk < n_blocks; blk++)
-        for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)blk * E + e];
-    matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
     // the SSD, per (sequence, head), a chunk at a time: before it the D skip (the chunk's dxs =
     // D_h dy, dD_h += dy . xs), after it xs's SiLU and conv backward (chunk_xs_grads); then B and
     // C a sequence at a time (bc_dt_backward); the tasks' partial sums added in task order
@@ -482,13 +486,11 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     for (int b = 0; b < B; b++) {
         size_t row = (size_t)b * T;
         real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
-        if ((b + 1) % M2_SEQ_BLOCK && b + 1 < B) {
-            size_t next = row + T;
-            prefetch_rows(a[A_XBCP] + next * XW, T, XW, XW, 0);
-            prefetch_rows(a[A_XBC] + next * XW, T, XW, XW, 0);
-            prefetch_rows(t[S_DNRM] + next * E, T, E, E, 0);
-            prefetch_rows(t[S_DXBCP] + next * XW, T, XW, XW, 1);
-        }
+        real *pw = t[S_PART] + (size_t)b * E;
+        memset(pw, 0, sizeof(real) * E);
+        int ahead = (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0;  // the next sequence is this thread's
+        gate_norm_backward_rows(m, p, a, t, (int)row, (int)row + T, pw,
+                                t[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, ahead);
         for (int h = 0; h < NH; h++) {
             int bh = b * NH + h;
             const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
@@ -504,6 +506,9 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         }
         bc_dt_backward(m, io, b, rows, gc_seq + (size_t)b * gc_bc);
     }
+    for (int b = 0; b < B; b++)
+        for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)b * E + e];
+    matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
     for (int bh = 0; bh < B * NH; bh++)  // the conv's gradients: the tasks' partials, then the sequences'
         add_conv_grads(g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
     for (int b = 0; b < B; b++) add_conv_grads(g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
