@@ -358,25 +358,44 @@ static void gate_norm_rows(const Mamba2 *m, MixerIO *io, size_t r0, size_t r1, i
 // Sequences a thread takes at a time in the SSD's loops: it prefetches the next one's rows
 // within the block (the one after a block's last is another thread's).
 #define M2_SEQ_BLOCK 8
+#define M2_SEQ_TASKS 4  // sequences per thread from which a task is a sequence (seq_tasks)
+
+// Head h of sequence b through the SSD, forward: xs's conv and SiLU in the per-chunk hook.
+static void head_forward(const Mamba2 *m, MixerIO *io, int b, int h) {
+    int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
+    real **a = io->act;
+    size_t row = (size_t)b * T;
+    const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
+    SsdTask task = {m, io, b, h, NULL, NULL, NULL, 0};
+    ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                     a[A_YS] + row * E + h * P, E, a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P,
+                     io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
+}
+
+// A task per sequence when there are at least M2_SEQ_TASKS of them per thread (the MQAR cell's
+// 512): B, C and dt, the heads and the gated norm on the sequence's rows while they are in cache,
+// the next sequence's rows prefetched. With fewer (long sequences in small batches) a task per
+// (sequence, head), so that every thread has work, and the per-sequence steps as passes of their
+// own. Each element's arithmetic is the same either way, so the bits are too.
+static int seq_tasks(int B) { return B >= M2_SEQ_TASKS * omp_get_max_threads(); }
 
 static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
-    int B = io->B, T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E;
-    real **a = io->act;
-    int ns = ssd_n_states(T, m->L);
+    int B = io->B, T = io->T, NH = m->NH;
+    if (seq_tasks(B)) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
-    for (int b = 0; b < B; b++) {
-        size_t row = (size_t)b * T;
-        bc_dt_forward(m, io, b);
-        for (int h = 0; h < NH; h++) {
-            const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
-            SsdTask task = {m, io, b, h, NULL, NULL, NULL, 0};
-            int bh = b * NH + h;
-            ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                             a[A_YS] + row * E + h * P, E, a[A_ST] + (size_t)bh * ns * N * P,
-                             io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
+        for (int b = 0; b < B; b++) {
+            bc_dt_forward(m, io, b);
+            for (int h = 0; h < NH; h++) head_forward(m, io, b, h);
+            gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0);
         }
-        gate_norm_rows(m, io, row, row + T, (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0);
+        return;
     }
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) bc_dt_forward(m, io, b);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * NH; bh++) head_forward(m, io, bh / NH, bh % NH);
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, 0);
 }
 
 // y from the scan's outputs ys: the gated norm of every row, then out_proj (finish's; the forward
@@ -436,10 +455,12 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
 // Backward, sequence b after its heads' tasks: dB and dC (the heads' sums in head order), through
 // SiLU (the conv's output made again) and the conv's backward into dxbcp's last 2N columns and the
 // sequence's gradient partials gc [5, 2N]; dt through softplus. rows: the thread's [2, T, 2N].
-static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, real *rows, real *gc) {
+static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b) {
     int T = io->T, XW = m->XW, E = m->E, NH = m->NH, N2 = 2 * m->N;
     real **a = io->act, **t = io->tmp;
     size_t r0 = (size_t)b * T;
+    real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
+    real *gc = t[S_GCONV] + (size_t)io->B * NH * (M2_CONV + 1) * m->P + (size_t)b * (M2_CONV + 1) * N2;
     real *dbc = rows, *cv = rows + (size_t)T * N2;
     for (int i = 0; i < T; i++)
         for (int j = 0; j < N2; j++) {
@@ -465,46 +486,66 @@ static void add_conv_grads(real **g, const real *gc, int c0, int nc) {
     dwconv_grads_add(gc, nc, gc + (size_t)M2_CONV * nc, nc, M2_CONV, g[P_CONV_W] + (size_t)c0 * M2_CONV, g[P_CONV_B] + c0);
 }
 
+// Backward, sequence b's gated norm and gate (gate_norm_backward_rows) with the norm weight's
+// partial sums in its row of S_PART.
+static void out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead) {
+    int T = io->T, E = m->E;
+    real *pw = io->tmp[S_PART] + (size_t)b * E;
+    memset(pw, 0, sizeof(real) * E);
+    gate_norm_backward_rows(m, io->p, io->act, io->tmp, b * T, (b + 1) * T, pw,
+                            io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, ahead);
+}
+
+// Backward, head h of sequence b through the SSD (its D skip, SiLU and conv in the hook, its dB
+// and dC into its slot of S_DBC, its conv gradient partial, dA and dD into its own slots).
+static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h) {
+    int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
+    real **a = io->act, **t = io->tmp;
+    size_t row = (size_t)b * T, gc_head = (size_t)(M2_CONV + 1) * P;
+    real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
+    const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
+    real *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
+    SsdTask task = {m, io, b, h, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
+    memset(task.gconv, 0, sizeof(real) * gc_head);
+    t[S_DAD][2 * bh] = 0;
+    ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
+                      a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P, dy, E, task.dxs, P, t[S_DDT] + row * NH + h,
+                      dbc, dbc + N, NH * 2 * N, t[S_DAD] + 2 * bh,
+                      t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs_grads, &task);
+    t[S_DAD][2 * bh + 1] = task.dD;
+}
+
 static void mamba2_backward(const void *st, MixerIO *io) {
     const Mamba2 *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, E = m->E, XW = m->XW, NH = m->NH, P = m->P, N = m->N;
-    real **a = io->act, **t = io->tmp, **p = io->p, **g = io->g;
-    // out_proj: dnrm = dy Wout written (no zeroing first); then the norm and the gate in one pass
-    // (nrm recomputed, dnrm becomes the gradient of ys + D xs, dz written), row blocks of
-    // QKV_NORM_ROWS with the norm weight's partial sums added in block order; dWout += dy^T nrm
+    real **t = io->tmp, **p = io->p, **g = io->g;
+    // out_proj's dx first: dnrm = dy Wout written (no zeroing first). Then, a sequence at a time
+    // (or in passes: seq_tasks), the norm and the gate in one pass a row (nrm recomputed, dnrm
+    // becomes the gradient of ys + D xs, dz written; out_backward), the SSD of each head a chunk at
+    // a time (before a chunk the D skip: its dxs = D_h dy, dD_h += dy . xs; after it xs's SiLU and
+    // conv backward: chunk_xs_grads), then B, C and dt (bc_dt_backward). After them the partial
+    // sums in sequence and task order, and dWout += dy^T nrm.
     matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
-    // the SSD, per (sequence, head), a chunk at a time: before it the D skip (the chunk's dxs =
-    // D_h dy, dD_h += dy . xs), after it xs's SiLU and conv backward (chunk_xs_grads); then B and
-    // C a sequence at a time (bc_dt_backward); the tasks' partial sums added in task order
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
     memset(t[S_DBC], 0, sizeof(real) * BT * NH * 2 * N);
     dwconv_taps(p[P_CONV_W], XW, M2_CONV, t[S_TAPS]);
-    int ns = ssd_n_states(T, m->L);
     size_t gc_head = (size_t)(M2_CONV + 1) * P, gc_bc = (size_t)(M2_CONV + 1) * 2 * N;
     real *gc_seq = t[S_GCONV] + (size_t)B * NH * gc_head;  // after the tasks' partials
+    if (seq_tasks(B)) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
-    for (int b = 0; b < B; b++) {
-        size_t row = (size_t)b * T;
-        real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
-        real *pw = t[S_PART] + (size_t)b * E;
-        memset(pw, 0, sizeof(real) * E);
-        int ahead = (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0;  // the next sequence is this thread's
-        gate_norm_backward_rows(m, p, a, t, (int)row, (int)row + T, pw,
-                                t[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, ahead);
-        for (int h = 0; h < NH; h++) {
-            int bh = b * NH + h;
-            const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
-            real *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
-            SsdTask task = {m, io, b, h, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
-            memset(task.gconv, 0, sizeof(real) * gc_head);
-            t[S_DAD][2 * bh] = 0;
-            ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                              a[A_ST] + (size_t)bh * ns * N * P, dy, E, task.dxs, P, t[S_DDT] + row * NH + h, dbc,
-                              dbc + N, NH * 2 * N, t[S_DAD] + 2 * bh,
-                              t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs_grads, &task);
-            t[S_DAD][2 * bh + 1] = task.dD;
+        for (int b = 0; b < B; b++) {
+            int ahead = (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0;  // the next sequence is this thread's
+            out_backward(m, io, b, ahead);
+            for (int h = 0; h < NH; h++) head_backward(m, io, b, h);
+            bc_dt_backward(m, io, b);
         }
-        bc_dt_backward(m, io, b, rows, gc_seq + (size_t)b * gc_bc);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++) out_backward(m, io, b, 0);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int bh = 0; bh < B * NH; bh++) head_backward(m, io, bh / NH, bh % NH);
+#pragma omp parallel for schedule(static)
+        for (int b = 0; b < B; b++) bc_dt_backward(m, io, b);
     }
     for (int b = 0; b < B; b++)
         for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)b * E + e];
