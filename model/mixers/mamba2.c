@@ -44,13 +44,13 @@ enum { P_IN, P_CONV_W, P_CONV_B, P_DT_B, P_A_LOG, P_D, P_NORM, P_OUT };
 // before the D skip), rstd [B,T], chunk-entry states [B,NH,n_states,N,P]
 enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // scratch: rows [threads, 3E] (a thread's g, y and sigma(z) of one row), nrm [B,T,E] (out_proj's
-// input, recomputed in backward), dnrm [B,T,E] (then dy, the gradient of ys + D xs, in place), dz
-// [B,T,E], dxbcp [B,T,XW], ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence, head)
+// input, recomputed in backward), dnrm [B,T,E] (then dy, the gradient of ys + D xs, in place),
+// dz and dxbcp side by side [B,T,E+XW] (in_proj's z and xBC rows: one product), ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence, head)
 // [B,NH,2], norm weight partials, per-thread SSD work, the conv's taps [4,XW] (its weights
 // transposed), per thread a task's rows (a head's dxs [T,P] and conv outputs [L,P], a sequence's
 // dB, dC [T,2N] and their conv outputs [T,2N]), and the conv's weight and bias gradient partials
 // per (sequence, head) task [B*NH,5,P] then per sequence [B,5,2N]
-enum { S_ROWS, S_NRM, S_DNRM, S_DZ, S_DXBCP, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV };
+enum { S_ROWS, S_NRM, S_DNRM, S_DZX, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV };
 
 static const KeyDef mamba2_keys[] = {
     {"mamba2_expand", KEY_INT, "2", RANGE_POS, 0, 0, "model", "mamba2: channels E = mamba2_expand * d_model"},
@@ -144,8 +144,7 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_ROWS] = (BufDecl){"gate_rows", (size_t)omp_get_max_threads() * 3 * E};
     scratch[S_NRM] = (BufDecl){"nrm", BT * E};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * E};
-    scratch[S_DZ] = (BufDecl){"dz", BT * E};
-    scratch[S_DXBCP] = (BufDecl){"dxbc_pre", BT * XW};
+    scratch[S_DZX] = (BufDecl){"dz_dxbc_pre", BT * (E + XW)};
     scratch[S_DDT] = (BufDecl){"ddt", BT * NH};
     scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};
     scratch[S_DAD] = (BufDecl){"dA_dD_tasks", (size_t)B * NH * 2};
@@ -246,14 +245,14 @@ static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const
     real *gr = row, *yr = row + E, *sr = row + 2 * (size_t)E;
     for (int r = r0; r < r1; r++) {
         const real *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW, *z = a[A_Z] + (size_t)r * E;
-        real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZ] + (size_t)r * E;
+        real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZX] + (size_t)r * (E + XW);
         real rs = a[A_RSTD][r], dot = 0;
         if (ahead) {
             size_t q = (size_t)r + ahead;
             prefetch_rows(t[S_DNRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_YS] + q * E, 1, E, E, 0);
-            prefetch_rows(a[A_Z] + q * E, 1, E, E, 0), prefetch_rows(t[S_DZ] + q * E, 1, E, E, 1);
+            prefetch_rows(a[A_Z] + q * E, 1, E, E, 0), prefetch_rows(t[S_DZX] + q * (E + XW), 1, E + XW, E + XW, 1);
             prefetch_rows(t[S_NRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_XBC] + q * XW, 1, XW, XW, 0);
-            prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0), prefetch_rows(t[S_DXBCP] + q * XW, 1, XW, XW, 1);
+            prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0);
         }
         for (int h = 0; h < m->NH; h++) {
             real Dh = p[P_D][h];
@@ -314,6 +313,10 @@ static void bc_dt_forward(const Mamba2 *m, MixerIO *io, int b) {
     silu_rows(a[A_XBC] + r0 * XW + E, XW, T, 2 * m->N);
     for (size_t r = r0; r < r0 + T; r++) dt_token(m, p[P_DT_B], a[A_DTR] + r * NH, a[A_DT] + r * NH);
 }
+
+// Row r of the gradient of in_proj's xBC rows: they follow dz's E in rows of E + XW (S_DZX), so
+// that the z and xBC parts of in_proj's backward are one product.
+static real *dxbcp(const Mamba2 *m, const MixerIO *io, size_t r) { return io->tmp[S_DZX] + r * (m->E + m->XW) + m->E; }
 
 // One (sequence, head) task for the SSD's per-chunk hook (mamba2_ssd.h).
 typedef struct {
@@ -448,8 +451,8 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
     const real *taps = t[S_TAPS] + h * P, *pre = a[A_XBCP] + o;
     dwconv_forward(taps, XW, k->io->p[P_CONV_B] + h * P, pre, XW, k->cv, P, P, s, n, M2_CONV);
     silu_backward_rows(dxs, P, k->cv, P, n, P);
-    dwconv_backward(taps, XW, pre, XW, dxs, P, t[S_DXBCP] + o, XW, P, s, n, T, M2_CONV, k->gconv, P,
-                    k->gconv + (size_t)M2_CONV * P);
+    dwconv_backward(taps, XW, pre, XW, dxs, P, dxbcp(m, k->io, (size_t)k->b * T + s) + (size_t)h * P, E + XW, P, s, n,
+                    T, M2_CONV, k->gconv, P, k->gconv + (size_t)M2_CONV * P);
 }
 
 // Backward, sequence b after its heads' tasks: dB and dC (the heads' sums in head order), through
@@ -472,7 +475,7 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b) {
     dwconv_forward(taps, XW, io->p[P_CONV_B] + E, pre, XW, cv, N2, N2, 0, T, M2_CONV);
     silu_backward_rows(dbc, N2, cv, N2, T, N2);
     memset(gc, 0, sizeof(real) * (M2_CONV + 1) * N2);
-    dwconv_backward(taps, XW, pre, XW, dbc, N2, t[S_DXBCP] + r0 * XW + E, XW, N2, 0, T, T, M2_CONV, gc, N2,
+    dwconv_backward(taps, XW, pre, XW, dbc, N2, dxbcp(m, io, r0) + E, E + XW, N2, 0, T, T, M2_CONV, gc, N2,
                     gc + (size_t)M2_CONV * N2);
     for (size_t r = r0; r < r0 + T; r++)
         for (int h = 0; h < NH; h++) {
@@ -563,8 +566,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     // in_proj
     const real *W = p[P_IN];
     real *dW = g[P_IN];
-    matmul_backward(io->dx, dW, NULL, t[S_DZ], io->x, W, BT, C, E, m->prec);
-    matmul_backward(io->dx, dW + (size_t)E * C, NULL, t[S_DXBCP], io->x, W + (size_t)E * C, BT, C, XW, m->prec);
+    matmul_backward(io->dx, dW, NULL, t[S_DZX], io->x, W, BT, C, E + XW, m->prec);  // z's and xBC's rows of W in one
     matmul_backward(io->dx, dW + (size_t)(E + XW) * C, NULL, t[S_DDT], io->x, W + (size_t)(E + XW) * C, BT, C, NH, m->prec);
 }
 
