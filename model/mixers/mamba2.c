@@ -122,6 +122,12 @@ static void mamba2_init_custom(const void *st, int index, real *w, Rng *rng) {
 
 static size_t work_size(const Mamba2 *m) { return ssd_work(m->P, m->N, m->L); }
 
+// The gradient of in_proj's output, [B, T, dzx_ld]: dz [E], dxbc_pre [XW] and ddt [NH] side by
+// side, so that in_proj's backward is one product; rows padded to a multiple of 16 floats, so each
+// starts on a cache line (the MQAR cell's 290 would not: in a test of the forward's in_proj as one
+// 290-wide product, unaligned rows cost more than the one product saved).
+static int dzx_ld(const Mamba2 *m) { return (m->E + m->XW + m->NH + 15) / 16 * 16; }
+
 // A thread's rows (S_TROWS): a head's dxs [T, P] and conv outputs [L, P] in the SSD's tasks; a
 // sequence's dB, dC [T, 2N] and their conv outputs [T, 2N] in the pass after them.
 static size_t task_rows(const Mamba2 *m, int T) {
@@ -144,7 +150,7 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_ROWS] = (BufDecl){"gate_rows", (size_t)omp_get_max_threads() * 3 * E};
     scratch[S_NRM] = (BufDecl){"nrm", BT * E};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * E};
-    scratch[S_DZX] = (BufDecl){"dz_dxbc_pre", BT * (E + XW)};
+    scratch[S_DZX] = (BufDecl){"dz_dxbc_pre_ddt", BT * dzx_ld(m)};
     scratch[S_DDT] = (BufDecl){"ddt", BT * NH};
     scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};
     scratch[S_DAD] = (BufDecl){"dA_dD_tasks", (size_t)B * NH * 2};
@@ -245,12 +251,12 @@ static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const
     real *gr = row, *yr = row + E, *sr = row + 2 * (size_t)E;
     for (int r = r0; r < r1; r++) {
         const real *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW, *z = a[A_Z] + (size_t)r * E;
-        real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZX] + (size_t)r * (E + XW);
+        real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZX] + (size_t)r * dzx_ld(m);
         real rs = a[A_RSTD][r], dot = 0;
         if (ahead) {
             size_t q = (size_t)r + ahead;
             prefetch_rows(t[S_DNRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_YS] + q * E, 1, E, E, 0);
-            prefetch_rows(a[A_Z] + q * E, 1, E, E, 0), prefetch_rows(t[S_DZX] + q * (E + XW), 1, E + XW, E + XW, 1);
+            prefetch_rows(a[A_Z] + q * E, 1, E, E, 0), prefetch_rows(t[S_DZX] + q * dzx_ld(m), 1, dzx_ld(m), dzx_ld(m), 1);
             prefetch_rows(t[S_NRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_XBC] + q * XW, 1, XW, XW, 0);
             prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0);
         }
@@ -314,9 +320,8 @@ static void bc_dt_forward(const Mamba2 *m, MixerIO *io, int b) {
     for (size_t r = r0; r < r0 + T; r++) dt_token(m, p[P_DT_B], a[A_DTR] + r * NH, a[A_DT] + r * NH);
 }
 
-// Row r of the gradient of in_proj's xBC rows: they follow dz's E in rows of E + XW (S_DZX), so
-// that the z and xBC parts of in_proj's backward are one product.
-static real *dxbcp(const Mamba2 *m, const MixerIO *io, size_t r) { return io->tmp[S_DZX] + r * (m->E + m->XW) + m->E; }
+// Row r of dxbc_pre in S_DZX (ddt follows it at column XW).
+static real *dxbcp(const Mamba2 *m, const MixerIO *io, size_t r) { return io->tmp[S_DZX] + r * dzx_ld(m) + m->E; }
 
 // One (sequence, head) task for the SSD's per-chunk hook (mamba2_ssd.h).
 typedef struct {
@@ -451,8 +456,8 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
     const real *taps = t[S_TAPS] + h * P, *pre = a[A_XBCP] + o;
     dwconv_forward(taps, XW, k->io->p[P_CONV_B] + h * P, pre, XW, k->cv, P, P, s, n, M2_CONV);
     silu_backward_rows(dxs, P, k->cv, P, n, P);
-    dwconv_backward(taps, XW, pre, XW, dxs, P, dxbcp(m, k->io, (size_t)k->b * T + s) + (size_t)h * P, E + XW, P, s, n,
-                    T, M2_CONV, k->gconv, P, k->gconv + (size_t)M2_CONV * P);
+    dwconv_backward(taps, XW, pre, XW, dxs, P, dxbcp(m, k->io, (size_t)k->b * T + s) + (size_t)h * P, dzx_ld(m), P, s,
+                    n, T, M2_CONV, k->gconv, P, k->gconv + (size_t)M2_CONV * P);
 }
 
 // Backward, sequence b after its heads' tasks: dB and dC (the heads' sums in head order), through
@@ -475,12 +480,13 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b) {
     dwconv_forward(taps, XW, io->p[P_CONV_B] + E, pre, XW, cv, N2, N2, 0, T, M2_CONV);
     silu_backward_rows(dbc, N2, cv, N2, T, N2);
     memset(gc, 0, sizeof(real) * (M2_CONV + 1) * N2);
-    dwconv_backward(taps, XW, pre, XW, dbc, N2, dxbcp(m, io, r0) + E, E + XW, N2, 0, T, T, M2_CONV, gc, N2,
+    dwconv_backward(taps, XW, pre, XW, dbc, N2, dxbcp(m, io, r0) + E, dzx_ld(m), N2, 0, T, T, M2_CONV, gc, N2,
                     gc + (size_t)M2_CONV * N2);
     for (size_t r = r0; r < r0 + T; r++)
         for (int h = 0; h < NH; h++) {
             real z = a[A_DTR][r * NH + h];
             t[S_DDT][r * NH + h] *= z > 20 ? 1 : sigmoidr(z);
+            dxbcp(m, io, r)[XW + h] = t[S_DDT][r * NH + h];  // in_proj's dt rows' gradient, after xBC's
         }
 }
 
@@ -566,8 +572,9 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     // in_proj
     const real *W = p[P_IN];
     real *dW = g[P_IN];
-    matmul_backward(io->dx, dW, NULL, t[S_DZX], io->x, W, BT, C, E + XW, m->prec);  // z's and xBC's rows of W in one
-    matmul_backward(io->dx, dW + (size_t)(E + XW) * C, NULL, t[S_DDT], io->x, W + (size_t)(E + XW) * C, BT, C, NH, m->prec);
+    int OC = E + XW + NH;  // all of in_proj's rows in one product
+    matmul_gemm(0, 0, BT, C, OC, t[S_DZX], dzx_ld(m), W, C, 1, io->dx, C, m->prec);
+    matmul_gemm(1, 0, OC, C, BT, t[S_DZX], dzx_ld(m), io->x, C, 1, dW, C, m->prec);
 }
 
 // ---------------------------------------------------------------------------------------------
