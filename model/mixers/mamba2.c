@@ -30,6 +30,10 @@
 
 #define M2_CONV 4         // the depthwise conv's width (mamba_ssm's d_conv, fla's conv_kernel)
 #define M2_NORM_EPS 1e-5  // the gated RMSNorm's eps
+// Sequences a thread takes at a time in the SSD's loops: it prefetches the next one's rows
+// within the block (the one after a block's last is another thread's).
+#define M2_SEQ_BLOCK 8
+#define M2_SEQ_TASKS 4  // sequences per thread from which a task is a sequence (seq_tasks)
 
 typedef struct {
     int C, E, P, NH, N, L;  // d_model, inner width, head width, heads, d_state, chunk
@@ -50,7 +54,7 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // transposed), per thread a task's rows (a head's dxs [T,P] and conv outputs [L,P], a sequence's
 // dB, dC [T,2N] and their conv outputs [T,2N]), and the conv's weight and bias gradient partials
 // per (sequence, head) task [B*NH,5,P] then per sequence [B,5,2N]
-enum { S_ROWS, S_NRM, S_DNRM, S_DZX, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV };
+enum { S_ROWS, S_NRM, S_DNRM, S_DZX, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV, S_OROWS, S_WOUT };
 
 static const KeyDef mamba2_keys[] = {
     {"mamba2_expand", KEY_INT, "2", RANGE_POS, 0, 0, "model", "mamba2: channels E = mamba2_expand * d_model"},
@@ -159,7 +163,9 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)M2_CONV * XW};
     scratch[S_TROWS] = (BufDecl){"task_rows", (size_t)omp_get_max_threads() * task_rows(m, T)};
     scratch[S_GCONV] = (BufDecl){"conv_grad_partials", (size_t)B * (M2_CONV + 1) * (NH * m->P + 2 * m->N)};
-    *n_scratch = S_GCONV + 1;
+    scratch[S_OROWS] = (BufDecl){"out_rows", (size_t)omp_get_max_threads() * 2 * T * E};
+    scratch[S_WOUT] = (BufDecl){"out_proj_grad_partials", (size_t)(B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK * m->C * E};
+    *n_scratch = S_WOUT + 1;
 }
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
@@ -239,26 +245,26 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
     for (int e = 0; e < E; e++) nrm[e] = g[e] * r * w[e];
 }
 
-// The backward from dnrm (the gradient of out_proj's input) to the gate's and the skip's inputs,
-// for rows r0 .. r1-1, one pass a row: g and nrm recomputed (nrm written, for dWout), then the
+// The backward from dnrm (the gradient of out_proj's input; rows r0 .. r1-1 from dn0, E apart) to
+// the gate's and the skip's inputs, one pass a row: g and nrm recomputed (nrm written from nrm0,
+// for dWout), then the
 // RMSNorm's backward, d g = rstd (dnrm w - g rstd^2 mean(dnrm w g)), and the gate's, dz = d g y
 // SiLU'(z) with y = ys + D xs, and dy = d g SiLU(z) written over dnrm. The norm weight's
 // gradient dnrm g rstd summed into pw [E] row by row. row [3E] is scratch (g, y, sigma(z)).
 static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const *a, real *const *t, int r0, int r1,
-                                    real *pw, real *row, int ahead) {
+                                    real *dn0, real *nrm0, real *pw, real *row, int ahead) {
     int E = m->E, XW = m->XW, P = m->P;
     const real *w = p[P_NORM];
     real *gr = row, *yr = row + E, *sr = row + 2 * (size_t)E;
     for (int r = r0; r < r1; r++) {
         const real *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW, *z = a[A_Z] + (size_t)r * E;
-        real *nrm = t[S_NRM] + (size_t)r * E, *dn = t[S_DNRM] + (size_t)r * E, *dz = t[S_DZX] + (size_t)r * dzx_ld(m);
+        real *nrm = nrm0 + (size_t)(r - r0) * E, *dn = dn0 + (size_t)(r - r0) * E, *dz = t[S_DZX] + (size_t)r * dzx_ld(m);
         real rs = a[A_RSTD][r], dot = 0;
         if (ahead) {
             size_t q = (size_t)r + ahead;
-            prefetch_rows(t[S_DNRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_YS] + q * E, 1, E, E, 0);
-            prefetch_rows(a[A_Z] + q * E, 1, E, E, 0), prefetch_rows(t[S_DZX] + q * dzx_ld(m), 1, dzx_ld(m), dzx_ld(m), 1);
-            prefetch_rows(t[S_NRM] + q * E, 1, E, E, 1), prefetch_rows(a[A_XBC] + q * XW, 1, XW, XW, 0);
-            prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0);
+            prefetch_rows(a[A_YS] + q * E, 1, E, E, 0), prefetch_rows(a[A_Z] + q * E, 1, E, E, 0);
+            prefetch_rows(t[S_DZX] + q * dzx_ld(m), 1, dzx_ld(m), dzx_ld(m), 1);
+            prefetch_rows(a[A_XBC] + q * XW, 1, XW, XW, 0), prefetch_rows(a[A_XBCP] + q * XW, 1, XW, XW, 0);
         }
         for (int h = 0; h < m->NH; h++) {
             real Dh = p[P_D][h];
@@ -328,6 +334,7 @@ typedef struct {
     const Mamba2 *m;
     MixerIO *io;
     int b, h;
+    const real *dy;  // backward: the sequence's gradient of ys + D xs [T, E] (its head's P columns read)
     real *dxs, *cv;  // backward: the thread's dxs [T, P] and a chunk's conv outputs [L, P]
     real *gconv;     // backward: the task's conv weight gradient [4, P], then its bias's [P]
     real dD;         // backward: the task's sum of dy . xs
@@ -363,18 +370,13 @@ static void gate_norm_rows(const Mamba2 *m, MixerIO *io, size_t r0, size_t r1, i
     }
 }
 
-// Sequences a thread takes at a time in the SSD's loops: it prefetches the next one's rows
-// within the block (the one after a block's last is another thread's).
-#define M2_SEQ_BLOCK 8
-#define M2_SEQ_TASKS 4  // sequences per thread from which a task is a sequence (seq_tasks)
-
 // Head h of sequence b through the SSD, forward: xs's conv and SiLU in the per-chunk hook.
 static void head_forward(const Mamba2 *m, MixerIO *io, int b, int h) {
     int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
     real **a = io->act;
     size_t row = (size_t)b * T;
     const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
-    SsdTask task = {m, io, b, h, NULL, NULL, NULL, 0};
+    SsdTask task = {m, io, b, h, NULL, NULL, NULL, NULL, 0};
     ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
                      a[A_YS] + row * E + h * P, E, a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P,
                      io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
@@ -437,7 +439,7 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
     size_t o = ((size_t)k->b * T + s) * XW + (size_t)h * P;
     real *dxs = k->dxs + (size_t)s * P;
     if (!after) {
-        const real *dy = t[S_DNRM] + ((size_t)k->b * T + s) * E + (size_t)h * P, *xs = a[A_XBC] + o;
+        const real *dy = k->dy + (size_t)s * E + (size_t)h * P, *xs = a[A_XBC] + o;
         real Dh = k->io->p[P_D][h], dD = k->dD;
         for (int i = 0; i < n; i++) {
             const real *dyi = dy + (size_t)i * E, *xi = xs + (size_t)i * XW;
@@ -495,31 +497,53 @@ static void add_conv_grads(real **g, const real *gc, int c0, int nc) {
     dwconv_grads_add(gc, nc, gc + (size_t)M2_CONV * nc, nc, M2_CONV, g[P_CONV_W] + (size_t)c0 * M2_CONV, g[P_CONV_B] + c0);
 }
 
-// Backward, sequence b's gated norm and gate (gate_norm_backward_rows) with the norm weight's
-// partial sums in its row of S_PART.
-static void out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead) {
+// out_proj's backward in the sequence's task (fp32 only: bf16 products are whole-batch) when
+// the tasks are sequences: du = dy Wout and the norm's nrm in the thread's rows (S_OROWS), never
+// in memory, and dWout's partial sum over each block of M2_SEQ_BLOCK sequences (S_WOUT).
+static int out_in_task(const Mamba2 *m, int B) { return seq_tasks(B) && m->prec == PRECISION_FP32; }
+
+// dWout's partial of sequence b's block += dy_b^T nrm_b (nrm: its rows, E apart), the block's
+// sequences in order from its first (which writes it), whichever path and thread runs it.
+static void out_weight_partial(const Mamba2 *m, MixerIO *io, int b, const real *nrm) {
+    int T = io->T, C = m->C, E = m->E;
+    real *part = io->tmp[S_WOUT] + (size_t)(b / M2_SEQ_BLOCK) * C * E;
+    gemm_serial(1, 0, C, E, T, io->dy + (size_t)b * T * C, C, nrm, E, b % M2_SEQ_BLOCK ? 1 : 0, part, E);
+}
+
+// Backward, sequence b's out_proj (in_task: its dx and dW partial, in the thread's rows) and gated
+// norm and gate (gate_norm_backward_rows), the norm weight's partial sums in its row of S_PART.
+// Returns the sequence's dy rows (the gradient of ys + D xs, [T, E]) for its heads.
+static const real *out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead, int in_task) {
     int T = io->T, E = m->E;
-    real *pw = io->tmp[S_PART] + (size_t)b * E;
+    size_t row = (size_t)b * T;
+    real *pw = io->tmp[S_PART] + (size_t)b * E, *dn = io->tmp[S_DNRM] + row * E, *nrm = io->tmp[S_NRM] + row * E;
+    if (in_task) {
+        dn = io->tmp[S_OROWS] + (size_t)omp_get_thread_num() * 2 * T * E, nrm = dn + (size_t)T * E;
+        gemm_serial(0, 0, T, E, m->C, io->dy + row * m->C, m->C, io->p[P_OUT], E, 0, dn, E);
+    }
     memset(pw, 0, sizeof(real) * E);
-    gate_norm_backward_rows(m, io->p, io->act, io->tmp, b * T, (b + 1) * T, pw,
+    gate_norm_backward_rows(m, io->p, io->act, io->tmp, (int)row, (int)row + T, dn, nrm, pw,
                             io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, ahead);
+    if (in_task) out_weight_partial(m, io, b, nrm);
+    return dn;
 }
 
 // Backward, head h of sequence b through the SSD (its D skip, SiLU and conv in the hook, its dB
-// and dC into its slot of S_DBC, its conv gradient partial, dA and dD into its own slots).
-static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h) {
+// and dC into its slot of S_DBC, its conv gradient partial, dA and dD into its own slots), from
+// the sequence's dy rows.
+static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real *dy) {
     int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
     real **a = io->act, **t = io->tmp;
     size_t row = (size_t)b * T, gc_head = (size_t)(M2_CONV + 1) * P;
     real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
-    const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h, *dy = t[S_DNRM] + row * E + h * P;
+    const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
     real *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
-    SsdTask task = {m, io, b, h, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
+    SsdTask task = {m, io, b, h, dy, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
     memset(task.gconv, 0, sizeof(real) * gc_head);
     t[S_DAD][2 * bh] = 0;
     ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
-                      a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P, dy, E, task.dxs, P, t[S_DDT] + row * NH + h,
-                      dbc, dbc + N, NH * 2 * N, t[S_DAD] + 2 * bh,
+                      a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P, dy + h * P, E, task.dxs, P,
+                      t[S_DDT] + row * NH + h, dbc, dbc + N, NH * 2 * N, t[S_DAD] + 2 * bh,
                       t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs_grads, &task);
     t[S_DAD][2 * bh + 1] = task.dD;
 }
@@ -528,13 +552,14 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     const Mamba2 *m = st;
     int B = io->B, T = io->T, BT = B * T, C = m->C, E = m->E, XW = m->XW, NH = m->NH, P = m->P, N = m->N;
     real **t = io->tmp, **p = io->p, **g = io->g;
-    // out_proj's dx first: dnrm = dy Wout written (no zeroing first). Then, a sequence at a time
-    // (or in passes: seq_tasks), the norm and the gate in one pass a row (nrm recomputed, dnrm
-    // becomes the gradient of ys + D xs, dz written; out_backward), the SSD of each head a chunk at
-    // a time (before a chunk the D skip: its dxs = D_h dy, dD_h += dy . xs; after it xs's SiLU and
-    // conv backward: chunk_xs_grads), then B, C and dt (bc_dt_backward). After them the partial
-    // sums in sequence and task order, and dWout += dy^T nrm.
-    matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
+    // a sequence at a time (or in passes: seq_tasks): out_proj's dx, du = dy Wout (in the task, or
+    // one product first), the norm and the gate in one pass a row (nrm recomputed, du becomes dy,
+    // the gradient of ys + D xs, dz written; out_backward), the SSD of each head a chunk at a time
+    // (before a chunk the D skip: its dxs = D_h dy, dD_h += dy . xs; after it xs's SiLU and conv
+    // backward: chunk_xs_grads), then B, C and dt (bc_dt_backward). After them the partial sums
+    // in sequence and task order.
+    int in_task = out_in_task(m, B), n_wblk = (B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK;
+    if (!in_task) matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
     memset(t[S_DBC], 0, sizeof(real) * BT * NH * 2 * N);
     dwconv_taps(p[P_CONV_W], XW, M2_CONV, t[S_TAPS]);
@@ -544,21 +569,38 @@ static void mamba2_backward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
         for (int b = 0; b < B; b++) {
             int ahead = (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0;  // the next sequence is this thread's
-            out_backward(m, io, b, ahead);
-            for (int h = 0; h < NH; h++) head_backward(m, io, b, h);
+            const real *dy = out_backward(m, io, b, ahead, in_task);
+            for (int h = 0; h < NH; h++) head_backward(m, io, b, h, dy);
             bc_dt_backward(m, io, b);
         }
     } else {
 #pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++) out_backward(m, io, b, 0);
+        for (int b = 0; b < B; b++) out_backward(m, io, b, 0, 0);
 #pragma omp parallel for schedule(dynamic, 1)
-        for (int bh = 0; bh < B * NH; bh++) head_backward(m, io, bh / NH, bh % NH);
+        for (int bh = 0; bh < B * NH; bh++) head_backward(m, io, bh / NH, bh % NH, t[S_DNRM] + (size_t)bh / NH * T * E);
 #pragma omp parallel for schedule(static)
         for (int b = 0; b < B; b++) bc_dt_backward(m, io, b);
     }
     for (int b = 0; b < B; b++)
         for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)b * E + e];
-    matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
+    // dWout += dy^T nrm: in fp32 from the blocks' partials (made in the tasks, or here in a pass of
+    // the same products), in block order, so both paths give the same bits; else one product
+    if (m->prec == PRECISION_FP32) {
+        if (!in_task) {
+#pragma omp parallel for schedule(static)
+            for (int blk = 0; blk < n_wblk; blk++)
+                for (int b = blk * M2_SEQ_BLOCK; b < B && b < (blk + 1) * M2_SEQ_BLOCK; b++)
+                    out_weight_partial(m, io, b, t[S_NRM] + (size_t)b * T * E);
+        }
+#pragma omp parallel for schedule(static)
+        for (int i0 = 0; i0 < C * E; i0 += 256)  // slices of dWout, each adding the blocks in order
+            for (int blk = 0; blk < n_wblk; blk++) {
+                const real *part = t[S_WOUT] + (size_t)blk * C * E;
+                for (int i = i0; i < i0 + 256 && i < C * E; i++) g[P_OUT][i] += part[i];
+            }
+    } else {
+        matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
+    }
     for (int bh = 0; bh < B * NH; bh++)  // the conv's gradients: the tasks' partials, then the sequences'
         add_conv_grads(g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
     for (int b = 0; b < B; b++) add_conv_grads(g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
