@@ -34,6 +34,7 @@
 // within the block (the one after a block's last is another thread's).
 #define M2_SEQ_BLOCK 8
 #define M2_SEQ_TASKS 4  // sequences per thread from which a task is a sequence (seq_tasks)
+#define M2_NEAR 4       // rows ahead the norm's backward prefetches within its sequence
 
 typedef struct {
     int C, E, P, NH, N, L;  // d_model, inner width, head width, heads, d_state, chunk
@@ -173,22 +174,18 @@ static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
 // The D skip's loop walks one head's P channels of rows E and XW apart, which the hardware
 // prefetcher did not follow: it prefetches M2_AHEAD rows ahead.
 #define M2_AHEAD 6
-static void prefetch_span(const real *p, int n, int write) {
-    for (int i = 0; i < n; i += 64 / (int)sizeof(real))
-        if (write) __builtin_prefetch(p + i, 1, 3);
-        else __builtin_prefetch(p + i, 0, 3);
-}
 
-// A sequence's rows: w floats from column c0 of its T rows (row stride ld), prefetched into L2
-// while the sequence before it is worked on. The SSD's tasks read a head's columns of rows XW or
-// E floats apart, which the hardware prefetcher did not follow across tasks: the rows arrived
+// w floats of n rows ld apart, prefetched (to L1; the L2-only hint measured 2% slower on the
+// cell). The sequence tasks prefetch the next sequence's rows, one row per row of the gated
+// norm's pass, while the one before it is worked on: they read a head's columns of rows XW or E
+// floats apart, which the hardware prefetcher did not follow across tasks, so the rows arrived
 // from memory one miss at a time (a sequence's SSD took twice as long cold as hot).
-static void prefetch_rows(const real *p, int T, size_t ld, int w, int write) {
-    for (int i = 0; i < T; i++) {
+static void prefetch_rows(const real *p, int n, size_t ld, int w, int write) {
+    for (int i = 0; i < n; i++) {
         const real *r = p + (size_t)i * ld;
         for (int c = 0; c < w; c += 64 / (int)sizeof(real))
-            if (write) __builtin_prefetch(r + c, 1, 2);
-            else __builtin_prefetch(r + c, 0, 2);
+            if (write) __builtin_prefetch(r + c, 1, 3);
+            else __builtin_prefetch(r + c, 0, 3);
     }
 }
 
@@ -260,6 +257,11 @@ static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const
         const real *ys = a[A_YS] + (size_t)r * E, *xs = a[A_XBC] + (size_t)r * XW, *z = a[A_Z] + (size_t)r * E;
         real *nrm = nrm0 + (size_t)(r - r0) * E, *dn = dn0 + (size_t)(r - r0) * E, *dz = t[S_DZX] + (size_t)r * dzx_ld(m);
         real rs = a[A_RSTD][r], dot = 0;
+        if (r + M2_NEAR < r1) {  // and M2_NEAR rows ahead of this one: its loads of these waited
+            size_t q = (size_t)r + M2_NEAR;
+            prefetch_rows(a[A_YS] + q * E, 1, E, E, 0), prefetch_rows(a[A_Z] + q * E, 1, E, E, 0);
+            prefetch_rows(a[A_XBC] + q * XW, 1, XW, E, 0);
+        }
         if (ahead) {
             size_t q = (size_t)r + ahead;
             prefetch_rows(a[A_YS] + q * E, 1, E, E, 0), prefetch_rows(a[A_Z] + q * E, 1, E, E, 0);
@@ -445,7 +447,8 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
             const real *dyi = dy + (size_t)i * E, *xi = xs + (size_t)i * XW;
             real *di = dxs + (size_t)i * P;
             if (i + M2_AHEAD < n)
-                prefetch_span(dyi + (size_t)M2_AHEAD * E, P, 0), prefetch_span(xi + (size_t)M2_AHEAD * XW, P, 0);
+                prefetch_rows(dyi + (size_t)M2_AHEAD * E, 1, 0, P, 0),
+                    prefetch_rows(xi + (size_t)M2_AHEAD * XW, 1, 0, P, 0);
 #pragma omp simd reduction(+ : dD)
             for (int c = 0; c < P; c++) {
                 dD += dyi[c] * xi[c];
