@@ -55,15 +55,16 @@ enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O, P_A, P_ALOG, P_DT, P_GATE };
 // Gated DeltaNet adds z [B,T,H] = x Wa^T + dt_bias, g [B,T,H] the log-decays, gpre [B,T,C] = x Wg^T
 // (an empty buffer without the gate).
 enum { A_PRE, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
-// scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], dpre [B,T,3C],
-// dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work, per thread a
+// scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], the gradient
+// of the input projections' outputs [B,T,din_ld] (din_cols), dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work, per thread a
 // sequence's dqkv [T,3C] (a task's gradients of the kernel's inputs, then of the conv's outputs)
 // and a conv output row [3C], the conv's taps [K,3C] (its weights transposed) and its weight
-// gradient's partials per (sequence, head) task [B*H,3,K,D]
-// Gated DeltaNet adds dg [B,T,H] (then dz in place), dgate [B,T,C].
+// gradient's partials per (sequence, head) task [B*H,3,K,D], the input projections' weights
+// stacked and their gradient [2, din_cols, C]
+// Gated DeltaNet adds dg [B,T,H] (then dz in place).
 // Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
 // and the decay's projections as one product).
-enum { S_NRM, S_DNRM, S_DATT, S_DPRE, S_DBETA, S_PART, S_WORK, S_DQKV, S_CROW, S_TAPS, S_DCONV, S_DG, S_DGATE, S_BA };
+enum { S_NRM, S_DNRM, S_DATT, S_DIN, S_DBETA, S_PART, S_WORK, S_DQKV, S_CROW, S_TAPS, S_DCONV, S_WIN, S_DG, S_BA };
 
 static const KeyDef deltanet_keys[] = {
     {"deltanet_conv", KEY_INT, "4", RANGE_POS, 0, 0, "model",
@@ -146,6 +147,16 @@ static void gdn_init_custom(const void *st, int index, real *w, Rng *rng) {
 
 static size_t work_size(const DeltaNet *m) { return delta_chunk_work(m->D, m->L); }
 
+// The gradient of the input projections' outputs, one row a token: dpre [3C], then Gated
+// DeltaNet's dgate [C] (with its gate), dbeta [H], and Gated DeltaNet's dz [H], so that their
+// backward into dx and the weights is one product (the weights stacked the same way: in_weights);
+// rows padded to a multiple of 16 floats, each starting on a cache line.
+static int din_cols(const DeltaNet *m) { return 3 * m->C + (m->gate ? m->C : 0) + m->H + (m->gated ? m->H : 0); }
+static int din_ld(const DeltaNet *m) { return (din_cols(m) + 15) / 16 * 16; }
+static int din_gate(const DeltaNet *m) { return 3 * m->C; }                         // dgate's column
+static int din_beta(const DeltaNet *m) { return 3 * m->C + (m->gate ? m->C : 0); }  // dbeta's
+static int din_z(const DeltaNet *m) { return din_beta(m) + m->H; }                  // dz's
+
 static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *n_saved, BufDecl *scratch, int *n_scratch) {
     const DeltaNet *m = st;
     size_t BT = (size_t)B * T, C = (size_t)m->C, H = (size_t)m->H, D = (size_t)m->D;
@@ -166,7 +177,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_NRM] = (BufDecl){"nrm", BT * C};
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * C};
     scratch[S_DATT] = (BufDecl){"datt", BT * C};
-    scratch[S_DPRE] = (BufDecl){"dpre", BT * 3 * C};
+    scratch[S_DIN] = (BufDecl){"dpre_dgate_dbeta_dz", BT * din_ld(m)};
     scratch[S_DBETA] = (BufDecl){"dbeta", BT * H};
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
@@ -174,10 +185,10 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_CROW] = (BufDecl){"conv_row", (size_t)omp_get_max_threads() * 3 * C};
     scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)m->K * 3 * C};
     scratch[S_DCONV] = (BufDecl){"conv_grad_partials", (size_t)B * H * 3 * m->K * D};
-    *n_scratch = S_DCONV + 1;
+    scratch[S_WIN] = (BufDecl){"in_weights_stacked", 2 * (size_t)din_cols(m) * C};
+    *n_scratch = S_WIN + 1;
     if (m->gated) {
         scratch[S_DG] = (BufDecl){"dg", BT * H};
-        scratch[S_DGATE] = (BufDecl){"dgate", m->gate ? BT * C : 0};
         scratch[S_BA] = (BufDecl){"beta_a", BT * 2 * H + 4 * H * C};
         *n_scratch = S_BA + 1;
     }
@@ -337,7 +348,7 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
 static void chunk_grads(void *ctx, int t0, int n, int after) {
     ChunkTask *k = ctx;
     const DeltaNet *m = k->m;
-    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C, T = k->io->T;
+    int C = m->C, H = m->H, D = m->D, h = k->h, C3 = 3 * C, T = k->io->T, ld = din_ld(m);
     real **a = k->io->act, **t = k->io->tmp, *taps = t[S_TAPS];
     int first = k->b * T, end = first + t0 + n;
     if (!after) {
@@ -355,12 +366,13 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
                                k->dqkv + (size_t)(r - first) * C3);
         real bt = a[A_BETA][(size_t)r * H + h];
         t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
+        t[S_DIN][(size_t)r * ld + din_beta(m) + h] = t[S_DBETA][(size_t)r * H + h];
     }
-    for (int r = first + t0; r < end; r++) prefetch_row(m, t[S_DPRE] + (size_t)r * C3 + h * D, 1);
+    for (int r = first + t0; r < end; r++) prefetch_row(m, t[S_DIN] + (size_t)r * ld + h * D, 1);
     for (int p3 = 0; p3 < 3; p3++) {  // the conv's backward: dpre and the task's weight gradient
-        size_t cb = (size_t)p3 * C + h * D, r0 = (size_t)(first + t0) * C3;
-        dwconv_backward(taps + cb, C3, a[A_PRE] + r0 + cb, C3, k->dqkv + (size_t)t0 * C3 + cb, C3, t[S_DPRE] + r0 + cb,
-                        C3, D, t0, n, T, m->K, k->dconv + (size_t)p3 * m->K * D, D, NULL);
+        size_t cb = (size_t)p3 * C + h * D, r0 = (size_t)(first + t0);
+        dwconv_backward(taps + cb, C3, a[A_PRE] + r0 * C3 + cb, C3, k->dqkv + (size_t)t0 * C3 + cb, C3,
+                        t[S_DIN] + r0 * ld + cb, ld, D, t0, n, T, m->K, k->dconv + (size_t)p3 * m->K * D, D, NULL);
     }
     if (!m->gated) return;
     // g = -exp(A_log) softplus(z): dA_log += dg g, dz = -dg exp(A_log) sigmoid(z) (1 above the
@@ -372,6 +384,7 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
         k->dA_log += dgl * a[A_G][i];
         k->ddt += dz;
         t[S_DG][i] = dz;
+        t[S_DIN][(size_t)r * ld + din_z(m) + h] = dz;
     }
 }
 
@@ -427,7 +440,7 @@ static void out_backward_rows(const DeltaNet *m, const MixerIO *io, int r0, int 
             real *u = t[S_NRM] + o, *datt = t[S_DATT] + o, rs = a[A_RSTD][(size_t)r * H + h], dot = 0;
             if (m->gate) {
                 const real *c = a[A_GPRE] + o;
-                real *dc = t[S_DGATE] + o;
+                real *dc = t[S_DIN] + (size_t)r * din_ld(m) + din_gate(m) + (size_t)h * D;
 #pragma omp simd reduction(+ : dot)
                 for (int d = 0; d < D; d++) {
                     real n = at[d] * rs * w[d], sg = sigmoidr(c[d]), du = dn[d];
@@ -497,27 +510,22 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         for (int p3 = 0; p3 < 3; p3++)
             dwconv_grads_add(t[S_DCONV] + ((size_t)bh * 3 + p3) * m->K * D, D, NULL, D, m->K,
                              g[P_CONV] + (size_t)(p3 * C + (bh % H) * D) * m->K, NULL);
-    matmul_backward(io->dx, g[P_QKV], NULL, t[S_DPRE], io->x, p[P_QKV], BT, C, C3, m->prec);
-    if (!m->gated) {
-        matmul_backward(io->dx, g[P_BETA], NULL, t[S_DBETA], io->x, p[P_BETA], BT, C, H, m->prec);
-        return;
+    if (m->gated) {
+        for (int bh = 0; bh < B * H; bh++)  // the tasks' sums (chunk_grads), in task order
+            g[P_ALOG][bh % H] += dsum[2 * bh], g[P_DT][bh % H] += dsum[2 * bh + 1];
+        free(dsum);
     }
-    for (int bh = 0; bh < B * H; bh++)  // the tasks' sums (chunk_grads), in task order
-        g[P_ALOG][bh % H] += dsum[2 * bh], g[P_DT][bh % H] += dsum[2 * bh + 1];
-    free(dsum);
-    // beta's and the decay's projections as one product (as in the forward): dba = [dbeta, dz]
-    real *dba = t[S_BA], *w = dba + (size_t)BT * 2 * H, *dw = w + (size_t)2 * H * C;
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < BT; r++)
-        for (int h = 0; h < H; h++)
-            dba[(size_t)r * 2 * H + h] = t[S_DBETA][(size_t)r * H + h],
-                                    dba[(size_t)r * 2 * H + H + h] = t[S_DG][(size_t)r * H + h];
-    memcpy(w, p[P_BETA], sizeof(real) * H * C);
-    memcpy(w + (size_t)H * C, p[P_A], sizeof(real) * H * C);
-    memset(dw, 0, sizeof(real) * 2 * H * C);
-    matmul_backward(io->dx, dw, NULL, dba, io->x, w, BT, C, 2 * H, m->prec);
-    for (int i = 0; i < H * C; i++) g[P_BETA][i] += dw[i], g[P_A][i] += dw[(size_t)H * C + i];
-    if (m->gate) matmul_backward(io->dx, g[P_GATE], NULL, t[S_DGATE], io->x, p[P_GATE], BT, C, C, m->prec);
+    // the input projections as one product: dx += din W_in, dW_in = din^T x, W_in = [Wqkv; Wg;
+    // Wb; Wa] stacked as din's columns, the stacked gradient added to each weight's
+    int OC = din_cols(m);
+    real *w = t[S_WIN], *dw = w + (size_t)OC * C;
+    const int rows[4] = {C3, m->gate ? C : 0, H, m->gated ? H : 0}, ids[4] = {P_QKV, P_GATE, P_BETA, P_A};
+    for (int i = 0, o = 0; i < 4; o += rows[i], i++)
+        if (rows[i]) memcpy(w + (size_t)o * C, p[ids[i]], sizeof(real) * rows[i] * C);
+    matmul_gemm(0, 0, BT, C, OC, t[S_DIN], din_ld(m), w, C, 1, io->dx, C, m->prec);
+    matmul_gemm(1, 0, OC, C, BT, t[S_DIN], din_ld(m), io->x, C, 0, dw, C, m->prec);
+    for (int i = 0, o = 0; i < 4; o += rows[i], i++)
+        for (size_t e = 0; e < (size_t)rows[i] * C; e++) g[ids[i]][e] += dw[(size_t)o * C + e];
 }
 
 // ---------------------------------------------------------------------------------------------
