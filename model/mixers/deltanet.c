@@ -56,14 +56,16 @@ enum { P_QKV, P_CONV, P_BETA, P_NORM, P_O, P_A, P_ALOG, P_DT, P_GATE };
 // (an empty buffer without the gate).
 enum { A_PRE, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
 // scratch: nrm [B,T,C] (the normed o, recomputed in backward), dnrm, datt [B,T,C], the gradient
-// of the input projections' outputs [B,T,din_ld] (din_cols), dbeta [B,T,H], norm weight partials [row chunks, D], per-thread kernel work, per thread a
-// sequence's dqkv [T,3C] (a task's gradients of the kernel's inputs, then of the conv's outputs)
-// and a conv output row [3C], the conv's taps [K,3C] (its weights transposed) and its weight
-// gradient's partials per (sequence, head) task [B*H,3,K,D], the input projections' weights
-// stacked and their gradient [2, din_cols, C]
+// of the input projections' outputs [B,T,din_ld] (din_cols), dbeta [B,T,H], norm weight partials
+// [row chunks, D], per-thread kernel work, per thread a sequence's dqkv [T,3C] (a task's
+// gradients of the kernel's inputs, then of the conv's outputs) and conv output rows
+// [DN_CONV_ROWS,3C], the conv's taps [K,3C] (its weights transposed), its weight gradient's
+// partials per (sequence, head) task [B*H,3,K,D], and the input projections' weights stacked and
+// their gradient [2, din_cols, C]
 // Gated DeltaNet adds dg [B,T,H] (then dz in place).
 // Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
 // and the decay's projections as one product).
+#define DN_CONV_ROWS 8  // rows of the conv's output made at a time (conv_rows)
 enum { S_NRM, S_DNRM, S_DATT, S_DIN, S_DBETA, S_PART, S_WORK, S_DQKV, S_CROW, S_TAPS, S_DCONV, S_WIN, S_DG, S_BA };
 
 static const KeyDef deltanet_keys[] = {
@@ -182,7 +184,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     scratch[S_PART] = (BufDecl){"norm_partials", (BT + QKV_NORM_ROWS - 1) / QKV_NORM_ROWS * D};
     scratch[S_WORK] = (BufDecl){"delta_work", (size_t)omp_get_max_threads() * work_size(m)};
     scratch[S_DQKV] = (BufDecl){"dqkv_seq", (size_t)omp_get_max_threads() * T * 3 * C};
-    scratch[S_CROW] = (BufDecl){"conv_row", (size_t)omp_get_max_threads() * 3 * C};
+    scratch[S_CROW] = (BufDecl){"conv_rows", (size_t)omp_get_max_threads() * DN_CONV_ROWS * 3 * C};
     scratch[S_TAPS] = (BufDecl){"conv_taps", (size_t)m->K * 3 * C};
     scratch[S_DCONV] = (BufDecl){"conv_grad_partials", (size_t)B * H * 3 * m->K * D};
     scratch[S_WIN] = (BufDecl){"in_weights_stacked", 2 * (size_t)din_cols(m) * C};
@@ -292,7 +294,7 @@ typedef struct {
     const DeltaNet *m;
     MixerIO *io;
     int b, h;
-    real *crow;        // the thread's conv output row [3C] (head h's slices used)
+    real *crow;        // the thread's conv output rows [DN_CONV_ROWS, 3C] (head h's slices used)
     real *dqkv;        // backward: the thread's [T, 3C], row t the sequence's token t
     real *dconv;       // backward: the task's partial of the conv weight's gradient, [3, K, D]
     real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
@@ -309,13 +311,14 @@ static void prefetch_row(const DeltaNet *m, const real *row, int write) {
             else __builtin_prefetch(row + p * m->C + d, 0, 3);
 }
 
-// Head h's conv of token t's row (pre at it) into crow [3C], made right before its one use (a
-// row at a time: a chunk's outputs made together spilled out of L1 and cost 4% of the cell's step).
-static void conv_token(const DeltaNet *m, int h, const real *taps, const real *pre, int t, real *crow) {
+// Head h's conv of nr tokens' rows from token t (pre at its row) into crow [nr, 3C], made right
+// before their one use, DN_CONV_ROWS rows at a time: a chunk's outputs made together spilled out
+// of L1 (4% of the cell's step), and one row at a time spent more in the calls than in the conv.
+static void conv_rows(const DeltaNet *m, int h, const real *taps, const real *pre, int t, int nr, real *crow) {
     int C3 = 3 * m->C;
     for (int p = 0; p < 3; p++) {
         size_t cb = (size_t)p * m->C + h * m->D;
-        dwconv_forward(taps + cb, C3, NULL, pre + cb, C3, crow + cb, C3, m->D, t, 1, m->K);
+        dwconv_forward(taps + cb, C3, NULL, pre + cb, C3, crow + cb, C3, m->D, t, nr, m->K);
     }
 }
 
@@ -328,12 +331,15 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
     int first = k->b * k->io->T, end = first + t0 + n;
     (void)after;
     for (int r = first + t0; r < end; r++) {
+        if ((r - first - t0) % DN_CONV_ROWS == 0)
+            conv_rows(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, end - r < DN_CONV_ROWS ? end - r : DN_CONV_ROWS,
+                      k->crow);
         if (r + DN_AHEAD < end) {
             prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
         }
-        conv_token(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, k->crow);
-        features_head(m, h, k->crow, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H);
+        features_head(m, h, k->crow + (size_t)((r - first - t0) % DN_CONV_ROWS) * C3, a[A_QKV] + (size_t)r * C3,
+                      a[A_RN] + (size_t)r * 2 * H);
         a[A_BETA][(size_t)r * H + h] = sigmoidr(a[A_BETA][(size_t)r * H + h]);
         if (!m->gated) continue;
         real *z = a[A_Z] + (size_t)r * H + h;  // z = x Wa^T + dt_bias, g = -exp(A_log) softplus(z)
@@ -361,9 +367,11 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
             prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
         }
-        conv_token(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, k->crow);
-        features_head_backward(m, h, k->crow, a[A_QKV] + (size_t)r * C3, a[A_RN] + (size_t)r * 2 * H,
-                               k->dqkv + (size_t)(r - first) * C3);
+        if ((r - first - t0) % DN_CONV_ROWS == 0)
+            conv_rows(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, end - r < DN_CONV_ROWS ? end - r : DN_CONV_ROWS,
+                      k->crow);
+        features_head_backward(m, h, k->crow + (size_t)((r - first - t0) % DN_CONV_ROWS) * C3, a[A_QKV] + (size_t)r * C3,
+                               a[A_RN] + (size_t)r * 2 * H, k->dqkv + (size_t)(r - first) * C3);
         real bt = a[A_BETA][(size_t)r * H + h];
         t[S_DBETA][(size_t)r * H + h] *= bt * (1 - bt);
         t[S_DIN][(size_t)r * ld + din_beta(m) + h] = t[S_DBETA][(size_t)r * H + h];
@@ -413,7 +421,8 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         // head h of sequence b's inputs, a chunk at a time
-        ChunkTask task = {m, io, b, h, io->tmp[S_CROW] + (size_t)omp_get_thread_num() * C3, NULL, NULL, 0, 0};
+        ChunkTask task = {m,    io,   b, h, io->tmp[S_CROW] + (size_t)omp_get_thread_num() * DN_CONV_ROWS * C3,
+                          NULL, NULL, 0, 0};
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
@@ -498,7 +507,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         int th = omp_get_thread_num();
         real *dqkv = t[S_DQKV] + (size_t)th * T * C3, *dq = dqkv + h * D, *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
         memset(part, 0, sizeof(real) * 3 * m->K * D);
-        ChunkTask task = {m, io, b, h, t[S_CROW] + (size_t)th * C3, dqkv, part, 0, 0};
+        ChunkTask task = {m, io, b, h, t[S_CROW] + (size_t)th * DN_CONV_ROWS * C3, dqkv, part, 0, 0};
         gdelta_chunk_backward_hook(
             T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H, m->gated ? a[A_G] + ob : NULL, H,
             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C,

@@ -50,11 +50,14 @@ enum { P_IN, P_CONV_W, P_CONV_B, P_DT_B, P_A_LOG, P_D, P_NORM, P_OUT };
 enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // scratch: rows [threads, 3E] (a thread's g, y and sigma(z) of one row), nrm [B,T,E] (out_proj's
 // input, recomputed in backward), dnrm [B,T,E] (then dy, the gradient of ys + D xs, in place),
-// dz and dxbcp side by side [B,T,E+XW] (in_proj's z and xBC rows: one product), ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence, head)
-// [B,NH,2], norm weight partials, per-thread SSD work, the conv's taps [4,XW] (its weights
+// the gradient of in_proj's output [B,T,dzx_ld] (dz, dxbc_pre and ddt side by side: one product),
+// ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence, head) [B,NH,2], the norm
+// weight's partials per sequence [B,E], per-thread SSD work, the conv's taps [4,XW] (its weights
 // transposed), per thread a task's rows (a head's dxs [T,P] and conv outputs [L,P], a sequence's
-// dB, dC [T,2N] and their conv outputs [T,2N]), and the conv's weight and bias gradient partials
-// per (sequence, head) task [B*NH,5,P] then per sequence [B,5,2N]
+// dB, dC [T,2N] and their conv outputs [T,2N]), the conv's weight and bias gradient partials per
+// (sequence, head) task [B*NH,5,P] then per sequence [B,5,2N], per thread out_proj's rows in the
+// task [2,T,E] (du then dy, and nrm: out_in_task), and dWout's partials per block of sequences
+// [B/M2_SEQ_BLOCK,C,E]
 enum { S_ROWS, S_NRM, S_DNRM, S_DZX, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV, S_OROWS, S_WOUT };
 
 static const KeyDef mamba2_keys[] = {
