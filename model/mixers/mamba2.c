@@ -509,11 +509,14 @@ static void add_conv_grads(real **g, const real *gc, int c0, int nc) {
 static int out_in_task(const Mamba2 *m, int B) { return seq_tasks(B) && m->prec == PRECISION_FP32; }
 
 // dWout's partial of sequence b's block += dy_b^T nrm_b (nrm: its rows, E apart), the block's
-// sequences in order from its first (which writes it), whichever path and thread runs it.
-static void out_weight_partial(const Mamba2 *m, MixerIO *io, int b, const real *nrm) {
+// sequences in order from its first (which writes it), whichever path and thread runs it: in a
+// task gemm_serial, from serial code gemm over the threads (the same bits: model/kernels/gemm.h).
+static void out_weight_partial(const Mamba2 *m, MixerIO *io, int b, const real *nrm, int in_task) {
     int T = io->T, C = m->C, E = m->E;
-    real *part = io->tmp[S_WOUT] + (size_t)(b / M2_SEQ_BLOCK) * C * E;
-    gemm_serial(1, 0, C, E, T, io->dy + (size_t)b * T * C, C, nrm, E, b % M2_SEQ_BLOCK ? 1 : 0, part, E);
+    real *part = io->tmp[S_WOUT] + (size_t)(b / M2_SEQ_BLOCK) * C * E, beta = b % M2_SEQ_BLOCK ? 1 : 0;
+    const real *dy = io->dy + (size_t)b * T * C;
+    if (in_task) gemm_serial(1, 0, C, E, T, dy, C, nrm, E, beta, part, E);
+    else gemm(1, 0, C, E, T, dy, C, nrm, E, beta, part, E);
 }
 
 // Backward, sequence b's out_proj (in_task: its dx and dW partial, in the thread's rows) and gated
@@ -530,7 +533,7 @@ static const real *out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead, 
     memset(pw, 0, sizeof(real) * E);
     gate_norm_backward_rows(m, io->p, io->act, io->tmp, (int)row, (int)row + T, dn, nrm, pw,
                             io->tmp[S_ROWS] + (size_t)omp_get_thread_num() * 3 * E, ahead);
-    if (in_task) out_weight_partial(m, io, b, nrm);
+    if (in_task) out_weight_partial(m, io, b, nrm, 1);
     return dn;
 }
 
@@ -592,12 +595,8 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     // dWout += dy^T nrm: in fp32 from the blocks' partials (made in the tasks, or here in a pass of
     // the same products), in block order, so both paths give the same bits; else one product
     if (m->prec == PRECISION_FP32) {
-        if (!in_task) {
-#pragma omp parallel for schedule(static)
-            for (int blk = 0; blk < n_wblk; blk++)
-                for (int b = blk * M2_SEQ_BLOCK; b < B && b < (blk + 1) * M2_SEQ_BLOCK; b++)
-                    out_weight_partial(m, io, b, t[S_NRM] + (size_t)b * T * E);
-        }
+        if (!in_task)  // (few sequences: each product over the threads)
+            for (int b = 0; b < B; b++) out_weight_partial(m, io, b, t[S_NRM] + (size_t)b * T * E, 0);
 #pragma omp parallel for schedule(static)
         for (int i0 = 0; i0 < C * E; i0 += 256)  // slices of dWout, each adding the blocks in order
             for (int blk = 0; blk < n_wblk; blk++) {
