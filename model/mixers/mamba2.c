@@ -192,8 +192,10 @@ static void prefetch_rows(const real *p, int n, size_t ld, int w, int write) {
     }
 }
 
-// torch's softplus (threshold 20: the identity above), as mamba_ssm's F.softplus.
-static real softplusr(real z) { return z > 20 ? z : log1pr(expr(z)); }
+// torch's softplus (threshold 20: the identity above), as mamba_ssm's F.softplus; below it
+// vmath.h's vectorizable form (libm's log1p is a call: two a token were a tenth of B's, C's and
+// dt's pass).
+static real softplusr(real z) { return z > 20 ? z : vsoftplusr(z); }
 
 // ---------------------------------------------------------------------------------------------
 // Pieces shared by forward, backward and step, one token at a time.
@@ -206,19 +208,20 @@ static void in_proj(const Mamba2 *m, real *const *p, const real *x, real *z, rea
     matmul_forward(dtr, x, W + (size_t)(m->E + m->XW) * m->C, NULL, n, m->C, m->NH, m->prec);
 }
 
-// One token's dt: dtr += dt_bias; dt = softplus(dtr).
-static void dt_token(const Mamba2 *m, const real *dt_bias, real *dtr, real *dt) {
-    for (int h = 0; h < m->NH; h++) {
-        dtr[h] += dt_bias[h];
-        dt[h] = softplusr(dtr[h]);
-    }
+// n tokens' dt (rows of NH): dtr += dt_bias; dt = softplus(dtr).
+static void dt_rows(const Mamba2 *m, const real *dt_bias, real *dtr, real *dt, int n) {
+    int NH = m->NH;
+    for (int r = 0; r < n; r++)
+        for (int h = 0; h < NH; h++) dtr[(size_t)r * NH + h] += dt_bias[h];
+#pragma omp simd
+    for (int i = 0; i < n * NH; i++) dt[i] = softplusr(dtr[i]);
 }
 
 // One token after the conv (generation): xbc = SiLU(conv), then dt.
 static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, real *xbc, real *dtr, real *dt) {
 #pragma omp simd
     for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] / (1 + vexpr(-conv[i]));
-    dt_token(m, dt_bias, dtr, dt);
+    dt_rows(m, dt_bias, dtr, dt, 1);
 }
 
 // One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd (the
@@ -328,7 +331,7 @@ static void bc_dt_forward(const Mamba2 *m, MixerIO *io, int b) {
     dwconv_forward(io->tmp[S_TAPS] + E, XW, p[P_CONV_B] + E, a[A_XBCP] + r0 * XW + E, XW, a[A_XBC] + r0 * XW + E, XW,
                    2 * m->N, 0, T, M2_CONV);
     silu_rows(a[A_XBC] + r0 * XW + E, XW, T, 2 * m->N);
-    for (size_t r = r0; r < r0 + T; r++) dt_token(m, p[P_DT_B], a[A_DTR] + r * NH, a[A_DT] + r * NH);
+    dt_rows(m, p[P_DT_B], a[A_DTR] + r0 * NH, a[A_DT] + r0 * NH, T);
 }
 
 // Row r of dxbc_pre in S_DZX (ddt follows it at column XW).
@@ -490,12 +493,12 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b) {
     memset(gc, 0, sizeof(real) * (M2_CONV + 1) * N2);
     dwconv_backward(taps, XW, pre, XW, dbc, N2, dxbcp(m, io, r0) + E, dzx_ld(m), N2, 0, T, T, M2_CONV, gc, N2,
                     gc + (size_t)M2_CONV * N2);
-    for (size_t r = r0; r < r0 + T; r++)
-        for (int h = 0; h < NH; h++) {
-            real z = a[A_DTR][r * NH + h];
-            t[S_DDT][r * NH + h] *= z > 20 ? 1 : sigmoidr(z);
-            dxbcp(m, io, r)[XW + h] = t[S_DDT][r * NH + h];  // in_proj's dt rows' gradient, after xBC's
-        }
+    real *ddt = t[S_DDT] + r0 * NH;
+    const real *z = a[A_DTR] + r0 * NH;
+#pragma omp simd
+    for (int i = 0; i < T * NH; i++) ddt[i] *= z[i] > 20 ? 1 : sigmoidr(z[i]);
+    for (int r = 0; r < T; r++)  // in_proj's dt rows' gradient, after xBC's
+        for (int h = 0; h < NH; h++) dxbcp(m, io, r0 + r)[XW + h] = ddt[(size_t)r * NH + h];
 }
 
 // The conv's weight and bias gradients from a partial gc [4, nc] then [nc] of channels c0 ..
