@@ -22,7 +22,7 @@ function median(list,    v, n, i, j, t) {
 function lo(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 < m + 0) m = v[i]; return m }
 function hi(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 > m + 0) m = v[i]; return m }
 BEGIN {
-    if (goals == "cell") { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0.8; goal["based"] = 0.7
+    if (goals == "cell") { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0.8; goal["based"] = 0.8
                            goal["mamba"] = 0.68; goal["h3"] = 0.7 }
     else { goal["deltanet"] = 3; goal["gated_deltanet"] = 3; goal["mamba2"] = 3; goal["based"] = 3; goal["mamba"] = 4 }
 }

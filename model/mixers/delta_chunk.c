@@ -78,6 +78,25 @@ static inline void subst_block(int nb, int i, int j0, int n, const real *arow, c
     for (int t = 0; t < nb; t++) li[j0 + t] = acc[t];
 }
 
+// Row i of a 64-row forward substitution (below), its sum over l cut to where row l of Linv can
+// be nonzero: row l is zero past column l, so in the l-th block of 16 rows only the first
+// 16 (l / 16 + 1) columns take its term. The terms left out are the exact zeros subst_block adds,
+// so the bits are the same; the row's 64 sums stay in registers throughout.
+static inline void subst_row64(int i, const real *arow, const real *Linv, real *li) {
+    real acc[64];
+    for (int t = 0; t < 64; t++) acc[t] = t == i;
+    int l = 0;
+    for (; l < i && l < 16; l++)
+        for (int t = 0; t < 16; t++) acc[t] -= arow[l] * Linv[(size_t)l * 64 + t];
+    for (; l < i && l < 32; l++)
+        for (int t = 0; t < 32; t++) acc[t] -= arow[l] * Linv[(size_t)l * 64 + t];
+    for (; l < i && l < 48; l++)
+        for (int t = 0; t < 48; t++) acc[t] -= arow[l] * Linv[(size_t)l * 64 + t];
+    for (; l < i; l++)
+        for (int t = 0; t < 64; t++) acc[t] -= arow[l] * Linv[(size_t)l * 64 + t];
+    for (int t = 0; t < 64; t++) li[t] = acc[t];
+}
+
 // The chunk's n rows (k, v, beta at the chunk's start; entering with state S0, NULL when zero):
 // KK = K K^T (lower triangle), then by forward substitution Linv = (I + A)^{-1} with A_ij = beta_i
 // k_i . k_j (times Gam_ij with a decay) below the diagonal (unit lower-triangular, so row i needs
@@ -95,6 +114,10 @@ static void ut_transform(const Work *w, int n, int D, const real *k, int ldk, co
         // row i, columns j0.. in blocks of 64, 16 or what is left, each held in registers and
         // summed from the block's first row on (the rows above add exact zeros to it); past the
         // diagonal the row is zero
+        if (n == 64) {
+            subst_row64(i, arow, w->Linv, li);
+            continue;
+        }
         for (int j0 = 0; j0 < n;) {
             int nb = n - j0 >= 64 ? 64 : n - j0 >= 16 ? 16 : n - j0;
             if (j0 > i) nb = n - j0, memset(li + j0, 0, sizeof(real) * nb);
