@@ -298,7 +298,16 @@ typedef struct {
     real *dqkv;        // backward: the thread's [T, 3C], row t the sequence's token t
     real *dconv;       // backward: the task's partial of the conv weight's gradient, [3, K, D]
     real dA_log, ddt;  // backward, Gated DeltaNet: the task's terms of dA_log[h] and ddt_bias[h]
+    int next;          // the thread's next task (b H + h), or -1: its first chunk's rows are prefetched
 } ChunkTask;
+
+// Tasks a thread takes at a time: each knows the next one in its block (the one after a block's
+// last is another thread's), whose rows it prefetches during its own last chunk's hook, one row
+// per row: they come from memory (written a whole pass before), and the kernel's loads of a task's
+// first rows waited on them (in a timed build its backward took 43 us a sequence in the layer
+// against 29 us on rows in cache).
+#define DN_TASK_BLOCK 8
+static int next_task(int bh, int n) { return (bh + 1) % DN_TASK_BLOCK && bh + 1 < n ? bh + 1 : -1; }
 
 // Head h's slices of q, k and v in row r + DN_AHEAD of a [B, T, 3C] buffer, prefetched: at long T
 // the rows come from memory, and a row's three slices of D far apart (3C wide rows, one head's
@@ -330,6 +339,8 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
     real **a = k->io->act, **p = k->io->p, *taps = k->io->tmp[S_TAPS];
     int first = k->b * k->io->T, end = first + t0 + n;
     (void)after;
+    // the next task's first chunk, row by row during this task's last (its rows r - first)
+    int nf = k->next >= 0 && t0 + n == k->io->T ? k->next / H * k->io->T : -1, nh = k->next % H, nL = m->L;
     for (int r = first + t0; r < end; r++) {
         if ((r - first - t0) % DN_CONV_ROWS == 0)
             conv_rows(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, end - r < DN_CONV_ROWS ? end - r : DN_CONV_ROWS,
@@ -337,6 +348,10 @@ static void chunk_inputs(void *ctx, int t0, int n, int after) {
         if (r + DN_AHEAD < end) {
             prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * m->D, 1);
+        }
+        if (nf >= 0 && r - first - t0 < nL) {
+            size_t q = (size_t)nf + (size_t)(r - first - t0);
+            prefetch_row(m, a[A_PRE] + q * C3 + nh * m->D, 0), prefetch_row(m, a[A_QKV] + q * C3 + nh * m->D, 1);
         }
         features_head(m, h, k->crow + (size_t)((r - first - t0) % DN_CONV_ROWS) * C3, a[A_QKV] + (size_t)r * C3,
                       a[A_RN] + (size_t)r * 2 * H);
@@ -362,10 +377,18 @@ static void chunk_grads(void *ctx, int t0, int n, int after) {
             for (int p3 = 0; p3 < 3; p3++) memset(k->dqkv + (size_t)i * C3 + p3 * C + h * D, 0, sizeof(real) * D);
         return;
     }
+    // the next task's last chunk (the first it works on), row by row during this task's first
+    int nl = (T - 1) / m->L * m->L, nf = k->next >= 0 && t0 == 0 ? k->next / H * T + nl : -1, nh = k->next % H;
     for (int r = first + t0; r < end; r++) {
         if (r + DN_AHEAD < end) {
             prefetch_row(m, a[A_PRE] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
             prefetch_row(m, a[A_QKV] + (size_t)(r + DN_AHEAD) * C3 + h * D, 0);
+        }
+        if (nf >= 0 && r - first - t0 < T - nl) {
+            size_t q = (size_t)nf + (size_t)(r - first - t0);
+            prefetch_row(m, a[A_PRE] + q * C3 + nh * D, 0), prefetch_row(m, a[A_QKV] + q * C3 + nh * D, 0);
+            for (int d = 0; d < D; d += 64 / (int)sizeof(real))
+                __builtin_prefetch(t[S_DATT] + q * C + nh * D + d, 0, 3);
         }
         if ((r - first - t0) % DN_CONV_ROWS == 0)
             conv_rows(m, h, taps, a[A_PRE] + (size_t)r * C3, r - first, end - r < DN_CONV_ROWS ? end - r : DN_CONV_ROWS,
@@ -417,12 +440,12 @@ static void deltanet_forward(const void *st, MixerIO *io) {
     }
     if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
     int ns = delta_n_states(T, m->L);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, DN_TASK_BLOCK)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         // head h of sequence b's inputs, a chunk at a time
         ChunkTask task = {m,    io,   b, h, io->tmp[S_CROW] + (size_t)omp_get_thread_num() * DN_CONV_ROWS * C3,
-                          NULL, NULL, 0, 0};
+                          NULL, NULL, 0, 0, next_task(bh, B * H)};
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
@@ -498,7 +521,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     int ns = delta_n_states(T, m->L);
     real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
     dwconv_taps(p[P_CONV], C3, m->K, t[S_TAPS]);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, DN_TASK_BLOCK)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
@@ -507,7 +530,8 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         int th = omp_get_thread_num();
         real *dqkv = t[S_DQKV] + (size_t)th * T * C3, *dq = dqkv + h * D, *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
         memset(part, 0, sizeof(real) * 3 * m->K * D);
-        ChunkTask task = {m, io, b, h, t[S_CROW] + (size_t)th * DN_CONV_ROWS * C3, dqkv, part, 0, 0};
+        ChunkTask task = {m,    io,   b, h, t[S_CROW] + (size_t)th * DN_CONV_ROWS * C3,
+                          dqkv, part, 0, 0, next_task(bh, B * H)};
         gdelta_chunk_backward_hook(
             T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H, m->gated ? a[A_G] + ob : NULL, H,
             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C,
