@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -77,6 +80,22 @@ void *callocCheck(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p) die("out of memory allocating %zu x %zu bytes", n, size);
     return p;
+}
+
+void *callocArena(size_t n, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    size_t bytes = (n ? n : 1) * (size ? size : 1), huge = (size_t)2 << 20;
+    if (size && bytes / size != (n ? n : 1)) die("out of memory allocating %zu x %zu bytes", n, size);
+    if (bytes >= huge) {
+        void *p = NULL;
+        size_t rounded = (bytes + huge - 1) / huge * huge;
+        if (posix_memalign(&p, huge, rounded)) die("out of memory allocating %zu x %zu bytes", n, size);
+        madvise(p, rounded, MADV_HUGEPAGE);  // a hint: where the kernel declines, 4 KB pages
+        memset(p, 0, bytes);
+        return p;
+    }
+#endif
+    return callocCheck(n, size);
 }
 
 void *reallocCheck(void *p, size_t size) {

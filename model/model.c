@@ -196,7 +196,7 @@ static void build_activations(Model *m, int allocate) {
         free(cl.items);
         return;
     }
-    m->acts = callocCheck(total, sizeof(real));
+    m->acts = callocArena(total, sizeof(real));
     size_t off = 0;
     for (int i = 0; i < cl.n; i++) {
         *cl.items[i].dst = m->acts + off;

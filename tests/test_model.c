@@ -2,6 +2,7 @@
 // registered mixer, with and without MLP and position embedding), the cross-entropy value with
 // ignored positions, the optimizers against hand-computed updates, and the shared training step.
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,4 +236,22 @@ TEST(train_step_is_the_calls_by_hand_and_skips_a_non_finite_loss) {
     free(before);
     optim_free(&oa), optim_free(&ob);
     model_free(a.m), model_free(b.m);
+}
+
+// The activation arena's allocation: zeroed, whole, and on Linux from 2 MB on aligned to 2 MB
+// (the huge pages madvise asks for need it); small requests as callocCheck's.
+TEST(activation_arena_allocation_is_zeroed_and_aligned) {
+    size_t n = ((size_t)3 << 20) / sizeof(real) + 5;
+    real *p = callocArena(n, sizeof(real));
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += p[i] != 0;
+    CHECK(nonzero == 0, "%zu of %zu reals not zero", nonzero, n);
+#if defined(__linux__)
+    CHECK((uintptr_t)p % ((size_t)2 << 20) == 0, "arena at %p: not 2 MB aligned", (void *)p);
+#endif
+    p[n - 1] = 1;  // the whole of it is ours (make asan checks the bound)
+    free(p);
+    real *q = callocArena(10, sizeof(real));
+    for (int i = 0; i < 10; i++) CHECK(q[i] == 0, "small arena [%d] = %g", i, (double)q[i]);
+    free(q);
 }
