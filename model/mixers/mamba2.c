@@ -51,13 +51,13 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // scratch: rows [threads, 3E] (a thread's g, y and sigma(z) of one row), nrm [B,T,E] (out_proj's
 // input, recomputed in backward), dnrm [B,T,E] (then dy, the gradient of ys + D xs, in place),
 // the gradient of in_proj's output [B,T,dzx_ld] (dz, dxbc_pre and ddt side by side: one product),
-// ddt [B,T,NH], dbc per head [B,T,NH,2N], dA and dD per (sequence, head) [B,NH,2], the norm
-// weight's partials per sequence [B,E], per-thread SSD work, the conv's taps [4,XW] (its weights
-// transposed), per thread a task's rows (a head's dxs [T,P] and conv outputs [L,P], a sequence's
-// dB, dC [T,2N] and their conv outputs [T,2N]), the conv's weight and bias gradient partials per
-// (sequence, head) task [B*NH,5,P] then per sequence [B,5,2N], per thread out_proj's rows in the
-// task [2,T,E] (du then dy, and nrm: out_in_task), and dWout's partials per block of sequences
-// [B/M2_SEQ_BLOCK,C,E]
+// ddt [B,T,NH], dbc per head [B,T,NH,2N] (sequence tasks use a thread's [T,NH,2N] of it), dA and
+// dD per (sequence, head) [B,NH,2], the norm weight's partials per sequence [B,E], per-thread SSD
+// work, the conv's taps [4,XW] (its weights transposed), per thread a task's rows (a head's dxs
+// [T,P] and conv outputs [L,P], a sequence's dB, dC [T,2N] and their conv outputs [T,2N]), the
+// conv's weight and bias gradient partials per (sequence, head) task [B*NH,5,P] then per sequence
+// [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: out_in_task),
+// and dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E]
 enum { S_ROWS, S_NRM, S_DNRM, S_DZX, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV, S_OROWS, S_WOUT };
 
 static const KeyDef mamba2_keys[] = {
@@ -160,7 +160,7 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_DNRM] = (BufDecl){"dnrm", BT * E};
     scratch[S_DZX] = (BufDecl){"dz_dxbc_pre_ddt", BT * dzx_ld(m)};
     scratch[S_DDT] = (BufDecl){"ddt", BT * NH};
-    scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};
+    scratch[S_DBC] = (BufDecl){"dBC_heads", BT * NH * 2 * m->N};  // (sequence tasks: a thread's slice)
     scratch[S_DAD] = (BufDecl){"dA_dD_tasks", (size_t)B * NH * 2};
     scratch[S_PART] = (BufDecl){"norm_partials", (size_t)B * E};
     scratch[S_WORK] = (BufDecl){"ssd_work", (size_t)omp_get_max_threads() * work_size(m)};
@@ -473,8 +473,9 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
 
 // Backward, sequence b after its heads' tasks: dB and dC (the heads' sums in head order), through
 // SiLU (the conv's output made again) and the conv's backward into dxbcp's last 2N columns and the
-// sequence's gradient partials gc [5, 2N]; dt through softplus. rows: the thread's [2, T, 2N].
-static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b) {
+// sequence's gradient partials gc [5, 2N]; dt through softplus. rows: the thread's [2, T, 2N];
+// dbc_heads: the sequence's [T, NH, 2N] from the heads.
+static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, const real *dbc_heads) {
     int T = io->T, XW = m->XW, E = m->E, NH = m->NH, N2 = 2 * m->N;
     real **a = io->act, **t = io->tmp;
     size_t r0 = (size_t)b * T;
@@ -484,7 +485,7 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b) {
     for (int i = 0; i < T; i++)
         for (int j = 0; j < N2; j++) {
             real acc = 0;
-            for (int h = 0; h < NH; h++) acc += t[S_DBC][((r0 + i) * NH + h) * N2 + j];
+            for (int h = 0; h < NH; h++) acc += dbc_heads[((size_t)i * NH + h) * N2 + j];
             dbc[(size_t)i * N2 + j] = acc;
         }
     const real *taps = t[S_TAPS] + E, *pre = a[A_XBCP] + r0 * XW + E;
@@ -541,15 +542,15 @@ static const real *out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead, 
 }
 
 // Backward, head h of sequence b through the SSD (its D skip, SiLU and conv in the hook, its dB
-// and dC into its slot of S_DBC, its conv gradient partial, dA and dD into its own slots), from
-// the sequence's dy rows.
-static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real *dy) {
+// and dC added into its columns of dbc_heads, the sequence's [T, NH, 2N], its conv gradient
+// partial, dA and dD into its own slots), from the sequence's dy rows.
+static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real *dy, real *dbc_heads) {
     int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
     real **a = io->act, **t = io->tmp;
     size_t row = (size_t)b * T, gc_head = (size_t)(M2_CONV + 1) * P;
     real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
     const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
-    real *dbc = t[S_DBC] + (row * NH + h) * 2 * N;
+    real *dbc = dbc_heads + (size_t)h * 2 * N;
     SsdTask task = {m, io, b, h, dy, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
     memset(task.gconv, 0, sizeof(real) * gc_head);
     t[S_DAD][2 * bh] = 0;
@@ -573,7 +574,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     int in_task = out_in_task(m, B), n_wblk = (B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK;
     if (!in_task) matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
-    memset(t[S_DBC], 0, sizeof(real) * BT * NH * 2 * N);
+    size_t dbc_seq = (size_t)T * NH * 2 * N;  // a sequence's dB and dC from each head
     dwconv_taps(p[P_CONV_W], XW, M2_CONV, t[S_TAPS]);
     size_t gc_head = (size_t)(M2_CONV + 1) * P, gc_bc = (size_t)(M2_CONV + 1) * 2 * N;
     real *gc_seq = t[S_GCONV] + (size_t)B * NH * gc_head;  // after the tasks' partials
@@ -582,16 +583,20 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         for (int b = 0; b < B; b++) {
             int ahead = (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0;  // the next sequence is this thread's
             const real *dy = out_backward(m, io, b, ahead, in_task);
-            for (int h = 0; h < NH; h++) head_backward(m, io, b, h, dy);
-            bc_dt_backward(m, io, b);
+            real *dbc = t[S_DBC] + (size_t)omp_get_thread_num() * dbc_seq;  // the thread's, in cache
+            memset(dbc, 0, sizeof(real) * dbc_seq);
+            for (int h = 0; h < NH; h++) head_backward(m, io, b, h, dy, dbc);
+            bc_dt_backward(m, io, b, dbc);
         }
     } else {
+        memset(t[S_DBC], 0, sizeof(real) * B * dbc_seq);
 #pragma omp parallel for schedule(static)
         for (int b = 0; b < B; b++) out_backward(m, io, b, 0, 0);
 #pragma omp parallel for schedule(dynamic, 1)
-        for (int bh = 0; bh < B * NH; bh++) head_backward(m, io, bh / NH, bh % NH, t[S_DNRM] + (size_t)bh / NH * T * E);
+        for (int bh = 0; bh < B * NH; bh++)
+            head_backward(m, io, bh / NH, bh % NH, t[S_DNRM] + (size_t)bh / NH * T * E, t[S_DBC] + (size_t)bh / NH * dbc_seq);
 #pragma omp parallel for schedule(static)
-        for (int b = 0; b < B; b++) bc_dt_backward(m, io, b);
+        for (int b = 0; b < B; b++) bc_dt_backward(m, io, b, t[S_DBC] + (size_t)b * dbc_seq);
     }
     for (int b = 0; b < B; b++)
         for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)b * E + e];
