@@ -68,7 +68,7 @@ void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const 
         const real *x = X + (size_t)s * ldx, *d = dt + (size_t)s * lddt;
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc;
         real *y = Y + (size_t)s * ldy;
-        memcpy(states + (size_t)c * N * P, k.S, sizeof(real) * N * P);
+        if (c) memcpy(states + (size_t)c * N * P, k.S, sizeof(real) * N * P);  // (the first is 0: not saved)
         chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T);
         gemm_lower_a(n, P, k.M, n, x, ldx, 0, y, ldy);                  // the diagonal block
         if (c) gemm_serial(0, 0, n, P, N, k.Cd, N, k.S, P, 1, y, ldy);  // the entry state (0 at first)
@@ -99,7 +99,7 @@ void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const
         // 0 after the last chunk, and S0 before the first: those products are skipped)
         if (s + n < T) {
             real dot = 0;
-            for (int i = 0; i < N * P; i++) dot += k.dS[i] * S0[i];
+            for (int i = 0; i < N * P && c; i++) dot += k.dS[i] * S0[i];  // (S0 = 0 at the first)
             k.dcum[n - 1] += decay * dot;
             gemm_serial(0, 1, n, N, P, x, ldx, k.dS, P, 0, k.dBw, N);   // dBw = X dS^T
             gemm_serial(0, 0, n, P, N, k.Bw, N, k.dS, P, 1, dx, lddx);  // dX += Bw dS

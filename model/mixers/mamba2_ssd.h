@@ -29,7 +29,8 @@ int ssd_n_states(int T, int L);
 size_t ssd_work(int P, int N, int L);
 
 // Y [T, P] (row stride ldy) from X (ldx), dt (stride lddt), A, B (ldb), C (ldc); writes the state
-// entering each chunk to states [ssd_n_states(T, L), N, P] for the backward.
+// entering each chunk to states [ssd_n_states(T, L), N, P] for the backward, but the first
+// chunk's (zero: left unwritten, and the backward reads none).
 void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
                  int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work);
 
