@@ -105,6 +105,48 @@ TEST(mamba2_chunked_ssd_matches_recurrence) {
     printf("chunked vs recurrence: max |y diff| %.3g, chunked vs one-chunk gradients %.3g\n", worst_y, worst_g);
 }
 
+// Dec_ij is made as exp(cum_i - cum_0) exp(cum_0 - cum_j) when a chunk's decay spans at most 40,
+// else entry by entry. One chunk of 64 tokens: at A = -1.3 it spans about 25 (the product), at
+// A = -2.5 about 47 (entry by entry) while its halves span under 40 (the product), at A = -20
+// about 380 (entry by entry, most entries underflowing to 0). Each against the recurrence, and
+// the whole chunk against its two halves (the forward and every gradient).
+TEST(mamba2_ssd_decay_forms_match_recurrence) {
+    const real As[] = {-1.3, -2.5, -20};
+    Rng rng;
+    rng_seed(&rng, 82);
+    for (int ai = 0; ai < 3; ai++) {
+        int T = 64, P = 3, N = 2;
+        Kern a;
+        kern_alloc(&a, T, P, N, 64, &rng);
+        a.A = As[ai];
+        double span = 0, h1 = 0, h2 = 0;  // cum_0 - cum_63 over the chunk, and over each half
+        for (int t = 1; t < T; t++) span -= a.A * a.dt[t];
+        for (int t = 1; t < 32; t++) h1 -= a.A * a.dt[t];
+        for (int t = 33; t < 64; t++) h2 -= a.A * a.dt[t];
+        double half = fmax(h1, h2);
+        if (ai == 0) CHECK(span < 40, "A = %g: span %g, expected the product form", (double)a.A, span);
+        if (ai == 1) CHECK(span > 40 && half < 40, "A = %g: span %g, halves %g", (double)a.A, span, half);
+        if (ai == 2) CHECK(half > 40, "A = %g: halves span %g", (double)a.A, half);
+        real *da = kern_grads(&a);
+        double *x = to_double(a.X, (size_t)T * P), *dt = to_double(a.dt, T);
+        double *B = to_double(a.B, (size_t)T * N), *C = to_double(a.C, (size_t)T * N);
+        double *y = mallocCheck(sizeof(double) * T * P);
+        ssd_naive(T, P, N, x, dt, a.A, B, C, y);
+        for (int i = 0; i < T * P; i++) CHECK_CLOSE(a.Y[i], y[i], 1e-12);
+        Kern b = a;  // the same tokens in two chunks of 32
+        b.L = 32;
+        b.Y = mallocCheck(sizeof(real) * T * P);
+        b.states = mallocCheck(sizeof(real) * 2 * N * P);
+        b.work = mallocCheck(sizeof(real) * ssd_work(P, N, 32));
+        real *db = kern_grads(&b);
+        for (int i = 0; i < T * P; i++) CHECK_CLOSE(b.Y[i], y[i], 1e-12);
+        for (int i = 0; i < T * (P + 1 + 2 * N) + 1; i++) CHECK_CLOSE(da[i], db[i], 1e-11);
+        free(x), free(dt), free(B), free(C), free(y), free(da), free(db);
+        free(b.Y), free(b.states), free(b.work);
+        kern_free(&a);
+    }
+}
+
 // T = 17 in chunks of 4: four full chunks and one of a single token, so every gradient crosses
 // the inter-chunk path (the states and dS) three times and more.
 TEST(mamba2_ssd_backward_matches_finite_differences) {

@@ -33,6 +33,8 @@ static Work carve(real *p, int P, int N, int L) {
 // cum_j) and M = G ⊙ Dec dt_j below and on the diagonal (0 above), Cd = diag(ec) C, Bw =
 // diag(w) B. ec, w, Cd and Bw only with_state: a chunk that neither enters with a state nor
 // leaves one (a sequence of one chunk, the MQAR cell's) reads none of them.
+#define SSD_SPLIT_SPAN 40
+
 static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt, real A, const real *B, int ldb,
                           const real *C, int ldc, int with_state) {
     for (int i = 0; i < n; i++) k->dtc[i] = dt[(size_t)i * lddt];
@@ -46,13 +48,30 @@ static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt,
         }
     }
     gemm_lower_c(n, N, C, ldc, 1, B, ldb, k->G, n);  // (only its lower triangle is read)
+    // Dec_ij = exp(cum_i - cum_j) as exp(cum_i - cum_0) exp(cum_0 - cum_j) when the chunk's decay
+    // spans at most SSD_SPLIT_SPAN (each factor then within e^+-span, far inside the float range):
+    // 2n exps instead of n(n+1)/2; past it each entry's own exp (its exponent <= 0)
+    const real *cum = k->cum, *dtc = k->dtc;
+    int split = cum[0] - cum[n - 1] <= SSD_SPLIT_SPAN;
+    real *f = k->dcum;  // exp(cum_0 - cum_j) (dcum is the backward's, zeroed after this)
+    if (split)
+        for (int j = 0; j < n; j++) f[j] = expr(cum[0] - cum[j]);
     for (int i = 0; i < n; i++) {
-        real *mi = k->M + (size_t)i * n, *ei = k->Dec + (size_t)i * n, ci = k->cum[i];
-        const real *gi = k->G + (size_t)i * n, *cum = k->cum, *dtc = k->dtc;
+        real *mi = k->M + (size_t)i * n, *ei = k->Dec + (size_t)i * n, ci = cum[i];
+        const real *gi = k->G + (size_t)i * n;
+        if (split) {
+            real e = expr(ci - cum[0]);
 #pragma omp simd
-        for (int j = 0; j <= i; j++) {
-            ei[j] = vexpr(ci - cum[j]);
-            mi[j] = gi[j] * ei[j] * dtc[j];
+            for (int j = 0; j <= i; j++) {
+                ei[j] = e * f[j];
+                mi[j] = gi[j] * ei[j] * dtc[j];
+            }
+        } else {
+#pragma omp simd
+            for (int j = 0; j <= i; j++) {
+                ei[j] = vexpr(ci - cum[j]);
+                mi[j] = gi[j] * ei[j] * dtc[j];
+            }
         }
         for (int j = i + 1; j < n; j++) mi[j] = 0;
     }

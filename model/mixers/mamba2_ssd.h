@@ -7,7 +7,8 @@
 //   a_ij = (C_i . B_j) exp(A sum_{t=j+1..i} dt_t) dt_j.
 // Chunks of L tokens (the SSD algorithm): with cum_i = A (dt_s + ... + dt_i) summed from the
 // chunk's first token s (a segment sum: every exponent below is <= 0, nothing overflows at any
-// length), the chunk entered with state S0:
+// length; exp(cum_i - cum_j) is made as exp(cum_i - cum_0) exp(cum_0 - cum_j) where the chunk's
+// decay spans at most 40, each factor then within e^40), the chunk entered with state S0:
 //   diagonal block   Y  = M X,  M_ij = (C_i . B_j) exp(cum_i - cum_j) dt_j  (j <= i, 0 above)
 //   off-diagonal     Y += diag(exp(cum)) C S0
 //   chunk state      S1 = exp(cum_{n-1}) S0 + B^T diag(w) X,  w_j = exp(cum_{n-1} - cum_j) dt_j
