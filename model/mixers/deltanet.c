@@ -301,13 +301,16 @@ typedef struct {
     int next;          // the thread's next task (b H + h), or -1: its first chunk's rows are prefetched
 } ChunkTask;
 
-// Tasks a thread takes at a time: each knows the next one in its block (the one after a block's
-// last is another thread's), whose rows it prefetches during its own last chunk's hook, one row
-// per row: they come from memory (written a whole pass before), and the kernel's loads of a task's
-// first rows waited on them (in a timed build its backward took 43 us a sequence in the layer
-// against 29 us on rows in cache).
+// Tasks a thread takes at a time (task_block): with at least DN_TASK_BLOCK of them per thread
+// 4 times over, blocks of DN_TASK_BLOCK, each task knowing the next one in its block (the one
+// after a block's last is another thread's), whose rows it prefetches during its own last
+// chunk's hook, one row per row: they come from memory (written a whole pass before), and the
+// kernel's loads of a task's first rows waited on them (in a timed build its backward took 43 us
+// a sequence in the layer against 29 us on rows in cache). With fewer tasks (a small batch of
+// long sequences) one at a time, so that every thread has work, and no prefetch.
 #define DN_TASK_BLOCK 8
-static int next_task(int bh, int n) { return (bh + 1) % DN_TASK_BLOCK && bh + 1 < n ? bh + 1 : -1; }
+static int task_block(int n) { return n >= 4 * DN_TASK_BLOCK * omp_get_max_threads() ? DN_TASK_BLOCK : 1; }
+static int next_task(int bh, int n, int block) { return (bh + 1) % block && bh + 1 < n ? bh + 1 : -1; }
 
 // Head h's slices of q, k and v in row r + DN_AHEAD of a [B, T, 3C] buffer, prefetched: at long T
 // the rows come from memory, and a row's three slices of D far apart (3C wide rows, one head's
@@ -439,13 +442,13 @@ static void deltanet_forward(const void *st, MixerIO *io) {
         matmul_forward(a[A_BETA], io->x, p[P_BETA], NULL, BT, C, H, m->prec);
     }
     if (m->gate) matmul_forward(a[A_GPRE], io->x, p[P_GATE], NULL, BT, C, C, m->prec);
-    int ns = delta_n_states(T, m->L);
-#pragma omp parallel for schedule(dynamic, DN_TASK_BLOCK)
+    int ns = delta_n_states(T, m->L), block = task_block(B * H);
+#pragma omp parallel for schedule(dynamic, block)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         // head h of sequence b's inputs, a chunk at a time
         ChunkTask task = {m,    io,   b, h, io->tmp[S_CROW] + (size_t)omp_get_thread_num() * DN_CONV_ROWS * C3,
-                          NULL, NULL, 0, 0, next_task(bh, B * H)};
+                          NULL, NULL, 0, 0, next_task(bh, B * H, block)};
         const real *q = a[A_QKV] + (size_t)b * T * C3 + h * D;
         const real *gl = m->gated ? a[A_G] + (size_t)b * T * H + h : NULL;
         gdelta_chunk_forward_hook(T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + (size_t)b * T * H + h, H, gl,
@@ -521,7 +524,8 @@ static void deltanet_backward(const void *st, MixerIO *io) {
     int ns = delta_n_states(T, m->L);
     real *dsum = m->gated ? callocCheck((size_t)B * H * 2, sizeof(real)) : NULL;  // per task: dA_log, ddt_bias
     dwconv_taps(p[P_CONV], C3, m->K, t[S_TAPS]);
-#pragma omp parallel for schedule(dynamic, DN_TASK_BLOCK)
+    int block = task_block(B * H);
+#pragma omp parallel for schedule(dynamic, block)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         size_t off = (size_t)b * T * C3 + h * D, ob = (size_t)b * T * H + h;
@@ -531,7 +535,7 @@ static void deltanet_backward(const void *st, MixerIO *io) {
         real *dqkv = t[S_DQKV] + (size_t)th * T * C3, *dq = dqkv + h * D, *part = t[S_DCONV] + (size_t)bh * 3 * m->K * D;
         memset(part, 0, sizeof(real) * 3 * m->K * D);
         ChunkTask task = {m,    io,   b, h, t[S_CROW] + (size_t)th * DN_CONV_ROWS * C3,
-                          dqkv, part, 0, 0, next_task(bh, B * H)};
+                          dqkv, part, 0, 0, next_task(bh, B * H, block)};
         gdelta_chunk_backward_hook(
             T, D, m->L, q, C3, q + C, C3, q + 2 * C, C3, a[A_BETA] + ob, H, m->gated ? a[A_G] + ob : NULL, H,
             a[A_ST] + (size_t)bh * ns * D * D, t[S_DATT] + (size_t)b * T * C + h * D, C, dq, dq + C, dq + 2 * C,
