@@ -311,14 +311,15 @@ TEST(mamba2_bit_identical_for_one_and_two_threads_across_chunks) {
     config_free(&cfg);
 }
 
-// Six sequences of two heads: one thread takes a task per sequence (six >= 4 a thread), two take
-// a task per (sequence, head) with the per-sequence steps in passes (six < 8): the same bits.
+// 40 sequences of two heads: one thread takes a task per sequence (40 >= 4 blocks of 8 a thread),
+// two take a task per (sequence, head) with the per-sequence steps in passes (40 < 64): the same
+// bits.
 TEST(mamba2_sequence_and_head_tasks_bit_identical) {
     Config cfg;
     test_config(&cfg, "mamba2_chunk=4");
     MixerRig r;
     omp_set_num_threads(2);
-    rig_init(&r, "mamba2", &cfg, 8, 2, 6, 13, 0, 2, 91);
+    rig_init(&r, "mamba2", &cfg, 8, 2, 40, 13, 0, 2, 91);
     rig_check_thread_invariance(&r);
     rig_free(&r);
     config_free(&cfg);

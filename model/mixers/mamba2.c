@@ -33,7 +33,7 @@
 // Sequences a thread takes at a time in the SSD's loops: it prefetches the next one's rows
 // within the block (the one after a block's last is another thread's).
 #define M2_SEQ_BLOCK 8
-#define M2_SEQ_TASKS 4  // sequences per thread from which a task is a sequence (seq_tasks)
+#define M2_SEQ_TASKS 4  // blocks of sequences per thread from which a task is a sequence (seq_tasks)
 #define M2_NEAR 4       // rows ahead the norm's backward prefetches within its sequence
 
 typedef struct {
@@ -390,12 +390,13 @@ static void head_forward(const Mamba2 *m, MixerIO *io, int b, int h) {
                      io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
 }
 
-// A task per sequence when there are at least M2_SEQ_TASKS of them per thread (the MQAR cell's
-// 512): B, C and dt, the heads and the gated norm on the sequence's rows while they are in cache,
-// the next sequence's rows prefetched. With fewer (long sequences in small batches) a task per
-// (sequence, head), so that every thread has work, and the per-sequence steps as passes of their
-// own. Each element's arithmetic is the same either way, so the bits are too.
-static int seq_tasks(int B) { return B >= M2_SEQ_TASKS * omp_get_max_threads(); }
+// A task per sequence when there are at least M2_SEQ_TASKS blocks of M2_SEQ_BLOCK sequences per
+// thread (the MQAR cell's 512 on up to 16 threads): B, C and dt, the heads and the gated norm on
+// the sequence's rows while they are in cache, the next sequence's rows prefetched. With fewer
+// (long sequences in small batches) a task per (sequence, head), so that every thread has work,
+// and the per-sequence steps as passes of their own. Each element's arithmetic is the same either
+// way, so the bits are too.
+static int seq_tasks(int B) { return B >= M2_SEQ_TASKS * M2_SEQ_BLOCK * omp_get_max_threads(); }
 
 static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
     int B = io->B, T = io->T, NH = m->NH;
