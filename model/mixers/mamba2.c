@@ -503,11 +503,6 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, const real *dbc_
         for (int h = 0; h < NH; h++) dxbcp(m, io, r0 + r)[XW + h] = ddt[(size_t)r * NH + h];
 }
 
-// The conv's weight and bias gradients from a partial gc [4, nc] then [nc] of channels c0 ..
-static void add_conv_grads(real **g, const real *gc, int c0, int nc) {
-    dwconv_grads_add(gc, nc, gc + (size_t)M2_CONV * nc, nc, M2_CONV, g[P_CONV_W] + (size_t)c0 * M2_CONV, g[P_CONV_B] + c0);
-}
-
 // out_proj's backward in the sequence's task (fp32 only: bf16 products are whole-batch) when
 // the tasks are sequences: du = dy Wout and the norm's nrm in the thread's rows (S_OROWS), never
 // in memory, and dWout's partial sum over each block of M2_SEQ_BLOCK sequences (S_WOUT).
@@ -599,8 +594,10 @@ static void mamba2_backward(const void *st, MixerIO *io) {
 #pragma omp parallel for schedule(static)
         for (int b = 0; b < B; b++) bc_dt_backward(m, io, b, t[S_DBC] + (size_t)b * dbc_seq);
     }
-    for (int b = 0; b < B; b++)
-        for (int e = 0; e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)b * E + e];
+#pragma omp parallel for schedule(static)
+    for (int e0 = 0; e0 < E; e0 += 16)  // the norm weight's partials, each channel's in sequence order
+        for (int b = 0; b < B; b++)
+            for (int e = e0; e < e0 + 16 && e < E; e++) g[P_NORM][e] += t[S_PART][(size_t)b * E + e];
     // dWout += dy^T nrm: in fp32 from the blocks' partials (made in the tasks, or here in a pass of
     // the same products), in block order, so both paths give the same bits; else one product
     if (m->prec == PRECISION_FP32) {
@@ -615,9 +612,19 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     } else {
         matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
     }
-    for (int bh = 0; bh < B * NH; bh++)  // the conv's gradients: the tasks' partials, then the sequences'
-        add_conv_grads(g, t[S_GCONV] + (size_t)bh * gc_head, (bh % NH) * P, P);
-    for (int b = 0; b < B; b++) add_conv_grads(g, gc_seq + (size_t)b * gc_bc, E, 2 * N);
+    // the conv's gradients: each slice of 16 channels over the threads, its partials (xs's from
+    // the (sequence, head) tasks, B's and C's from the sequences) added in sequence order
+    int sp = (P + 15) / 16, sbc = (2 * N + 15) / 16;  // slices of a head's channels, of B's and C's
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < NH * sp + sbc; i++) {
+        int h = i < NH * sp ? i / sp : -1, off = h >= 0 ? i % sp * 16 : (i - NH * sp) * 16;
+        int c0 = h >= 0 ? h * P + off : E + off, ld = h >= 0 ? P : 2 * N, nc = ld - off < 16 ? ld - off : 16;
+        for (int b = 0; b < B; b++) {
+            const real *gc = h >= 0 ? t[S_GCONV] + (size_t)(b * NH + h) * gc_head : gc_seq + (size_t)b * gc_bc;
+            dwconv_grads_add(gc + off, ld, gc + (size_t)M2_CONV * ld + off, nc, M2_CONV,
+                             g[P_CONV_W] + (size_t)c0 * M2_CONV, g[P_CONV_B] + c0);
+        }
+    }
     for (int h = 0; h < NH; h++) {  // sums over sequences, in order
         real dA = 0, dD = 0, A = -expr(p[P_A_LOG][h]);
         for (int b = 0; b < B; b++) dA += t[S_DAD][2 * (b * NH + h)], dD += t[S_DAD][2 * (b * NH + h) + 1];
