@@ -58,7 +58,23 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // conv's weight and bias gradient partials per (sequence, head) task [B*NH,5,P] then per sequence
 // [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: out_in_task),
 // and dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E]
-enum { S_ROWS, S_NRM, S_DNRM, S_DZX, S_DDT, S_DBC, S_DAD, S_PART, S_WORK, S_TAPS, S_TROWS, S_GCONV, S_OROWS, S_WOUT };
+enum {
+    S_ROWS,
+    S_NRM,
+    S_DNRM,
+    S_DZX,
+    S_DDT,
+    S_DBC,
+    S_DAD,
+    S_PART,
+    S_WORK,
+    S_TAPS,
+    S_TROWS,
+    S_GCONV,
+    S_OROWS,
+    S_WOUT,
+    S_GSH
+};
 
 static const KeyDef mamba2_keys[] = {
     {"mamba2_expand", KEY_INT, "2", RANGE_POS, 0, 0, "model", "mamba2: channels E = mamba2_expand * d_model"},
@@ -169,7 +185,8 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_GCONV] = (BufDecl){"conv_grad_partials", (size_t)B * (M2_CONV + 1) * (NH * m->P + 2 * m->N)};
     scratch[S_OROWS] = (BufDecl){"out_rows", (size_t)omp_get_max_threads() * 2 * T * E};
     scratch[S_WOUT] = (BufDecl){"out_proj_grad_partials", (size_t)(B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK * m->C * E};
-    *n_scratch = S_WOUT + 1;
+    scratch[S_GSH] = (BufDecl){"shared_CB", (size_t)omp_get_max_threads() * ssd_n_states(T, m->L) * m->L * m->L};
+    *n_scratch = S_GSH + 1;
 }
 
 static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
@@ -379,7 +396,7 @@ static void gate_norm_rows(const Mamba2 *m, MixerIO *io, size_t r0, size_t r1, i
 }
 
 // Head h of sequence b through the SSD, forward: xs's conv and SiLU in the per-chunk hook.
-static void head_forward(const Mamba2 *m, MixerIO *io, int b, int h) {
+static void head_forward(const Mamba2 *m, MixerIO *io, int b, int h, const SsdShared *sh) {
     int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
     real **a = io->act;
     size_t row = (size_t)b * T;
@@ -387,7 +404,13 @@ static void head_forward(const Mamba2 *m, MixerIO *io, int b, int h) {
     SsdTask task = {m, io, b, h, NULL, NULL, NULL, NULL, 0};
     ssd_forward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
                      a[A_YS] + row * E + h * P, E, a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P,
-                     io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task);
+                     io->tmp[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs, &task, sh);
+}
+
+// The thread's C B^T of each chunk of its sequence [ceil(T/L), L, L] (S_GSH), shared by the
+// sequence's heads in its task (mamba2_ssd.h's SsdShared).
+static real *shared_g(const Mamba2 *m, const MixerIO *io) {
+    return io->tmp[S_GSH] + (size_t)omp_get_thread_num() * ssd_n_states(io->T, m->L) * m->L * m->L;
 }
 
 // A task per sequence when there are at least M2_SEQ_TASKS blocks of M2_SEQ_BLOCK sequences per
@@ -404,7 +427,10 @@ static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
         for (int b = 0; b < B; b++) {
             bc_dt_forward(m, io, b);
-            for (int h = 0; h < NH; h++) head_forward(m, io, b, h);
+            for (int h = 0; h < NH; h++) {
+                SsdShared sh = {shared_g(m, io), h > 0};  // C B^T made by head 0, read by the others
+                head_forward(m, io, b, h, &sh);
+            }
             gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0);
         }
         return;
@@ -412,7 +438,7 @@ static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) bc_dt_forward(m, io, b);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * NH; bh++) head_forward(m, io, bh / NH, bh % NH);
+    for (int bh = 0; bh < B * NH; bh++) head_forward(m, io, bh / NH, bh % NH, NULL);
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, 0);
 }
@@ -540,7 +566,7 @@ static const real *out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead, 
 // Backward, head h of sequence b through the SSD (its D skip, SiLU and conv in the hook, its dB
 // and dC added into its columns of dbc_heads, the sequence's [T, NH, 2N], its conv gradient
 // partial, dA and dD into its own slots), from the sequence's dy rows.
-static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real *dy, real *dbc_heads) {
+static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real *dy, real *dbc_heads, const SsdShared *sh) {
     int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
     real **a = io->act, **t = io->tmp;
     size_t row = (size_t)b * T, gc_head = (size_t)(M2_CONV + 1) * P;
@@ -553,7 +579,7 @@ static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real
     ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
                       a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P, dy + h * P, E, task.dxs, P,
                       t[S_DDT] + row * NH + h, dbc, dbc + N, NH * 2 * N, t[S_DAD] + 2 * bh,
-                      t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs_grads, &task);
+                      t[S_WORK] + (size_t)omp_get_thread_num() * work_size(m), chunk_xs_grads, &task, sh);
     t[S_DAD][2 * bh + 1] = task.dD;
 }
 
@@ -581,7 +607,10 @@ static void mamba2_backward(const void *st, MixerIO *io) {
             const real *dy = out_backward(m, io, b, ahead, in_task);
             real *dbc = t[S_DBC] + (size_t)omp_get_thread_num() * dbc_seq;  // the thread's, in cache
             memset(dbc, 0, sizeof(real) * dbc_seq);
-            for (int h = 0; h < NH; h++) head_backward(m, io, b, h, dy, dbc);
+            for (int h = 0; h < NH; h++) {
+                SsdShared sh = {shared_g(m, io), h > 0};
+                head_backward(m, io, b, h, dy, dbc, &sh);
+            }
             bc_dt_backward(m, io, b, dbc);
         }
     } else {
@@ -590,7 +619,8 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         for (int b = 0; b < B; b++) out_backward(m, io, b, 0, 0);
 #pragma omp parallel for schedule(dynamic, 1)
         for (int bh = 0; bh < B * NH; bh++)
-            head_backward(m, io, bh / NH, bh % NH, t[S_DNRM] + (size_t)bh / NH * T * E, t[S_DBC] + (size_t)bh / NH * dbc_seq);
+            head_backward(m, io, bh / NH, bh % NH, t[S_DNRM] + (size_t)bh / NH * T * E,
+                          t[S_DBC] + (size_t)bh / NH * dbc_seq, NULL);
 #pragma omp parallel for schedule(static)
         for (int b = 0; b < B; b++) bc_dt_backward(m, io, b, t[S_DBC] + (size_t)b * dbc_seq);
     }

@@ -17,6 +17,7 @@ size_t ssd_work(int P, int N, int L) {
 
 typedef struct {
     real *S, *dS, *G, *Dec, *M, *dM, *Cd, *Bw, *dCd, *dBw, *cum, *ec, *w, *dcum, *dtc, *ddtc;
+    real *Gown;  // the work's own G (G points at it, or at the chunk's in an SsdShared)
 } Work;
 
 static Work carve(real *p, int P, int N, int L) {
@@ -25,6 +26,7 @@ static Work carve(real *p, int P, int N, int L) {
     k.S = p, k.dS = k.S + NP, k.G = k.dS + NP, k.Dec = k.G + LL, k.M = k.Dec + LL, k.dM = k.M + LL;
     k.Cd = k.dM + LL, k.Bw = k.Cd + LN, k.dCd = k.Bw + LN, k.dBw = k.dCd + LN, k.cum = k.dBw + LN;
     k.ec = k.cum + L, k.w = k.ec + L, k.dcum = k.w + L, k.dtc = k.dcum + L, k.ddtc = k.dtc + L;
+    k.Gown = k.G;
     return k;
 }
 
@@ -35,8 +37,8 @@ static Work carve(real *p, int P, int N, int L) {
 // leaves one (a sequence of one chunk, the MQAR cell's) reads none of them.
 #define SSD_SPLIT_SPAN 40
 
-static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt, real A, const real *B, int ldb,
-                          const real *C, int ldc, int with_state) {
+static void chunk_prepare(Work *k, int n, int N, const real *dt, int lddt, real A, const real *B, int ldb,
+                          const real *C, int ldc, int with_state, const SsdShared *sh, int c, int L) {
     for (int i = 0; i < n; i++) k->dtc[i] = dt[(size_t)i * lddt];
     for (int i = 0; i < n; i++) k->cum[i] = (i ? k->cum[i - 1] : 0) + A * k->dtc[i];
     for (int i = 0; i < n && with_state; i++) {
@@ -47,7 +49,8 @@ static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt,
             k->Bw[(size_t)i * N + m] = k->w[i] * B[(size_t)i * ldb + m];
         }
     }
-    gemm_lower_c(n, N, C, ldc, 1, B, ldb, k->G, n);  // (only its lower triangle is read)
+    k->G = sh ? sh->G + (size_t)c * L * L : k->Gown;  // (only its lower triangle is read)
+    if (!sh || !sh->ready) gemm_lower_c(n, N, C, ldc, 1, B, ldb, k->G, n);
     // Dec_ij = exp(cum_i - cum_j) as exp(cum_i - cum_0) exp(cum_0 - cum_j) when the chunk's decay
     // spans at most SSD_SPLIT_SPAN (each factor then within e^+-span, far inside the float range):
     // 2n exps instead of n(n+1)/2; past it each entry's own exp (its exponent <= 0)
@@ -77,8 +80,9 @@ static void chunk_prepare(const Work *k, int n, int N, const real *dt, int lddt,
     }
 }
 
-void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
-                      int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work, SsdHook hook, void *ctx) {
+void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A,
+                      const real *B, int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work,
+                      SsdHook hook, void *ctx, const SsdShared *sh) {
     Work k = carve(work, P, N, L);
     memset(k.S, 0, sizeof(real) * N * P);
     for (int c = 0, s = 0; s < T; c++, s += L) {
@@ -88,7 +92,7 @@ void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const 
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc;
         real *y = Y + (size_t)s * ldy;
         if (c) memcpy(states + (size_t)c * N * P, k.S, sizeof(real) * N * P);  // (the first is 0: not saved)
-        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T);
+        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T, sh, c, L);
         gemm_lower_a(n, P, k.M, n, x, ldx, 0, y, ldy);                  // the diagonal block
         if (c) gemm_serial(0, 0, n, P, N, k.Cd, N, k.S, P, 1, y, ldy);  // the entry state (0 at first)
         if (s + n == T) break;                                          // no state after the last
@@ -98,9 +102,10 @@ void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const 
     }
 }
 
-void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
-                       int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, int lddx,
-                       real *ddt, real *dB, real *dC, int lddbc, real *dA, real *work, SsdHook hook, void *ctx) {
+void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A,
+                       const real *B, int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy,
+                       real *dX, int lddx, real *ddt, real *dB, real *dC, int lddbc, real *dA, real *work, SsdHook hook,
+                       void *ctx, const SsdShared *sh) {
     Work k = carve(work, P, N, L);
     memset(k.dS, 0, sizeof(real) * N * P);
     real dA_acc = 0;
@@ -111,7 +116,7 @@ void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const
         const real *b = B + (size_t)s * ldb, *cc = C + (size_t)s * ldc, *dy = dY + (size_t)s * lddy;
         real *dx = dX + (size_t)s * lddx, *dd = ddt + (size_t)s * lddt;
         real *db = dB + (size_t)s * lddbc, *dc = dC + (size_t)s * lddbc;
-        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T);
+        chunk_prepare(&k, n, N, d, lddt, A, b, ldb, cc, ldc, c > 0 || s + n < T, sh, c, L);
         for (int i = 0; i < n; i++) k.dcum[i] = k.ddtc[i] = 0;
         real decay = c > 0 || s + n < T ? k.ec[n - 1] : 0;  // (read only with_state)
         // S1 = decay S0 + Bw^T X: the end state's gradient dS reaches S0's decay, Bw and X (dS is
@@ -187,14 +192,14 @@ void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const
 
 void ssd_forward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
                  int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work) {
-    ssd_forward_hook(T, P, N, L, X, ldx, dt, lddt, A, B, ldb, C, ldc, Y, ldy, states, work, NULL, NULL);
+    ssd_forward_hook(T, P, N, L, X, ldx, dt, lddt, A, B, ldb, C, ldc, Y, ldy, states, work, NULL, NULL, NULL);
 }
 
 void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
                   int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, real *ddt,
                   real *dB, real *dC, int lddbc, real *dA, real *work) {
     ssd_backward_hook(T, P, N, L, X, ldx, dt, lddt, A, B, ldb, C, ldc, states, dY, lddy, dX, ldx, ddt, dB, dC, lddbc,
-                      dA, work, NULL, NULL);
+                      dA, work, NULL, NULL, NULL);
 }
 
 void ssd_step(int P, int N, real *S, const real *x, real dt, real A, const real *b, const real *c, real *y) {

@@ -46,11 +46,21 @@ void ssd_backward(int T, int P, int N, int L, const real *X, int ldx, const real
 // are final then), so a caller can make a chunk's inputs or take its gradients further while its
 // rows are in cache; and the backward's dX with its own row stride lddx.
 typedef void (*SsdHook)(void *ctx, int s, int n, int after);
-void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
-                      int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work, SsdHook hook, void *ctx);
-void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A, const real *B,
-                       int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy, real *dX, int lddx,
-                       real *ddt, real *dB, real *dC, int lddbc, real *dA, real *work, SsdHook hook, void *ctx);
+// And C B^T shared by the heads of one sequence (they read the same B and C: one group): with sh,
+// chunk c's G [n, n] (its lower triangle, row stride n) lives at sh->G + c L L, ceil(T / L) of them;
+// a call with ready = 0 makes them there, later heads' calls (ready = 1) read them. NULL: each call
+// makes its own. The values are the same either way, so are the bits.
+typedef struct {
+    real *G;
+    int ready;
+} SsdShared;
+void ssd_forward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A,
+                      const real *B, int ldb, const real *C, int ldc, real *Y, int ldy, real *states, real *work,
+                      SsdHook hook, void *ctx, const SsdShared *sh);
+void ssd_backward_hook(int T, int P, int N, int L, const real *X, int ldx, const real *dt, int lddt, real A,
+                       const real *B, int ldb, const real *C, int ldc, const real *states, const real *dY, int lddy,
+                       real *dX, int lddx, real *ddt, real *dB, real *dC, int lddbc, real *dA, real *work, SsdHook hook,
+                       void *ctx, const SsdShared *sh);
 
 // The recurrence, one token (generation): S [N, P] updated in place, y [P] = S^T c.
 void ssd_step(int P, int N, real *S, const real *x, real dt, real A, const real *b, const real *c, real *y);
