@@ -196,7 +196,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     }
 }
 
-static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
+static real sigmoidr(real x) { return vsigmoidr(x); }
 
 // torch's softplus (threshold 20: the identity above), as fla's F.softplus.
 static real softplusr(real z) { return z > 20 ? z : log1pr(expr(z)); }

@@ -189,7 +189,7 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     *n_scratch = S_GSH + 1;
 }
 
-static real sigmoidr(real x) { return 1 / (1 + vexpr(-x)); }
+static real sigmoidr(real x) { return vsigmoidr(x); }
 
 // The D skip's loop walks one head's P channels of rows E and XW apart, which the hardware
 // prefetcher did not follow: it prefetches M2_AHEAD rows ahead.
@@ -237,7 +237,7 @@ static void dt_rows(const Mamba2 *m, const real *dt_bias, real *dtr, real *dt, i
 // One token after the conv (generation): xbc = SiLU(conv), then dt.
 static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, real *xbc, real *dtr, real *dt) {
 #pragma omp simd
-    for (int i = 0; i < m->XW; i++) xbc[i] = conv[i] / (1 + vexpr(-conv[i]));
+    for (int i = 0; i < m->XW; i++) xbc[i] = vsilur(conv[i]);
     dt_rows(m, dt_bias, dtr, dt, 1);
 }
 
@@ -254,7 +254,7 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
         real *gh = g + h * P;
 #pragma omp simd reduction(+ : ss)
         for (int c = 0; c < P; c++) {
-            real sg = 1 / (1 + vexpr(-zh[c])), gv = (yh[c] + Dh * xh[c]) * (zh[c] * sg);
+            real sg = vsigmoidr(zh[c]), gv = (yh[c] + Dh * xh[c]) * (zh[c] * sg);
             gh[c] = gv;
             ss += gv * gv;
         }
@@ -295,7 +295,7 @@ static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const
             real Dh = p[P_D][h];
 #pragma omp simd
             for (int c = h * P; c < (h + 1) * P; c++) {
-                real sg = 1 / (1 + vexpr(-z[c])), y = ys[c] + Dh * xs[c];
+                real sg = vsigmoidr(z[c]), y = ys[c] + Dh * xs[c];
                 gr[c] = y * (z[c] * sg), yr[c] = y, sr[c] = sg;
             }
         }
@@ -322,7 +322,7 @@ static void silu_rows(real *x, int ld, int n, int nc) {
     for (int i = 0; i < n; i++) {
         real *xi = x + (size_t)i * ld;
 #pragma omp simd
-        for (int c = 0; c < nc; c++) xi[c] = xi[c] / (1 + vexpr(-xi[c]));
+        for (int c = 0; c < nc; c++) xi[c] = vsilur(xi[c]);
     }
 }
 
@@ -333,7 +333,7 @@ static void silu_backward_rows(real *d, int ldd, const real *cv, int ldc, int n,
         const real *ci = cv + (size_t)i * ldc;
 #pragma omp simd
         for (int c = 0; c < nc; c++) {
-            real s = 1 / (1 + vexpr(-ci[c]));
+            real s = vsigmoidr(ci[c]);
             di[c] *= s * (1 + ci[c] * (1 - s));
         }
     }
