@@ -413,3 +413,24 @@ TEST(float_softplus_accuracy) {
     }
     CHECK(worst < 3e-7, "max relative error %g", worst);
 }
+
+// The float build's sigmoid and SiLU (vsigmoidf, vsiluf): the same bits as 1 / (1 + vexpf(-x))
+// and x / (1 + vexpf(-x)) from x = -88.7 up (past 86.5 both give exactly 1 and x); below it, where
+// vexpf(-x) is inf, a subnormal that the trainer's flush of denormals makes the same 0; accurate
+// against double; NaN stays NaN.
+TEST(float_sigmoid_and_silu_match_vexpf_forms) {
+    long differ = 0, big = 0;
+    double worst = 0;
+    for (int i = 0; i <= 400000; i++) {
+        float x = (float)(-100.0 + 200.0 * i / 400000);
+        float s = vsigmoidf(x), s0 = 1 / (1 + vexpf(-x)), u = vsiluf(x), u0 = x / (1 + vexpf(-x));
+        if (x >= -88.7f) differ += memcmp(&s, &s0, sizeof s) != 0 || memcmp(&u, &u0, sizeof u) != 0;
+        else big += !(s < 1.2e-38f && fabsf(u) < 1.2e-36f);
+        double want = 1 / (1 + exp(-(double)x));
+        if (want > 1e-30) worst = fmax(worst, fabs(s - want) / want);
+    }
+    CHECK(differ == 0, "%ld of the points from -88.7 on differ from the vexpf forms", differ);
+    CHECK(big == 0, "%ld points below -88.7 are not subnormal or 0", big);
+    CHECK(worst < 3e-7, "sigmoid: max relative error %g", worst);
+    CHECK(isnan(vsigmoidf(NAN)) && isnan(vsiluf(NAN)), "NaN lost: %g %g", vsigmoidf(NAN), vsiluf(NAN));
+}
