@@ -63,8 +63,8 @@ enum { A_PRE, A_QKV, A_RN, A_BETA, A_ATT, A_RSTD, A_ST, A_Z, A_G, A_GPRE };
 // partials per (sequence, head) task [B*H,3,K,D], and the input projections' weights stacked and
 // their gradient [2, din_cols, C]
 // Gated DeltaNet adds dg [B,T,H] (then dz in place).
-// Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] and their gradient [2H, C] (beta's
-// and the decay's projections as one product).
+// Gated DeltaNet also has ba [B,T,2H] with its weights [Wb; Wa] [2H, C] (the forward's beta and
+// decay projections as one product).
 #define DN_CONV_ROWS 8  // rows of the conv's output made at a time (conv_rows)
 enum { S_NRM, S_DNRM, S_DATT, S_DIN, S_DBETA, S_PART, S_WORK, S_DQKV, S_CROW, S_TAPS, S_DCONV, S_WIN, S_DG, S_BA };
 
@@ -191,7 +191,7 @@ static void deltanet_buffers(const void *st, int B, int T, BufDecl *saved, int *
     *n_scratch = S_WIN + 1;
     if (m->gated) {
         scratch[S_DG] = (BufDecl){"dg", BT * H};
-        scratch[S_BA] = (BufDecl){"beta_a", BT * 2 * H + 4 * H * C};
+        scratch[S_BA] = (BufDecl){"beta_a", BT * 2 * H + 2 * H * C};
         *n_scratch = S_BA + 1;
     }
 }
