@@ -57,7 +57,8 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // [T,P] and conv outputs [L,P], a sequence's dB, dC [T,2N] and their conv outputs [T,2N]), the
 // conv's weight and bias gradient partials per (sequence, head) task [B*NH,5,P] then per sequence
 // [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: out_in_task),
-// and dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E]
+// dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E], and per thread a sequence's C B^T
+// per chunk [ceil(T/L),L,L] (shared_g)
 enum {
     S_ROWS,
     S_NRM,
