@@ -153,6 +153,15 @@ static size_t work_size(const Mamba2 *m) { return ssd_work(m->P, m->N, m->L); }
 // 290-wide product, unaligned rows cost more than the one product saved).
 static int dzx_ld(const Mamba2 *m) { return (m->E + m->XW + m->NH + 15) / 16 * 16; }
 
+// The conv's weight and bias gradient partials (S_GCONV): (sequence, head) task bh's [5, P] (its
+// xs channels' taps, then their bias), then after all of them sequence b's [5, 2N] (B's and C's).
+static real *conv_partial_head(const Mamba2 *m, const MixerIO *io, int bh) {
+    return io->tmp[S_GCONV] + (size_t)bh * (M2_CONV + 1) * m->P;
+}
+static real *conv_partial_seq(const Mamba2 *m, const MixerIO *io, int b) {
+    return conv_partial_head(m, io, io->B * m->NH) + (size_t)b * (M2_CONV + 1) * 2 * m->N;
+}
+
 // A thread's rows (S_TROWS): a head's dxs [T, P] and conv outputs [L, P] in the SSD's tasks; a
 // sequence's dB, dC [T, 2N] and their conv outputs [T, 2N] in the pass after them.
 static size_t task_rows(const Mamba2 *m, int T) {
@@ -243,8 +252,8 @@ static void act_token(const Mamba2 *m, const real *dt_bias, const real *conv, re
 }
 
 // One token's output before out_proj: g = (ys + D xs) * SiLU(z), nrm = g rstd w; writes rstd (the
-// backward recomputes from it: gate_norm_backward_rows); g [E] is scratch. Head by head (D is per head), each a SIMD loop over
-// its channels. SiLU(z) = z sigma(z), as the backward's recomputation (gate_norm_backward_rows).
+// backward recomputes from it: gate_norm_backward_rows); g [E] is scratch. Head by head (D is per
+// head), each a SIMD loop over its channels. SiLU(z) = z sigma(z), as the backward's.
 static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, const real *xbc, const real *z, real *g,
                             real *rstd, real *nrm) {
     int E = m->E, P = m->P;
@@ -268,9 +277,8 @@ static void gate_norm_token(const Mamba2 *m, real *const *p, const real *ys, con
 
 // The backward from dnrm (the gradient of out_proj's input; rows r0 .. r1-1 from dn0, E apart) to
 // the gate's and the skip's inputs, one pass a row: g and nrm recomputed (nrm written from nrm0,
-// for dWout), then the
-// RMSNorm's backward, d g = rstd (dnrm w - g rstd^2 mean(dnrm w g)), and the gate's, dz = d g y
-// SiLU'(z) with y = ys + D xs, and dy = d g SiLU(z) written over dnrm. The norm weight's
+// for dWout), then the RMSNorm's backward, d g = rstd (dnrm w - g rstd^2 mean(dnrm w g)), and the
+// gate's, dz = d g y SiLU'(z) with y = ys + D xs, and dy = d g SiLU(z) written over dnrm. The norm weight's
 // gradient dnrm g rstd summed into pw [E] row by row. row [3E] is scratch (g, y, sigma(z)).
 static void gate_norm_backward_rows(const Mamba2 *m, real *const *p, real *const *a, real *const *t, int r0, int r1,
                                     real *dn0, real *nrm0, real *pw, real *row, int ahead) {
@@ -422,6 +430,8 @@ static real *shared_g(const Mamba2 *m, const MixerIO *io) {
 // way, so the bits are too.
 static int seq_tasks(int B) { return B >= M2_SEQ_TASKS * M2_SEQ_BLOCK * omp_get_max_threads(); }
 
+// The forward up to out_proj's input: B, C and dt, each head's SSD and, in sequence tasks, the
+// gated norm's rows (else mamba2_out's pass makes them).
 static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
     int B = io->B, T = io->T, NH = m->NH;
     if (seq_tasks(B)) {
@@ -440,8 +450,6 @@ static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
     for (int b = 0; b < B; b++) bc_dt_forward(m, io, b);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * NH; bh++) head_forward(m, io, bh / NH, bh % NH, NULL);
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < B; b++) gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, 0);
 }
 
 // y from the scan's outputs ys: the gated norm of every row, then out_proj (finish's; the forward
@@ -459,8 +467,9 @@ static void mamba2_forward(const void *st, MixerIO *io) {
     real **a = io->act, **p = io->p;
     in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], B * T);
     dwconv_taps(p[P_CONV_W], m->XW, M2_CONV, io->tmp[S_TAPS]);
-    ssd_all_forward(m, io);
-    matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, B * T, m->E, m->C, m->prec);
+    ssd_all_forward(m, io);  // with sequence tasks the gated norm's rows too
+    if (seq_tasks(B)) matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, B * T, m->E, m->C, m->prec);
+    else mamba2_out(m, io);
 }
 
 // Backward, the SSD's hook for head h's chunk (tokens s .. s + n - 1): before it, dxs = D_h dy
@@ -501,14 +510,14 @@ static void chunk_xs_grads(void *ctx, int s, int n, int after) {
 
 // Backward, sequence b after its heads' tasks: dB and dC (the heads' sums in head order), through
 // SiLU (the conv's output made again) and the conv's backward into dxbcp's last 2N columns and the
-// sequence's gradient partials gc [5, 2N]; dt through softplus. rows: the thread's [2, T, 2N];
-// dbc_heads: the sequence's [T, NH, 2N] from the heads.
+// sequence's gradient partials (conv_partial_seq); dt through softplus. dbc_heads: the
+// sequence's [T, NH, 2N] from the heads; the sums and the conv outputs in the thread's rows.
 static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, const real *dbc_heads) {
     int T = io->T, XW = m->XW, E = m->E, NH = m->NH, N2 = 2 * m->N;
     real **a = io->act, **t = io->tmp;
     size_t r0 = (size_t)b * T;
     real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
-    real *gc = t[S_GCONV] + (size_t)io->B * NH * (M2_CONV + 1) * m->P + (size_t)b * (M2_CONV + 1) * N2;
+    real *gc = conv_partial_seq(m, io, b);
     real *dbc = rows, *cv = rows + (size_t)T * N2;
     for (int i = 0; i < T; i++)
         for (int j = 0; j < N2; j++) {
@@ -570,12 +579,12 @@ static const real *out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead, 
 static void head_backward(const Mamba2 *m, MixerIO *io, int b, int h, const real *dy, real *dbc_heads, const SsdShared *sh) {
     int T = io->T, NH = m->NH, P = m->P, N = m->N, XW = m->XW, E = m->E, bh = b * NH + h;
     real **a = io->act, **t = io->tmp;
-    size_t row = (size_t)b * T, gc_head = (size_t)(M2_CONV + 1) * P;
+    size_t row = (size_t)b * T;
     real *rows = t[S_TROWS] + (size_t)omp_get_thread_num() * task_rows(m, T);
     const real *x = a[A_XBC] + row * XW, *dt = a[A_DT] + row * NH + h;
     real *dbc = dbc_heads + (size_t)h * 2 * N;
-    SsdTask task = {m, io, b, h, dy, rows, rows + (size_t)T * P, t[S_GCONV] + (size_t)bh * gc_head, 0};
-    memset(task.gconv, 0, sizeof(real) * gc_head);
+    SsdTask task = {m, io, b, h, dy, rows, rows + (size_t)T * P, conv_partial_head(m, io, bh), 0};
+    memset(task.gconv, 0, sizeof(real) * (M2_CONV + 1) * P);
     t[S_DAD][2 * bh] = 0;
     ssd_backward_hook(T, P, N, m->L, x + h * P, XW, dt, NH, -expr(io->p[P_A_LOG][h]), x + E, XW, x + E + N, XW,
                       a[A_ST] + (size_t)bh * ssd_n_states(T, m->L) * N * P, dy + h * P, E, task.dxs, P,
@@ -599,8 +608,6 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
     size_t dbc_seq = (size_t)T * NH * 2 * N;  // a sequence's dB and dC from each head
     dwconv_taps(p[P_CONV_W], XW, M2_CONV, t[S_TAPS]);
-    size_t gc_head = (size_t)(M2_CONV + 1) * P, gc_bc = (size_t)(M2_CONV + 1) * 2 * N;
-    real *gc_seq = t[S_GCONV] + (size_t)B * NH * gc_head;  // after the tasks' partials
     if (seq_tasks(B)) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
         for (int b = 0; b < B; b++) {
@@ -651,7 +658,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         int h = i < NH * sp ? i / sp : -1, off = h >= 0 ? i % sp * 16 : (i - NH * sp) * 16;
         int c0 = h >= 0 ? h * P + off : E + off, ld = h >= 0 ? P : 2 * N, nc = ld - off < 16 ? ld - off : 16;
         for (int b = 0; b < B; b++) {
-            const real *gc = h >= 0 ? t[S_GCONV] + (size_t)(b * NH + h) * gc_head : gc_seq + (size_t)b * gc_bc;
+            const real *gc = h >= 0 ? conv_partial_head(m, io, b * NH + h) : conv_partial_seq(m, io, b);
             dwconv_grads_add(gc + off, ld, gc + (size_t)M2_CONV * ld + off, nc, M2_CONV,
                              g[P_CONV_W] + (size_t)c0 * M2_CONV, g[P_CONV_B] + c0);
         }
