@@ -325,7 +325,8 @@ static void prefetch_row(const DeltaNet *m, const real *row, int write) {
 
 // Head h's conv of nr tokens' rows from token t (pre at its row) into crow [nr, 3C], made right
 // before their one use, DN_CONV_ROWS rows at a time: a chunk's outputs made together spilled out
-// of L1 (4% of the cell's step), and one row at a time spent more in the calls than in the conv.
+// of L1 (4% of the cell's step); 8 rows take the 3 calls a row took (no step-time change was
+// resolved by measurement: docs/performance.md).
 static void conv_rows(const DeltaNet *m, int h, const real *taps, const real *pre, int t, int nr, real *crow) {
     int C3 = 3 * m->C;
     for (int p = 0; p < 3; p++) {
