@@ -92,7 +92,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
   MAKEFLAGS += -j$(NPROC)
 endif
 
-.PHONY: all test clean asan bench gemm-check format format-check dup-check torch-venv
+.PHONY: all test clean asan bench gemm-check vectorize-check format format-check dup-check torch-venv
 ifeq ($(ALT_DIR),)
 all: $(PROGRAMS) build/bench
 else
@@ -155,6 +155,11 @@ BENCH_DIR = $(or $(ALT_DIR),build)
 # 1 thread = 2 threads = gemm_serial bit for bit (the test suite runs the double build).
 gemm-check: $(BENCH_DIR)/bench_gemm
 	$(BENCH_DIR)/bench_gemm --check-only
+
+# `make vectorize-check`: GCC vectorizes vmath.h's exp, sigmoid, SiLU, softplus and log loops with
+# FP_FLAGS for AVX2, AVX-512 and (with its cross compiler) arm64 (tests/vectorize/check.sh).
+vectorize-check:
+	CC="$(CC)" FP_FLAGS="$(FP_FLAGS)" tests/vectorize/check.sh
 
 bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
 	$(BENCH_DIR)/bench_gemm --quick --no-check
