@@ -137,7 +137,8 @@ TEST(gemm_wide_and_tall) {
     check_shape(3, 1500, 40, 0);   // M small, N large: threads must split over N
     check_shape(1500, 5, 40, 2);   // M large, N small
     check_shape(9, 11, 4100, 0);   // long K (the dW shape)
-    check_shape(600, 20, 700, 0);  // transA rows >= 4 KB apart: smaller K block
+    check_shape(600, 20, 700, 0);  // transA rows >= 4 KB apart: smaller K block, A packed
+    check_shape(611, 21, 300, 1);  // the same with a partial block and a partial panel of A
     check_shape(30, 700, 50, 3);   // transB = 0 rows > 4 KB apart: B packed, not read in place
 }
 
@@ -163,8 +164,8 @@ TEST(gemm_k_zero) {
 
 // Bit-identical across thread counts (1, 2, 3) and inside a parallel region via gemm_serial.
 TEST(gemm_deterministic_threads) {
-    const int shapes[][3] = {{256, 192, 300}, {64, 1000, 64}, {300, 40, 2000}, {130, 130, 700}};
-    for (int s = 0; s < 4; s++)
+    const int shapes[][3] = {{256, 192, 300}, {64, 1000, 64}, {300, 40, 2000}, {130, 130, 700}, {611, 21, 300}};
+    for (int s = 0; s < 5; s++)
         for (int tA = 0; tA < 2; tA++)
             for (int tB = 0; tB < 2; tB++) {
                 Case c;

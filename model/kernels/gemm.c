@@ -12,7 +12,8 @@
 //                                                the partial panel at the M edge: packed)
 //         for each NR-wide panel of B:          micro-kernel on one MR x NR tile of C
 // A is not packed: for transA = 0 the kernel broadcasts from MR rows of A, for transA = 1 from
-// MR consecutive values of a row of A^T. The next K block of B is prefetched into L2 while the
+// MR consecutive values of a row of A^T (unless those rows are a page or more apart: then blocks
+// of A_PACK_PANELS micro-panels are packed, once per K block). The next K block of B is prefetched into L2 while the
 // current one is used, and the next C tile when it is to be read (beta = 1 or later K blocks).
 // The register tile (MR x NR) is chosen per call among the ISA's variants by the padding it
 // wastes on M and N (model/kernels/gemm_x86.c: AVX-512 14x32, 12x32, 8x32, 6x64, 16x16; AVX2 6x16;
@@ -293,6 +294,26 @@ static void pack_a(int tA, const real *A, ptrdiff_t lda, int kc, int mv, int mr,
     }
 }
 
+// A block of op(A) = A^T (rows i0..i0+m, k 0..kc; A points at A^T's (0, 0), k row k at A + k lda)
+// as consecutive micro-panels dst[p*kc*mr + k*mr + r] = A[k*lda + p*mr + r], zero for
+// p*mr + r >= m: each k row's m values are read once, in whole lines, 8 k rows prefetched ahead.
+#define A_PACK_PANELS 8
+static void pack_a_block(const real *A, ptrdiff_t lda, int kc, int m, int mr, real *dst) {
+    const int np = (m + mr - 1) / mr, full = m / mr;
+    const size_t pstride = (size_t)kc * mr;
+    for (int k = 0; k < kc; k++) {
+        const real *s = A + k * lda;
+        if (k + 8 < kc)
+            for (int j = 0; j < m; j += 64 / (int)sizeof(real)) PREFETCH(s + 8 * lda + j, 0, 3);
+        real *d = dst + (size_t)k * mr;
+        for (int p = 0; p < full; p++) memcpy(d + p * pstride, s + p * mr, sizeof(real) * (size_t)mr);
+        if (full < np) {
+            const int rv = m - full * mr;
+            for (int r = 0; r < mr; r++) d[full * pstride + r] = r < rv ? s[full * mr + r] : 0;
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The serial blocked driver on one block of C (pointers already offset to the block).
 
@@ -315,9 +336,16 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
 
     const int direct_b = !tB && (gemm_tuning.direct_b == 2 ||
                                  (gemm_tuning.direct_b == 0 && ldb * (ptrdiff_t)sizeof(real) <= 4096));
+    // A^T rows a page or more apart (the LM head's dwte = dlogits^T h: 32 KB apart) put every k
+    // of a micro-panel in one cache set, more lines than L1's or L2's ways hold, so each of the
+    // N / nr kernel calls on the panel read its K lines from L3 again. Such A is packed instead,
+    // A_PACK_PANELS micro-panels at a time (a k row's block of rows in whole lines), once per K
+    // block. The kernel runs the same FMA chain on packed panels: the same bits.
+    const int pack_ta = tA && lda * (ptrdiff_t)sizeof(real) >= 4096;
     const int kc_max = K < KC ? K : KC;
     const int nc_max = N < NC ? (N + nr - 1) / nr * nr : NC;
-    const size_t nb = (size_t)kc_max * nc_max, na = (size_t)kc_max * mr, nt = (size_t)mr * nr;
+    const size_t nb = (size_t)kc_max * nc_max, nt = (size_t)mr * nr;
+    const size_t na = (size_t)kc_max * mr * (pack_ta ? A_PACK_PANELS : 1);
     real *bp = scratch(nb + na + nt);
     if (!bp) {  // out of memory: a plain loop in the same order (k ascending from beta*C)
         for (int i = 0; i < M; i++)
@@ -364,7 +392,12 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
                 // The next panel to prefetch: next rows, or the first rows of the next K block.
                 if (ir + mr < M) an = A_PANEL(ir + mr, pc);
                 else an = A_PANEL(0, pc2 < K ? pc2 : pc);
-                if (mv == mr) {
+                if (pack_ta) {
+                    const int blk = mr * A_PACK_PANELS, i0 = ir - ir % blk;
+                    if (ir == i0) pack_a_block(A_PANEL(i0, pc), lda, kcur, M - i0 < blk ? M - i0 : blk, mr, ap);
+                    a = ap + (size_t)((ir - i0) / mr) * kcur * mr, sa = mr, kern = kd->col;
+                    an = a;
+                } else if (mv == mr) {
                     a = A_PANEL(ir, pc), sa = lda, kern = tA ? kd->col : kd->row;
                 } else {
                     pack_a(tA, A_PANEL(ir, pc), lda, kcur, mv, mr, ap);
