@@ -168,9 +168,48 @@ T256 static void k256_col_6x2(int K, const float *a, ptrdiff_t sa, const float *
     K256_BODY(6, 2, (ptrdiff_t)k * sa + r, PF_COL(6))
 }
 
+// 8x8 transpose of rows r[0..7] in place.
+T256 static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    // u[i] (i < 4): rows 0-3 of column i in its low lane, of column i + 4 in its high lane;
+    // u[i + 4] the same for rows 4-7. Joining the lanes makes the columns.
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+// transB packing for NR = 16: B rows j (nvalid of them, stride ldb) hold k contiguously;
+// dst[k*16 + j] = B[j*ldb + k], zero for j >= nvalid. 8x8 blocks through registers, the last
+// k block of a row masked.
+T256 static void packbt256_16(int kc, int nvalid, const float *B, ptrdiff_t ldb, float *dst) {
+    for (int j0 = 0; j0 < 16; j0 += 8) {
+        for (int k0 = 0; k0 < kc; k0 += 8) {
+            const int kv = kc - k0 < 8 ? kc - k0 : 8;
+            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256i km = _mm256_cmpgt_epi32(_mm256_set1_epi32(kv), lane);
+            __m256 r[8];
+            for (int j = 0; j < 8; j++)
+                r[j] = j0 + j < nvalid ? _mm256_maskload_ps(B + (j0 + j) * ldb + k0, km) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int k = 0; k < kv; k++) _mm256_store_ps(dst + (size_t)(k0 + k) * 16 + j0, r[k]);
+        }
+    }
+}
+
 static const GemmKernel k256d_6x2 = {
     .name = "avx2_6x2", .mr = 6, .nr = 16, .kc = 256, .nc = 512, .cost = 1.0,
-    .row = k256_row_6x2, .col = k256_col_6x2, .packbt = NULL,
+    .row = k256_row_6x2, .col = k256_col_6x2, .packbt = packbt256_16,
 };
 
 const GemmKernel *const gemm_kernels_avx2[] = {&k256d_6x2, NULL};
