@@ -51,6 +51,7 @@
 #include "core/fpu.h"
 #include "core/io.h"
 #include "model/keys.h"
+#include "model/kernels/gemm_kernels.h"
 #include "core/rng.h"
 #include "data/task.h"
 #include "eval/sparsity.h"
@@ -605,6 +606,8 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
     fputc('{', out);
     json_str(out, "date", ri->date);
     json_str(out, "cpu", ri->cpu);
+    json_str(out, "isa", gemm_build_isa());  // what the build targets: AVX2 and AVX-512 EPYCs share a name
+    json_str(out, "gemm_kernel", gemm_kernel_name());
     json_str(out, "config", cname);
     json_str(out, "mixer", mixer);
     json_str(out, "precision", prec);
@@ -787,7 +790,8 @@ int main(int argc, char **argv) {
     double l0 = load1();
     if (o.wait_quiet > 0) wait_quiet(o.wait_quiet);
     measure_peaks(&o);
-    printf("%s | %s | load %.2f | OMP_WAIT_POLICY=%s\n", ri.date, ri.cpu, l0, ri.wait_policy ? ri.wait_policy : "unset");
+    printf("%s | %s | %s, GEMM kernel %s | load %.2f | OMP_WAIT_POLICY=%s\n", ri.date, ri.cpu, gemm_build_isa(),
+           gemm_kernel_name(), l0, ri.wait_policy ? ri.wait_policy : "unset");
     printf("measured peak: fp32 FMA %.1f GFLOP/s, bf16 dot product %.1f GFLOP/s (threads as below)\n", o.peak, o.peak_bf16);
     if (l0 > 0.5) printf("note: load average %.2f: other processes share the cores; see 'busy' flags\n", l0);
     ri.out = strcmp(o.out, "-") ? fopen(o.out, "a") : NULL;
