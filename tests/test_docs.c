@@ -442,6 +442,20 @@ TEST(performance_work_table_is_what_work_table_sh_prints) {
     CHECK(rc == 2 && strstr(table, "nope.jsonl: not found"), "exit %d: %s", rc, table);
 }
 
+// The AVX2 machine's before-and-after table the same way, from bench/pair_table.sh.
+TEST(performance_pair_table_is_what_pair_table_sh_prints) {
+    static char table[8192];
+    int rc = test_run(table, sizeof table,
+                      "sh bench/pair_table.sh bench/logs/avx2-2026-11-27-cell-before.jsonl "
+                      "bench/logs/avx2-2026-11-27-cell-after.jsonl");
+    CHECK(rc == 0 && strstr(table, "| mamba2 | 7 |"), "bench/pair_table.sh (exit %d): %s", rc, table);
+    char *md = read_file_text("docs/performance.md", NULL);
+    CHECK(md && strstr(md, table), "docs/performance.md does not show the table bench/pair_table.sh prints:\n%s", table);
+    free(md);
+    rc = test_run(table, sizeof table, "sh bench/pair_table.sh bench/logs/nope.jsonl bench/logs/nope.jsonl 2>&1");
+    CHECK(rc == 2 && strstr(table, "nope.jsonl: not found"), "exit %d: %s", rc, table);
+}
+
 // Mamba-2's pilot table the same way (results/mamba2_pilot).
 TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
     static char table[8192];

@@ -3,8 +3,9 @@
 # softplus and log in `#pragma omp simd` loops) must be vectorized by GCC with the build's
 # floating-point flags, for AVX2 (x86-64-v3), AVX-512 (x86-64-v4) and, when its cross compiler is
 # here, arm64. Without -fno-trapping-math GCC 12 vectorized 2 of the 8 for AVX2 (all 8 for
-# AVX-512), and an AVX2 laptop ran the others a lane at a time (docs/laptops.md#speed-on-avx2-and-neon). `make vectorize-check` runs it with the
-# Makefile's CC and FP_FLAGS; .ci/run runs it.
+# AVX-512), and an AVX2 laptop ran the others a lane at a time
+# (docs/laptops.md#speed-on-avx2-and-neon-the-elementwise-math-in-vectors). `make vectorize-check`
+# runs it with the Makefile's CC and FP_FLAGS; .ci/run runs it.
 # Usage: CC=gcc FP_FLAGS="..." tests/vectorize/check.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
