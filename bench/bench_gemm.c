@@ -1,6 +1,6 @@
 // Standalone gemm benchmark and float-mode check (the test runner builds in double).
 // Build by hand (float, as the programs are built):
-//   cc -std=c11 -O3 -march=native -ffp-contract=fast -fopenmp -D_GNU_SOURCE -I.
+//   cc -std=c11 -O3 -march=native -ffp-contract=fast -fno-trapping-math -fopenmp -D_GNU_SOURCE -I.
 //      bench/bench_gemm.c bench/peak.c model/kernels/gemm.c model/kernels/gemm_x86.c model/kernels/gemm_neon.c -o /tmp/bench_gemm -lm
 // Usage: bench_gemm [--kernel NAME] [--quick] [--no-check] [--check-only] [--shape SUBSTRING]
 //   NAME: avx512, avx2, neon, portable (a whole table) or one variant (avx512_14x2, ...).
