@@ -6,19 +6,11 @@
 # mixer a round, the rounds in the same order in both.
 #   bench/pair_table.sh bench/logs/avx2-2026-11-27-cell-before.jsonl bench/logs/avx2-2026-11-27-cell-after.jsonl
 set -eu
+. "$(dirname "$0")/records.sh"
 before=${1:?usage: bench/pair_table.sh BEFORE.jsonl AFTER.jsonl}
 after=${2:?usage: bench/pair_table.sh BEFORE.jsonl AFTER.jsonl}
 for f in "$before" "$after"; do [ -f "$f" ] || { echo "pair_table: $f: not found" >&2; exit 2; }; done
-awk '
-function num(k) { if (!match($0, "\"" k "\":[^,}]*")) return ""; return substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 }
-function str(k) { if (!match($0, "\"" k "\":\"[^\"]*\"")) return ""; return substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 5) }
-function median(list,    v, n, i, j, t) {
-    n = split(list, v, " ")
-    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}
-function lo(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 < m + 0) m = v[i]; return m }
-function hi(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 > m + 0) m = v[i]; return m }
+awk "$RECORDS_AWK"'
 FNR == 1 { file++ }
 {
     m = str("mixer"); if (m == "") next

@@ -7,20 +7,12 @@
 # goal for, the %peak the goal would take at this work.
 #   bench/work_table.sh bench/logs/work-2026-11-26-cell.jsonl
 set -eu
+. "$(dirname "$0")/records.sh"
 file=${1:?usage: bench/work_table.sh RESULTS.jsonl [cell|long]}
 goals=${2:-cell}
 case $goals in cell | long) ;; *) echo "work_table: goals: expected cell or long, got '$goals'" >&2; exit 2 ;; esac
 [ -f "$file" ] || { echo "work_table: $file: not found" >&2; exit 2; }
-awk -v goals="$goals" '
-function num(k,    m) { if (!match($0, "\"" k "\":[^,}]*")) return ""; return substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 }
-function str(k) { if (!match($0, "\"" k "\":\"[^\"]*\"")) return ""; return substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 5) }
-function median(list,    v, n, i, j, t) {
-    n = split(list, v, " ")
-    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}
-function lo(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 < m + 0) m = v[i]; return m }
-function hi(list,    v, n, i, m) { n = split(list, v, " "); m = v[1]; for (i = 2; i <= n; i++) if (v[i] + 0 > m + 0) m = v[i]; return m }
+awk -v goals="$goals" "$RECORDS_AWK"'
 BEGIN {
     if (goals == "cell") { goal["deltanet"] = 0.7; goal["gated_deltanet"] = 0.7; goal["mamba2"] = 0.8; goal["based"] = 0.8
                            goal["mamba"] = 0.68; goal["h3"] = 0.7 }
