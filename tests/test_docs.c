@@ -429,31 +429,30 @@ TEST(results2_reading_judges_by_its_rules) {
           "%s", out);
 }
 
-// docs/performance.md's work-and-speed table is what bench/work_table.sh prints from the committed
-// bench records.
-TEST(performance_work_table_is_what_work_table_sh_prints) {
+// docs/performance.md shows the table `sh SCRIPT ARGS` prints from committed bench records (which
+// holds the row `row`), and the script exits 2 naming a missing file (`missing`: its arguments).
+static void check_performance_table(const char *script, const char *args, const char *row, const char *missing) {
     static char table[8192];
-    int rc = test_run(table, sizeof table, "sh bench/work_table.sh bench/logs/work-2026-11-26-cell.jsonl");
-    CHECK(rc == 0 && strstr(table, "| gated_deltanet | 3 |"), "bench/work_table.sh (exit %d): %s", rc, table);
+    int rc = test_run(table, sizeof table, "sh %s %s", script, args);
+    CHECK(rc == 0 && strstr(table, row), "%s (exit %d): %s", script, rc, table);
     char *md = read_file_text("docs/performance.md", NULL);
-    CHECK(md && strstr(md, table), "docs/performance.md does not show the table bench/work_table.sh prints:\n%s", table);
+    CHECK(md && strstr(md, table), "docs/performance.md does not show the table %s prints:\n%s", script, table);
     free(md);
-    rc = test_run(table, sizeof table, "sh bench/work_table.sh bench/logs/nope.jsonl 2>&1");
+    rc = test_run(table, sizeof table, "sh %s %s 2>&1", script, missing);
     CHECK(rc == 2 && strstr(table, "nope.jsonl: not found"), "exit %d: %s", rc, table);
 }
 
-// The AVX2 machine's before-and-after table the same way, from bench/pair_table.sh.
+// The work-and-speed table (bench/work_table.sh).
+TEST(performance_work_table_is_what_work_table_sh_prints) {
+    check_performance_table("bench/work_table.sh", "bench/logs/work-2026-11-26-cell.jsonl", "| gated_deltanet | 3 |",
+                            "bench/logs/nope.jsonl");
+}
+
+// The AVX2 machine's before-and-after table (bench/pair_table.sh).
 TEST(performance_pair_table_is_what_pair_table_sh_prints) {
-    static char table[8192];
-    int rc = test_run(table, sizeof table,
-                      "sh bench/pair_table.sh bench/logs/avx2-2026-11-27-cell-before.jsonl "
-                      "bench/logs/avx2-2026-11-27-cell-after.jsonl");
-    CHECK(rc == 0 && strstr(table, "| mamba2 | 7 |"), "bench/pair_table.sh (exit %d): %s", rc, table);
-    char *md = read_file_text("docs/performance.md", NULL);
-    CHECK(md && strstr(md, table), "docs/performance.md does not show the table bench/pair_table.sh prints:\n%s", table);
-    free(md);
-    rc = test_run(table, sizeof table, "sh bench/pair_table.sh bench/logs/nope.jsonl bench/logs/nope.jsonl 2>&1");
-    CHECK(rc == 2 && strstr(table, "nope.jsonl: not found"), "exit %d: %s", rc, table);
+    check_performance_table("bench/pair_table.sh",
+                            "bench/logs/avx2-2026-11-27-cell-before.jsonl bench/logs/avx2-2026-11-27-cell-after.jsonl",
+                            "| mamba2 | 7 |", "bench/logs/nope.jsonl bench/logs/nope.jsonl");
 }
 
 // Mamba-2's pilot table the same way (results/mamba2_pilot).

@@ -9,12 +9,14 @@
 //                                                <= 4 KB apart: read in place instead; the
 //                                                partial panel at the N edge: zero padded)
 //       for each MR-row micro-panel of op(A):   (read in place, prefetched one panel ahead;
-//                                                the partial panel at the M edge: packed)
+//                                                the partial panel at the M edge: packed;
+//                                                A^T rows a page apart: packed in blocks)
 //         for each NR-wide panel of B:          micro-kernel on one MR x NR tile of C
 // A is not packed: for transA = 0 the kernel broadcasts from MR rows of A, for transA = 1 from
 // MR consecutive values of a row of A^T (unless those rows are a page or more apart: then blocks
-// of A_PACK_PANELS micro-panels are packed, once per K block). The next K block of B is prefetched into L2 while the
-// current one is used, and the next C tile when it is to be read (beta = 1 or later K blocks).
+// of A_PACK_PANELS micro-panels are packed, once per K block). The next K block of B is
+// prefetched into L2 while the current one is used, and the next C tile when it is to be read
+// (beta = 1 or later K blocks).
 // The register tile (MR x NR) is chosen per call among the ISA's variants by the padding it
 // wastes on M and N (model/kernels/gemm_x86.c: AVX-512 14x32, 12x32, 8x32, 6x64, 16x16; AVX2 6x16;
 // model/kernels/gemm_neon.c: NEON 8x12, 12x8, 4x16 in float, half as wide in double).
@@ -282,18 +284,6 @@ static void pack_b(const GemmKernel *kd, int tB, const real *B, ptrdiff_t ldb, i
     }
 }
 
-// An edge micro-panel of op(A) (mv < mr rows) into dst[k*mr + r]; rows >= mv are zero.
-static void pack_a(int tA, const real *A, ptrdiff_t lda, int kc, int mv, int mr, real *dst) {
-    memset(dst, 0, sizeof(real) * (size_t)kc * mr);
-    if (tA) {
-        for (int k = 0; k < kc; k++)
-            for (int r = 0; r < mv; r++) dst[(size_t)k * mr + r] = A[k * lda + r];
-    } else {
-        for (int r = 0; r < mv; r++)
-            for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = A[r * lda + k];
-    }
-}
-
 // A block of op(A) = A^T (rows i0..i0+m, k 0..kc; A points at A^T's (0, 0), k row k at A + k lda)
 // as consecutive micro-panels dst[p*kc*mr + k*mr + r] = A[k*lda + p*mr + r], zero for
 // p*mr + r >= m: each k row's m values are read once, in whole lines, 8 k rows prefetched ahead.
@@ -312,6 +302,17 @@ static void pack_a_block(const real *A, ptrdiff_t lda, int kc, int m, int mr, re
             for (int r = 0; r < mr; r++) d[full * pstride + r] = r < rv ? s[full * mr + r] : 0;
         }
     }
+}
+
+// An edge micro-panel of op(A) (mv < mr rows) into dst[k*mr + r]; rows >= mv are zero.
+static void pack_a(int tA, const real *A, ptrdiff_t lda, int kc, int mv, int mr, real *dst) {
+    if (tA) {
+        pack_a_block(A, lda, kc, mv, mr, dst);  // one partial panel
+        return;
+    }
+    memset(dst, 0, sizeof(real) * (size_t)kc * mr);
+    for (int r = 0; r < mv; r++)
+        for (int k = 0; k < kc; k++) dst[(size_t)k * mr + r] = A[r * lda + k];
 }
 
 // ---------------------------------------------------------------------------------------------
