@@ -9,7 +9,9 @@
 //                                                <= 4 KB apart: read in place instead; the
 //                                                partial panel at the N edge: zero padded)
 //       for each MR-row micro-panel of op(A):   (read in place, prefetched one panel ahead;
-//                                                the partial panel at the M edge: packed;
+//                                                the partial panel at the M edge: run in place
+//                                                by an edge kernel of its rows where the
+//                                                variant has one (AVX2), else packed;
 //                                                A^T rows a page apart: packed in blocks)
 //         for each NR-wide panel of B:          micro-kernel on one MR x NR tile of C
 // A is not packed: for transA = 0 the kernel broadcasts from MR rows of A, for transA = 1 from
@@ -389,6 +391,7 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
                 const int mv = M - ir < mr ? M - ir : mr;
                 const real *a, *an;
                 ptrdiff_t sa;
+                int edge_direct = 0;  // mv < mr rows run by an edge kernel on A in place
                 gemm_kern_fn kern;
                 // The next panel to prefetch: next rows, or the first rows of the next K block.
                 if (ir + mr < M) an = A_PANEL(ir + mr, pc);
@@ -400,6 +403,9 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
                     an = a;
                 } else if (mv == mr) {
                     a = A_PANEL(ir, pc), sa = lda, kern = tA ? kd->col : kd->row;
+                } else if ((tA ? kd->edge_col : kd->edge_row) && (tA ? kd->edge_col : kd->edge_row)[mv]) {
+                    a = A_PANEL(ir, pc), sa = lda, kern = (tA ? kd->edge_col : kd->edge_row)[mv];
+                    edge_direct = 1;
                 } else {
                     pack_a(tA, A_PANEL(ir, pc), lda, kcur, mv, mr, ap);
                     a = ap, sa = mr, kern = kd->col;
@@ -431,7 +437,7 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
                     }
                     // The next panel of A is prefetched during the last call on this one.
                     const real *pf = last ? an : a;
-                    if (mv == mr && nv == nr) {
+                    if ((mv == mr || edge_direct) && nv == nr) {
                         kern(kcur, a, sa, pf, b, sb, c, ldc, load);
                     } else {
                         if (load)

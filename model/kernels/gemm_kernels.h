@@ -25,6 +25,10 @@ typedef struct {
     double cost;  // relative time per tile element (1 = best), to choose between variants
     gemm_kern_fn row, col;
     gemm_packbt_fn packbt;
+    // Optional: kernels for an edge micro-panel of mv < mr rows, indexed by mv (entries 1..mr-1,
+    // NULL where absent), reading A in place as row and col do. Without one the edge panel is
+    // packed with zero rows and run by col.
+    const gemm_kern_fn *edge_row, *edge_col;
 } GemmKernel;
 
 // Kernel tables: NULL-terminated lists of variants of one ISA; each call picks the variant

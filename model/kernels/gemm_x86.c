@@ -159,14 +159,26 @@ const GemmKernel *const gemm_kernels_avx512[] = {
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                      \
             _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
 
-T256 static void k256_row_6x2(int K, const float *a, ptrdiff_t sa, const float *an,
-                              const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {
-    K256_BODY(6, 2, r * sa + k, PF_ROW(6))
-}
-T256 static void k256_col_6x2(int K, const float *a, ptrdiff_t sa, const float *an,
-                              const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {
-    K256_BODY(6, 2, (ptrdiff_t)k * sa + r, PF_COL(6))
-}
+#define DEF_K256(MR, NV)                                                                          \
+    T256 static void k256_row_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,  \
+                                          const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {    \
+        K256_BODY(MR, NV, r * sa + k, PF_ROW(MR))                                                 \
+    }                                                                                             \
+    T256 static void k256_col_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,  \
+                                          const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {    \
+        K256_BODY(MR, NV, (ptrdiff_t)k * sa + r, PF_COL(MR))                                      \
+    }
+
+DEF_K256(6, 2)
+// The M edge of the 6-row tile: 1 to 5 rows of A read in place (no packed, zero-padded panel, no
+// copy of the C tile), the same FMA chain per element.
+DEF_K256(5, 2)
+DEF_K256(4, 2)
+DEF_K256(3, 2)
+DEF_K256(2, 2)
+DEF_K256(1, 2)
+static const gemm_kern_fn k256_edge_row[6] = {NULL, k256_row_1x2, k256_row_2x2, k256_row_3x2, k256_row_4x2, k256_row_5x2};
+static const gemm_kern_fn k256_edge_col[6] = {NULL, k256_col_1x2, k256_col_2x2, k256_col_3x2, k256_col_4x2, k256_col_5x2};
 
 // 8x8 transpose of rows r[0..7] in place.
 T256 static inline void transpose8(__m256 r[8]) {
@@ -210,6 +222,7 @@ T256 static void packbt256_16(int kc, int nvalid, const float *B, ptrdiff_t ldb,
 static const GemmKernel k256d_6x2 = {
     .name = "avx2_6x2", .mr = 6, .nr = 16, .kc = 256, .nc = 512, .cost = 1.0,
     .row = k256_row_6x2, .col = k256_col_6x2, .packbt = packbt256_16,
+    .edge_row = k256_edge_row, .edge_col = k256_edge_col,
 };
 
 const GemmKernel *const gemm_kernels_avx2[] = {&k256d_6x2, NULL};
