@@ -298,7 +298,19 @@ static void pack_a_block(const real *A, ptrdiff_t lda, int kc, int m, int mr, re
         if (k + 8 < kc)
             for (int j = 0; j < m; j += 64 / (int)sizeof(real)) PREFETCH(s + 8 * lda + j, 0, 3);
         real *d = dst + (size_t)k * mr;
-        for (int p = 0; p < full; p++) memcpy(d + p * pstride, s + p * mr, sizeof(real) * (size_t)mr);
+        // (a copy of a constant size is a few moves; of a variable one, a call to memcpy)
+#define COPY_PANELS(MR)                                                                           \
+    for (int p = 0; p < full; p++) memcpy(d + p * pstride, s + p * (MR), sizeof(real) * (MR));
+        switch (mr) {
+        case 4: COPY_PANELS(4) break;
+        case 6: COPY_PANELS(6) break;
+        case 8: COPY_PANELS(8) break;
+        case 12: COPY_PANELS(12) break;
+        case 14: COPY_PANELS(14) break;
+        case 16: COPY_PANELS(16) break;
+        default: COPY_PANELS(mr)
+        }
+#undef COPY_PANELS
         if (full < np) {
             const int rv = m - full * mr;
             for (int r = 0; r < mr; r++) d[full * pstride + r] = r < rv ? s[full * mr + r] : 0;
