@@ -57,8 +57,9 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // [T,P] and conv outputs [L,P], a sequence's dB, dC [T,2N] and their conv outputs [T,2N]), the
 // conv's weight and bias gradient partials per (sequence, head) task [B*NH,5,P] then per sequence
 // [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: out_in_task),
-// dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E], and per thread a sequence's C B^T
-// per chunk [ceil(T/L),L,L] (shared_g)
+// dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E], in_proj's [B/M2_SEQ_BLOCK,OC,C]
+// (OC = E + XW + NH, its output width), and per thread a sequence's C B^T per chunk
+// [ceil(T/L),L,L] (shared_g)
 enum {
     S_ROWS,
     S_NRM,
@@ -74,6 +75,7 @@ enum {
     S_GCONV,
     S_OROWS,
     S_WOUT,
+    S_WIN,
     S_GSH
 };
 
@@ -195,6 +197,8 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_GCONV] = (BufDecl){"conv_grad_partials", (size_t)B * (M2_CONV + 1) * (NH * m->P + 2 * m->N)};
     scratch[S_OROWS] = (BufDecl){"out_rows", (size_t)omp_get_max_threads() * 2 * T * E};
     scratch[S_WOUT] = (BufDecl){"out_proj_grad_partials", (size_t)(B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK * m->C * E};
+    scratch[S_WIN] =
+        (BufDecl){"in_proj_grad_partials", (size_t)(B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK * (E + XW + NH) * m->C};
     scratch[S_GSH] = (BufDecl){"shared_CB", (size_t)omp_get_max_threads() * ssd_n_states(T, m->L) * m->L * m->L};
     *n_scratch = S_GSH + 1;
 }
@@ -573,6 +577,34 @@ static const real *out_backward(const Mamba2 *m, MixerIO *io, int b, int ahead, 
     return dn;
 }
 
+// in_proj's weight gradient as dWout's: the partial of sequence b's block += dzx_b^T x_b, the
+// block's sequences in order from its first. With in_task (fp32 sequence tasks) also its dx rows,
+// dx_b += dzx_b W, while the sequence's dzx rows are in cache (each dx element the same FMA chain
+// over in_proj's outputs as in one product over all rows: the same bits); else dx is one product
+// after the tasks.
+static void in_backward_seq(const Mamba2 *m, MixerIO *io, int b, int in_task) {
+    int T = io->T, C = m->C, OC = m->E + m->XW + m->NH, ld = dzx_ld(m);
+    size_t row = (size_t)b * T;
+    const real *dzx = io->tmp[S_DZX] + row * ld, *x = io->x + row * C;
+    real *part = io->tmp[S_WIN] + (size_t)(b / M2_SEQ_BLOCK) * OC * C, beta = b % M2_SEQ_BLOCK ? 1 : 0;
+    if (in_task) {
+        gemm_serial(0, 0, T, C, OC, dzx, ld, io->p[P_IN], C, 1, io->dx + row * C, C);
+        gemm_serial(1, 0, OC, C, T, dzx, ld, x, C, beta, part, C);
+    } else {
+        gemm(1, 0, OC, C, T, dzx, ld, x, C, beta, part, C);
+    }
+}
+
+// g += the sum of n_blk partials [n_blk, n], in block order: slices of 256 over the threads.
+static void add_block_partials(real *g, const real *parts, int n, int n_blk) {
+#pragma omp parallel for schedule(static)
+    for (int i0 = 0; i0 < n; i0 += 256)
+        for (int blk = 0; blk < n_blk; blk++) {
+            const real *part = parts + (size_t)blk * n;
+            for (int i = i0; i < i0 + 256 && i < n; i++) g[i] += part[i];
+        }
+}
+
 // Backward, head h of sequence b through the SSD (its D skip, SiLU and conv in the hook, its dB
 // and dC added into its columns of dbc_heads, the sequence's [T, NH, 2N], its conv gradient
 // partial, dA and dD into its own slots), from the sequence's dy rows.
@@ -620,6 +652,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
                 head_backward(m, io, b, h, dy, dbc, &sh);
             }
             bc_dt_backward(m, io, b, dbc);
+            if (in_task) in_backward_seq(m, io, b, 1);
         }
     } else {
         memset(t[S_DBC], 0, sizeof(real) * B * dbc_seq);
@@ -641,12 +674,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     if (m->prec == PRECISION_FP32) {
         if (!in_task)  // (few sequences: each product over the threads)
             for (int b = 0; b < B; b++) out_weight_partial(m, io, b, t[S_NRM] + (size_t)b * T * E, 0);
-#pragma omp parallel for schedule(static)
-        for (int i0 = 0; i0 < C * E; i0 += 256)  // slices of dWout, each adding the blocks in order
-            for (int blk = 0; blk < n_wblk; blk++) {
-                const real *part = t[S_WOUT] + (size_t)blk * C * E;
-                for (int i = i0; i < i0 + 256 && i < C * E; i++) g[P_OUT][i] += part[i];
-            }
+        add_block_partials(g[P_OUT], t[S_WOUT], C * E, n_wblk);
     } else {
         matmul_gemm(1, 0, C, E, BT, io->dy, C, t[S_NRM], E, 1, g[P_OUT], E, m->prec);
     }
@@ -670,12 +698,17 @@ static void mamba2_backward(const void *st, MixerIO *io) {
         g[P_D][h] += dD;
     }
     colsum_accumulate(g[P_DT_B], t[S_DDT], BT, NH);
-    // in_proj
-    const real *W = p[P_IN];
-    real *dW = g[P_IN];
+    // in_proj: in fp32 dW from the blocks' partials (in the tasks, or here a product a sequence)
+    // in block order, dx made in the tasks or here in one product; in bf16 two whole products
     int OC = E + XW + NH;  // all of in_proj's rows in one product
-    matmul_gemm(0, 0, BT, C, OC, t[S_DZX], dzx_ld(m), W, C, 1, io->dx, C, m->prec);
-    matmul_gemm(1, 0, OC, C, BT, t[S_DZX], dzx_ld(m), io->x, C, 1, dW, C, m->prec);
+    if (!in_task) matmul_gemm(0, 0, BT, C, OC, t[S_DZX], dzx_ld(m), p[P_IN], C, 1, io->dx, C, m->prec);
+    if (m->prec == PRECISION_FP32) {
+        if (!in_task)
+            for (int b = 0; b < B; b++) in_backward_seq(m, io, b, 0);
+        add_block_partials(g[P_IN], t[S_WIN], OC * C, n_wblk);
+    } else {
+        matmul_gemm(1, 0, OC, C, BT, t[S_DZX], dzx_ld(m), io->x, C, 1, g[P_IN], C, m->prec);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
