@@ -58,8 +58,9 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // conv's weight and bias gradient partials per (sequence, head) task [B*NH,5,P] then per sequence
 // [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: out_in_task),
 // dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E], in_proj's [B/M2_SEQ_BLOCK,OC,C]
-// (OC = E + XW + NH, its output width), and per thread a sequence's C B^T per chunk
-// [ceil(T/L),L,L] (shared_g)
+// (OC = E + XW + NH, its output width), the projections' weights transposed for the forward's
+// sequence tasks (in_proj's [C,OC], out_proj's [E,C]: proj_in_task), and per thread a sequence's
+// C B^T per chunk [ceil(T/L),L,L] (shared_g)
 enum {
     S_ROWS,
     S_NRM,
@@ -76,6 +77,7 @@ enum {
     S_OROWS,
     S_WOUT,
     S_WIN,
+    S_WT,
     S_GSH
 };
 
@@ -199,6 +201,7 @@ static void mamba2_buffers(const void *st, int B, int T, BufDecl *saved, int *n_
     scratch[S_WOUT] = (BufDecl){"out_proj_grad_partials", (size_t)(B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK * m->C * E};
     scratch[S_WIN] =
         (BufDecl){"in_proj_grad_partials", (size_t)(B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK * (E + XW + NH) * m->C};
+    scratch[S_WT] = (BufDecl){"proj_weights_t", (E + XW + NH) * m->C + E * m->C};
     scratch[S_GSH] = (BufDecl){"shared_CB", (size_t)omp_get_max_threads() * ssd_n_states(T, m->L) * m->L * m->L};
     *n_scratch = S_GSH + 1;
 }
@@ -434,19 +437,57 @@ static real *shared_g(const Mamba2 *m, const MixerIO *io) {
 // way, so the bits are too.
 static int seq_tasks(int B) { return B >= M2_SEQ_TASKS * M2_SEQ_BLOCK * omp_get_max_threads(); }
 
+// The projections in the forward's sequence tasks (fp32: bf16 products are whole-batch): each
+// sequence's in_proj rows made where its task starts and its out_proj rows where it ends, while
+// its rows are in cache. They read the weights transposed (S_WT, made once a forward), so that
+// no product packs a transposed operand per sequence; each output is the same FMA chain over the
+// input's channels as in one product over all rows, so the bits are the same.
+static int proj_in_task(const Mamba2 *m, int B) { return seq_tasks(B) && m->prec == PRECISION_FP32; }
+
+// S_WT: in_proj's weight [OC, C] transposed to [C, OC], then out_proj's [C, E] to [E, C].
+static void transpose_proj_weights(const Mamba2 *m, real *const *p, real *wt) {
+    int C = m->C, E = m->E, OC = E + m->XW + m->NH;
+    const real *W = p[P_IN], *Wo = p[P_OUT];
+    real *wo = wt + (size_t)OC * C;
+    for (int j = 0; j < OC; j++)
+        for (int c = 0; c < C; c++) wt[(size_t)c * OC + j] = W[(size_t)j * C + c];
+    for (int c = 0; c < C; c++)
+        for (int e = 0; e < E; e++) wo[(size_t)e * C + c] = Wo[(size_t)c * E + e];
+}
+
+// Sequence b's in_proj rows: z, xbc_pre and dtr = x_b W^T's three column blocks.
+static void in_proj_seq(const Mamba2 *m, MixerIO *io, int b) {
+    int T = io->T, C = m->C, E = m->E, XW = m->XW, NH = m->NH, OC = E + XW + NH;
+    size_t row = (size_t)b * T;
+    const real *x = io->x + row * C, *wt = io->tmp[S_WT];
+    real **a = io->act;
+    gemm_serial(0, 0, T, E, C, x, C, wt, OC, 0, a[A_Z] + row * E, E);
+    gemm_serial(0, 0, T, XW, C, x, C, wt + E, OC, 0, a[A_XBCP] + row * XW, XW);
+    gemm_serial(0, 0, T, NH, C, x, C, wt + E + XW, OC, 0, a[A_DTR] + row * NH, NH);
+}
+
+// Sequence b's out_proj rows: y_b = nrm_b Wout^T.
+static void out_proj_seq(const Mamba2 *m, MixerIO *io, int b) {
+    int T = io->T, C = m->C, E = m->E, OC = E + m->XW + m->NH;
+    size_t row = (size_t)b * T;
+    gemm_serial(0, 0, T, C, E, io->tmp[S_NRM] + row * E, E, io->tmp[S_WT] + (size_t)OC * C, C, 0, io->y + row * C, C);
+}
+
 // The forward up to out_proj's input: B, C and dt, each head's SSD and, in sequence tasks, the
-// gated norm's rows (else mamba2_out's pass makes them).
-static void ssd_all_forward(const Mamba2 *m, MixerIO *io) {
+// gated norm's rows (else mamba2_out's pass makes them), and with proj_in_task both projections.
+static void ssd_all_forward(const Mamba2 *m, MixerIO *io, int proj) {
     int B = io->B, T = io->T, NH = m->NH;
     if (seq_tasks(B)) {
 #pragma omp parallel for schedule(dynamic, M2_SEQ_BLOCK)
         for (int b = 0; b < B; b++) {
+            if (proj) in_proj_seq(m, io, b);
             bc_dt_forward(m, io, b);
             for (int h = 0; h < NH; h++) {
                 SsdShared sh = {shared_g(m, io), h > 0};  // C B^T made by head 0, read by the others
                 head_forward(m, io, b, h, &sh);
             }
             gate_norm_rows(m, io, (size_t)b * T, (size_t)(b + 1) * T, (b + 1) % M2_SEQ_BLOCK && b + 1 < B ? T : 0);
+            if (proj) out_proj_seq(m, io, b);
         }
         return;
     }
@@ -469,11 +510,16 @@ static void mamba2_forward(const void *st, MixerIO *io) {
     const Mamba2 *m = st;
     int B = io->B, T = io->T;
     real **a = io->act, **p = io->p;
-    in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], B * T);
+    int proj = proj_in_task(m, B);
+    if (proj) transpose_proj_weights(m, p, io->tmp[S_WT]);
+    else in_proj(m, p, io->x, a[A_Z], a[A_XBCP], a[A_DTR], B * T);
     dwconv_taps(p[P_CONV_W], m->XW, M2_CONV, io->tmp[S_TAPS]);
-    ssd_all_forward(m, io);  // with sequence tasks the gated norm's rows too
-    if (seq_tasks(B)) matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, B * T, m->E, m->C, m->prec);
-    else mamba2_out(m, io);
+    ssd_all_forward(m, io, proj);  // with sequence tasks the gated norm's rows too, and the projections
+    if (seq_tasks(B)) {
+        if (!proj) matmul_forward(io->y, io->tmp[S_NRM], p[P_OUT], NULL, B * T, m->E, m->C, m->prec);
+    } else {
+        mamba2_out(m, io);
+    }
 }
 
 // Backward, the SSD's hook for head h's chunk (tokens s .. s + n - 1): before it, dxs = D_h dy

@@ -13,7 +13,7 @@
 #include "model/precision.h"
 
 #define MIXER_MAX_TENSORS 16
-#define MIXER_MAX_BUFFERS 16
+#define MIXER_MAX_BUFFERS 20
 
 typedef enum {
     INIT_ZERO,        // 0
