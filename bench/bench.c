@@ -22,6 +22,10 @@
 //   --out FILE       results file (default bench/results.jsonl; "-" = none)
 //   --wait-quiet S   before each row wait up to S seconds for a second in which other processes
 //                    use under 5% of the CPUs (a shared host)
+//   --interleave     per seq_len, every mixer's model in one process, each timed step a step of
+//                    each mixer in turn: a shared machine's slow spells fall on all of them alike,
+//                    so their ratios hold where separate rows' would not (one try; the RSS is the
+//                    process's, all the models together; the row's "interleaved": true)
 //   key=value        applied to every conf after it is loaded (e.g. precision=bf16)
 //
 // Trustworthy figures on a shared host: every row runs in its own process (its peak RSS is its
@@ -92,6 +96,7 @@ typedef struct {
     double probe_lo;        // lowest quick peak probe around the timed steps (GFLOP/s)
     double others;          // share of the CPUs other processes used during the timed steps
     int attempts, busy;
+    int interleaved;  // 1: timed by --interleave, in turn with the other mixers of its T
     double loss;
     // the sparsity pass (bench_sparsity): the first of the process (it also fills the S(a) tables)
     // and a second, steady one; 0 when not measured; others: as `others`, during the second
@@ -101,6 +106,7 @@ typedef struct {
 typedef struct {
     const char *only, *mixers, *python, *out, *torch_variants;
     int steps, warmup, quick, threads, torch, tries;
+    int interleave;     // 1: a T's mixers in one process, their steps in turn (run_rows_interleaved)
     double wait_quiet;  // seconds to wait for a quiet machine before each row
     int n_over;
     char **over;             // key=value overrides
@@ -227,51 +233,110 @@ static void time_sparsity_pass(Model *m, const Task *task, const Config *cfg, in
     }
 }
 
-static void run_row(const char *conf, const char *mixer, int T, int B, const Options *o, Result *r) {
+// A row's model and data between its steps: one row's in run_row, every mixer's of a T in
+// run_rows_interleaved.
+typedef struct {
     Config cfg;
-    load_config(&cfg, conf, o);
+    Task task;
+    Model *m;
+    Optimizer opt;
+    Loader ld;
+    int32_t *in, *tg;
+    Rng rng;
+    int lm, B, T, V;
+    double lr, clip;
+} RowRun;
+
+// Builds row (mixer, T, B) of conf: config, task, model, optimizer, data; fills r's shape.
+static void row_open(RowRun *w, const char *conf, const char *mixer, int T, int B, const Options *o, Result *r) {
+    memset(w, 0, sizeof *w);
+    Config *cfg = &w->cfg;
+    load_config(cfg, conf, o);
     char *list = strdupCheck(mixer);
     for (char *p = list; *p; p++) *p = *p == '+' ? ',' : *p;  // a hybrid: one mixer per layer
-    config_set(&cfg, "mixer", list, "bench");
+    config_set(cfg, "mixer", list, "bench");
     free(list);
     char buf[64];
     snprintf(buf, sizeof buf, "%d", T);
-    config_set(&cfg, "seq_len", buf, "bench");
+    config_set(cfg, "seq_len", buf, "bench");
     snprintf(buf, sizeof buf, "%d", B);
-    config_set(&cfg, "batch_size", buf, "bench");
-    int threads = o->threads ? o->threads : (int)cfg_int(&cfg, "threads");
+    config_set(cfg, "batch_size", buf, "bench");
+    int threads = o->threads ? o->threads : (int)cfg_int(cfg, "threads");
     if (threads > 0) omp_set_num_threads(threads);
     fpu_flush_denormals();
     r->threads = omp_get_max_threads();
-    alarm((unsigned)cfg_int(&cfg, "bench_timeout"));
 
-    int lm = !strcmp(cfg_str(&cfg, "bench_data"), "lm");
-    Task task;
-    memset(&task, 0, sizeof task);
-    int V = (int)cfg_int(&cfg, "vocab_size"), per_seq = T;
-    if (!lm) {
-        task_open(&task, &cfg, TASK_TRAIN | TASK_VAL);
-        V = task.vocab_size;
-        per_seq = task.targets_per_seq;
+    w->lm = !strcmp(cfg_str(cfg, "bench_data"), "lm");
+    w->B = B, w->T = T;
+    int V = (int)cfg_int(cfg, "vocab_size"), per_seq = T;
+    if (!w->lm) {
+        task_open(&w->task, cfg, TASK_TRAIN | TASK_VAL);
+        V = w->task.vocab_size;
+        per_seq = w->task.targets_per_seq;
     } else if (V <= 0) {
         die_input("vocab_size: bench_data = lm needs vocab_size > 0");
     }
-    ModelShape s = model_shape_from_config(&cfg, V);  // seq_len = T, set above
+    w->V = V;
+    ModelShape s = model_shape_from_config(cfg, V);  // seq_len = T, set above
     r->B = B, r->T = T, r->V = V, r->C = s.C, r->L = s.L, r->H = s.H, r->mlp = s.mlp;
-    Model *m = model_create(&s, NULL, &cfg, B, B * per_seq);  // the mixers from cfg (a hybrid lists them)
-    model_init_weights(m, (uint64_t)cfg_int(&cfg, "seed"));
-    r->act_mb = (double)model_activation_bytes(m) / 1048576.0;
-    Optimizer opt;
-    optim_from_config(&opt, &cfg, m->n_params);
-    Loader ld;
-    if (!lm) loader_init(&ld, &task.train, B, 1, 0);
-    int32_t *in = mallocCheck(sizeof(int32_t) * B * T), *tg = mallocCheck(sizeof(int32_t) * B * T);
-    Rng rng;
-    rng_seed(&rng, 1234);
-    double lr = cfg_float(&cfg, "lr"), clip = cfg_float(&cfg, "grad_clip");
+    w->m = model_create(&s, NULL, cfg, B, B * per_seq);  // the mixers from cfg (a hybrid lists them)
+    model_init_weights(w->m, (uint64_t)cfg_int(cfg, "seed"));
+    r->act_mb = (double)model_activation_bytes(w->m) / 1048576.0;
+    optim_from_config(&w->opt, cfg, w->m->n_params);
+    if (!w->lm) loader_init(&w->ld, &w->task.train, B, 1, 0);
+    w->in = mallocCheck(sizeof(int32_t) * B * T), w->tg = mallocCheck(sizeof(int32_t) * B * T);
+    rng_seed(&w->rng, 1234);
+    w->lr = cfg_float(cfg, "lr"), w->clip = cfg_float(cfg, "grad_clip");
+}
 
-    int warm = o->warmup >= 0 ? o->warmup : (int)cfg_int(&cfg, "bench_warmup");
-    int steps = o->steps > 0 ? o->steps : (int)cfg_int(&cfg, "bench_steps");
+// One training step of the row on its next batch; returns its wall time (s), its phases in *st
+// and its CPU time (s, all threads) in *cpu.
+static double row_step(RowRun *w, StepStats *st, double *cpu, Result *r) {
+    int B = w->B, T = w->T;
+    if (w->lm)
+        for (int i = 0; i < B * T; i++)
+            w->in[i] = (int32_t)(rng_below(&w->rng, (uint64_t)w->V)),
+            w->tg[i] = (int32_t)(rng_below(&w->rng, (uint64_t)w->V));
+    else loader_next(&w->ld, w->in, w->tg);
+    double c0 = cpu_seconds(), t0 = peak_now();
+    train_step(w->m, &w->opt, w->in, w->tg, B, T, w->lr, w->clip, st);  // the trainer's step, constant rate
+    double t1 = peak_now();
+    *cpu = cpu_seconds() - c0;
+    r->loss = st->loss;
+    return t1 - t0;
+}
+
+// Per-step figures of the timed steps ms[0..steps) into r: the best step (its phases from the
+// caller), the median.
+static void row_times(double *ms, int steps, Result *r) {
+    qsort(ms, (size_t)steps, sizeof(double), cmp_double);
+    r->ms_median = ms[steps / 2];
+}
+
+// The row's FLOPs, the peak RSS so far, the sparsity pass (bench_sparsity); frees the row.
+static void row_close(RowRun *w, Result *r, int sparsity) {
+    double mixer_part;
+    r->flop_step = model_flops(w->m, w->B, w->T, w->m->n_rows, &mixer_part, &r->mixer_flops);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);  // the training's peak, before the sparsity pass adds its own
+#ifdef __APPLE__
+    r->rss_mb = (double)ru.ru_maxrss / 1048576.0;  // bytes on macOS
+#else
+    r->rss_mb = (double)ru.ru_maxrss / 1024.0;  // kilobytes on Linux
+#endif
+    if (sparsity && !w->lm && cfg_bool(&w->cfg, "bench_sparsity") && sparsity_supported(w->m))
+        time_sparsity_pass(w->m, &w->task, &w->cfg, w->B, w->T, r);
+    r->ok = 1;
+    free(w->in), free(w->tg);
+    model_free(w->m);
+}
+
+static void run_row(const char *conf, const char *mixer, int T, int B, const Options *o, Result *r) {
+    RowRun w;
+    row_open(&w, conf, mixer, T, B, o, r);
+    alarm((unsigned)cfg_int(&w.cfg, "bench_timeout"));
+    int warm = o->warmup >= 0 ? o->warmup : (int)cfg_int(&w.cfg, "bench_warmup");
+    int steps = o->steps > 0 ? o->steps : (int)cfg_int(&w.cfg, "bench_steps");
     double *ms = mallocCheck(sizeof(double) * steps);
     double best_total = 1e30;
     for (int attempt = 0; attempt < o->tries; attempt++) {
@@ -280,27 +345,20 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
         CpuMark m0 = cpu_mark();
         double best = 1e30, fwd = 0, bwd = 0, upd = 0, head = 0, cpu_best = 1e30;
         for (int it = 0; it < warm + steps; it++) {
-            if (lm)
-                for (int i = 0; i < B * T; i++)
-                    in[i] = (int32_t)(rng_below(&rng, (uint64_t)V)), tg[i] = (int32_t)(rng_below(&rng, (uint64_t)V));
-            else loader_next(&ld, in, tg);
-            double c0 = cpu_seconds(), t0 = peak_now();
-            StepStats st;  // the trainer's step (trainer/step.h), at a constant learning rate
-            train_step(m, &opt, in, tg, B, T, lr, clip, &st);
-            double t3 = peak_now(), c3 = cpu_seconds();
-            r->loss = st.loss;
+            StepStats st;
+            double cpu, t = row_step(&w, &st, &cpu, r);
             if (it < warm) continue;
-            ms[it - warm] = (t3 - t0) * 1e3;
-            if (t3 - t0 < best) best = t3 - t0, fwd = st.fwd_s, bwd = st.bwd_s, upd = st.upd_s, head = st.head_s;
-            if (c3 - c0 < cpu_best) cpu_best = c3 - c0;
+            ms[it - warm] = t * 1e3;
+            if (t < best) best = t, fwd = st.fwd_s, bwd = st.bwd_s, upd = st.upd_s, head = st.head_s;
+            if (cpu < cpu_best) cpu_best = cpu;
         }
         double others = others_share(m0, cpu_mark());
         double after = peak_fp32_quick(r->threads);
         double lo = before < after ? before : after;
         if (best < best_total) {
             best_total = best;
-            qsort(ms, (size_t)steps, sizeof(double), cmp_double);
-            r->ms_best = best * 1e3, r->ms_median = ms[steps / 2];
+            row_times(ms, steps, r);
+            r->ms_best = best * 1e3;
             r->fwd_ms = fwd * 1e3, r->bwd_ms = bwd * 1e3, r->opt_ms = upd * 1e3, r->head_ms = head * 1e3;
             r->cpu_ms = cpu_best * 1e3;
             r->probe_lo = lo;
@@ -311,17 +369,45 @@ static void run_row(const char *conf, const char *mixer, int T, int B, const Opt
         struct timespec ts = {0, 300000000};
         nanosleep(&ts, NULL);
     }
-    double mixer_part;
-    r->flop_step = model_flops(m, B, T, m->n_rows, &mixer_part, &r->mixer_flops);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);  // the training's peak, before the sparsity pass adds its own
-#ifdef __APPLE__
-    r->rss_mb = (double)ru.ru_maxrss / 1048576.0;  // bytes on macOS
-#else
-    r->rss_mb = (double)ru.ru_maxrss / 1024.0;  // kilobytes on Linux
-#endif
-    if (!lm && cfg_bool(&cfg, "bench_sparsity") && sparsity_supported(m)) time_sparsity_pass(m, &task, &cfg, B, T, r);
-    r->ok = 1;
+    free(ms);
+    row_close(&w, r, 1);
+}
+
+// --interleave: the n mixers of one T in one process, each timed step a step of every mixer in
+// turn (mixer 0, 1, ..., n-1, then again), so that a slow spell of a shared machine falls on all
+// of them alike: their ratios are taken over the same seconds. One try (the busy flags from the
+// probes and the other processes' share around all the steps); the sparsity pass after all the
+// steps; RSS is the process's, all the models together.
+static void run_rows_interleaved(const char *conf, char mix[][64], int n, int T, int B, const Options *o, Result *r) {
+    RowRun *w = mallocCheck(sizeof(RowRun) * (size_t)n);
+    for (int i = 0; i < n; i++) row_open(&w[i], conf, mix[i], T, B, o, &r[i]);
+    alarm((unsigned)(n * cfg_int(&w[0].cfg, "bench_timeout")));
+    int warm = o->warmup >= 0 ? o->warmup : (int)cfg_int(&w[0].cfg, "bench_warmup");
+    int steps = o->steps > 0 ? o->steps : (int)cfg_int(&w[0].cfg, "bench_steps");
+    double *ms = mallocCheck(sizeof(double) * (size_t)steps * n);
+    for (int i = 0; i < n; i++) r[i].attempts = 1, r[i].interleaved = 1, r[i].ms_best = 1e30, r[i].cpu_ms = 1e30;
+    double before = peak_fp32_quick(r[0].threads);
+    CpuMark m0 = cpu_mark();
+    for (int it = 0; it < warm + steps; it++)
+        for (int i = 0; i < n; i++) {
+            StepStats st;
+            double cpu, t = row_step(&w[i], &st, &cpu, &r[i]);
+            if (it < warm) continue;
+            ms[(size_t)i * steps + it - warm] = t * 1e3;
+            if (t * 1e3 < r[i].ms_best)
+                r[i].ms_best = t * 1e3, r[i].fwd_ms = st.fwd_s * 1e3, r[i].bwd_ms = st.bwd_s * 1e3,
+                r[i].opt_ms = st.upd_s * 1e3, r[i].head_ms = st.head_s * 1e3;
+            if (cpu * 1e3 < r[i].cpu_ms) r[i].cpu_ms = cpu * 1e3;
+        }
+    double others = others_share(m0, cpu_mark());
+    double after = peak_fp32_quick(r[0].threads), lo = before < after ? before : after;
+    for (int i = 0; i < n; i++) {
+        row_times(ms + (size_t)i * steps, steps, &r[i]);
+        r[i].probe_lo = lo, r[i].others = others;
+        r[i].busy = lo < 0.85 * o->peak || others > 0.05;
+        row_close(&w[i], &r[i], 1);
+    }
+    free(ms), free(w);
 }
 
 // Runs run_row in a fresh process (peak RSS per row; a crashing or slow mixer costs one row).
@@ -356,6 +442,45 @@ static Result run_row_isolated(const char *conf, const char *mixer, int T, int B
         else snprintf(r.err, sizeof r.err, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }
     return r;
+}
+
+// run_rows_interleaved in a fresh process; r[i].ok = 0 (and err) for all when it failed.
+static void run_rows_interleaved_isolated(const char *conf, char mix[][64], int n, int T, int B, const Options *o,
+                                          Result *r) {
+    memset(r, 0, sizeof(Result) * (size_t)n);
+    int fd[2];
+    if (pipe(fd) != 0) die("pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fd[0]);
+        Result *c = mallocCheck(sizeof(Result) * (size_t)n);
+        memset(c, 0, sizeof(Result) * (size_t)n);
+        run_rows_interleaved(conf, mix, n, T, B, o, c);
+        size_t want = sizeof(Result) * (size_t)n, put = 0;
+        while (put < want) {
+            ssize_t k = write(fd[1], (const char *)c + put, want - put);
+            if (k <= 0) _exit(1);
+            put += (size_t)k;
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t want = sizeof(Result) * (size_t)n, got = 0;
+    ssize_t k;
+    while (got < want && (k = read(fd[0], (char *)r + got, want - got)) > 0) got += (size_t)k;
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (got != want) {
+        memset(r, 0, sizeof(Result) * (size_t)n);
+        for (int i = 0; i < n; i++)
+            snprintf(r[i].err, sizeof r[i].err, "%s",
+                     WIFSIGNALED(st) ? (WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)))
+                                     : "the interleaved process failed");
+    }
 }
 
 // Peaks for the run's thread count, measured in a child (the parent never starts OpenMP threads,
@@ -555,7 +680,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: build/bench [--only S] [--mixers A,B] [--steps N] [--warmup N] [--quick] "
             "[--threads N] [--no-torch] [--python PATH] [--torch-variants LIST] [--tries N] [--out FILE] "
-            "[--wait-quiet S] CONF... [key=value ...]\n");
+            "[--wait-quiet S] [--interleave] CONF... [key=value ...]\n");
     exit(2);
 }
 
@@ -577,6 +702,7 @@ static int parse_args(int argc, char **argv, Options *o, const char **confs, int
         else if (!strcmp(a, "--out")) o->out = ARG();
         else if (!strcmp(a, "--wait-quiet")) o->wait_quiet = atof(ARG());
         else if (!strcmp(a, "--quick")) o->quick = 1;
+        else if (!strcmp(a, "--interleave")) o->interleave = 1;
         else if (!strcmp(a, "--no-torch")) o->torch = 0;
         else if (a[0] == '-') usage();
         else if (strchr(a, '=')) over[o->n_over++] = argv[i];
@@ -640,6 +766,7 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
     if (r->sparsity_ms > 0)
         fprintf(out, "\"sparsity_ms\":%.1f,\"sparsity_steps\":%.2f,\"sparsity_first_ms\":%.1f,\"sparsity_others_cpu\":%.3f,",
                 r->sparsity_ms, r->sparsity_ms / r->ms_best, r->sparsity_first_ms, r->sparsity_others);
+    if (r->interleaved) fputs("\"interleaved\":true,", out);
     fprintf(out, "\"omp_wait_policy\":\"%s\"}\n", ri->wait_policy ? ri->wait_policy : "unset");
     fflush(out);
 }
@@ -647,15 +774,15 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
 // One row (mixer, seq_len) of a conf: runs it, prints it, appends it to the results file;
 // returns its tokens/s and (in *cpu_tok) its tokens per CPU second (0 when it failed).
 static double bench_row(const RunInfo *ri, const Options *o, const char *conf, const char *cname, const Config *cfg,
-                        const char *mixer, int T, int first_len, double *cpu_tok) {
+                        const char *mixer, int T, int first_len, const Result *given, double *cpu_tok) {
     *cpu_tok = 0;
     long tokens = cfg_int(cfg, "bench_tokens");
     int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(cfg, "batch_size");
     const char *prec = config_find(cfg, "precision") ? cfg_str(cfg, "precision") : "fp32";
     int per_seq = !strcmp(cfg_str(cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(cfg, "mqar_kv_pairs");
     double llmc = cfg_float(cfg, "bench_llmc");
-    if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
-    Result r = run_row_isolated(conf, mixer, T, B, o);
+    if (!given && o->wait_quiet > 0) wait_quiet(o->wait_quiet);
+    Result r = given ? *given : run_row_isolated(conf, mixer, T, B, o);  // (given: --interleave's)
     if (!r.ok) {
         printf("%-9s %5d %4d  failed: %s\n", mixer, T, B, r.err);
         fflush(stdout);
@@ -759,16 +886,40 @@ static void bench_conf(const RunInfo *ri, const Options *o, const char *conf) {
     double tok_of[32][16], cpu_of[32][16], base_cpu[16] = {0};
     memset(tok_of, 0, sizeof tok_of);
     memset(cpu_of, 0, sizeof cpu_of);
+    // --interleave: per T, the rows of every mixer from one process (run_rows_interleaved)
+    static Result inter[16][32];
+    int run[32];
+    for (int mi = 0; mi < n_mix; mi++) {
+        char rowname[240];
+        snprintf(rowname, sizeof rowname, "%.150s/%.63s", cname, mix[mi]);
+        run[mi] = known_mixers(mix[mi]) && !(o->only && !strstr(rowname, o->only));
+    }
+    if (o->interleave) {
+        long tokens = cfg_int(&cfg, "bench_tokens");
+        for (int li = 0; li < n_len && li < 16; li++) {
+            char sel[32][64];
+            int n_sel = 0, T = atoi(lens[li]);
+            int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(&cfg, "batch_size");
+            for (int mi = 0; mi < n_mix; mi++)
+                if (run[mi]) memcpy(sel[n_sel++], mix[mi], 64);
+            Result got[32];
+            if (n_sel) {
+                if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
+                run_rows_interleaved_isolated(conf, sel, n_sel, T, B, o, got);
+            }
+            for (int mi = 0, k = 0; mi < n_mix; mi++)
+                if (run[mi]) inter[li][mi] = got[k++];
+        }
+    }
     for (int mi = 0; mi < n_mix; mi++) {
         if (!known_mixers(mix[mi])) {
             printf("%-9s unknown mixer (known: %s, or a hybrid as a+b)\n", mix[mi], mixer_choices());
             continue;
         }
         for (int li = 0; li < n_len; li++) {
-            char rowname[240];
-            snprintf(rowname, sizeof rowname, "%.150s/%.63s", cname, mix[mi]);
-            if (o->only && !strstr(rowname, o->only)) continue;
-            double cpu_tok, tok = bench_row(ri, o, conf, cname, &cfg, mix[mi], atoi(lens[li]), li == 0, &cpu_tok);
+            if (!run[mi]) continue;
+            const Result *given = o->interleave && li < 16 ? &inter[li][mi] : NULL;
+            double cpu_tok, tok = bench_row(ri, o, conf, cname, &cfg, mix[mi], atoi(lens[li]), li == 0, given, &cpu_tok);
             if (mi < 32 && li < 16) tok_of[mi][li] = tok, cpu_of[mi][li] = cpu_tok;
             if (!strcmp(mix[mi], "softmax") && li < 16) base_tok[li] = tok, base_cpu[li] = cpu_tok;
         }
