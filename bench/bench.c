@@ -97,6 +97,8 @@ typedef struct {
     double others;          // share of the CPUs other processes used during the timed steps
     int attempts, busy;
     int interleaved;  // 1: timed by --interleave, in turn with the other mixers of its T
+    int n_steps;      // interleaved: its timed steps in run order (the first 64)
+    double step_ms[64];
     double loss;
     // the sparsity pass (bench_sparsity): the first of the process (it also fills the S(a) tables)
     // and a second, steady one; 0 when not measured; others: as `others`, during the second
@@ -402,6 +404,8 @@ static void run_rows_interleaved(const char *conf, char mix[][64], int n, int T,
     double others = others_share(m0, cpu_mark());
     double after = peak_fp32_quick(r[0].threads), lo = before < after ? before : after;
     for (int i = 0; i < n; i++) {
+        r[i].n_steps = steps < 64 ? steps : 64;  // in run order, before row_times sorts them
+        memcpy(r[i].step_ms, ms + (size_t)i * steps, sizeof(double) * (size_t)r[i].n_steps);
         row_times(ms + (size_t)i * steps, steps, &r[i]);
         r[i].probe_lo = lo, r[i].others = others;
         r[i].busy = lo < 0.85 * o->peak || others > 0.05;
@@ -766,7 +770,11 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
     if (r->sparsity_ms > 0)
         fprintf(out, "\"sparsity_ms\":%.1f,\"sparsity_steps\":%.2f,\"sparsity_first_ms\":%.1f,\"sparsity_others_cpu\":%.3f,",
                 r->sparsity_ms, r->sparsity_ms / r->ms_best, r->sparsity_first_ms, r->sparsity_others);
-    if (r->interleaved) fputs("\"interleaved\":true,", out);
+    if (r->interleaved) {  // and its steps in run order: the t-th of each row ran in the same turn
+        fputs("\"interleaved\":true,\"step_ms\":[", out);
+        for (int i = 0; i < r->n_steps; i++) fprintf(out, "%s%.3f", i ? "," : "", r->step_ms[i]);
+        fputs("],", out);
+    }
     fprintf(out, "\"omp_wait_policy\":\"%s\"}\n", ri->wait_policy ? ri->wait_policy : "unset");
     fflush(out);
 }

@@ -55,7 +55,16 @@ TEST(bench_interleave_times_every_mixer_in_one_process) {
     CHECK(count_lines(text, "\"mixer\":\"softmax\"", "\"interleaved\":true") == 1, "%s", text);
     CHECK(count_lines(text, "\"mixer\":\"linear\"", "\"interleaved\":true") == 1, "%s", text);
     CHECK(!strstr(text, "\"ms_per_step\":0.000"), "%s", text);  // each row timed its own steps
+    // each row's 3 timed steps in run order, the first of them not faster than its best
+    for (const char *l = strstr(text, "\"step_ms\":["); l; l = strstr(l + 1, "\"step_ms\":[")) {
+        double a, b, c;
+        CHECK(sscanf(l, "\"step_ms\":[%lf,%lf,%lf]", &a, &b, &c) == 3 && a > 0 && b > 0 && c > 0, "%.60s", l);
+    }
+    CHECK(count_lines(text, "\"step_ms\":[", NULL) == 2, "%s", text);
     free(text);
+    // bench/paired_table.sh reads them: a row per mixer, softmax against itself 1.00x
+    st = test_run(out, sizeof out, "sh bench/paired_table.sh %s", jl);
+    CHECK(st == 0 && strstr(out, "| softmax | 1 | 1.00x (1.00-1.00) |") && strstr(out, "| linear | 1 | "), "%d %s", st, out);
     // without it, a process a row, and no "interleaved" field
     st = test_run(out, sizeof out, "%s --no-torch --mixers softmax --out %s %s", bench, sep, conf);
     CHECK(st == 0, "exit %d: %s", st, out);

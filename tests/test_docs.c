@@ -455,6 +455,14 @@ TEST(performance_pair_table_is_what_pair_table_sh_prints) {
                             "| mamba2 | 7 |", "bench/logs/nope.jsonl bench/logs/nope.jsonl");
 }
 
+// The interleaved runs' paired table (bench/paired_table.sh).
+TEST(performance_paired_table_is_what_paired_table_sh_prints) {
+    check_performance_table("bench/paired_table.sh", "bench/logs/avx2-2026-11-27-interleaved-cell-after.jsonl",
+                            "| mamba2 | 5 |", "bench/logs/nope.jsonl");
+    check_performance_table("bench/paired_table.sh", "bench/logs/avx2-2026-11-27-interleaved-4096.jsonl",
+                            "| mamba2 | 2 |", "bench/logs/nope.jsonl");
+}
+
 // Mamba-2's pilot table the same way (results/mamba2_pilot).
 TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
     static char table[8192];
