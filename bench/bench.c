@@ -414,10 +414,12 @@ static void run_rows_interleaved(const char *conf, char mix[][64], int n, int T,
     free(ms), free(w);
 }
 
-// Runs run_row in a fresh process (peak RSS per row; a crashing or slow mixer costs one row).
-static Result run_row_isolated(const char *conf, const char *mixer, int T, int B, const Options *o) {
-    Result r;
-    memset(&r, 0, sizeof r);
+// Runs rows in a fresh process (peak RSS per process; a crashing or slow mixer costs only its
+// rows): mix[0]'s by run_row, or with interleave the n mixers' by run_rows_interleaved. When the
+// process fails, every row has ok = 0 and err saying how.
+static void run_isolated(const char *conf, char mix[][64], int n, int interleave, int T, int B, const Options *o, Result *r) {
+    size_t want = sizeof(Result) * (size_t)n, got = 0;
+    memset(r, 0, want);
     int fd[2];
     if (pipe(fd) != 0) die("pipe: %s", strerror(errno));
     fflush(stdout);
@@ -426,45 +428,11 @@ static Result run_row_isolated(const char *conf, const char *mixer, int T, int B
     if (pid < 0) die("fork: %s", strerror(errno));
     if (pid == 0) {
         close(fd[0]);
-        Result c;
-        memset(&c, 0, sizeof c);
-        run_row(conf, mixer, T, B, o, &c);
-        if (write(fd[1], &c, sizeof c) != (ssize_t)sizeof c) _exit(1);
-        _exit(0);
-    }
-    close(fd[1]);
-    ssize_t got = 0, n;
-    while (got < (ssize_t)sizeof r && (n = read(fd[0], (char *)&r + got, sizeof r - got)) > 0) got += n;
-    close(fd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (got != (ssize_t)sizeof r || !r.ok) {
-        memset(&r, 0, sizeof r);
-        if (WIFSIGNALED(st))
-            snprintf(r.err, sizeof r.err, "%s",
-                     WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)));
-        else snprintf(r.err, sizeof r.err, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    }
-    return r;
-}
-
-// run_rows_interleaved in a fresh process; r[i].ok = 0 (and err) for all when it failed.
-static void run_rows_interleaved_isolated(const char *conf, char mix[][64], int n, int T, int B, const Options *o,
-                                          Result *r) {
-    memset(r, 0, sizeof(Result) * (size_t)n);
-    int fd[2];
-    if (pipe(fd) != 0) die("pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        close(fd[0]);
-        Result *c = mallocCheck(sizeof(Result) * (size_t)n);
-        memset(c, 0, sizeof(Result) * (size_t)n);
-        run_rows_interleaved(conf, mix, n, T, B, o, c);
-        size_t want = sizeof(Result) * (size_t)n, put = 0;
-        while (put < want) {
+        Result *c = mallocCheck(want);
+        memset(c, 0, want);
+        if (interleave) run_rows_interleaved(conf, mix, n, T, B, o, c);
+        else run_row(conf, mix[0], T, B, o, c);
+        for (size_t put = 0; put < want;) {
             ssize_t k = write(fd[1], (const char *)c + put, want - put);
             if (k <= 0) _exit(1);
             put += (size_t)k;
@@ -472,19 +440,28 @@ static void run_rows_interleaved_isolated(const char *conf, char mix[][64], int 
         _exit(0);
     }
     close(fd[1]);
-    size_t want = sizeof(Result) * (size_t)n, got = 0;
     ssize_t k;
     while (got < want && (k = read(fd[0], (char *)r + got, want - got)) > 0) got += (size_t)k;
     close(fd[0]);
     int st = 0;
     waitpid(pid, &st, 0);
-    if (got != want) {
-        memset(r, 0, sizeof(Result) * (size_t)n);
-        for (int i = 0; i < n; i++)
-            snprintf(r[i].err, sizeof r[i].err, "%s",
-                     WIFSIGNALED(st) ? (WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)))
-                                     : "the interleaved process failed");
+    if (got != want || !r[0].ok) {
+        memset(r, 0, want);
+        for (int i = 0; i < n; i++) {
+            if (WIFSIGNALED(st))
+                snprintf(r[i].err, sizeof r[i].err, "%s",
+                         WTERMSIG(st) == SIGALRM ? "timeout (bench_timeout)" : strsignal(WTERMSIG(st)));
+            else snprintf(r[i].err, sizeof r[i].err, "exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        }
     }
+}
+
+static Result run_row_isolated(const char *conf, const char *mixer, int T, int B, const Options *o) {
+    char m[1][64];
+    snprintf(m[0], sizeof m[0], "%.63s", mixer);
+    Result r;
+    run_isolated(conf, m, 1, 0, T, B, o, &r);
+    return r;
 }
 
 // Peaks for the run's thread count, measured in a child (the parent never starts OpenMP threads,
@@ -913,7 +890,7 @@ static void bench_conf(const RunInfo *ri, const Options *o, const char *conf) {
             Result got[32];
             if (n_sel) {
                 if (o->wait_quiet > 0) wait_quiet(o->wait_quiet);
-                run_rows_interleaved_isolated(conf, sel, n_sel, T, B, o, got);
+                run_isolated(conf, sel, n_sel, 1, T, B, o, got);
             }
             for (int mi = 0, k = 0; mi < n_mix; mi++)
                 if (run[mi]) inter[li][mi] = got[k++];

@@ -51,15 +51,17 @@
         _mm_prefetch(PF_ADDR((ptrdiff_t)k * sa + MR - 1), _MM_HINT_T0);                           \
     }
 
-#define DEF_K512(MR, NV)                                                                          \
-    T512 static void k512_row_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,  \
+// A kernel's row and col variants (gemm_kernels.h) from its body macro, for target attribute TGT.
+#define DEF_KERNELS(TGT, PFX, BODY, MR, NV)                                                       \
+    TGT static void PFX##_row_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,    \
                                           const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {    \
-        K512_BODY(MR, NV, r * sa + k, PF_ROW(MR))                                                 \
+        BODY(MR, NV, r * sa + k, PF_ROW(MR))                                                      \
     }                                                                                             \
-    T512 static void k512_col_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,  \
+    TGT static void PFX##_col_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,    \
                                           const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {    \
-        K512_BODY(MR, NV, (ptrdiff_t)k * sa + r, PF_COL(MR))                                      \
+        BODY(MR, NV, (ptrdiff_t)k * sa + r, PF_COL(MR))                                           \
     }
+#define DEF_K512(MR, NV) DEF_KERNELS(T512, k512, K512_BODY, MR, NV)
 
 // 16x16 transpose of rows r[0..15] in place.
 T512 static inline void transpose16(__m512 r[16]) {
@@ -159,15 +161,7 @@ const GemmKernel *const gemm_kernels_avx512[] = {
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                      \
             _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
 
-#define DEF_K256(MR, NV)                                                                          \
-    T256 static void k256_row_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,  \
-                                          const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {    \
-        K256_BODY(MR, NV, r * sa + k, PF_ROW(MR))                                                 \
-    }                                                                                             \
-    T256 static void k256_col_##MR##x##NV(int K, const float *a, ptrdiff_t sa, const float *an,  \
-                                          const float *b, ptrdiff_t sb, float *c, ptrdiff_t ldc, int load) {    \
-        K256_BODY(MR, NV, (ptrdiff_t)k * sa + r, PF_COL(MR))                                      \
-    }
+#define DEF_K256(MR, NV) DEF_KERNELS(T256, k256, K256_BODY, MR, NV)
 
 DEF_K256(6, 2)
 // The M edge of the 6-row tile: 1 to 5 rows of A read in place (no packed, zero-padded panel, no
