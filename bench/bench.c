@@ -308,8 +308,8 @@ static double row_step(RowRun *w, StepStats *st, double *cpu, Result *r) {
     return t1 - t0;
 }
 
-// Per-step figures of the timed steps ms[0..steps) into r: the best step (its phases from the
-// caller), the median.
+// The median of the timed steps ms[0..steps) into r (sorts ms; the best step and its phases
+// are the caller's).
 static void row_times(double *ms, int steps, Result *r) {
     qsort(ms, (size_t)steps, sizeof(double), cmp_double);
     r->ms_median = ms[steps / 2];
@@ -756,13 +756,19 @@ static void write_json_row(const RunInfo *ri, const Options *o, const char *cnam
     fflush(out);
 }
 
+// A row's batch at seq_len T: bench_tokens / T (a sweep's rows train the same tokens), else the
+// conf's batch_size.
+static int row_batch(const Config *cfg, int T) {
+    long tokens = cfg_int(cfg, "bench_tokens");
+    return tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(cfg, "batch_size");
+}
+
 // One row (mixer, seq_len) of a conf: runs it, prints it, appends it to the results file;
 // returns its tokens/s and (in *cpu_tok) its tokens per CPU second (0 when it failed).
 static double bench_row(const RunInfo *ri, const Options *o, const char *conf, const char *cname, const Config *cfg,
                         const char *mixer, int T, int first_len, const Result *given, double *cpu_tok) {
     *cpu_tok = 0;
-    long tokens = cfg_int(cfg, "bench_tokens");
-    int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(cfg, "batch_size");
+    int B = row_batch(cfg, T);
     const char *prec = config_find(cfg, "precision") ? cfg_str(cfg, "precision") : "fp32";
     int per_seq = !strcmp(cfg_str(cfg, "bench_data"), "lm") ? -1 : (int)cfg_int(cfg, "mqar_kv_pairs");
     double llmc = cfg_float(cfg, "bench_llmc");
@@ -880,11 +886,10 @@ static void bench_conf(const RunInfo *ri, const Options *o, const char *conf) {
         run[mi] = known_mixers(mix[mi]) && !(o->only && !strstr(rowname, o->only));
     }
     if (o->interleave) {
-        long tokens = cfg_int(&cfg, "bench_tokens");
         for (int li = 0; li < n_len && li < 16; li++) {
             char sel[32][64];
             int n_sel = 0, T = atoi(lens[li]);
-            int B = tokens > 0 ? (int)(tokens / T > 0 ? tokens / T : 1) : (int)cfg_int(&cfg, "batch_size");
+            int B = row_batch(&cfg, T);
             for (int mi = 0; mi < n_mix; mi++)
                 if (run[mi]) memcpy(sel[n_sel++], mix[mi], 64);
             Result got[32];

@@ -357,6 +357,7 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
     // A_PACK_PANELS micro-panels at a time (a k row's block of rows in whole lines), once per K
     // block. The kernel runs the same FMA chain on packed panels: the same bits.
     const int pack_ta = tA && lda * (ptrdiff_t)sizeof(real) >= 4096;
+    const gemm_kern_fn *edge = tA ? kd->edge_col : kd->edge_row;  // the variant's M-edge kernels, if any
     const int kc_max = K < KC ? K : KC;
     const int nc_max = N < NC ? (N + nr - 1) / nr * nr : NC;
     const size_t nb = (size_t)kc_max * nc_max, nt = (size_t)mr * nr;
@@ -415,8 +416,8 @@ static void gemm_block(const GemmKernel *kd, int tA, int tB, int M, int N, int K
                     an = a;
                 } else if (mv == mr) {
                     a = A_PANEL(ir, pc), sa = lda, kern = tA ? kd->col : kd->row;
-                } else if ((tA ? kd->edge_col : kd->edge_row) && (tA ? kd->edge_col : kd->edge_row)[mv]) {
-                    a = A_PANEL(ir, pc), sa = lda, kern = (tA ? kd->edge_col : kd->edge_row)[mv];
+                } else if (edge && edge[mv]) {
+                    a = A_PANEL(ir, pc), sa = lda, kern = edge[mv];
                     edge_direct = 1;
                 } else {
                     pack_a(tA, A_PANEL(ir, pc), lda, kcur, mv, mr, ap);

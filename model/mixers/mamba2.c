@@ -56,7 +56,7 @@ enum { A_Z, A_XBCP, A_XBC, A_DTR, A_DT, A_YS, A_RSTD, A_ST };
 // work, the conv's taps [4,XW] (its weights transposed), per thread a task's rows (a head's dxs
 // [T,P] and conv outputs [L,P], a sequence's dB, dC [T,2N] and their conv outputs [T,2N]), the
 // conv's weight and bias gradient partials per (sequence, head) task [B*NH,5,P] then per sequence
-// [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: out_in_task),
+// [B,5,2N], per thread out_proj's rows in the task [2,T,E] (du then dy, and nrm: proj_in_task),
 // dWout's partials per block of sequences [B/M2_SEQ_BLOCK,C,E], in_proj's [B/M2_SEQ_BLOCK,OC,C]
 // (OC = E + XW + NH, its output width), the projections' weights transposed for the forward's
 // sequence tasks (in_proj's [C,OC], out_proj's [E,C]: proj_in_task), and per thread a sequence's
@@ -437,11 +437,13 @@ static real *shared_g(const Mamba2 *m, const MixerIO *io) {
 // way, so the bits are too.
 static int seq_tasks(int B) { return B >= M2_SEQ_TASKS * M2_SEQ_BLOCK * omp_get_max_threads(); }
 
-// The projections in the forward's sequence tasks (fp32: bf16 products are whole-batch): each
-// sequence's in_proj rows made where its task starts and its out_proj rows where it ends, while
-// its rows are in cache. They read the weights transposed (S_WT, made once a forward), so that
-// no product packs a transposed operand per sequence; each output is the same FMA chain over the
-// input's channels as in one product over all rows, so the bits are the same.
+// The projections in the sequence tasks (fp32: bf16 products are whole-batch), while the
+// sequence's rows are in cache. Forward: its in_proj rows where its task starts and its out_proj
+// rows where it ends, from the weights transposed (S_WT, made once a forward), so that no product
+// packs a transposed operand per sequence; each output is the same FMA chain over the input's
+// channels as in one product over all rows, so the bits are the same. Backward: out_proj's du =
+// dy Wout and the norm's nrm in the thread's rows (S_OROWS), never in memory, in_proj's dx rows,
+// and both weights' partial sums over each block of M2_SEQ_BLOCK sequences (S_WOUT, S_WIN).
 static int proj_in_task(const Mamba2 *m, int B) { return seq_tasks(B) && m->prec == PRECISION_FP32; }
 
 // S_WT: in_proj's weight [OC, C] transposed to [C, OC], then out_proj's [C, E] to [E, C].
@@ -589,11 +591,6 @@ static void bc_dt_backward(const Mamba2 *m, MixerIO *io, int b, const real *dbc_
         for (int h = 0; h < NH; h++) dxbcp(m, io, r0 + r)[XW + h] = ddt[(size_t)r * NH + h];
 }
 
-// out_proj's backward in the sequence's task (fp32 only: bf16 products are whole-batch) when
-// the tasks are sequences: du = dy Wout and the norm's nrm in the thread's rows (S_OROWS), never
-// in memory, and dWout's partial sum over each block of M2_SEQ_BLOCK sequences (S_WOUT).
-static int out_in_task(const Mamba2 *m, int B) { return seq_tasks(B) && m->prec == PRECISION_FP32; }
-
 // dWout's partial of sequence b's block += dy_b^T nrm_b (nrm: its rows, E apart), the block's
 // sequences in order from its first (which writes it), whichever path and thread runs it: in a
 // task gemm_serial, from serial code gemm over the threads (the same bits: model/kernels/gemm.h).
@@ -681,7 +678,7 @@ static void mamba2_backward(const void *st, MixerIO *io) {
     // (before a chunk the D skip: its dxs = D_h dy, dD_h += dy . xs; after it xs's SiLU and conv
     // backward: chunk_xs_grads), then B, C and dt (bc_dt_backward). After them the partial sums
     // in sequence and task order.
-    int in_task = out_in_task(m, B), n_wblk = (B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK;
+    int in_task = proj_in_task(m, B), n_wblk = (B + M2_SEQ_BLOCK - 1) / M2_SEQ_BLOCK;
     if (!in_task) matmul_gemm(0, 0, BT, E, C, io->dy, C, p[P_OUT], E, 0, t[S_DNRM], E, m->prec);
     memset(t[S_DDT], 0, sizeof(real) * BT * NH);
     size_t dbc_seq = (size_t)T * NH * 2 * N;  // a sequence's dB and dC from each head
