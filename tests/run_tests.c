@@ -147,6 +147,36 @@ static int cmp_case(const void *a, const void *b) {
     return c ? c : strcmp(x->name, y->name);
 }
 
+// "42 s" or "3 min 05 s": the run's elapsed time on each case's line and at the end
+static const char *format_elapsed(double secs) {
+    static char b[32];
+    long s = (long)(secs + 0.5);
+    if (s < 60) snprintf(b, sizeof b, "%ld s", s);
+    else snprintf(b, sizeof b, "%ld min %02ld s", s / 60, s % 60);
+    return b;
+}
+
+// the n slowest cases of this run (secs < 0: not run), slowest first
+static void print_slowest(const double *secs, int n) {
+    int shown[8];
+    if (n > 8) n = 8;
+    int k = 0;
+    for (; k < n; k++) {
+        int best = -1;
+        for (int i = 0; i < g_ntests; i++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= shown[j] == i;
+            if (!taken && secs[i] >= 0 && (best < 0 || secs[i] > secs[best])) best = i;
+        }
+        if (best < 0) break;
+        shown[k] = best;
+    }
+    if (k < 2) return;
+    printf("slowest %d:", k);
+    for (int j = 0; j < k; j++) printf("%s %s %.1fs", j ? "," : "", g_tests[shown[j]].name, secs[shown[j]]);
+    printf("\n");
+}
+
 int main(int argc, char **argv) {
     // OpenMP threads that spin at barriers cost milliseconds per parallel region when another
     // process holds the other core (CI machines, parallel builds); the tests' own programs
@@ -154,9 +184,17 @@ int main(int argc, char **argv) {
     setenv("OMP_WAIT_POLICY", "passive", 0);
     qsort(g_tests, (size_t)g_ntests, sizeof g_tests[0], cmp_case);
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    int passed = 0, failed = 0;
+    // each line says how far the run is ([n/N]) and how long it has run, so a slow machine
+    // shows progress rather than silence; the slowest cases are listed at the end
+    int total = 0;
+    for (int i = 0; i < g_ntests; i++) total += matches(&g_tests[i], argc, argv);
+    int passed = 0, failed = 0, done = 0;
+    double *case_secs = mallocCheck(sizeof(double) * (size_t)(g_ntests ? g_ntests : 1));
+    struct timespec run0;
+    clock_gettime(CLOCK_MONOTONIC, &run0);
     for (int i = 0; i < g_ntests; i++) {
         TestCase *t = &g_tests[i];
+        case_secs[i] = -1;
         if (!matches(t, argc, argv)) continue;
         snprintf(g_tmpdir, sizeof g_tmpdir, "%s/tinylm_test_XXXXXX", base);
         if (!mkdtemp(g_tmpdir)) die("mkdtemp failed in %s", base);
@@ -180,10 +218,14 @@ int main(int argc, char **argv) {
         waitpid(pid, &st, 0);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        double elapsed = (double)(t1.tv_sec - run0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - run0.tv_nsec);
+        case_secs[i] = secs;
+        done++;
         int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
         if (ok) {
             passed++;
-            printf("ok   %-44s %6.2fs\n", t->name, secs);
+            printf("ok   [%*d/%d] %-44s %6.2fs  (%s in)\n", total >= 100 ? 3 : 2, done, total, t->name, secs,
+                   format_elapsed(elapsed));
         } else {
             failed++;
             char out_path[600];
@@ -191,14 +233,22 @@ int main(int argc, char **argv) {
             char *printed = read_file_text(out_path, NULL);
             if (printed && *printed) printf("---- what %s printed on stdout:\n%s----\n", t->name, printed);
             free(printed);
-            if (WIFSIGNALED(st)) printf("FAIL %-44s killed by signal %d\n", t->name, WTERMSIG(st));
-            else printf("FAIL %-44s (%s)\n", t->name, t->file);
+            int w = total >= 100 ? 3 : 2;
+            if (WIFSIGNALED(st))
+                printf("FAIL [%*d/%d] %-44s killed by signal %d\n", w, done, total, t->name, WTERMSIG(st));
+            else printf("FAIL [%*d/%d] %-44s (%s)\n", w, done, total, t->name, t->file);
         }
         fflush(stdout);
         char cmd[512];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmpdir);
         if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_tmpdir);
     }
+    print_slowest(case_secs, 5);
+    struct timespec run1;
+    clock_gettime(CLOCK_MONOTONIC, &run1);
+    printf("%d cases in %s\n", done,
+           format_elapsed((double)(run1.tv_sec - run0.tv_sec) + 1e-9 * (double)(run1.tv_nsec - run0.tv_nsec)));
+    free(case_secs);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
