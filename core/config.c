@@ -216,6 +216,10 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
 void config_set(Config *c, const char *key, const char *value, const char *origin) {
     int i = config_index(c, key);
     if (i < 0) {
+        if (!strcmp(key, "base") || !strcmp(key, "zip"))  // a sweep file's own keys (ablation/sweep_file.c)
+            fail("%s: unknown key '%s': this is a sweep file's key (base = CONFIG, zip = KEYS); run a sweep file with "
+                 "./sweep FILE",
+                 where(origin), key);
         const char *near = nearest_key(c, key);
         if (near) fail("%s: unknown key '%s' (did you mean '%s'?)", where(origin), key, near);
         fail("%s: unknown key '%s'", where(origin), key);

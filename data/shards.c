@@ -100,7 +100,9 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 char **glob_sorted(const char *pattern, const char *key, int *n) {
     glob_t g;
     int rc = glob(pattern, GLOB_NOSORT, NULL, &g);
-    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) die_input("%s: no files match '%s'", key, pattern);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0))
+        die_input("%s: no files match '%s' (make shards with ./tokenize prepare, docs/text.md, or llm.c's dev/data scripts, docs/gpt2.md)",
+                  key, pattern);
     if (rc != 0) die_input("%s: cannot expand '%s' (glob error %d)", key, pattern, rc);
     // sorted by byte order, not by the locale's collation, so the order is the same everywhere
     char **paths = mallocCheck(g.gl_pathc * sizeof *paths);

@@ -24,6 +24,7 @@
 #include "core/run_dir.h"
 #include "core/runlog.h"
 #include "data/task.h"
+#include "eval/derived.h"
 #include "eval/maps.h"
 #include "eval/intervene.h"
 #include "eval/intervene_plot.h"
@@ -568,6 +569,18 @@ static void fit_test_cells(Config *c, const char *ck) {
     config_set(c, "seq_len", buf, "mqar_test_cells");
 }
 
+// Layer and head indices against the checkpoint's own shape, read from its header before any data
+// is generated or model built (an MQAR validation set takes seconds to make): exit 2 naming the
+// key, in the words the later checks use (intervene.c's for layer= and head=, check_map_args').
+static void check_indices_early(const Config *c, const char *ckpt, const MapArgs *ma, const IvArgs *ia) {
+    long L = cfg_int(c, "n_layer"), H = cfg_int(c, "n_head");
+    if (ia && ia->layer >= L) die_input("layer: expected 0 to %ld or all, got %d", L - 1, ia->layer);
+    if (ia && ia->head >= H) die_input("head: expected 0 to %ld or all, got %d", H - 1, ia->head);
+    if (ma && ma->on && ma->layer >= L)
+        die_input("map_layer: %d is out of range (%s has %ld layers)", ma->layer, ckpt, L);
+    if (ma && ma->on && ma->head >= H) die_input("map_head: %d is out of range (%s has %ld heads)", ma->head, ckpt, H);
+}
+
 // Bad --maps choices, as soon as the model's shape and validation set are known (exit 2).
 static void check_map_args(const MapArgs *ma, const Evaluator *ev, const char *ckpt) {
     if (!ma->on) return;
@@ -681,6 +694,7 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
             snprintf(options, sizeof options, "split=test%s%s", *rest ? " " : "", rest);
         }
         fit_test_cells(&c, ck);
+        check_indices_early(&c, ck, ma, NULL);
         if (!ev->built || config_first_difference(&ev->cfg, &c)) {
             evaluator_build(ev, &c, ck);
             check_map_args(ma, ev, ck);
@@ -729,8 +743,9 @@ typedef struct {
     int passes;
 } IvRun;
 
-// One pass: its record and its line. Returns the accuracy.
-static double intervention_pass(IvRun *run, const Intervention *iv) {
+// One pass: its record and its line (the chance levels are printed once, on the run's first line).
+// Returns the accuracy; *eff_tokens (may be NULL) gets the changed rows' effective tokens.
+static double intervention_pass(IvRun *run, const Intervention *iv, double *eff_tokens) {
     const Config *ec = &run->ev->cfg;
     InterventionResult res;
     double t0 = now_seconds();
@@ -749,11 +764,69 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
     else snprintf(where, sizeof where, "L%d H%d", iv->layer, iv->head);
     printf("  %-18s %-7s | acc %.4f loss %.4f | S_recall %.3f tokens %5.2f", what, where, val_acc(&res.stats),
            val_loss(&res.stats), res.S_recall, res.eff_tokens_recall);
-    if (res.rows_answer) printf(" | answer share %.3f (chance %.3f)", res.ans_share, res.ans_chance);
-    if (res.rows_answer && res.ans_window_chance != res.ans_chance)
-        printf(", window %.3f (chance %.3f)", res.ans_window_share, res.ans_window_chance);
+    if (res.rows_answer) printf(" | answer share %.3f", res.ans_share);
+    if (res.rows_answer && res.ans_window_chance != res.ans_chance) printf(", window %.3f", res.ans_window_share);
     printf(" | %.1f s\n", sec);
+    if (res.rows_answer && run->passes == 1) {
+        printf("  (chance: a uniform row puts %.3f of its weight on the answer", res.ans_chance);
+        if (res.ans_window_chance != res.ans_chance) printf(", %.3f on its window", res.ans_window_chance);
+        printf(")\n");
+    }
+    if (eff_tokens) *eff_tokens = res.eff_tokens_recall;
     return val_acc(&res.stats);
+}
+
+// "PREFIX DIR/intervention_flatten.svg, DIR/intervention_topk.svg": the figures intervention_plot
+// wrote into dir (one per kind with records), by name.
+static void print_figure_names(const char *prefix, const char *dir) {
+    printf("%s", prefix);
+    int k = 0;
+    for (int kind = IV_FLATTEN; kind < IV_N_KINDS; kind++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/intervention_%s.svg", dir, intervention_name((InterventionKind)kind));
+        if (path_exists(path)) printf("%s %s", k++ ? "," : "", path);
+    }
+    printf("\n");
+}
+
+// The run's answer in one line: where a flatten or top-k curve drops below the accuracy the
+// results call solving (DERIVED_TARGET_ACC), in strengths and effective tokens.
+static void print_curve_verdict(InterventionKind kind, const double *strength, const double *acc, const double *eff,
+                                int n, double as_trained) {
+    const double target = DERIVED_TARGET_ACC;
+    if (n == 0 || (kind != IV_FLATTEN && kind != IV_TOPK)) return;
+    const char *name = intervention_name(kind);
+    if (as_trained < target) {
+        printf("  => as trained the model answers %.4f, already below %.2f: the curve shows what the change costs, "
+               "not where recall breaks\n",
+               as_trained, target);
+        return;
+    }
+    // from the mildest change to the strongest: flatten by rising strength, top-k by falling k
+    int order[INTERVENTION_MAX_STRENGTHS];
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            double a = strength[order[j - 1]], b = strength[order[j]];
+            if (kind == IV_FLATTEN ? a <= b : a >= b) break;
+            int x = order[j];
+            order[j] = order[j - 1], order[j - 1] = x;
+        }
+    int last_ok = -1, first_bad = -1;
+    for (int i = 0; i < n && first_bad < 0; i++) {
+        if (acc[order[i]] >= target) last_ok = order[i];
+        else first_bad = order[i];
+    }
+    if (first_bad < 0)
+        printf("  => accuracy stays at %.2f or more at every strength given (down to %s:%g, %.2f effective tokens)\n",
+               target, name, strength[last_ok], eff[last_ok]);
+    else if (last_ok < 0)
+        printf("  => accuracy is below %.2f from the mildest strength given on (%s:%g: %.4f at %.2f effective tokens)\n",
+               target, name, strength[first_bad], acc[first_bad], eff[first_bad]);
+    else
+        printf("  => accuracy stays at %.2f or more up to %s:%g (%.2f effective tokens) and falls to %.4f at %s:%g "
+               "(%.2f effective tokens)\n",
+               target, name, strength[last_ok], eff[last_ok], acc[first_bad], name, strength[first_bad], eff[first_bad]);
 }
 
 // ./evaluate PATH intervene=...: the model as it is, then each strength (ablate: each layer, and
@@ -769,6 +842,7 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     t->steps[t->last_ok] = step;
     config_apply_args_noting_options(&c, n_over, over, options, sizeof options);
     fit_test_cells(&c, ck);
+    check_indices_early(&c, ck, NULL, ia);
     evaluator_build(ev, &c, ck);
     if (ckpt_load(ck, ev->model, NULL, NULL, err, sizeof err) != 0) die_input("%s: %s", ck, err);
     const Model *m = ev->model;
@@ -787,14 +861,14 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
         double worst = INFINITY;
         for (int l = 0; l < m->s.L; l++) {
             ab.layer = l;
-            double acc = intervention_pass(&run, &ab);
+            double acc = intervention_pass(&run, &ab, NULL);
             if (acc < worst) worst = acc, layer = l;
         }
         printf("  causal recall layer: %d (ablating it leaves accuracy %.4f); intervene=%s acts there\n", layer, worst,
                intervention_name(ia->kind));
     }
     Intervention iv = {IV_NONE, 0, layer, ia->head, ia->all_rows};
-    t->last_acc = intervention_pass(&run, &iv);
+    t->last_acc = intervention_pass(&run, &iv, NULL);
     iv.kind = ia->kind;
     if (ia->kind == IV_ABLATE) {
         int causal = -1;
@@ -804,17 +878,20 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
             for (int h = -1; h < m->s.H; h++) {
                 if ((ia->head >= 0 && h != ia->head) || (h >= 0 && m->s.H == 1 && ia->head < 0)) continue;
                 iv.layer = l, iv.head = h;
-                double acc = intervention_pass(&run, &iv);
+                double acc = intervention_pass(&run, &iv, NULL);
                 if (h < 0 && acc < worst) worst = acc, causal = l;
             }
         }
         if (causal >= 0 && ia->layer == -1)
             printf("  causal recall layer: %d (ablating it leaves accuracy %.4f of %.4f)\n", causal, worst, t->last_acc);
-    } else
+    } else {
+        double acc[INTERVENTION_MAX_STRENGTHS], eff[INTERVENTION_MAX_STRENGTHS];
         for (int i = 0; i < ia->n_strengths; i++) {
             iv.strength = ia->strengths[i];
-            intervention_pass(&run, &iv);
+            acc[i] = intervention_pass(&run, &iv, &eff[i]);
         }
+        print_curve_verdict(ia->kind, ia->strengths, acc, eff, ia->n_strengths, t->last_acc);
+    }
     printf("  %d passes in %.1f s\n", run.passes, now_seconds() - t0);
     fclose(out);
     char path[1200];
@@ -825,7 +902,7 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     printf("  wrote %s\n", path);
     free(fresh);
     int figs = intervention_plot(t->dir);
-    if (figs > 0) printf("  wrote %d figure%s (%s/intervention_<kind>.svg)\n", figs, figs == 1 ? "" : "s", t->dir);
+    if (figs > 0) print_figure_names("  wrote", t->dir);
     t->evaluated = 1;
 }
 
@@ -1093,10 +1170,25 @@ static void remove_if_left_empty(const char *dir) {
 }
 
 // Each PATH: a run folder and its checkpoints, or one checkpoint.
+// "./train" for a config file, "./sweep" for a sweep file (by their names' endings), else NULL:
+// a user who hands ./evaluate one is told which program it is for.
+static const char *input_file_program(const char *path) {
+    size_t n = strlen(path);
+    if (is_directory(path)) return NULL;
+    if (n > 5 && !strcmp(path + n - 5, ".conf")) return "./train";
+    if (n > 6 && !strcmp(path + n - 6, ".sweep")) return "./sweep";
+    return NULL;
+}
+
 static void resolve_targets(Args *a) {
     for (int i = 0; i < a->n_tg; i++) {
         Target *t = &a->tg[i];
         if (!path_exists(t->path)) die_input("%s: no such checkpoint or run folder", t->path);
+        const char *program = input_file_program(t->path);
+        if (program)
+            die_input("%s: this is a file for %s, not a checkpoint or run folder (run %s %s, then ./evaluate the run folder "
+                      "it writes)",
+                      t->path, program, program, t->path);
         char best[1200];
         snprintf(best, sizeof best, "%s/%s", t->path, RUN_DIR_BEST);
         if (is_directory(t->path) && a->iv.on && path_exists(best)) {  // interventions: the best weights
@@ -1187,7 +1279,9 @@ static void compare_interventions(const Args *a) {
     }
     char *out = a->compare ? dir_of(a->compare) : strdupCheck(same ? parent : ".");
     int n = intervention_plot_runs(out, dirs, names, a->n_tg);
-    printf("comparing %d runs: wrote %d figure%s (%s/intervention_<kind>.svg)\n", a->n_tg, n, n == 1 ? "" : "s", out);
+    printf("comparing %d runs:", a->n_tg);
+    print_figure_names(" wrote", out);
+    (void)n;
     for (int i = 0; i < a->n_tg; i++) free((char *)names[i]);
     free(out), free(parent), free(dirs), free(names);
 }

@@ -172,6 +172,35 @@ TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
     }
 }
 
+// Layer and head indices are checked against the checkpoint's header before the validation data
+// is opened (an MQAR set takes seconds to generate): with the run's data gone, the index error
+// still comes first.
+TEST(evaluate_checks_layer_and_head_before_making_data) {
+    uint32_t tok[2000];
+    for (int i = 0; i < 2000; i++) tok[i] = (uint32_t)((i * 7 + i / 13) % 50);
+    const char *shard = test_path("text.bin");
+    shard_write(shard, tok, 2000, 0);
+    const char *conf = test_write_file("text.conf", "mixer = softmax\nmlp = false\n");
+    const char *dir = test_path("textrun");
+    char out[8192];
+    int st = test_run(out, sizeof out,
+                      "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
+                      "n_layer=2 n_head=1 batch_size=4 steps=2 save_every=2 eval_every=0 log_every=0 threads=1 out_dir=%s",
+                      conf, shard, shard, dir);
+    CHECK(st == 0, "train: %s", out);
+    CHECK(remove(shard) == 0);
+    BadInput bad[] = {
+        {"intervene=flatten layer=5", "layer: expected 0 to 1 or all, got 5"},
+        {"intervene=flatten head=3", "head: expected 0 to 0 or all, got 3"},
+        {"--maps map_layer=2", "map_layer: 2 is out of range"},
+        {"--maps map_head=1", "map_head: 1 is out of range"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        st = test_run(out, sizeof out, "./evaluate %s %s threads=1 2>&1 >/dev/null", dir, bad[i].in);
+        CHECK(st == 2 && strstr(out, bad[i].want) && count(out, "\n") == 1, "'%s': exit %d: %s", bad[i].in, st, out);
+    }
+}
+
 // A text run has no answer positions: asking for them is refused; the maps are drawn unmarked.
 TEST(evaluate_maps_on_a_text_run) {
     uint32_t tok[4000];
@@ -594,6 +623,10 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     CHECK(st == 0 && strstr(out, "ckpt_00000006.safetensors (step 6, softmax): intervene=flatten on the val set") &&
               strstr(out, "flatten:1") && strstr(out, "3 passes in"),
           "exit %d: %s", st, out);
+    // the chance level once, a closing line that reads the curve, the figures by name
+    CHECK(count(out, "(chance: a uniform row puts ") == 1 && count(out, "chance") == 1, "%s", out);
+    CHECK(strstr(out, "  => ") && (strstr(out, "already below 0.99") || strstr(out, "0.99 or more")), "%s", out);
+    CHECK(strstr(out, "/intervention_flatten.svg\n") && !strstr(out, "<kind>"), "%s", out);
     snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
     char *text = read_file_text(path, NULL);
     CHECK(text && count(text, "\"type\":\"intervention\"") == 3 && count(text, "\"layer\":1,") == 3 &&
@@ -647,7 +680,9 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     const char *cmp = test_path("iv_cmp/x.svg");  // two runs: a line per run in compare='s folder
     mkdir_p(test_path("iv_cmp"));
     st = test_run(out, sizeof out, "./evaluate %s %s intervene=topk:1,2 layer=1 compare=%s threads=1", dir, gla, cmp);
-    CHECK(st == 0 && strstr(out, "comparing 2 runs: wrote 4 figures"), "exit %d: %s", st, out);
+    CHECK(st == 0 && strstr(out, "comparing 2 runs: wrote ") && count(out, "iv_cmp/intervention_") == 4 &&
+              strstr(out, "iv_cmp/intervention_topk.svg"),
+          "exit %d: %s", st, out);
     snprintf(path, sizeof path, "%s/intervention_topk.svg", test_path("iv_cmp"));
     text = read_file_text(path, NULL);
     CHECK(text && strstr(text, "iv_run: layer 1") && strstr(text, "iv_gla: layer 1"), "%s", path);

@@ -145,7 +145,7 @@ TEST(shards_no_match) {
     snprintf(pattern, sizeof pattern, "%s/nothing_*.bin", test_tmpdir());
     char want[700];
     snprintf(want, sizeof want, "train_data: no files match '%s'", pattern);
-    expect_input_error(pattern, 4, 0, want, NULL);
+    expect_input_error(pattern, 4, 0, want, "docs/gpt2.md");  // and how to get shards
 }
 
 TEST(shards_too_few_tokens) {

@@ -136,6 +136,10 @@ static int cmd_train(int argc, char **argv) {
     Args a;
     parse_args(&a, argc, argv, k_train);
     long V = cfg_int(&a.cfg, "vocab_size");
+    if (V == 0 && !*cfg_str(&a.cfg, "out"))  // neither given: name both at once
+        die_input("command line: missing vocab_size=N (257..%d: 256 bytes + merges + <|endoftext|>) and out=FILE (the "
+                  "tokenizer file to write)",
+                  1 << 24);
     if (V < 257 || V > (1 << 24))
         die_input("command line: vocab_size: expected 257..%d (256 bytes + merges + <|endoftext|>), got %ld", 1 << 24, V);
     const char *out = need_str(&a.cfg, "out", "the tokenizer file to write");

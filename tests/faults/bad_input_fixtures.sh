@@ -37,6 +37,7 @@ printf 'zip = lr, seed\nlr = 1, 2\nseed = 1, 2, 3\n' > zip.sweep
 mkdir -p incdir
 printf 'include = incdir\n' > incfolder.conf
 printf 'sample_prompt = "unclosed\n' > quote.conf
+printf 'base = ok.conf\nmixer = softmax, linear\n' > grid.sweep
 "$P/tokenize" train text.txt vocab_size=260 out=other.bpe > /dev/null
 "$P/train" ok.conf task=shards train_data=ok.bin val_data=ok.bin vocab_size=0 seq_len=16 steps=2 tokenizer=tok.bpe out_dir=textrun > /dev/null
 LC_ALL=C sed 's/"step":"2"/"step":"3"/' run/ckpt_00000002.safetensors > stepedit.safetensors
