@@ -160,6 +160,17 @@ void run_dir_check_output(const char *key, const char *out, const RunDirInput *i
     free(dir);
 }
 
+static void remove_event_files(const char *dir) {
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "events.out.tfevents.", 20)) continue;
+        char *p = join(dir, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    if (d) closedir(d);
+}
+
 void run_dir_clear(const char *dir) {
     for (int i = 0; g_run_files[i]; i++) {
         char *p = join(dir, g_run_files[i]);
@@ -171,14 +182,13 @@ void run_dir_clear(const char *dir) {
     int n = run_dir_checkpoints(dir, &paths, &steps);
     for (int i = 0; i < n; i++) unlink(paths[i]);
     run_dir_free_list(paths, steps, n);
-    DIR *d = opendir(dir);  // TensorBoard event files (tensorboard = true): one per process started
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (strncmp(e->d_name, "events.out.tfevents.", 20)) continue;
-        char *p = join(dir, e->d_name);
-        unlink(p);
-        free(p);
-    }
-    if (d) closedir(d);
+    // TensorBoard event files (tensorboard = true): one per process started, and ./evaluate's
+    // mirror of its logs in evaluate/ (eval/tensorboard.h)
+    remove_event_files(dir);
+    char *ev = join(dir, "evaluate");
+    remove_event_files(ev);
+    rmdir(ev);  // only if nothing else is in it
+    free(ev);
 }
 
 // The pid written in a lock file (0: none).

@@ -361,22 +361,29 @@ static int collect(const TfEventItem *e, void *ctx) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-long tfevents_read_dir(const char *dir, TfScalar **out, char *err, size_t errlen) {
-    *out = NULL;
+int tfevents_list_dir(const char *dir, char ***names) {
+    *names = NULL;
     DIR *d = opendir(dir);
-    if (!d) return fail(err, errlen, "%s: cannot open the folder (%s)", dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0;
+    if (!d) return -1;
+    int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (!strstr(e->d_name, "tfevents")) continue;  // TensorBoard's own test for an event file
-        names = reallocCheck(names, sizeof *names * (n + 1));
-        names[n++] = strdupCheck(e->d_name);
+        *names = reallocCheck(*names, sizeof **names * (size_t)(n + 1));
+        (*names)[n++] = strdupCheck(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n) qsort(*names, (size_t)n, sizeof **names, by_name);
+    return n;
+}
+
+long tfevents_read_dir(const char *dir, TfScalar **out, char *err, size_t errlen) {
+    *out = NULL;
+    char **names;
+    int n = tfevents_list_dir(dir, &names);
+    if (n < 0) return fail(err, errlen, "%s: cannot open the folder (%s)", dir, strerror(errno));
     ScalarList l = {0};
     int rc = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (rc == 0) rc = tfevents_read(path, collect, &l, err, errlen);

@@ -80,5 +80,8 @@ typedef struct {
     long step;
     float value;
 } TfScalar;
+// The names of dir's event files (TensorBoard's test: "tfevents" in the name), sorted, into
+// *names (the caller frees each and the array); their count, or -1 when dir cannot be read.
+int tfevents_list_dir(const char *dir, char ***names);
 long tfevents_read_dir(const char *dir, TfScalar **out, char *err, size_t errlen);
 void tfevents_free_scalars(TfScalar *s, long n);

@@ -31,6 +31,7 @@
 #include "eval/report.h"
 #include "eval/sparsity.h"
 #include "eval/svg_plot.h"
+#include "eval/tensorboard.h"
 #include "eval/val_eval.h"
 #include "trainer/checkpoint.h"
 #include "trainer/llmc.h"
@@ -475,6 +476,18 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
 // Merges the new records into dir/eval.jsonl (core/runlog.h): a single checkpoint's replace only
 // the records with their key (step, layer, head, options); a run folder's replace its series (the
 // records of its options at every step). Records of other options (other cells, other data) stay.
+// A run trained with tensorboard = true (event files in its folder) gets ./evaluate's records in
+// TensorBoard too: the whole of eval.jsonl and intervention.jsonl in DIR/evaluate/.
+static void mirror_to_tensorboard(const Target *t) {
+    char **names, err[1600];
+    int n = tfevents_list_dir(t->dir, &names);
+    for (int i = 0; i < n; i++) free(names[i]);
+    if (n > 0) free(names);
+    if (n <= 0) return;
+    if (tb_mirror_evaluate(t->dir, err, sizeof err) != 0) fprintf(stderr, "warning: TensorBoard: %s\n", err);
+    else printf("  wrote %s/evaluate/ (TensorBoard's \"evaluate\" run beside the trainer's)\n", t->dir);
+}
+
 static void write_eval_jsonl(const Target *t, const char *fresh, size_t len) {
     char path[1200];
     snprintf(path, sizeof path, "%s/eval.jsonl", t->dir);
@@ -483,6 +496,7 @@ static void write_eval_jsonl(const Target *t, const char *fresh, size_t len) {
     if (rc == -1) die_input("%s", err);  // the folder cannot be written: bad input
     if (rc == -2) die("%s", err);
     printf("  wrote %s\n", path);
+    mirror_to_tensorboard(t);
 }
 
 // One line per checkpoint: loss, accuracy and S per layer (mean over heads).
@@ -901,6 +915,7 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     if (rc == -2) die("%s", err);
     printf("  wrote %s\n", path);
     free(fresh);
+    mirror_to_tensorboard(t);
     int figs = intervention_plot(t->dir);
     if (figs > 0) print_figure_names("  wrote", t->dir);
     t->evaluated = 1;

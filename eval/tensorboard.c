@@ -17,7 +17,35 @@ static int emit(const char *tag, double v, TbScalarFn fn, void *ctx) {
     return 1;
 }
 
+// An intervention's scalars: intervention/<kind[:strength]>[/<other options>]/L<l>[_H<h>]/<field>,
+// the options as the record's key writes them (rows=query, the default, left out).
+static int intervention_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
+    static const char *const fields[] = {"acc", "loss", "S_recall", "eff_tokens_recall"};
+    char what[120] = "", where[32], tag[200];
+    const char *o = r->options;
+    if (!strncmp(o, "intervene=", 10)) o += 10;
+    size_t w = 0;
+    for (const char *p = o; *p && w + 1 < sizeof what;) {  // words joined by '/', rows=query dropped
+        size_t len = strcspn(p, " ");
+        if (!(len == 10 && !strncmp(p, "rows=query", 10)))
+            w += (size_t)snprintf(what + w, sizeof what - w, "%s%.*s", w ? "/" : "", (int)len, p);
+        p += len;
+        while (*p == ' ') p++;
+    }
+    if (w >= sizeof what) w = sizeof what - 1;
+    if (r->layer < 0) snprintf(where, sizeof where, "all");
+    else if (r->head < 0) snprintf(where, sizeof where, "L%d", r->layer);
+    else snprintf(where, sizeof where, "L%d_H%d", r->layer, r->head);
+    int n = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        snprintf(tag, sizeof tag, "intervention/%s/%s/%s", what, where, fields[i]);
+        n += emit(tag, runlog_num(r, fields[i]), fn, ctx);
+    }
+    return n;
+}
+
 int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
+    if (r->type == RUNLOG_INTERVENTION) return intervention_scalars(r, fn, ctx);
     if (*r->options) return 0;  // another measurement than the run's own
     char tag[160];
     int n = 0;
@@ -49,6 +77,11 @@ int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
         n += emit(tag, runlog_num(r, "S_recall"), fn, ctx);
         snprintf(tag, sizeof tag, "%s/L%d_H%d/answer_share", group, r->layer, r->head);
         n += emit(tag, derived_window_share(r), fn, ctx);
+        static const char *const heads[] = {"S", "eff_tokens", "eff_tokens_recall"};  // the headline figures
+        for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+            snprintf(tag, sizeof tag, "%s/L%d_H%d/%s", group, r->layer, r->head, heads[i]);
+            n += emit(tag, runlog_num(r, heads[i]), fn, ctx);
+        }
         break;
     }
     default: break;
@@ -103,4 +136,42 @@ void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const char *sp
     Rendered m;
     sparsity_write_records(render_begin(&m), step, mixer, split, NULL, r);
     render_end(&m, w);
+}
+
+// ./evaluate's mirror: every record of run_dir/eval.jsonl and run_dir/intervention.jsonl, in
+// one new event file of run_dir/evaluate/ (TensorBoard shows it as the run's "evaluate" run beside
+// the trainer's); the older files there are removed once it is written, so the folder always holds
+// the whole of the two logs once. 0, or -1 with a message in err.
+static int add_file(const char *path, TfEvents *w) {
+    if (!path_exists(path)) return 0;
+    return runlog_each(path, add_record, w) < 0 ? -1 : 0;
+}
+
+int tb_mirror_evaluate(const char *run_dir, char *err, size_t errlen) {
+    char dir[1200], path[1400];
+    snprintf(dir, sizeof dir, "%s/evaluate", run_dir);
+    if (mkdir_p(dir) != 0) return snprintf(err, errlen, "%s: cannot create the folder", dir), -1;
+    char **old = NULL;
+    int n_old = tfevents_list_dir(dir, &old);
+    if (n_old < 0) n_old = 0;
+    TfEvents w;
+    if (tfevents_open(&w, dir, 0) != 0) return snprintf(err, errlen, "%s: cannot create an event file", dir), -1;
+    snprintf(path, sizeof path, "%s/eval.jsonl", run_dir);
+    int rc = add_file(path, &w);
+    snprintf(path, sizeof path, "%s/intervention.jsonl", run_dir);
+    if (rc == 0) rc = add_file(path, &w);
+    if (fflush(w.f) != 0 || ferror(w.f)) rc = -1;
+    if (tfevents_close(&w) != 0) rc = -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: could not write the event file %s", dir, w.name);
+        remove(w.path);
+    } else
+        for (int i = 0; i < n_old; i++)
+            if (strcmp(old[i], w.name)) {
+                snprintf(path, sizeof path, "%s/%s", dir, old[i]);
+                remove(path);
+            }
+    for (int i = 0; i < n_old; i++) free(old[i]);
+    free(old);
+    return rc;
 }

@@ -8,10 +8,13 @@
 //             test set's record at the end of a run: test/loss, test/acc, test/acc_kv<K>_L<L>
 //   sparsity  sparsity/L<l>_H<h>/S_recall and sparsity/L<l>_H<h>/answer_share, the share of the
 //             query rows' weight on the answer (derived_window_share: the answer window's behind
-//             a short convolution, else the value position's); sparsity_test/... on the test set
+//             a short convolution, else the value position's); sparsity/L<l>_H<h>/S (every row),
+//             .../eff_tokens and .../eff_tokens_recall (n S^2); sparsity_test/... on the test set
+//   intervention  (./evaluate's mirror, below) intervention/<kind[:strength]>/L<l>[_H<h>]/acc,
+//             .../loss, .../S_recall, .../eff_tokens_recall
 //
-// A record measured under other options (./evaluate's) and a field with no value (null, left
-// out) give no scalar. Each value is the float32 of the number the record's text holds: the
+// A record measured under other options (other cells, other data) and a field with no value
+// (null, left out) give no scalar. Each value is the float32 of the number the record's text holds: the
 // mirror renders a record with the run log's own writer, reads it back with the run log's reader
 // and maps that, so TensorBoard and the jsonl files say the same number, bit for bit in float32.
 #pragma once
@@ -30,3 +33,8 @@ void tb_write_train(TfEvents *w, const RunlogTrain *rec);
 // split: "val" or "test" (selected: the test record's "best" or "last"; NULL for val).
 void tb_write_eval(TfEvents *w, long step, const ValStats *v, const char *split, const char *selected);
 void tb_write_sparsity(TfEvents *w, long step, const char *mixer, const char *split, const SparsityResult *r);
+
+// ./evaluate's mirror, for a run trained with tensorboard = true: the whole of run_dir/eval.jsonl
+// and run_dir/intervention.jsonl as one event file in run_dir/evaluate/ (older ones there
+// removed). 0, or -1 with a message in err.
+int tb_mirror_evaluate(const char *run_dir, char *err, size_t errlen);

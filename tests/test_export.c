@@ -19,6 +19,7 @@
 #include "core/safetensors.h"
 #include "model/model.h"
 #include "trainer/checkpoint.h"
+#include "trainer/hf_export.h"
 #include "trainer/ckpt_open.h"
 #include "tests/test.h"
 
@@ -233,6 +234,13 @@ static void check_folder(const char *dir, const char *run, int mlp) {
     }
     const JsonValue *b = json_get(j, "scale_attn_by_inverse_layer_idx");
     CHECK(b && b->type == JSON_BOOL && b->number == 0);
+    // an MQAR run has no end-of-text token: bos and eos null, pad one past the vocabulary, so that
+    // generate masks no input token (MQAR's filler 0 among them)
+    const JsonValue *bos = json_get(j, "bos_token_id"), *eos = json_get(j, "eos_token_id");
+    CHECK(bos && bos->type == JSON_NULL && eos && eos->type == JSON_NULL, "bos/eos should be null");
+    CHECK(json_number(j, "pad_token_id") == V, "pad_token_id %g, expected %d", json_number(j, "pad_token_id"), V);
+    // GPT-2's vocabulary and a text run's BPE end in their end-of-text token
+    CHECK(hf_eos_id(50257, 0) == 50256 && hf_eos_id(300, 300) == 299 && hf_eos_id(8192, 0) == -1);
     json_free(j);
     free(text);
     // the same logits, at full length and shorter

@@ -68,6 +68,25 @@ static int expect(const RunlogRecord *r, void *ctx) {
         double w = runlog_num(r, "ans_window_share");
         snprintf(tag, sizeof tag, "%s/L%d_H%d/answer_share", group, r->layer, r->head);
         point(l, tag, r->step, isfinite(w) ? w : runlog_num(r, "ans_share"));
+        const char *f[] = {"S", "eff_tokens", "eff_tokens_recall"};
+        for (int i = 0; i < 3; i++) {
+            snprintf(tag, sizeof tag, "%s/L%d_H%d/%s", group, r->layer, r->head, f[i]);
+            point(l, tag, r->step, runlog_num(r, f[i]));
+        }
+    }
+    return 0;
+}
+
+// ./evaluate's interventions: intervention/<kind[:strength]>/L<l>/<field> (rows=query left out)
+static int expect_intervention(const RunlogRecord *r, void *ctx) {
+    Points *l = ctx;
+    if (r->type != RUNLOG_INTERVENTION) return 0;
+    char what[64], tag[96];
+    snprintf(what, sizeof what, "%.*s", (int)strcspn(r->options + 10, " "), r->options + 10);
+    const char *f[] = {"acc", "loss", "S_recall", "eff_tokens_recall"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(tag, sizeof tag, "intervention/%s/L%d/%s", what, r->layer, f[i]);
+        point(l, tag, r->step, runlog_num(r, f[i]));
     }
     return 0;
 }
@@ -153,10 +172,37 @@ TEST(tensorboard_trainer_folder_reads_back_as_its_run_log) {
     free(want.p);
     free(seen.p);
 
+    // ./evaluate mirrors its records into DIR/evaluate/: the intervention records, bit for bit
+    st = test_run(out, sizeof out, "./evaluate %s intervene=flatten:0,1 layer=1 threads=1", dir);
+    CHECK(st == 0 && strstr(out, "/evaluate/ (TensorBoard"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "./evaluate %s intervene=topk:1 layer=0 threads=1", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    Points wantiv = {0}, seeniv = {0};
+    snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
+    CHECK(runlog_each(p, expect_intervention, &wantiv) == 0 && wantiv.n == 4 * 5, "%ld", wantiv.n);
+    snprintf(p, sizeof p, "%s/evaluate", dir);
+    CHECK(count_event_files(p) == 1, "%d event files in %s", count_event_files(p), p);
+    n = tfevents_read_dir(p, &got, err, sizeof err);
+    CHECK(n >= 0, "%s", err);
+    for (long i = 0; i < n; i++)
+        if (!strncmp(got[i].tag, "intervention/", 13)) point(&seeniv, got[i].tag, got[i].step, got[i].value);
+    tfevents_free_scalars(got, n);
+    CHECK(seeniv.n == wantiv.n, "%ld intervention scalars in the event file, %ld in the log", seeniv.n, wantiv.n);
+    qsort(wantiv.p, (size_t)wantiv.n, sizeof *wantiv.p, by_tag);
+    qsort(seeniv.p, (size_t)seeniv.n, sizeof *seeniv.p, by_tag);
+    for (long i = 0; i < wantiv.n; i++)
+        CHECK(!strcmp(seeniv.p[i].tag, wantiv.p[i].tag) && seeniv.p[i].step == wantiv.p[i].step &&
+                  memcmp(&seeniv.p[i].value, &wantiv.p[i].value, sizeof(float)) == 0,
+              "#%ld: %s against %s", i, seeniv.p[i].tag, wantiv.p[i].tag);
+    free(wantiv.p);
+    free(seeniv.p);
+
     // resume = never with overwrite = true replaces the run: its event files too
     st = test_run(out, sizeof out, TB_RUN " steps=1 resume=never overwrite=true tensorboard=false", conf, dir);
     CHECK(st == 0, "exit %d: %s", st, out);
     CHECK(count_event_files(dir) == 0, "%d event files left", count_event_files(dir));
+    snprintf(p, sizeof p, "%s/evaluate", dir);
+    CHECK(!path_exists(p), "%s left", p);
 }
 
 // The name tfevents_open gives a file started at unix time t, step 0, on this host.

@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
     if (hf) {
         if (hf_exportable(m, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
         if (mkdir_p(out) != 0) die_input("out: cannot create the folder '%s'", out);
-        if (hf_save(out, m, err, sizeof err) != 0) die("%s", err);
+        if (hf_save(out, m, hf_eos_id(s->V, ts.tokenizer_vocab), err, sizeof err) != 0) die("%s", err);
         printf("%s -> %s (Hugging Face GPT-2: %s, %s, fp32: L=%d H=%d C=%d V=%d n_positions=%d%s)\n", ckpt, out,
                HF_CONFIG_FILE, HF_WEIGHTS_FILE, s->L, s->H, s->C, s->V, s->T, s->mlp ? "" : "; zero MLP weights");
     } else if (weights) {

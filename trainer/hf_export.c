@@ -151,14 +151,18 @@ static void add(StWriter *w, const char *name, int ndim, const int64_t *shape, c
 }
 
 // config.json: GPT2Config's fields for this shape. n_positions = n_ctx = the model's seq_len (the
-// rows of wpe); n_inner null means 4 * n_embd; no dropout; the token ids GPT-2 reserves exist
-// only in its own 50257-token vocabulary, so other vocabularies get null.
-static int write_config(const char *path, const Model *m, char *err, size_t errlen) {
+// rows of wpe); n_inner null means 4 * n_embd; no dropout. The end-of-text token (eos_id: GPT-2's
+// 50256, a text run's <|endoftext|>) is bos, eos and pad, as GPT-2's own config has it. Without one
+// (MQAR) bos and eos are null and pad_token_id is V, one past the vocabulary: transformers'
+// generate masks the inputs equal to the pad id, and every id below V is a real token (MQAR's
+// filler is 0).
+static int write_config(const char *path, const Model *m, int eos_id, char *err, size_t errlen) {
     const ModelShape *s = &m->s;
     AtomicFile a;
     if (atomic_open(&a, path, err, errlen) != 0) return -1;
-    char eot[16] = "null";
-    if (s->V == 50257) snprintf(eot, sizeof eot, "%d", 50256);
+    char eot[16] = "null", pad[16];
+    if (eos_id >= 0) snprintf(eot, sizeof eot, "%d", eos_id);
+    snprintf(pad, sizeof pad, "%d", eos_id >= 0 ? eos_id : s->V);
     FILE *f = a.f;
     fprintf(f, "{\n");
     fprintf(f, "  \"architectures\": [\"GPT2LMHeadModel\"],\n");
@@ -179,13 +183,18 @@ static int write_config(const char *path, const Model *m, char *err, size_t errl
     fprintf(f, "  \"reorder_and_upcast_attn\": false,\n");
     fprintf(f, "  \"tie_word_embeddings\": true,\n");
     fprintf(f, "  \"use_cache\": true,\n");
-    fprintf(f, "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n", eot, eot);
+    fprintf(f, "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n  \"pad_token_id\": %s,\n", eot, eot, pad);
     fprintf(f, "  \"torch_dtype\": \"float32\"\n");
     fprintf(f, "}\n");
     return atomic_commit(&a, err, errlen);  // a write error shows here, with its reason
 }
 
-int hf_save(const char *dir, const Model *m, char *err, size_t errlen) {
+int hf_eos_id(int vocab, int tokenizer_vocab) {
+    if (vocab == 50257) return 50256;
+    return tokenizer_vocab > 256 && tokenizer_vocab <= vocab ? tokenizer_vocab - 1 : -1;
+}
+
+int hf_save(const char *dir, const Model *m, int eos_id, char *err, size_t errlen) {
     if (hf_exportable(m, err, errlen) != 0) return -1;
     const ModelShape *s = &m->s;
     int64_t C = s->C;
@@ -219,5 +228,5 @@ int hf_save(const char *dir, const Model *m, char *err, size_t errlen) {
     st_writer_free(w);
     if (rc != 0) return -1;
     snprintf(path, sizeof path, "%s/%s", dir, HF_CONFIG_FILE);
-    return write_config(path, m, err, errlen);
+    return write_config(path, m, eos_id, err, errlen);
 }

@@ -33,5 +33,10 @@
 int hf_exportable(const Model *m, char *err, size_t errlen);
 
 // Writes dir/model.safetensors, then dir/config.json (each atomically) into the existing folder
-// dir. 0, or -1 with a message.
-int hf_save(const char *dir, const Model *m, char *err, size_t errlen);
+// dir; eos_id: the end-of-text token (bos, eos and pad in config.json), -1 for none (MQAR: pad
+// is then one past the vocabulary). 0, or -1 with a message.
+int hf_save(const char *dir, const Model *m, int eos_id, char *err, size_t errlen);
+// The end-of-text token of a run's vocabulary: GPT-2's 50256 for its 50257 tokens, else the last
+// id of this project's BPE (256 bytes + merges + <|endoftext|>) when the checkpoint names one
+// (tokenizer_vocab), else -1.
+int hf_eos_id(int vocab, int tokenizer_vocab);
