@@ -262,8 +262,9 @@ int plot_sparsity(const Summary *s, const char *path, int recall, FILE *log) {
 }
 
 // Zoology's Figure 3: best accuracy against the state a layer carries (log axis), a line per
-// plot_series value (mixer) through its points in order of state size. 1 when drawn, 0: fewer than
-// two runs with a state size and an accuracy, -1: not written.
+// plot_series value (mixer) through its finished points in order of state size; a run not yet
+// finished (partial, running, failed) is a grey ring at its best so far, apart from the lines.
+// 1 when drawn, 0: fewer than two runs with a state size and an accuracy, -1: not written.
 int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
     const SweepFile *sw = s->sw;
     int np = sw->n_points, usable = 0;
@@ -272,23 +273,27 @@ int plot_acc_vs_state(const Summary *s, const char *path, FILE *log) {
     int n_series;
     char **series = series_names(s, &n_series);
     double *x = mallocCheck(sizeof(double) * (size_t)np), *y = mallocCheck(sizeof(double) * (size_t)np);
-    PlotSeries *ps = callocCheck((size_t)n_series, sizeof(PlotSeries));
+    PlotSeries *ps = callocCheck((size_t)n_series + 1, sizeof(PlotSeries));
     int n = 0;
-    for (int k = 0; k < n_series; k++) {
+    for (int k = 0; k <= n_series; k++) {  // k == n_series: the unfinished runs
         int first = n;
         for (int i = 0; i < np; i++) {
             const RunSummary *r = &s->runs[i];
-            if (strcmp(s->series_of[i], series[k]) || !isfinite(r->state_floats) || !isfinite(r->best_acc) || !counts(r))
+            if ((k < n_series && strcmp(s->series_of[i], series[k])) || !isfinite(r->state_floats) ||
+                !isfinite(r->best_acc) || !counts(r) || (k < n_series) != (r->status == RUN_DONE))
                 continue;
             int j = n++;  // insertion by state size
             while (j > first && x[j - 1] > r->state_floats) x[j] = x[j - 1], y[j] = y[j - 1], j--;
             x[j] = r->state_floats, y[j] = r->best_acc;
         }
-        ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, k >= 10};  // past the palette: dashed
+        if (k < n_series)
+            ps[k] = (PlotSeries){x + first, y + first, n - first, series[k], k, k >= 10};  // past the palette: dashed
+        else
+            ps[k] = (PlotSeries){x + first, y + first, n - first, n > first ? "unfinished (best so far)" : NULL, -1, 3};
     }
     // clang-format off
-    PlotPanel pp = {sw->name, "state per layer (floats carried between tokens)", "best accuracy (mean over cells)",
-                    ps, n_series, 0, 1.02, 1};
+    PlotPanel pp = {NULL, "state per layer (floats carried between tokens)", "best accuracy (mean over cells)",
+                    ps, n_series + 1, 0, 1, 1};
     // clang-format on
     char title[512];
     snprintf(title, sizeof title, "%s: accuracy vs state size per %s", sw->name, sw->plot_series);

@@ -99,7 +99,8 @@ static int plot_kind(const char *out_dir, const Points *p, int kind, int many_st
         if (p->v[i].kind != IV_NONE) continue;
         x[k] = p->v[i].S, y[k] = p->v[i].acc;
         const char *lab = names ? NULL : n_lines == n_kind ? "as trained" : NULL;
-        ser[n_lines] = (PlotSeries){x + k, y + k, 1, lab, names ? p->v[i].run : -1, 0};
+        ser[n_lines] =
+            (PlotSeries){x + k, y + k, 1, lab, names ? p->v[i].run : -1, 3};  // a ring: seen around flatten:0
         k++, n_lines++;
     }
     int rc = 0;
@@ -108,7 +109,7 @@ static int plot_kind(const char *out_dir, const Points *p, int kind, int many_st
         snprintf(path, sizeof path, "%s/intervention_%s.svg", out_dir, intervention_name((InterventionKind)kind));
         snprintf(title, sizeof title, "%s: accuracy against S_recall of the changed maps",
                  intervention_name((InterventionKind)kind));
-        PlotPanel panel = {title, "S_recall after the change", "accuracy", ser, n_lines, 0, 1, 0};
+        PlotPanel panel = {NULL, "S_recall after the change", "accuracy", ser, n_lines, 0, 1, 0};  // the title once
         rc = svg_line_figure(path, title, &panel, 1, 1) == 0;
     }
     free(pts), free(ser), free(x), free(y), free(labels), free(used);

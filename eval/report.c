@@ -352,7 +352,7 @@ int report_write_html(const char *dir, const char *mixer, long step, double loss
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>attnscope report: ", f);
     html_text(f, dir);
     fputs("</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;margin:24px;max-width:1400px;color:#222}"
-          "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+          "table{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
           "th{background:#f0f0f0}tr.recall td{background:#eef6ee}pre{background:#f7f7f7;padding:8px;font-size:12px;"
           "max-height:320px;overflow:auto}figure{margin:12px 0}img{max-width:100%;border:1px solid #eee}"
           "figcaption{font-size:13px;color:#555}</style>\n</head><body>\n<h1>",

@@ -84,10 +84,13 @@ static void data_range(const PlotPanel *p, double *x0, double *x1, double *y0, d
         }
     if (!isfinite(*x0)) *x0 = 0, *x1 = 1;
     if (!isfinite(*y0)) *y0 = 0, *y1 = 1;
-    if (p->ymin < p->ymax) *y0 = p->ymin, *y1 = p->ymax;
+    if (p->ymin < p->ymax) {  // the fixed range, with a little air: a marker at either end is drawn whole
+        double pad = (p->ymax - p->ymin) * 0.03;
+        *y0 = p->ymin - pad, *y1 = p->ymax + pad;
+    }
     if (*x1 - *x0 <= 0) *x0 -= 1, *x1 += 1;
-    if (p->logx) {  // a little air, in decades
-        double pad = (*x1 - *x0) * 0.05;
+    else {  // a little air (in decades on a log axis), so no marker sits on the clipped edge
+        double pad = (*x1 - *x0) * (p->logx ? 0.05 : 0.03);
         *x0 -= pad, *x1 += pad;
     }
     if (*y1 - *y0 <= 0) {
@@ -168,20 +171,25 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
         for (int i = 0; i < se->n; i++) {
             double xv = axis_x(p, se->x[i]);
             int ok = isfinite(xv) && isfinite(se->y[i]);
-            if (ok && !open) {
+            if (ok && !open && se->dashed != 3) {
                 fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", col, dash(se->dashed));
                 open = 1;
             }
-            if (ok) fprintf(f, "%.1f,%.1f ", SX(xv), SY(se->y[i]));
+            if (ok && open) fprintf(f, "%.1f,%.1f ", SX(xv), SY(se->y[i]));
             if ((!ok || i == se->n - 1) && open) {
                 fputs("\"/>\n", f);
                 open = 0;
             }
         }
         for (int i = 0; i < se->n && se->dashed != 2; i++)
-            if (isfinite(axis_x(p, se->x[i])) && isfinite(se->y[i]))
-                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", SX(axis_x(p, se->x[i])),
-                        SY(se->y[i]), col);
+            if (isfinite(axis_x(p, se->x[i])) && isfinite(se->y[i])) {
+                if (se->dashed == 3)  // a ring: seen around a line's marker at the same point
+                    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                            SX(axis_x(p, se->x[i])), SY(se->y[i]), col);
+                else
+                    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", SX(axis_x(p, se->x[i])),
+                            SY(se->y[i]), col);
+            }
     }
     fputs("</g>\n", f);
     // legend to the right of the axes
@@ -189,8 +197,12 @@ static void draw_panel(FILE *f, const PlotPanel *p, double ox, double oy) {
     for (int s = 0; s < p->n_series; s++) {
         const PlotSeries *se = &p->series[s];
         if (!se->label) continue;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
-                ox + PW + 2, ly, ox + PW + 26, ly, svg_color(se->color), dash(se->dashed));
+        if (se->dashed == 3)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                    ox + PW + 14, ly, svg_color(se->color));
+        else
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
+                    ox + PW + 2, ly, ox + PW + 26, ly, svg_color(se->color), dash(se->dashed));
         text(f, ox + PW + 31, ly + 4, "start", 11, NULL, se->label);
         ly += 17;
     }

@@ -8,7 +8,7 @@ typedef struct {
     int n;
     const char *label;  // legend entry (NULL: not in the legend)
     int color;          // index into the palette (10 colours, then repeats); -1: grey
-    int dashed;         // 0: solid line with markers, 1: dashed with markers, 2: dotted, no markers
+    int dashed;         // 0: solid line with markers, 1: dashed with markers, 2: dotted, no markers, 3: rings, no line
 } PlotSeries;
 
 typedef struct {
