@@ -70,6 +70,8 @@ static pid_t start(const RunnerJob *job, const sigset_t *old_mask) {
     return pid;
 }
 
+int runner_interrupted(void) { return (int)g_signal; }
+
 int runner_run(int parallel, const RunnerHooks *hooks) {
     if (parallel < 1) parallel = 1;
     if (parallel > RUNNER_MAX_PARALLEL) parallel = RUNNER_MAX_PARALLEL;

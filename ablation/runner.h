@@ -28,3 +28,6 @@ typedef struct {
 // Runs the jobs hooks->next gives, at most `parallel` at once, until it has none and all have
 // ended. Returns the signal that interrupted the run (no job was started after it), 0 when none did.
 int runner_run(int parallel, const RunnerHooks *hooks);
+// The signal (SIGINT, SIGTERM) that has interrupted the running runner_run, 0 while none has: a
+// job that ends after it ended because of it, whatever its exit status.
+int runner_interrupted(void);

@@ -602,6 +602,8 @@ typedef struct {
     long first_step;    // that step (-1: none yet); a resumed run starts at its checkpoint's
     long step;          // the last step its log shows
     double acc;         // its last validation accuracy (NAN: none yet)
+    long eta_step;      // the step at which end_time was estimated
+    double end_time;    // the estimated end: set when a new step shows, counted down between (0: none)
 } LivePoint;
 
 // One ./sweep run of the points: which have run, and the choices as the runs stand.
@@ -805,7 +807,8 @@ static void on_started(int job, void *ctx) {
     printf("%s [%*d/%d] %s: started (log: %s)\n", clock_now(), st->width, p + 1, sw->n_points, sw->point_names[p],
            st->logs[p]);
     fflush(stdout);
-    st->live[p] = (LivePoint){1, now_seconds(), -1, -1, NAN};
+    st->live[p] =
+        (LivePoint){.on = 1, .first_time = now_seconds(), .first_step = -1, .step = -1, .acc = NAN, .eta_step = -1};
 }
 
 // What a running point's metrics.jsonl says: its last step and validation accuracy.
@@ -834,11 +837,16 @@ static void on_tick(void *ctx) {
         runlog_each(path, live_record, lp);
         long steps = cfg_int(&p->configs[i], "steps");
         if (lp->step >= 0 && lp->first_step < 0) lp->first_step = lp->step, lp->first_time = now_seconds();
+        // The ETA is estimated when a new step shows, from the run's own pace since its first step
+        // (evaluations included), and counts down between: a long evaluation or a slow spell no
+        // longer makes it climb while the step stands still.
+        double now = now_seconds();
+        if (lp->step > lp->first_step && lp->first_step >= 0 && lp->step != lp->eta_step) {
+            lp->eta_step = lp->step;
+            lp->end_time = now + (now - lp->first_time) / (double)(lp->step - lp->first_step) * (double)(steps - lp->step);
+        }
         char eta[32] = "?";
-        if (lp->step > lp->first_step && lp->first_step >= 0)
-            format_duration(eta, sizeof eta,
-                            (now_seconds() - lp->first_time) / (double)(lp->step - lp->first_step) *
-                                (double)(steps - lp->step));
+        if (lp->end_time > 0) format_duration(eta, sizeof eta, lp->end_time > now ? lp->end_time - now : 0);
         k += (size_t)snprintf(line + k, sizeof line - k, "%s%s: step %ld/%ld", n++ ? " | " : "", p->sw.point_names[i],
                               lp->step < 0 ? 0 : lp->step, steps);
         if (isfinite(lp->acc)) k += (size_t)snprintf(line + k, sizeof line - k, " acc %.3f", lp->acc);
@@ -907,6 +915,8 @@ static void on_finished(int job, int status, double seconds, void *ctx) {
         RunSummary r;
         run_summary_read(st->plan->dirs[p], &r);
         if (r.status == RUN_DONE) printf("done in %s", took);
+        else if (runner_interrupted())  // the trainer saved and exited 0 on the sweep's Ctrl-C
+            printf("interrupted at step %ld after %s (run the sweep again to continue)", r.step, took);
         else printf("stopped at step %ld in %s before the end (run the sweep again to continue)", r.step, took);
         if (isfinite(r.best_acc)) printf(", best acc %.4f", r.best_acc);
         if (r.steps_to_target >= 0) printf(", %.2f at step %ld", SUMMARY_TARGET_ACC, r.steps_to_target);

@@ -610,6 +610,19 @@ TEST(faults_missing_done_record_is_written_on_resume) {
     }
 }
 
+// The lines of text that contain what.
+static int count_lines_with(const char *text, const char *what) {
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *hit = strstr(line, what);
+        n += hit && hit < line + len;
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
 // kill -9 of ./sweep left its ./train children training as orphans.
 TEST(faults_sweep_killed_ends_its_trainers) {
     char out[8192];
@@ -637,6 +650,27 @@ TEST(faults_sweep_killed_ends_its_trainers) {
         CHECK(text && strstr(text, "interrupted: saving step"), "%s: %s", log, text ? text : "missing");
         free(text);
     }
+}
+
+// Ctrl-C on a sweep of two running points: each point's line says "interrupted", whether its
+// trainer exited on the signal or saved and exited 0 (it had said "stopped ... before the end").
+TEST(faults_sweep_ctrl_c_reports_every_running_point_interrupted) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    test_write_file("b.conf",
+                    "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\nmqar_val_examples = 64\n"
+                    "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
+                    "save_every = 100000\nsteps = 1000000\n");
+    test_write_file("c.sweep", "base = b.conf\nseed = 1, 2\n");
+    int st = test_run(out, sizeof out,
+                      "cd %s && %s/sweep c.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; "
+                      "for i in $(seq 3000); do [ -s %s/out/seed=1/metrics.jsonl ] && [ -s %s/out/seed=2/metrics.jsonl ] && break; sleep 0.01; done; "
+                      "kill -INT $s; wait $s; cat %s/sweep.log",
+                      d, cwd, d, d, d);
+    CHECK(st == 0 && count_lines_with(out, ": interrupted ") == 2 && strstr(out, ", interrupted, in "), "exit %d: %s",
+          st, out);
 }
 
 // Where PR_SET_PDEATHSIG does not exist, ./train compares getppid() with the pid ./sweep gave it.
