@@ -246,6 +246,16 @@ static int log_at_step(const RunlogRecord *r, void *ctx) {
 static void open_logs(Trainer *tr);
 static void test_at_end(Trainer *tr);
 
+static void print_complete(const Trainer *tr, long step, long steps, const char *reason, const char *resume) {
+    if (!strcmp(reason, "steps"))
+        printf("%s: the run is complete (step %ld of %ld); nothing to do (a larger steps trains it on)\n", tr->out_dir,
+               step, steps);
+    else
+        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
+               "(resume = %s trains it on)\n",
+               tr->out_dir, step, resume);
+}
+
 // A resumed run may already be complete: its checkpoint is its last step, or (resume = auto)
 // validation accuracy had reached stop_at_acc there. Its log then ends with the done record,
 // unless the process died between that checkpoint and the record: then the record is written
@@ -268,14 +278,37 @@ static int run_complete(Trainer *tr, const char *resume) {
         flush_log(tr, tr->metrics, "metrics.jsonl");
         printf("%s: the run was complete at step %ld (%s) but its log had no done record: written\n", tr->out_dir,
                tr->step, !strcmp(reason, "steps") ? "its last step" : "validation accuracy reached stop_at_acc");
-    } else if (!strcmp(reason, "steps")) {
-        printf("%s: the run is complete (step %ld of %ld); nothing to do (a larger steps trains it on)\n", tr->out_dir,
-               tr->step, tr->steps);
-    } else {
-        printf("%s: the run is complete (validation accuracy reached stop_at_acc at step %ld); nothing to do "
-               "(resume = %s trains it on)\n",
-               tr->out_dir, tr->step, resume);
-    }
+    } else print_complete(tr, tr->step, tr->steps, reason, resume);
+    return 1;
+}
+
+// Before any data is generated or read (an MQAR training set takes seconds to make): a run whose
+// log already ends with its done record at the checkpoint's step, by its step count or by
+// stop_at_acc, has nothing to do. Returns 1 after saying so; 0 leaves the decision to
+// run_complete (a run given in epochs needs the data to know its length; a missing done record is
+// written there).
+static int complete_before_data(Trainer *tr, const char *resume) {
+    if (llmc_is_model_file(resume)) return 0;  // refused by check_resume_config, with the data
+    Config saved;
+    long step;
+    char err[512], path[1200];
+    if (ckpt_read_config(resume, &saved, &step, err, sizeof err) != 0) return 0;  // resume_from says why
+    // any difference (some only settle with the data: a shards run's vocab_size = 0) is for
+    // check_resume_config to judge
+    int differs = config_first_difference(&tr->cfg, &saved) != NULL;
+    config_free(&saved);
+    if (differs) return 0;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    LogAtStep at = {step, -1, 0, 0};
+    runlog_each(path, log_at_step, &at);
+    if (!at.done_last) return 0;
+    long steps = cfg_int(&tr->cfg, "steps");
+    double stop_at_acc = cfg_float(&tr->cfg, "stop_at_acc");
+    const char *reason = steps > 0 && step >= steps                                                ? "steps"
+        : !strcmp(cfg_str(&tr->cfg, "resume"), "auto") && stop_at_acc > 0 && at.acc >= stop_at_acc ? "stop_at_acc"
+                                                                                                   : NULL;
+    if (!reason) return 0;
+    print_complete(tr, step, steps, reason, resume);
     return 1;
 }
 
@@ -900,6 +933,11 @@ int main(int argc, char **argv) {
     }
     setup_run_folder(&tr);
     char *resume = choose_resume(&tr);
+    if (resume && complete_before_data(&tr, resume)) {
+        free(resume);
+        trainer_free(&tr);
+        return 0;
+    }
     setup_data(&tr);
     setup_model(&tr);
     if (resume) resume_from(&tr, resume), resume_best(&tr);
