@@ -115,7 +115,8 @@ arm64-test: $(ARM64_DIR)/ready $(ARM64_DIR)/bin/bench_gemm
 # same C on every ISA and runs in the x86-64, x86-64-v3 and ASAN suites; each mixer's backward on
 # arm64 is still checked by every_mixer_backward_matches_finite_differences. `make arm64-test`
 # runs the whole suite (docs/laptops.md, docs/tests.md).
-ARM64_CI_CASES = gemm_ float_exp float_log float_softplus float_sigmoid bit_identical same_bits \
+ARM64_CI_CASES = gemm_ float_exp float_log float_softplus float_sigmoid bit_identical_for_one_and_two_threads \
+    mamba2_sequence_and_head_tasks_bit_identical same_bits \
     thread_invariant identical_for_any_thread_count every_mixer_backward_matches_finite_differences \
     text_pipeline_tokenize_prepare_train_sample evaluate_float_row_statistics export_hf_folder_reads_back \
     gla_float_training_step
