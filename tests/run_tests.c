@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/io.h"
+#include "data/shards.h"
 
 typedef struct {
     const char *name, *file;
@@ -137,6 +138,27 @@ const char *test_write_file(const char *name, const char *text) {
 
 // argv: substrings of case names or files to run (none: every case), and --skip=NAME for a case
 // left out by its exact name (make test leaves out the slow ones that make test-all runs)
+const char *test_text_run(const char *name, int n_tokens, int n_layer, int steps, const char **shard) {
+    uint32_t *tok = mallocCheck(sizeof(uint32_t) * (size_t)n_tokens);
+    for (int i = 0; i < n_tokens; i++) tok[i] = (uint32_t)((i * 7 + i / 13) % 50);
+    char file[300];
+    snprintf(file, sizeof file, "%s.bin", name);
+    const char *sh = test_path(file);
+    shard_write(sh, tok, n_tokens, 0);
+    free(tok);
+    snprintf(file, sizeof file, "%s.conf", name);
+    const char *conf = test_write_file(file, "mixer = softmax\nmlp = false\n");
+    const char *dir = test_path(name);
+    char out[8192];
+    int st = test_run(out, sizeof out,
+                      "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 n_layer=%d "
+                      "n_head=1 batch_size=4 steps=%d save_every=%d eval_every=0 log_every=0 threads=1 out_dir=%s",
+                      conf, sh, sh, n_layer, steps, steps, dir);
+    if (st != 0) test_fail(__FILE__, __LINE__, "test_text_run: ./train exit %d: %s", st, out);
+    if (shard) *shard = sh;
+    return dir;
+}
+
 static int matches(const TestCase *t, int argc, char **argv) {
     int filters = 0, hit = 0;
     for (int i = 1; i < argc; i++) {

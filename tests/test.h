@@ -50,3 +50,7 @@ int test_run(char *out, size_t outlen, const char *fmt, ...) __attribute__((form
 int test_fork(void (*fn)(void *), void *arg, char *err, size_t errlen);
 // Writes text to a file in the scratch folder and returns its path.
 const char *test_write_file(const char *name, const char *text);
+// A tiny text run in the scratch folder: a token shard of n_tokens (a fixed pattern over 50 ids,
+// its path in *shard unless NULL; it is both train and val data) and a softmax model of n_layer
+// layers without MLP trained for `steps` (a checkpoint at the last) into the returned folder.
+const char *test_text_run(const char *name, int n_tokens, int n_layer, int steps, const char **shard);

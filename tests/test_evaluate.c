@@ -176,18 +176,10 @@ TEST(evaluate_maps_draw_heatmaps_save_safetensors_and_fill_the_report) {
 // is opened (an MQAR set takes seconds to generate): with the run's data gone, the index error
 // still comes first.
 TEST(evaluate_checks_layer_and_head_before_making_data) {
-    uint32_t tok[2000];
-    for (int i = 0; i < 2000; i++) tok[i] = (uint32_t)((i * 7 + i / 13) % 50);
-    const char *shard = test_path("text.bin");
-    shard_write(shard, tok, 2000, 0);
-    const char *conf = test_write_file("text.conf", "mixer = softmax\nmlp = false\n");
-    const char *dir = test_path("textrun");
+    const char *shard;
+    const char *dir = test_text_run("textrun", 2000, 2, 2, &shard);
     char out[8192];
-    int st = test_run(out, sizeof out,
-                      "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
-                      "n_layer=2 n_head=1 batch_size=4 steps=2 save_every=2 eval_every=0 log_every=0 threads=1 out_dir=%s",
-                      conf, shard, shard, dir);
-    CHECK(st == 0, "train: %s", out);
+    int st;
     CHECK(remove(shard) == 0);
     BadInput bad[] = {
         {"intervene=flatten layer=5", "layer: expected 0 to 1 or all, got 5"},
@@ -203,18 +195,9 @@ TEST(evaluate_checks_layer_and_head_before_making_data) {
 
 // A text run has no answer positions: asking for them is refused; the maps are drawn unmarked.
 TEST(evaluate_maps_on_a_text_run) {
-    uint32_t tok[4000];
-    for (int i = 0; i < 4000; i++) tok[i] = (uint32_t)((i * 7 + i / 13) % 50);
-    const char *shard = test_path("text.bin");
-    shard_write(shard, tok, 4000, 0);
-    const char *conf = test_write_file("text.conf", "mixer = softmax\nmlp = false\n");
-    const char *dir = test_path("textrun");
+    const char *dir = test_text_run("textrun", 4000, 1, 2, NULL);
     char out[8192];
-    int st = test_run(out, sizeof out,
-                      "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
-                      "n_layer=1 n_head=1 batch_size=4 steps=2 save_every=2 eval_every=0 log_every=0 threads=1 out_dir=%s",
-                      conf, shard, shard, dir);
-    CHECK(st == 0, "train: %s", out);
+    int st;
     st = test_run(out, sizeof out, "./evaluate %s --maps map_answers=on eval_batches=1 threads=1 2>&1 >/dev/null", dir);
     CHECK(st == 2 && strstr(out, "map_answers: ") && strstr(out, "is not an MQAR run") && count(out, "\n") == 1,
           "exit %d: %s", st, out);

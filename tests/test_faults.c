@@ -623,24 +623,33 @@ static int count_lines_with(const char *text, const char *what) {
     return n;
 }
 
-// kill -9 of ./sweep left its ./train children training as orphans.
-TEST(faults_sweep_killed_ends_its_trainers) {
-    char out[8192];
+// Starts ./sweep on two points (seeds 1, 2) of a tiny model that trains until it is stopped, in the
+// scratch folder (out/, sweep.log), waits until both write their logs, then runs the shell
+// command `then` there ($s: the sweep's pid). Returns the status of the whole.
+static int long_sweep_then(char *out, size_t n, const char *then) {
     const char *d = test_tmpdir();
     char cwd[1024];
-    CHECK(getcwd(cwd, sizeof cwd));
+    if (!getcwd(cwd, sizeof cwd)) test_fail(__FILE__, __LINE__, "getcwd failed");
     test_write_file("b.conf",
                     "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\nmqar_val_examples = 64\n"
                     "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
                     "save_every = 100000\nsteps = 1000000\n");
-    test_write_file("k.sweep", "base = b.conf\nseed = 1, 2\n");
-    int st = test_run(out, sizeof out,
-                      "cd %s && %s/sweep k.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; "
-                      "for i in $(seq 3000); do [ -s %s/out/seed=1/metrics.jsonl ] && [ -s %s/out/seed=2/metrics.jsonl ] && break; sleep 0.01; done; "
-                      "kill -9 $s; "
-                      "for i in $(seq 1000); do pgrep -f 'out_dir=ou[t]/seed=' > /dev/null || break; sleep 0.01; done; "
-                      "pgrep -af 'out_dir=ou[t]/seed=' || echo none left",
-                      d, cwd, d, d);
+    test_write_file("two.sweep", "base = b.conf\nseed = 1, 2\n");
+    return test_run(out, n,
+                    "cd %s && { %s/sweep two.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; }; "
+                    "for i in $(seq 3000); do [ -s %s/out/seed=1/metrics.jsonl ] && [ -s %s/out/seed=2/metrics.jsonl ] && break; sleep 0.01; done; "
+                    "%s",
+                    d, cwd, d, d, then);
+}
+
+// kill -9 of ./sweep left its ./train children training as orphans.
+TEST(faults_sweep_killed_ends_its_trainers) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = long_sweep_then(out, sizeof out,
+                             "kill -9 $s; "
+                             "for i in $(seq 1000); do pgrep -f 'out_dir=ou[t]/seed=' > /dev/null || break; sleep 0.01; done; "
+                             "pgrep -af 'out_dir=ou[t]/seed=' || echo none left");
     CHECK(st == 0 && strstr(out, "none left"), "trainers still running 10 s after the sweep was killed:\n%s", out);
     // each saved its step on the way out (./train's SIGTERM path) and resumes from it
     for (int s = 1; s <= 2; s++) {
@@ -656,19 +665,7 @@ TEST(faults_sweep_killed_ends_its_trainers) {
 // trainer exited on the signal or saved and exited 0 (it had said "stopped ... before the end").
 TEST(faults_sweep_ctrl_c_reports_every_running_point_interrupted) {
     char out[8192];
-    const char *d = test_tmpdir();
-    char cwd[1024];
-    CHECK(getcwd(cwd, sizeof cwd));
-    test_write_file("b.conf",
-                    "vocab_size = 64\nseq_len = 32\nmqar_train_examples = 512\nmqar_test_examples = 64\nmqar_val_examples = 64\n"
-                    "d_model = 16\nn_head = 2\nbatch_size = 16\nthreads = 1\neval_every = 0\nsparsity_every = 0\n"
-                    "save_every = 100000\nsteps = 1000000\n");
-    test_write_file("c.sweep", "base = b.conf\nseed = 1, 2\n");
-    int st = test_run(out, sizeof out,
-                      "cd %s && %s/sweep c.sweep --jobs 2 --out out > sweep.log 2>&1 & s=$!; "
-                      "for i in $(seq 3000); do [ -s %s/out/seed=1/metrics.jsonl ] && [ -s %s/out/seed=2/metrics.jsonl ] && break; sleep 0.01; done; "
-                      "kill -INT $s; wait $s; cat %s/sweep.log",
-                      d, cwd, d, d, d);
+    int st = long_sweep_then(out, sizeof out, "kill -INT $s; wait $s; cat sweep.log");
     CHECK(st == 0 && count_lines_with(out, ": interrupted ") == 2 && strstr(out, ", interrupted, in "), "exit %d: %s",
           st, out);
 }

@@ -7,7 +7,6 @@
 #include "core/io.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
-#include "data/shards.h"
 #include "tests/test.h"
 #include "trainer/checkpoint.h"
 
@@ -291,19 +290,13 @@ TEST(train_reads_the_test_set_once_on_the_best_validation_step) {
 // A complete run is found complete before its data is opened (an MQAR training set takes seconds
 // to generate): with its training shard gone, the same command still says "nothing to do".
 TEST(train_complete_run_is_found_before_its_data) {
-    uint32_t tok[2000];
-    for (int i = 0; i < 2000; i++) tok[i] = (uint32_t)((i * 7 + i / 13) % 50);
-    const char *shard = test_path("text.bin");
-    shard_write(shard, tok, 2000, 0);
-    const char *conf = test_write_file("text.conf", "mixer = softmax\nmlp = false\n");
-    char out[8192], cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "./train %s task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 n_layer=1 n_head=1 "
-             "batch_size=4 steps=3 save_every=3 eval_every=0 log_every=0 threads=1 out_dir=%s/run",
-             conf, shard, shard, test_tmpdir());
-    int st = test_run(out, sizeof out, "%s", cmd);
-    CHECK(st == 0, "train: %s", out);
+    const char *shard;
+    const char *dir = test_text_run("run", 2000, 1, 3, &shard);
     CHECK(remove(shard) == 0);
-    st = test_run(out, sizeof out, "%s", cmd);
+    char out[8192];  // the same command as test_text_run's
+    int st = test_run(out, sizeof out,
+                      "./train %s/run.conf task=shards train_data=%s val_data=%s vocab_size=64 seq_len=16 d_model=16 "
+                      "n_layer=1 n_head=1 batch_size=4 steps=3 save_every=3 eval_every=0 log_every=0 threads=1 out_dir=%s",
+                      test_tmpdir(), shard, shard, dir);
     CHECK(st == 0 && strstr(out, "the run is complete (step 3 of 3); nothing to do"), "exit %d: %s", st, out);
 }
