@@ -143,12 +143,13 @@ fuzz: fuzz-build
 	FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # --- faults ----------------------------------------------------------------------------------------
-faults: train sweep
+faults: train sweep evaluate
 	tests/faults/kill9.sh
 	tests/faults/disk_full.sh
 	tests/faults/shared_folder.sh
 	tests/faults/kill_before_done.sh
 	tests/faults/summary_kill9.sh
 	tests/faults/two_sweeps.sh
+	tests/faults/concurrent_writers.sh
 
 .PHONY: asan valgrind clang-check arm64 arm64-test arm64-ci fuzz fuzz-build faults

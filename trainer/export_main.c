@@ -69,12 +69,16 @@ static void check_out_file(const char *out, const char *ckpt) {
 }
 
 // 1 when a file of that name may stand in a folder that format=hf writes over: what an earlier
-// export wrote (config.json, model.safetensors) and the PATH.tmp a killed one can leave.
+// export wrote (config.json, model.safetensors) and the PATH.<pid>.tmp a killed one can leave.
 static int export_file_name(const char *name) {
     const char *ours[] = {HF_CONFIG_FILE, HF_WEIGHTS_FILE};
     for (int i = 0; i < 2; i++) {
         size_t n = strlen(ours[i]);
-        if (!strncmp(name, ours[i], n) && (!name[n] || !strcmp(name + n, ".tmp"))) return 1;
+        if (strncmp(name, ours[i], n)) continue;
+        const char *p = name + n;  // "", ".tmp" (an older export's) or ".<pid>.tmp"
+        if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+            for (p++; *p >= '0' && *p <= '9';) p++;
+        if (!*p || !strcmp(p, ".tmp")) return 1;
     }
     return 0;
 }

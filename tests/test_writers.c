@@ -1,0 +1,100 @@
+// Two writers of one file (docs/reliability.md#concurrent-writers): the per-file lock around
+// every read-modify-write (core/io.h file_lock) and the per-writer temporary names of the atomic
+// writer. tests/faults/concurrent_writers.sh runs 50 rounds of concurrent evaluations and
+// collects (`make faults`); here 2 rounds, and the pieces one at a time.
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/io.h"
+#include "core/runlog.h"
+#include "tests/test.h"
+
+TEST(writers_concurrent_evaluations_and_collects_keep_every_record) {
+    char out[16384];
+    int st = test_run(out, sizeof out, "tests/faults/concurrent_writers.sh 2");
+    CHECK(st == 0 && strstr(out, "concurrent writers: 2 rounds, every writer exited 0"), "exit %d: %s", st, out);
+}
+
+// A second locker of one file waits for the first, saying whom it waits for, and gets the lock
+// once the first ends (here by kill -9: the kernel releases the lock, nothing stale remains).
+TEST(writers_file_lock_waits_for_its_holder_and_survives_kill_9) {
+    const char *path = test_path("shared.jsonl");
+    int pipefd[2];
+    CHECK(pipe(pipefd) == 0);
+    pid_t holder = fork();
+    if (holder == 0) {
+        close(pipefd[0]);
+        int fd = file_lock(path);
+        char c = fd >= 0 ? 'y' : 'n';
+        if (write(pipefd[1], &c, 1) != 1) _exit(3);
+        pause();
+        _exit(0);
+    }
+    close(pipefd[1]);
+    char c = 0;
+    CHECK(read(pipefd[0], &c, 1) == 1 && c == 'y', "the first locker failed");
+    close(pipefd[0]);
+    char msg[256], want[256];
+    snprintf(want, sizeof want, "shared.jsonl: waiting for process %ld (another writer of this file)", (long)holder);
+    // the waiter: a child that locks, with stderr to a file; kill the holder a moment later
+    const char *err_path = test_path("waiter.err");
+    pid_t waiter = fork();
+    if (waiter == 0) {
+        if (!freopen(err_path, "w", stderr)) _exit(3);
+        int fd = file_lock(path);
+        fflush(stderr);
+        _exit(fd >= 0 ? 0 : 4);
+    }
+    usleep(300 * 1000);
+    int status = 0;
+    CHECK(waitpid(waiter, &status, WNOHANG) == 0, "the second locker did not wait");
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    CHECK(waitpid(waiter, &status, 0) == waiter && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    char *text = read_file_text(err_path, NULL);
+    snprintf(msg, sizeof msg, "%s", text ? text : "");
+    free(text);
+    CHECK(strstr(msg, want) && strchr(msg, '\n')[1] == 0, "%s", msg);
+}
+
+// Merging: a log whose last line has no newline (edited by hand) keeps that record; a line cut
+// by a killed appender (its object not closed) is still no record.
+TEST(writers_merge_keeps_a_last_record_without_its_newline) {
+    const char *path = test_write_file("eval.jsonl",
+                                       "{\"type\":\"eval\",\"step\":1,\"loss\":1}\n"
+                                       "{\"type\":\"eval\",\"step\":2,\"loss\":2}");
+    const char *fresh = "{\"type\":\"eval\",\"step\":3,\"loss\":3}\n";
+    char err[512];
+    CHECK(runlog_merge(path, fresh, strlen(fresh), RUNLOG_SAME_KEY, err, sizeof err) == 0, "%s", err);
+    char *text = read_file_text(path, NULL);
+    CHECK(text &&
+              !strcmp(text,
+                      "{\"type\":\"eval\",\"step\":1,\"loss\":1}\n{\"type\":\"eval\",\"step\":2,\"loss\":2}\n"
+                      "{\"type\":\"eval\",\"step\":3,\"loss\":3}\n"),
+          "%s", text);
+    free(text);
+    path = test_write_file("cut.jsonl", "{\"type\":\"eval\",\"step\":1,\"loss\":1}\n{\"type\":\"eval\",\"step\":2,\"lo");
+    CHECK(runlog_merge(path, fresh, strlen(fresh), RUNLOG_SAME_KEY, err, sizeof err) == 0, "%s", err);
+    text = read_file_text(path, NULL);
+    CHECK(text && !strcmp(text, "{\"type\":\"eval\",\"step\":1,\"loss\":1}\n{\"type\":\"eval\",\"step\":3,\"loss\":3}\n"),
+          "%s", text);
+    free(text);
+}
+
+// A step beyond any long (1e300) was cast to long: undefined behaviour (UBSan, the fuzz target).
+// Such a record is no record; the others stay.
+TEST(writers_merge_huge_step_is_no_record) {
+    const char *old =
+        "{\"type\":\"eval\",\"step\":1e300}\n{\"type\":\"eval\",\"step\":-1e19}\n{\"type\":\"eval\",\"step\":5}\n";
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    runlog_merge_text(old, strlen(old), "", 0, RUNLOG_SAME_KEY, f);
+    fclose(f);
+    CHECK(buf && !strcmp(buf, "{\"type\":\"eval\",\"step\":5}\n"), "%s", buf);
+    free(buf);
+}
