@@ -120,6 +120,19 @@ static void resolve_out_dir(Trainer *tr, const char *config_path) {
     config_set(&tr->cfg, "out_dir", tr->out_dir, "default");
 }
 
+// The folder and each file written are checked first (core/run_dir.h): never into a run folder,
+// never over the shards or checkpoint the run reads.
+static void check_export_data(const Config *c, const char *dir) {
+    run_dir_check_output_folder("export_data", dir, 0);
+    RunDirInput in[] = {{"checkpoint", cfg_str(c, "init_from")}, {"tokenizer", cfg_str(c, "tokenizer")}};
+    const char *names[] = {"train.bin", "test.bin"};
+    for (int i = 0; i < 2; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        run_dir_check_output("export_data", path, in, 2);
+    }
+}
+
 static void export_data(Trainer *tr, const char *dir) {
     if (mkdir_p(dir) != 0) die_input("export_data: cannot create folder '%s'", dir);
     char path[1200];
@@ -751,7 +764,7 @@ static void note_created_run_folder(const char *dir) {
 // writing (its ./train holds the lock) too, naming that process.
 static void setup_run_folder(Trainer *tr) {
     int existed = path_exists(tr->out_dir);
-    if (existed && !is_directory(tr->out_dir)) die_input("out_dir: '%s' is a file, expected a folder", tr->out_dir);
+    run_dir_check_output_folder("out_dir", tr->out_dir, 1);
     if (!existed) note_created_run_folder(tr->out_dir);
     if (mkdir_p(tr->out_dir) != 0) die_input("out_dir: cannot create '%s' (%s)", tr->out_dir, strerror(errno));
     if (access(tr->out_dir, W_OK | X_OK) != 0)
@@ -892,6 +905,7 @@ int main(int argc, char **argv) {
     setup_config(&tr, argc, argv);
     const char *export_dir = cfg_str(&tr.cfg, "export_data");
     if (*export_dir) {
+        check_export_data(&tr.cfg, export_dir);
         task_open(&tr.task, &tr.cfg, TASK_TRAIN | TASK_TEST);
         export_data(&tr, export_dir);
         task_close(&tr.task);

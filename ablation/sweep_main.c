@@ -360,6 +360,7 @@ static void plan_sweep(const Args *a, Plan *p) {
         free(sw->out);
         sw->out = strdupCheck(a->out);
     }
+    run_dir_check_output_folder("--out", sw->out, 0);  // a file, or a run folder: refused
     check_setting_keys(sw);
     // every point's config is checked before anything runs (exit 2 naming file:line)
     p->configs = callocCheck((size_t)sw->n_points, sizeof(Config));

@@ -1049,6 +1049,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         die_input("command line: expected a checkpoint or a run folder");
     }
     if (a->compare && !*a->compare) die_input("compare: expected a file name, got ''");
+    if (a->compare) run_dir_check_output("compare", a->compare, NULL, 0);  // never over a run's files
     if ((a->iv_keys || a->iv.layer != -1 || a->iv.head >= 0) && !a->iv.on)
         die_input("command line: layer=, head= and rows= choose where intervene= acts; give intervene=KIND too");
     if (a->iv.on && a->maps.on) die_input("command line: --maps and intervene= are separate runs of ./evaluate");

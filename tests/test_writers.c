@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/io.h"
+#include "core/run_dir.h"
 #include "core/runlog.h"
 #include "tests/test.h"
 
@@ -97,4 +98,56 @@ TEST(writers_merge_huge_step_is_no_record) {
     fclose(f);
     CHECK(buf && !strcmp(buf, "{\"type\":\"eval\",\"step\":5}\n"), "%s", buf);
     free(buf);
+}
+
+// Every row of RUN_DIR_OUTPUT_OPTIONS (core/run_dir.c), run with its option aimed at a run's
+// metrics.jsonl (a folder option also at the run folder itself): exit 2, one line naming the key,
+// the run's files unchanged. Before, ./evaluate compare=run/metrics.jsonl wrote an SVG over the log
+// (exit 0). A row without a command here fails: a new output option needs one.
+TEST(writers_every_output_option_refuses_a_runs_files) {
+    static const struct {
+        const char *program, *key, *command;
+    } cmds[] = {
+        {"train", "out_dir", "./train b.conf out_dir=%s"},
+        {"train", "export_data", "./train b.conf export_data=%s"},
+        {"evaluate", "compare", "./evaluate run run compare=%s"},
+        {"tokenize", "out", "./tokenize train text.txt vocab_size=260 out=%s"},
+        {"export", "out", "./export run out=%s"},
+        {"sweep", "--out", "./sweep s.sweep --print --out %s"},
+    };
+    char out[8192], cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    const char *d = test_tmpdir();
+    test_write_file("b.conf",
+                    "vocab_size = 64\nseq_len = 16\nmqar_kv_pairs = 2\nmqar_train_examples = 64\n"
+                    "mqar_val_examples = 16\nmqar_test_examples = 16\nd_model = 8\nn_head = 1\n"
+                    "batch_size = 8\nsteps = 2\neval_every = 0\nsparsity_every = 0\nthreads = 1\n");
+    test_write_file("s.sweep", "base = b.conf\nseed = 1, 2\n");
+    test_write_file("text.txt", "some text to train a tokenizer on\n");
+    int st = test_run(out, sizeof out, "cd %s && %s/train b.conf out_dir=run", d, cwd);
+    CHECK(st == 0, "%s", out);
+    char *before = read_file_text(test_path("run/metrics.jsonl"), NULL);
+    CHECK(before);
+    for (int i = 0; i < RUN_DIR_N_OUTPUT_OPTIONS; i++) {
+        const RunDirOutputOption *o = &RUN_DIR_OUTPUT_OPTIONS[i];
+        const char *cmd = NULL;
+        for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
+            if (!strcmp(cmds[k].program, o->program) && !strcmp(cmds[k].key, o->key)) cmd = cmds[k].command;
+        CHECK(cmd, "output option %s of ./%s has no command in this test", o->key, o->program);
+        const char *targets[] = {"run/metrics.jsonl", "run"};
+        int n_targets = o->folder && strcmp(o->key, "out_dir") ? 2 : 1;  // out_dir: its run folder is its own
+        for (int t = 0; t < n_targets; t++) {
+            char line[512];
+            snprintf(line, sizeof line, cmd, targets[t]);
+            st = test_run(out, sizeof out, "cd %s && %s/%s 2>&1 >/dev/null", d, cwd, line);
+            char key[64];
+            snprintf(key, sizeof key, "%s: '%s", o->key, targets[t]);
+            CHECK(st == 2 && strstr(out, key) && strchr(out, '\n') && strchr(out, '\n')[1] == 0, "%s: exit %d: %s",
+                  line, st, out);
+            char *after = read_file_text(test_path("run/metrics.jsonl"), NULL);
+            CHECK(after && !strcmp(after, before), "%s changed run/metrics.jsonl", line);
+            free(after);
+        }
+    }
+    free(before);
 }
