@@ -216,7 +216,7 @@ static void check_resume_config(Trainer *tr, const char *path) {
     Config saved;
     char err[512];
     if (ckpt_read_config(path, &saved, NULL, err, sizeof err) != 0) die_input("resume: %s: %s", path, err);
-    const char *key = config_first_difference(&tr->cfg, &saved);
+    const char *key = model_resume_difference(&tr->cfg, &saved);
     if (key)
         die_input("resume: %s: %s is '%s' in the checkpoint but '%s' now (only run-length, logging and path keys may change)",
                   path, key, cfg_str(&saved, key), cfg_str(&tr->cfg, key));

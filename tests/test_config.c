@@ -209,3 +209,15 @@ TEST(config_quoted_prompt_run_evaluates_samples_and_resumes) {
     st = test_run(out, sizeof out, "./train '%s/config.conf' steps=3 2>&1", run);
     CHECK(st == 0 && strstr(out, "resum"), "resume exit %d: %s", st, out);
 }
+
+// Command-line values are taken literally, as docs/config.md#quoting says (the shell has quoted
+// them): spaces around a value stay. They were trimmed, so 'sample_prompt= a ' became "a".
+TEST(config_command_line_values_are_taken_literally) {
+    Config c;
+    config_init_all(&c);
+    char *argv[] = {"sample_prompt= a ", "out_dir=x y "};
+    config_apply_args(&c, 2, argv);
+    CHECK(!strcmp(cfg_str(&c, "sample_prompt"), " a "), "'%s'", cfg_str(&c, "sample_prompt"));
+    CHECK(!strcmp(cfg_str(&c, "out_dir"), "x y "), "'%s'", cfg_str(&c, "out_dir"));
+    config_free(&c);
+}
