@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/json.h"
 
 // Every config error goes through fail(): by default the one-line exit 2 of die_input; inside
 // config_try_load_text it returns the message to the caller instead (evaluate skips a checkpoint
@@ -159,6 +160,12 @@ static char *canonical_list(const KeyDef *d, const char *value, const char *orig
 static char *canonical_value(const KeyDef *d, const char *value, const char *origin) {
     char buf[64];
     const char *o = where(origin);
+    // Values are written into JSON (the logs, checkpoint and export headers): UTF-8 only, so a
+    // strict reader (Python's safetensors, json) reads every file a run writes.
+    size_t not_utf8 = json_utf8_invalid_at(value);
+    if (not_utf8 != (size_t)-1)
+        fail("%s: %s: expected UTF-8 text, got the byte 0x%02x at offset %zu (the value is written into JSON files)", o,
+             d->name, (unsigned char)value[not_utf8], not_utf8);
     switch (d->type) {
     case KEY_INT: {
         static const char *what[] = {"an integer", "a positive integer", "a non-negative integer", "an integer",

@@ -151,3 +151,37 @@ TEST(writers_every_output_option_refuses_a_runs_files) {
     }
     free(before);
 }
+
+// Bytes that are not UTF-8: a config value is refused at the start (one line, exit 2); a path
+// given on the command line (a run folder named in Latin-1) is written as U+FFFD. Every JSON text
+// and safetensors header the programs wrote then reads with a strict reader (tests/strict_json.py:
+// Python's UTF-8 decoder, then json). Before, out_dir=caf\xe9 went raw into checkpoint headers
+// (safetensors: "invalid UTF-8 in header") and intervention.jsonl's checkpoint field.
+TEST(writers_non_utf8_values_refused_and_every_json_written_is_utf8) {
+    char out[8192], cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd));
+    const char *d = test_tmpdir();
+    test_write_file("b.conf",
+                    "vocab_size = 64\nseq_len = 16\nmqar_kv_pairs = 2\nmqar_train_examples = 64\n"
+                    "mqar_val_examples = 16\nmqar_test_examples = 16\nd_model = 8\nn_head = 1\n"
+                    "batch_size = 8\nsteps = 2\neval_every = 1\nsparsity_every = 1\nthreads = 1\n");
+    int st = test_run(out, sizeof out, "cd %s && %s/train b.conf out_dir=\"$(printf 'caf\\351')\" 2>&1", d, cwd);
+    CHECK(st == 2 &&
+              !strcmp(out,
+                      "command line: out_dir: expected UTF-8 text, got the byte 0xe9 at offset 3 (the value "
+                      "is written into JSON files)\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "cd %s && %s/train b.conf out_dir=r sample_prompt=\"$(printf '\\377')\" 2>&1", d, cwd);
+    CHECK(st == 2 && strstr(out, "command line: sample_prompt: expected UTF-8 text, got the byte 0xff at offset 0"),
+          "exit %d: %s", st, out);
+    // valid UTF-8 beyond ASCII passes through; a Latin-1 folder name given as a path is escaped
+    st = test_run(out, sizeof out,
+                  "cd %s && n=$(printf 'r\\351') && %s/train b.conf out_dir=café tensorboard=true > /dev/null && cp -r café \"$n\" && "
+                  "%s/evaluate \"$n\" intervene=oracle threads=1 > /dev/null && %s/evaluate café threads=1 > /dev/null "
+                  "&& %s/export \"$n\" format=safetensors out=exp.safetensors > /dev/null && "
+                  "%s/export café format=hf out=hf > /dev/null",
+                  d, cwd, cwd, cwd, cwd, cwd);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "cd %s && python3 %s/tests/strict_json.py .", d, cwd);
+    CHECK(st == 0 && strstr(out, " files valid"), "exit %d: %s", st, out);
+}
