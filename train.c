@@ -29,6 +29,7 @@
 #include "model/model.h"
 #include "trainer/optim.h"
 #include "trainer/step.h"
+#include "model/sample.h"
 #include "trainer/sample_every.h"
 
 // The run-length and logging keys, read once.
@@ -81,6 +82,7 @@ static volatile sig_atomic_t g_interrupted;
 
 static void on_signal(int sig) {
     g_interrupted = sig;
+    progress_stop(sig);    // the loops inside a step (sampling) stop too
     signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
 
@@ -696,6 +698,9 @@ static void check_key_combinations(const Config *c) {
     if (cfg_float(c, "min_lr") > cfg_float(c, "lr"))
         die_input("%s: min_lr: %s is above lr = %s (expected min_lr <= lr: the schedule decays to it)",
                   cfg_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));
+    if (cfg_int(c, "sample_every") > 0 && cfg_int(c, "sample_tokens") > SAMPLE_MAX_TOKENS)
+        die_input("%s: sample_tokens: expected at most %d tokens per sample, got %s", cfg_origin(c, "sample_tokens"),
+                  SAMPLE_MAX_TOKENS, cfg_str(c, "sample_tokens"));
     if (cfg_float(c, "stop_at_acc") > 1)
         die_input("%s: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '%s'", cfg_origin(c, "stop_at_acc"),
                   cfg_str(c, "stop_at_acc"));

@@ -1004,3 +1004,36 @@ TEST(faults_sweep_duplicate_cells_are_refused_up_front) {
               "case %d: exit %d: %s", i, st, out);
     }
 }
+
+// The sampler: sample_tokens beyond SAMPLE_MAX_TOKENS is refused up front (2147483647 ran 12 min
+// 40 s under `timeout 120`, ignoring its SIGTERM), and a SIGTERM during a long sample stops it
+// within a moment: the sample is left out, the step saved, exit 128 + 15.
+TEST(faults_sampler_refuses_a_huge_sample_and_obeys_sigterm) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " steps=2 sample_every=1 sample_tokens=2147483647 out_dir=%s/a 2>&1", d);
+    CHECK(st == 2 &&
+              !strcmp(out,
+                      "command line: sample_tokens: expected at most 1000000 tokens per sample, got "
+                      "2147483647\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out,
+                  RUN " steps=4 sample_every=1 sample_tokens=1000000 out_dir=%s/b > %s/b.log 2>&1 & p=$!; sleep 1.5; "
+                      "t0=$(date +%%s%%N); kill -TERM $p; wait $p; rc=$?; t1=$(date +%%s%%N); "
+                      "echo \"rc=$rc ms=$(( (t1 - t0) / 1000000 ))\"; cat %s/b.log",
+                  d, d, d);
+    int rc = -1, ms = -1;
+    CHECK(sscanf(out, "rc=%d ms=%d", &rc, &ms) == 2 && rc == 143 && ms < 1000 &&
+              strstr(out, "| sample: interrupted after ") && strstr(out, "interrupted: saving step"),
+          "%s", out);
+}
+
+// A long MQAR generation says so after 3 s: at vocab_size = 16777216 an example takes about half a
+// second, and the note, asked every 64th example, came after 37 s.
+TEST(faults_huge_vocabulary_generation_note_comes_within_seconds) {
+    char out[8192];
+    int st = test_run(out, sizeof out, "timeout 4.5 " RUN " vocab_size=16777216 d_model=8 n_head=1 out_dir=%s/v 2>&1",
+                      test_tmpdir());
+    CHECK(st == 124 && strstr(out, "generating MQAR data: 512 examples of 4 pairs in 32 tokens over a vocabulary of 16777216"),
+          "exit %d: %s", st, out);
+}
