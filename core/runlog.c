@@ -283,7 +283,7 @@ typedef struct {
     int drop;
     RunlogType type;
     int layer, head;
-    char *options;  // the split, a space, the options: the series
+    const char *split, *options;  // the series (pointers into the records' parsed values: see below)
     const char *line;
     size_t len;
 } MergeLine;
@@ -293,13 +293,16 @@ typedef struct {
     int n, cap, fresh_from;
 } MergeList;
 
+// The split and options are copied into one allocation ("split\0options"): the parsed record is
+// freed after the callback. Compared apart, never joined: "val x" + "" is not "val" + "x".
 static int collect_line(const RunlogRecord *r, void *ctx) {
     MergeList *m = ctx;
     if (m->n == m->cap) m->v = reallocCheck(m->v, sizeof(MergeLine) * (size_t)(m->cap = m->cap ? 2 * m->cap : 256));
-    size_t n = strlen(r->split) + strlen(r->options) + 2;
-    char *series = mallocCheck(n);
-    snprintf(series, n, "%s %s", r->split, r->options);
-    m->v[m->n] = (MergeLine){r->step, m->n, 0, r->type, r->layer, r->head, series, r->line, r->len};
+    size_t ns = strlen(r->split) + 1, no = strlen(r->options) + 1;
+    char *series = mallocCheck(ns + no);
+    memcpy(series, r->split, ns);
+    memcpy(series + ns, r->options, no);
+    m->v[m->n] = (MergeLine){r->step, m->n, 0, r->type, r->layer, r->head, series, series + ns, r->line, r->len};
     m->n++;
     return 0;
 }
@@ -327,7 +330,7 @@ void runlog_merge_text(const char *old, size_t old_len, const char *fresh, size_
     for (int i = 0; i < m.fresh_from; i++)
         for (int j = m.fresh_from; j < m.n && !m.v[i].drop; j++) {
             const MergeLine *a = &m.v[i], *b = &m.v[j];
-            int same_series = !strcmp(a->options, b->options);
+            int same_series = !strcmp(a->split, b->split) && !strcmp(a->options, b->options);
             int same_key =
                 same_series && a->type == b->type && a->step == b->step && a->layer == b->layer && a->head == b->head;
             m.v[i].drop = replace == RUNLOG_SAME_SERIES ? same_series : same_key;
@@ -335,7 +338,7 @@ void runlog_merge_text(const char *old, size_t old_len, const char *fresh, size_
     if (m.n) qsort(m.v, (size_t)m.n, sizeof *m.v, cmp_merge);
     for (int i = 0; i < m.n; i++)
         if (!m.v[i].drop) fprintf(out, "%.*s\n", (int)m.v[i].len, m.v[i].line);
-    for (int i = 0; i < m.n; i++) free(m.v[i].options);
+    for (int i = 0; i < m.n; i++) free((char *)m.v[i].split);
     free(m.v);
     free(own);
 }

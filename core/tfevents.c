@@ -270,8 +270,8 @@ static int decode_event(const uint8_t *data, size_t n, TfEventFn fn, void *ctx) 
         it.kind = TFE_START, it.text = NULL;
         if (fn(&it, ctx)) return 1;
     }
-    Cursor s = {summary, summary + n_summary};
-    while (summary && s.p < s.end) {  // Summary: its Value fields
+    Cursor s = {summary, summary ? summary + n_summary : NULL};  // NULL + 0 is undefined (UBSan)
+    while (summary && s.p < s.end) {                             // Summary: its Value fields
         int sf, sw;
         uint64_t num;
         if (get_field(&s, &sf, &sw, &f, &num) != 0) return -1;
