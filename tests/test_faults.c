@@ -20,6 +20,7 @@
 #include "model/keys.h"
 #include "core/safetensors.h"
 #include "data/shards.h"
+#include "eval/intervene.h"
 #include "model/model.h"
 #include "trainer/checkpoint.h"
 #include "trainer/optim.h"
@@ -872,11 +873,17 @@ TEST(faults_evaluate_text_run_cells_read_only_and_failed_llmc_file) {
           "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "cd %s && %s/evaluate tr mqar_test_examples=10 2>&1 >/dev/null", d, cwd);
     CHECK(st == 2 && strstr(out, "mqar_test_examples: tr/"), "exit %d: %s", st, out);
-    // eval.jsonl cannot be written: the reason, not a bare "cannot write"
-    st = test_run(out, sizeof out,
-                  "cd %s && chmod a-w tr && %s/evaluate tr 2>&1 >/dev/null; st=$?; chmod u+w tr; exit $st", d, cwd);
-    CHECK(geteuid() == 0 || (st == 2 && strstr(out, "tr/eval.jsonl") && strstr(out, "(Permission denied)\n")),
-          "exit %d: %s", st, out);
+    // oracle and derange need answer positions: on a text run they changed nothing and recorded it
+    const char *kinds[] = {"oracle", "oracle_window", "oracle_wrong", "derange"};
+    for (int k = 0; k < 4; k++) {
+        st = test_run(out, sizeof out, "cd %s && %s/evaluate tr intervene=%s 2>&1 >/dev/null", d, cwd, kinds[k]);
+        char want[200];
+        snprintf(want, sizeof want, "intervene: %s moves weight between MQAR key-value positions, and this run's", kinds[k]);
+        CHECK(st == 2 && strstr(out, want) && !path_exists(test_path("tr/intervention.jsonl")), "exit %d: %s", st, out);
+    }
+    // eval.jsonl cannot be written (its lock file cannot be made; a folder there): the reason
+    st = test_run(out, sizeof out, "cd %s && mkdir tr/eval.jsonl.lock && %s/evaluate tr 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "tr/eval.jsonl.lock: cannot open the lock file (Is a directory)\n"), "exit %d: %s", st, out);
     // an llm.c file that fails to load leaves no empty FILE.eval/ behind
     int32_t hd[256] = {20240326, 3, 16, 64, 1, 2, 16, 64};
     FILE *f = fopen(test_path("cut.bin"), "wb");
@@ -1036,4 +1043,53 @@ TEST(faults_huge_vocabulary_generation_note_comes_within_seconds) {
                       test_tmpdir());
     CHECK(st == 124 && strstr(out, "generating MQAR data: 512 examples of 4 pairs in 32 tokens over a vocabulary of 16777216"),
           "exit %d: %s", st, out);
+}
+
+static void parse_strengths(void *arg) {
+    InterventionKind k;
+    double s[INTERVENTION_MAX_STRENGTHS];
+    intervention_parse(arg, &k, s);
+}
+
+// A strength given twice wrote two records with one key (flatten:1,1,1); strengths were keyed with
+// %g, so 0.1234567 and 0.1234568 shared one and the second replaced the first.
+TEST(faults_intervention_strengths_distinct_and_keyed_exactly) {
+    char err[512];
+    CHECK(test_fork(parse_strengths, "flatten:1,1,1", err, sizeof err) == 2 &&
+              !strcmp(err, "intervene: flatten: the strength '1' appears twice\n"),
+          "%s", err);
+    CHECK(test_fork(parse_strengths, "sharpen:2,2.0", err, sizeof err) == 2 &&
+              !strcmp(err, "intervene: sharpen: the strength '2.0' appears twice\n"),
+          "%s", err);
+    char a[256], b[256], c[256];
+    Intervention iv = {IV_SHARPEN, 0.1234567, -1, -1, 0};
+    intervention_options(a, sizeof a, &iv, NULL);
+    iv.strength = 0.1234568;
+    intervention_options(b, sizeof b, &iv, NULL);
+    iv.kind = IV_FLATTEN, iv.strength = 0.1;
+    intervention_options(c, sizeof c, &iv, NULL);
+    CHECK(!strcmp(a, "intervene=sharpen:0.1234567 rows=query") &&
+              !strcmp(b, "intervene=sharpen:0.1234568 rows=query") && !strcmp(c, "intervene=flatten:0.1 rows=query"),
+          "%s | %s | %s", a, b, c);
+}
+
+// ./export into a folder it cannot write exited 1 with a message that did not name `out`; now the
+// file is tried before any work: one line naming out, exit 2. (A read-only folder; as root, which
+// writes anywhere, /sys, where no file can be made.)
+TEST(faults_export_into_a_read_only_folder_names_out) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " steps=1 out_dir=%s/run > /dev/null 2>&1", d);
+    CHECK(st == 0, "%s", out);
+    const char *ro = geteuid() == 0 ? "/sys" : test_path("ro");
+    if (geteuid() != 0) CHECK(mkdir_p(ro) == 0 && chmod(ro, 0555) == 0);
+    if (geteuid() == 0 && !is_directory(ro)) return;  // no such folder here: nothing to try
+    const char *formats[] = {"llmc", "safetensors", "hf"};
+    for (int i = 0; i < 3; i++) {
+        st = test_run(out, sizeof out, "./export %s/run format=%s out=%s/%s 2>&1 >/dev/null", d, formats[i], ro,
+                      i == 2 ? "kernel" : "x.bin");
+        CHECK(st == 2 && !strncmp(out, "command line: out: ", 19) && strstr(out, "(Permission denied)\n") &&
+                  strchr(out, '\n')[1] == 0,
+              "format=%s: exit %d: %s", formats[i], st, out);
+    }
 }
