@@ -1093,3 +1093,29 @@ TEST(faults_export_into_a_read_only_folder_names_out) {
               "format=%s: exit %d: %s", formats[i], st, out);
     }
 }
+
+// A tiny max_memory blamed the default mqar_val_examples ("lower mqar_val_examples"): when no key
+// that sizes the run is above its default, the limit is what is small, and it is named.
+TEST(faults_tiny_max_memory_names_max_memory) {
+    char out[8192];
+    int st = test_run(out, sizeof out, RUN " max_memory=0.0001 out_dir=%s/mm 2>&1", test_tmpdir());
+    CHECK(st == 2 && out == strstr(out, "command line: max_memory = 0.0001: the run needs ") &&
+              strstr(out, "no key that sizes it is above its default; raise max_memory\n") && strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " max_memory=0.0001 batch_size=100000 out_dir=%s/mm 2>&1", test_tmpdir());
+    CHECK(st == 2 && strstr(out, "command line: batch_size = 100000: ") && strstr(out, "; lower batch_size\n"),
+          "exit %d: %s", st, out);
+}
+
+// ./evaluate mqar_val_examples=2147483647 died "out of memory allocating ..." naming no key; the
+// set is sized up front, as ./train sizes its run.
+TEST(faults_evaluate_huge_validation_set_names_the_key) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " steps=1 out_dir=%s/run > /dev/null 2>&1", d);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./evaluate %s/run mqar_val_examples=2147483647 2>&1 >/dev/null", d);
+    CHECK(st == 2 && out == strstr(out, "command line: mqar_val_examples = 2147483647: the validation set needs at least ") &&
+              strstr(out, "; lower mqar_val_examples\n") && strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
+}
