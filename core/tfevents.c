@@ -142,6 +142,10 @@ int tfevents_open(TfEvents *w, const char *dir, long first_step) {
     put_bytes_field(&b, 7, start, sizeof start);
     write_event(w->f, first_step, b.p, b.len);
     free(b.p);
+    // On the disk at once: held in the buffer until the first scalars (after a long first
+    // validation), a start-up killed in between left an empty event file. A write error stays in
+    // w->f for the caller's check, as every later one.
+    fflush(w->f);
     return 0;
 }
 

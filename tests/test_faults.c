@@ -1119,3 +1119,20 @@ TEST(faults_evaluate_huge_validation_set_names_the_key) {
               strstr(out, "; lower mqar_val_examples\n") && strchr(out, '\n')[1] == 0,
           "exit %d: %s", st, out);
 }
+
+// tensorboard = true: the event file appeared empty and got its first events only at the first
+// flush, so a start-up killed in between (a long first validation) left an empty event file. Now it
+// appears with them: killed the moment it exists, it holds its two events.
+TEST(faults_killed_start_up_leaves_no_empty_event_file) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out,
+                      RUN " tensorboard=true mqar_val_examples=100000 d_model=64 eval_every=1 steps=2 out_dir=%s/k "
+                          "> /dev/null 2>&1 & p=$!; for i in $(seq 2000); do "
+                          "ls %s/k/events.out.tfevents.* > /dev/null 2>&1 && break; sleep 0.005; done; kill -9 $p; "
+                          "wait $p; cat %s/k/events.out.tfevents.* | wc -c",
+                      d, d, d);
+    long bytes = -1;
+    const char *n = strchr(out, '\n');  // after wait's "Killed" line
+    CHECK(st == 0 && n && sscanf(n + 1, "%ld", &bytes) == 1 && bytes == 69, "%s", out);
+}
