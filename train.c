@@ -470,6 +470,10 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         SparsityResult r;
         memset(&r, 0, sizeof r);
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
+        if (progress_stopped()) {  // a signal cut the pass short: no record of half a pass
+            sparsity_result_free(&r);
+            return -1;
+        }
         sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), "val", NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
         if (tr->tb.f)
@@ -488,6 +492,7 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         return -1;
     }
     if (!have_stats) stats = val_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches);
+    if (progress_stopped()) return -1;  // as above
     print_eval(tr, &stats);
     note_best(tr, val_acc(&stats), do_sparsity);
     return val_acc(&stats);
@@ -632,7 +637,7 @@ static int stop_requested(Trainer *tr, int last) {
 static void finish_run(Trainer *tr) {
     progress_break();
     if (!tr->finished && tr->step == tr->steps) tr->finished = "steps";
-    if (tr->finished && tr->step > tr->start_step) {
+    if (tr->finished && tr->step > tr->start_step && !progress_stopped()) {  // a signal: the next run ends it
         test_at_end(tr);
         runlog_write_done(tr->metrics, tr->step, tr->finished);
         flush_log(tr, tr->metrics, "metrics.jsonl");
