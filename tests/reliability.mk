@@ -6,7 +6,8 @@
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS, or FUZZ_RUNS executions (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
 #                      folder, kill -9 before the done record, kill -9 while a sweep writes its
-#                      summary, two sweeps on one folder (tests/faults/)
+#                      summary, two sweeps on one folder, concurrent evaluations and collects
+#                      (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64: the float GEMM check and `make test` under qemu-user
 # Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
