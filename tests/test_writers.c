@@ -185,3 +185,18 @@ TEST(writers_non_utf8_values_refused_and_every_json_written_is_utf8) {
     st = test_run(out, sizeof out, "cd %s && python3 %s/tests/strict_json.py .", d, cwd);
     CHECK(st == 0 && strstr(out, " files valid"), "exit %d: %s", st, out);
 }
+
+// The merger compared a record's split and options joined by a space: split "val x" without
+// options was the series of split "val" with options "x", and a fresh record of one dropped the
+// other (found writing fuzz_runlog's property). They are compared apart.
+TEST(writers_merge_compares_split_and_options_apart) {
+    const char *old = "{\"type\":\"eval\",\"step\":1,\"split\":\"val x\"}\n";
+    const char *fresh = "{\"type\":\"eval\",\"step\":1,\"split\":\"val\",\"options\":\"x\"}\n";
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    runlog_merge_text(old, strlen(old), fresh, strlen(fresh), RUNLOG_SAME_SERIES, f);
+    fclose(f);
+    CHECK(buf && strstr(buf, old) && strstr(buf, fresh), "%s", buf);
+    free(buf);
+}
