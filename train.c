@@ -29,6 +29,7 @@
 #include "model/model.h"
 #include "trainer/optim.h"
 #include "trainer/step.h"
+#include "model/sample.h"
 #include "trainer/sample_every.h"
 
 // The run-length and logging keys, read once.
@@ -81,6 +82,7 @@ static volatile sig_atomic_t g_interrupted;
 
 static void on_signal(int sig) {
     g_interrupted = sig;
+    progress_stop(sig);    // the loops inside a step (sampling) stop too
     signal(sig, SIG_DFL);  // a second signal ends the process at once
 }
 
@@ -118,6 +120,19 @@ static void resolve_out_dir(Trainer *tr, const char *config_path) {
     if (dot && !strcmp(dot, ".conf")) *dot = 0;
     snprintf(tr->out_dir, sizeof tr->out_dir, "checkpoints/%s", name);
     config_set(&tr->cfg, "out_dir", tr->out_dir, "default");
+}
+
+// The folder and each file written are checked first (core/run_dir.h): never into a run folder,
+// never over the shards or checkpoint the run reads.
+static void check_export_data(const Config *c, const char *dir) {
+    run_dir_check_output_folder("export_data", dir, 0);
+    RunDirInput in[] = {{"checkpoint", cfg_str(c, "init_from")}, {"tokenizer", cfg_str(c, "tokenizer")}};
+    const char *names[] = {"train.bin", "test.bin"};
+    for (int i = 0; i < 2; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        run_dir_check_output("export_data", path, in, 2);
+    }
 }
 
 static void export_data(Trainer *tr, const char *dir) {
@@ -203,7 +218,7 @@ static void check_resume_config(Trainer *tr, const char *path) {
     Config saved;
     char err[512];
     if (ckpt_read_config(path, &saved, NULL, err, sizeof err) != 0) die_input("resume: %s: %s", path, err);
-    const char *key = config_first_difference(&tr->cfg, &saved);
+    const char *key = model_resume_difference(&tr->cfg, &saved);
     if (key)
         die_input("resume: %s: %s is '%s' in the checkpoint but '%s' now (only run-length, logging and path keys may change)",
                   path, key, cfg_str(&saved, key), cfg_str(&tr->cfg, key));
@@ -295,7 +310,7 @@ static int complete_before_data(Trainer *tr, const char *resume) {
     if (ckpt_read_config(resume, &saved, &step, err, sizeof err) != 0) return 0;  // resume_from says why
     // any difference (some only settle with the data: a shards run's vocab_size = 0) is for
     // check_resume_config to judge
-    int differs = config_first_difference(&tr->cfg, &saved) != NULL;
+    int differs = model_resume_difference(&tr->cfg, &saved) != NULL;
     config_free(&saved);
     if (differs) return 0;
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
@@ -488,6 +503,10 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         SparsityResult r;
         memset(&r, 0, sizeof r);
         sparsity_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches, rows, &r);
+        if (progress_stopped()) {  // a signal cut the pass short: no record of half a pass
+            sparsity_result_free(&r);
+            return -1;
+        }
         sparsity_write_records(tr->sparsity, tr->step, cfg_str(c, "mixer"), "val", NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
         if (tr->tb.f)
@@ -506,6 +525,7 @@ static double evaluate_step(Trainer *tr, int do_eval, int do_sparsity) {
         return -1;
     }
     if (!have_stats) stats = val_eval(tr->model, &tr->task.val, tr->B, tr->T, eval_batches);
+    if (progress_stopped()) return -1;  // as above
     print_eval(tr, &stats);
     note_best(tr, val_acc(&stats), do_sparsity);
     return val_acc(&stats);
@@ -650,7 +670,7 @@ static int stop_requested(Trainer *tr, int last) {
 static void finish_run(Trainer *tr) {
     progress_break();
     if (!tr->finished && tr->step == tr->steps) tr->finished = "steps";
-    if (tr->finished && tr->step > tr->start_step) {
+    if (tr->finished && tr->step > tr->start_step && !progress_stopped()) {  // a signal: the next run ends it
         test_at_end(tr);
         runlog_write_done(tr->metrics, tr->step, tr->finished);
         flush_log(tr, tr->metrics, "metrics.jsonl");
@@ -716,6 +736,9 @@ static void check_key_combinations(const Config *c) {
     if (cfg_float(c, "min_lr") > cfg_float(c, "lr"))
         die_input("%s: min_lr: %s is above lr = %s (expected min_lr <= lr: the schedule decays to it)",
                   cfg_origin(c, "min_lr"), cfg_str(c, "min_lr"), cfg_str(c, "lr"));
+    if (cfg_int(c, "sample_every") > 0 && cfg_int(c, "sample_tokens") > SAMPLE_MAX_TOKENS)
+        die_input("%s: sample_tokens: expected at most %d tokens per sample, got %s", cfg_origin(c, "sample_tokens"),
+                  SAMPLE_MAX_TOKENS, cfg_str(c, "sample_tokens"));
     if (cfg_float(c, "stop_at_acc") > 1)
         die_input("%s: stop_at_acc: expected an accuracy in [0, 1] (0 = off), got '%s'", cfg_origin(c, "stop_at_acc"),
                   cfg_str(c, "stop_at_acc"));
@@ -784,7 +807,7 @@ static void note_created_run_folder(const char *dir) {
 // writing (its ./train holds the lock) too, naming that process.
 static void setup_run_folder(Trainer *tr) {
     int existed = path_exists(tr->out_dir);
-    if (existed && !is_directory(tr->out_dir)) die_input("out_dir: '%s' is a file, expected a folder", tr->out_dir);
+    run_dir_check_output_folder("out_dir", tr->out_dir, 1);
     if (!existed) note_created_run_folder(tr->out_dir);
     if (mkdir_p(tr->out_dir) != 0) die_input("out_dir: cannot create '%s' (%s)", tr->out_dir, strerror(errno));
     if (access(tr->out_dir, W_OK | X_OK) != 0)
@@ -925,6 +948,7 @@ int main(int argc, char **argv) {
     setup_config(&tr, argc, argv);
     const char *export_dir = cfg_str(&tr.cfg, "export_data");
     if (*export_dir) {
+        check_export_data(&tr.cfg, export_dir);
         task_open(&tr.task, &tr.cfg, TASK_TRAIN | TASK_TEST);
         export_data(&tr, export_dir);
         task_close(&tr.task);

@@ -360,6 +360,7 @@ static void plan_sweep(const Args *a, Plan *p) {
         free(sw->out);
         sw->out = strdupCheck(a->out);
     }
+    run_dir_check_output_folder("--out", sw->out, 0);  // a file, or a run folder: refused
     check_setting_keys(sw);
     // every point's config is checked before anything runs (exit 2 naming file:line)
     p->configs = callocCheck((size_t)sw->n_points, sizeof(Config));
@@ -1003,6 +1004,13 @@ static int run_points(RunState *st) {
 // number of points that failed in this run.
 static int collect_summary(const Plan *p, const int *status, const long *holder, int print_md) {
     const SweepFile *sw = &p->sw;
+    // The summary is read from the run folders and written under its lock (core/io.h file_lock,
+    // <out>/summary.lock): a sweep that ends while a --collect of it runs (or two --collect) waits
+    // for the other, then writes its own whole; neither fails on the other's temporary files.
+    char lock_path[1200];
+    snprintf(lock_path, sizeof lock_path, "%s/summary", sw->out);
+    int lock = mkdir_p(sw->out) == 0 ? file_lock(lock_path) : -1;
+    if (lock < 0) die("sweep: cannot lock the summary in %s/ (%s)", sw->out, strerror(errno));
     RunSummary *runs = callocCheck((size_t)sw->n_points, sizeof(RunSummary));
     int failed = 0;
     for (int i = 0; i < sw->n_points; i++) {
@@ -1021,6 +1029,7 @@ static int collect_summary(const Plan *p, const int *status, const long *holder,
     int written = sweep_write_summary(sw, p->configs, runs, selection_md, stdout);
     free(selection_md);
     if (written != 0) die("sweep: cannot write the summary into %s/ (%s)", sw->out, strerror(errno));
+    file_unlock(lock);
     if (print_md) {
         char path[1200];
         snprintf(path, sizeof path, "%s/summary.md", sw->out);

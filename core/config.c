@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/json.h"
 
 // Every config error goes through fail(): by default the one-line exit 2 of die_input; inside
 // config_try_load_text it returns the message to the caller instead (evaluate skips a checkpoint
@@ -159,6 +160,12 @@ static char *canonical_list(const KeyDef *d, const char *value, const char *orig
 static char *canonical_value(const KeyDef *d, const char *value, const char *origin) {
     char buf[64];
     const char *o = where(origin);
+    // Values are written into JSON (the logs, checkpoint and export headers): UTF-8 only, so a
+    // strict reader (Python's safetensors, json) reads every file a run writes.
+    size_t not_utf8 = json_utf8_invalid_at(value);
+    if (not_utf8 != (size_t)-1)
+        fail("%s: %s: expected UTF-8 text, got the byte 0x%02x at offset %zu (the value is written into JSON files)", o,
+             d->name, (unsigned char)value[not_utf8], not_utf8);
     switch (d->type) {
     case KEY_INT: {
         static const char *what[] = {"an integer", "a positive integer", "a non-negative integer", "an integer",
@@ -213,8 +220,15 @@ static char *canonical_value(const KeyDef *d, const char *value, const char *ori
     die("unreachable");
 }
 
+// Keys renamed since runs were first written: {old name, new name}. A config, a config.conf or
+// a checkpoint's config that spells the old name sets the new key, so older runs resume and
+// evaluate (tests/test_compat.c resumes one). Renaming a key adds its row here.
+static const struct { const char *old, *now; } g_renamed_keys[] = {{NULL, NULL}};
+
 void config_set(Config *c, const char *key, const char *value, const char *origin) {
     int i = config_index(c, key);
+    for (int r = 0; i < 0 && g_renamed_keys[r].old; r++)
+        if (!strcmp(key, g_renamed_keys[r].old)) i = config_index(c, g_renamed_keys[r].now);
     if (i < 0) {
         if (!strcmp(key, "base") || !strcmp(key, "zip"))  // a sweep file's own keys (ablation/sweep_file.c)
             fail("%s: unknown key '%s': this is a sweep file's key (base = CONFIG, zip = KEYS); run a sweep file with "
@@ -405,7 +419,7 @@ void config_apply_args(Config *c, int argc, char **argv) {
         char *eq = strchr(arg, '=');
         if (!eq || eq == arg) fail("command line: expected key=value, got '%s'", argv[i]);
         *eq = 0;
-        config_set(c, trim(arg), trim(eq + 1), "command line");
+        config_set(c, trim(arg), eq + 1, "command line");  // the value literally (docs/config.md#quoting)
         free(arg);
     }
 }
@@ -457,8 +471,13 @@ char *config_to_text(const Config *c) {
 }
 
 const char *config_first_difference(const Config *a, const Config *b) {
+    return config_first_difference_skip(a, b, NULL, NULL);
+}
+
+const char *config_first_difference_skip(const Config *a, const Config *b, int (*skip)(const KeyDef *, void *), void *ctx) {
     for (int i = 0; i < a->n_keys; i++) {
         if (a->keys[i]->flags & KEY_RESUMABLE) continue;
+        if (skip && skip(a->keys[i], ctx)) continue;
         int j = config_index(b, a->keys[i]->name);
         if (j < 0 || strcmp(a->value[i], b->value[j]) != 0) return a->keys[i]->name;
     }

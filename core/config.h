@@ -81,5 +81,7 @@ void config_write(const Config *c, FILE *f);
 char *config_to_text(const Config *c);
 // First key whose value differs between a and b and is not KEY_RESUMABLE; NULL when none.
 const char *config_first_difference(const Config *a, const Config *b);
+// The same, passing over the keys skip(key, ctx) names (model_resume_difference: unused mixers').
+const char *config_first_difference_skip(const Config *a, const Config *b, int (*skip)(const KeyDef *, void *), void *ctx);
 // Prints every key with its default and help (for --help).
 void config_print_help(const Config *c, FILE *f);

@@ -1,10 +1,13 @@
 #include "core/io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -124,6 +127,46 @@ static void say(char *err, size_t errlen, const char *fmt, ...) {
     errno = e;
 }
 
+// "PATH.<pid>.tmp": each writer its own temporary file, so two processes that replace one file at
+// once (two ./evaluate merging into eval.jsonl, two ./sweep --collect) never write into one
+// temporary file or rename the other's away. The pid is enough: a process writes one file at a time.
+static char *temp_name(const char *path, long pid) {
+    size_t n = strlen(path) + 32;
+    char *t = mallocCheck(n);
+    snprintf(t, n, "%s.%ld.tmp", path, pid);
+    return t;
+}
+
+char *atomic_temp_path(const char *path) { return temp_name(path, (long)getpid()); }
+
+// 1 when process pid is alive (EPERM: alive, another user's).
+static int process_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+
+// Removes the temporary files of PATH that writers killed mid-write left (PATH.<pid>.tmp whose
+// process has ended), so they do not pile up; a live writer's is never touched.
+static void remove_stale_temps(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base);
+    char *dir = slash ? strdupCheck(path) : strdupCheck(".");
+    if (slash) dir[slash - path + (slash == path)] = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *nm = e->d_name;
+        if (strncmp(nm, base, blen) || nm[blen] != '.') continue;
+        char *end;
+        long pid = strtol(nm + blen + 1, &end, 10);
+        if (end == nm + blen + 1 || strcmp(end, ".tmp") || pid == (long)getpid() || process_alive(pid)) continue;
+        size_t n = strlen(dir) + strlen(nm) + 2;
+        char *p = mallocCheck(n);
+        snprintf(p, n, "%s/%s", dir, nm);
+        unlink(p);
+        free(p);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
 int atomic_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
     a->path = path;
     a->f = NULL;
@@ -133,16 +176,61 @@ int atomic_open(AtomicFile *a, const char *path, char *err, size_t errlen) {
         say(err, errlen, "%s: is a folder, expected a file name", path);
         return -1;
     }
-    size_t n = strlen(path);
-    a->tmp = mallocCheck(n + 5);
-    memcpy(a->tmp, path, n);
-    memcpy(a->tmp + n, ".tmp", 5);
+    remove_stale_temps(path);
+    a->tmp = temp_name(path, (long)getpid());
     a->f = fopen(a->tmp, "wb");
     if (a->f) return 0;
     say(err, errlen, "%s: cannot write (%s)", a->tmp, strerror(errno));
     free(a->tmp);
     a->tmp = NULL;
     return -1;
+}
+
+int file_lock(const char *path) {
+    size_t n = strlen(path) + 6;
+    char *lp = mallocCheck(n);
+    snprintf(lp, n, "%s.lock", path);
+    int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int e = errno;
+    if (fd < 0) {
+        free(lp);
+        errno = e;
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) {
+            e = errno;
+            close(fd);
+            free(lp);
+            errno = e;
+            return -1;
+        }
+        char buf[32] = {0};
+        long holder = pread(fd, buf, sizeof buf - 1, 0) > 0 ? atol(buf) : 0;
+        if (holder > 0) fprintf(stderr, "%s: waiting for process %ld (another writer of this file)\n", path, holder);
+        else fprintf(stderr, "%s: waiting for another writer of this file (%s)\n", path, lp);
+        while (flock(fd, LOCK_EX) != 0)
+            if (errno != EINTR) {
+                e = errno;
+                close(fd);
+                free(lp);
+                errno = e;
+                return -1;
+            }
+    }
+    free(lp);
+    char pid[32];
+    int k = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    int written = ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)k, 0) == k;  // for the message only
+    (void)written;
+    return fd;
+}
+
+void file_unlock(int fd) {
+    if (fd < 0) return;
+    int e = errno;
+    close(fd);  // closing the last descriptor of the open file releases the flock
+    errno = e;
 }
 
 // The rename is on the disk once the folder's entry is: without this fsync a power cut soon

@@ -35,16 +35,17 @@ void *callocArena(size_t n, size_t size);
 void *reallocCheck(void *p, size_t size);
 char *strdupCheck(const char *s);
 
-// Replacing a file atomically. atomic_open creates PATH.tmp; the caller writes to a.f; then
+// Replacing a file atomically. atomic_open creates PATH.<pid>.tmp (one per writer: two processes
+// replacing one file never share it; stale ones of ended writers are removed); the caller writes to a.f; then
 // atomic_commit flushes it to the disk (fsync), renames it over PATH and fsyncs the folder, so a
 // reader, a kill -9, a crash or a power cut sees the old file or the whole new one, never a part
-// (at most a stray PATH.tmp, which the next writer replaces). atomic_abort gives the new file up
+// (at most a stray PATH.<pid>.tmp, which the next writer of PATH removes). atomic_abort gives the new file up
 // instead. Every file the programs write whole goes through here (docs/reliability.md#faults);
 // logs that grow (metrics.jsonl, train.log) are appended to instead.
 //
 // Both return 0, or -1 with errno set and the reason in err (one line naming the file, for a
 // driver to print as it is; err may be NULL when errno is enough), having left nothing behind:
-// no PATH.tmp, PATH as it was. The reasons: PATH a folder (errno EISDIR) or PATH.tmp that cannot
+// no PATH.<pid>.tmp, PATH as it was. The reasons: PATH a folder (errno EISDIR) or the temporary file that cannot
 // be created, from atomic_open, are bad input (a driver exits 2); a write error or a failed rename,
 // from atomic_commit, are not (exit 1). A driver's use:
 //     if (atomic_open(&a, path, err, sizeof err) != 0) die_input("%s", err);
@@ -52,14 +53,26 @@ char *strdupCheck(const char *s);
 //     if (atomic_commit(&a, err, sizeof err) != 0) die("%s", err);
 typedef struct {
     FILE *f;
-    char *tmp;         // PATH.tmp (allocated)
+    char *tmp;         // PATH.<pid>.tmp (allocated)
     const char *path;  // the caller's
 } AtomicFile;
 int atomic_open(AtomicFile *a, const char *path, char *err, size_t errlen);
 int atomic_commit(AtomicFile *a, char *err, size_t errlen);
-// Gives up a file being written: closes and removes PATH.tmp; PATH stays as it was, and errno
+// The temporary file this process writes for PATH (allocated), for messages.
+char *atomic_temp_path(const char *path);
+// Gives up a file being written: closes and removes its temporary file; PATH stays as it was, and errno
 // too (it still says why the caller gave up).
 void atomic_abort(AtomicFile *a);
+
+// A read-modify-write of a file that several processes may update (eval.jsonl merged by two
+// ./evaluate, a sweep's summary written by a sweep and a --collect) holds the file's advisory lock
+// for the whole cycle: file_lock takes an exclusive flock on PATH.lock, waiting for the holder
+// (one line on stderr says whom it waits for) rather than failing, and returns its descriptor
+// (-1 with errno when the lock file cannot be opened). The kernel releases it when the process
+// ends however it ends (kill -9 leaves no stale lock); file_unlock releases it earlier. Not the
+// run folder's train.lock: ./train holds that for its whole run, and ./evaluate works beside it.
+int file_lock(const char *path);
+void file_unlock(int fd);
 
 // Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.
 char *read_file_text(const char *path, size_t *len);

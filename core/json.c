@@ -264,23 +264,6 @@ const JsonValue *json_get(const JsonValue *obj, const char *key) {
     return NULL;
 }
 
-void json_write_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        switch (*c) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-            else fputc(*c, f);
-        }
-    }
-    fputc('"', f);
-}
-
 // Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one.
 static int utf8_len(const uint8_t *p, size_t n) {
     uint8_t c = p[0];
@@ -318,6 +301,21 @@ void json_write_bytes(FILE *f, const uint8_t *p, size_t n) {
         }
     }
     fputc('"', f);
+}
+
+// Through json_write_bytes: a byte that is not part of valid UTF-8 (a path named in Latin-1) is
+// written as U+FFFD, so every JSON text and safetensors header written is valid UTF-8 JSON.
+void json_write_string(FILE *f, const char *s) { json_write_bytes(f, (const uint8_t *)s, strlen(s)); }
+
+size_t json_utf8_invalid_at(const char *s) {
+    const uint8_t *p = (const uint8_t *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        int len = utf8_len(p + i, n - i);
+        if (!len) return i;
+        i += (size_t)len;
+    }
+    return (size_t)-1;
 }
 
 double json_number(const JsonValue *obj, const char *key) {

@@ -25,8 +25,10 @@ const JsonValue *json_get(const JsonValue *obj, const char *key);
 // obj's number `key`: NAN when it is absent, null or not a number (the one getter of the run log's
 // readers).
 double json_number(const JsonValue *obj, const char *key);
-// Writes s as a JSON string literal with escapes.
+// Writes s as a JSON string literal with escapes (bytes that are not UTF-8 as U+FFFD, as below).
 void json_write_string(FILE *f, const char *s);
 // Writes bytes as a JSON string literal: valid UTF-8 as is, any other byte as U+FFFD (generated
 // text is not always valid UTF-8).
 void json_write_bytes(FILE *f, const uint8_t *p, size_t n);
+// Offset of the first byte of s that is not part of valid UTF-8; (size_t)-1 when s is valid.
+size_t json_utf8_invalid_at(const char *s);

@@ -1,10 +1,15 @@
 #include "core/progress.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
 static int g_live;  // a live line is on screen
+static volatile sig_atomic_t g_stop;
+
+void progress_stop(int sig) { g_stop = sig; }
+int progress_stopped(void) { return g_stop; }
 
 int progress_enabled(void) {
     static int enabled = -1;

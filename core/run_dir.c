@@ -135,7 +135,33 @@ int run_dir_has_run(const char *dir) {
     return n > 0;
 }
 
+const RunDirOutputOption RUN_DIR_OUTPUT_OPTIONS[] = {
+    {"train", "out_dir", 1},      // the run folder
+    {"train", "export_data", 1},  // the folder of the exported MQAR sets (each file checked too)
+    {"evaluate", "compare", 0},   // the several-run figure (its folder: the intervention figures)
+    {"tokenize", "out", 0},       // the tokenizer, the shards' prefix, the encoded shard
+    {"export", "out", 0},         // the file (llmc, safetensors) or each file of the folder (hf)
+    {"sweep", "--out", 1},        // the sweep's folder
+};
+const int RUN_DIR_N_OUTPUT_OPTIONS = (int)(sizeof RUN_DIR_OUTPUT_OPTIONS / sizeof RUN_DIR_OUTPUT_OPTIONS[0]);
+
+static void check_listed(const char *key) {
+    for (int i = 0; i < RUN_DIR_N_OUTPUT_OPTIONS; i++)
+        if (!strcmp(RUN_DIR_OUTPUT_OPTIONS[i].key, key)) return;
+    die("internal error: output option '%s' is not in RUN_DIR_OUTPUT_OPTIONS (core/run_dir.c)", key);
+}
+
+void run_dir_check_output_folder(const char *key, const char *dir, int run_ok) {
+    check_listed(key);
+    if (path_exists(dir) && !is_directory(dir)) die_input("%s: '%s' is a file, expected a folder", key, dir);
+    if (!run_ok && is_directory(dir) && run_dir_has_run(dir))
+        die_input("command line: %s: '%s' is a run folder: writing there could replace its checkpoints, config or "
+                  "logs (write it elsewhere)",
+                  key, dir);
+}
+
 void run_dir_check_output(const char *key, const char *out, const RunDirInput *inputs, int n_inputs) {
+    check_listed(key);
     struct stat so, si;
     int exists = stat(out, &so) == 0;
     if (exists && S_ISDIR(so.st_mode)) die_input("command line: %s: '%s' is a folder, expected a file name", key, out);

@@ -25,6 +25,22 @@ typedef struct {
     const char *path;
 } RunDirInput;
 void run_dir_check_output(const char *key, const char *out, const RunDirInput *inputs, int n_inputs);
+// The same for an option that names a folder to write into: refused (one line naming `key`, exit
+// 2) when it is a file, or, unless run_ok (./train's out_dir, whose run folder is its own), a
+// folder that holds a run.
+void run_dir_check_output_folder(const char *key, const char *dir, int run_ok);
+
+// Every option of every program that names an output path, one row each (RUN_DIR_OUTPUT_OPTIONS):
+// the key a program passes to the checks above, which die with an internal error for a key not
+// listed, and tests/test_writers.c runs each row's program with the option aimed at a run's files
+// and wants the refusal. A new output option gets a row here, a check, and a command in that test.
+typedef struct {
+    const char *program;  // "train", "evaluate", ...
+    const char *key;      // as the user spells it: "out_dir", "compare", "--out"
+    int folder;           // 1: a folder to write into (run_dir_check_output_folder), 0: a file
+} RunDirOutputOption;
+extern const RunDirOutputOption RUN_DIR_OUTPUT_OPTIONS[];
+extern const int RUN_DIR_N_OUTPUT_OPTIONS;
 // Removes the files a run writes (only those: never other files in the folder).
 void run_dir_clear(const char *dir);
 

@@ -218,7 +218,7 @@ static void fill_record(RunlogRecord *r, const JsonValue *v, const char *line, s
     r->type = t && t->type == JSON_STRING ? runlog_type_of(t->string)
         : json_get(v, "layer")            ? RUNLOG_SPARSITY  // the trainer's sparsity.jsonl wrote no type before
                                           : RUNLOG_UNKNOWN;
-    r->step = (long)runlog_num(r, "step");
+    r->step = runlog_int(r, "step", -1);  // a step beyond long (1e300) is no step: never cast out of range
     r->layer = (int)runlog_int(r, "layer", -1);
     r->head = (int)runlog_int(r, "head", -1);
     r->options = o && o->type == JSON_STRING ? o->string : "";
@@ -237,7 +237,8 @@ void runlog_each_text(const char *text, size_t len, RunlogFn fn, void *ctx) {
             if (v && v->type == JSON_OBJECT && json_get(v, "step")) {
                 RunlogRecord r;
                 fill_record(&r, v, text + pos, end - pos);
-                if (isfinite(runlog_num(&r, "step"))) stop = fn(&r, ctx);
+                double step = runlog_num(&r, "step");
+                if (isfinite(step) && fabs(step) < 9e18) stop = fn(&r, ctx);
             }
             json_free(v);
             if (stop) return;
@@ -282,7 +283,7 @@ typedef struct {
     int drop;
     RunlogType type;
     int layer, head;
-    char *options;  // the split, a space, the options: the series
+    const char *split, *options;  // the series (pointers into the records' parsed values: see below)
     const char *line;
     size_t len;
 } MergeLine;
@@ -292,13 +293,16 @@ typedef struct {
     int n, cap, fresh_from;
 } MergeList;
 
+// The split and options are copied into one allocation ("split\0options"): the parsed record is
+// freed after the callback. Compared apart, never joined: "val x" + "" is not "val" + "x".
 static int collect_line(const RunlogRecord *r, void *ctx) {
     MergeList *m = ctx;
     if (m->n == m->cap) m->v = reallocCheck(m->v, sizeof(MergeLine) * (size_t)(m->cap = m->cap ? 2 * m->cap : 256));
-    size_t n = strlen(r->split) + strlen(r->options) + 2;
-    char *series = mallocCheck(n);
-    snprintf(series, n, "%s %s", r->split, r->options);
-    m->v[m->n] = (MergeLine){r->step, m->n, 0, r->type, r->layer, r->head, series, r->line, r->len};
+    size_t ns = strlen(r->split) + 1, no = strlen(r->options) + 1;
+    char *series = mallocCheck(ns + no);
+    memcpy(series, r->split, ns);
+    memcpy(series + ns, r->options, no);
+    m->v[m->n] = (MergeLine){r->step, m->n, 0, r->type, r->layer, r->head, series, series + ns, r->line, r->len};
     m->n++;
     return 0;
 }
@@ -309,33 +313,57 @@ static int cmp_merge(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
-int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace, char *err, size_t errlen) {
-    size_t old_len = 0;
-    char *old = read_file_text(path, &old_len);
+void runlog_merge_text(const char *old, size_t old_len, const char *fresh, size_t len, RunlogReplace replace, FILE *out) {
     MergeList m = {0};
+    // A hand-edited file may lack its last newline: its last line is a record still when it parses
+    // whole (a line cut by a killed appender cannot: its object is not closed), not dropped.
+    char *own = NULL;
+    if (old_len && old[old_len - 1] != '\n') {
+        own = mallocCheck(old_len + 1);
+        memcpy(own, old, old_len);
+        own[old_len++] = '\n';
+        old = own;
+    }
     if (old) runlog_each_text(old, old_len, collect_line, &m);
     m.fresh_from = m.n;
     runlog_each_text(fresh, len, collect_line, &m);
     for (int i = 0; i < m.fresh_from; i++)
         for (int j = m.fresh_from; j < m.n && !m.v[i].drop; j++) {
             const MergeLine *a = &m.v[i], *b = &m.v[j];
-            int same_series = !strcmp(a->options, b->options);
+            int same_series = !strcmp(a->split, b->split) && !strcmp(a->options, b->options);
             int same_key =
                 same_series && a->type == b->type && a->step == b->step && a->layer == b->layer && a->head == b->head;
             m.v[i].drop = replace == RUNLOG_SAME_SERIES ? same_series : same_key;
         }
     if (m.n) qsort(m.v, (size_t)m.n, sizeof *m.v, cmp_merge);
+    for (int i = 0; i < m.n; i++)
+        if (!m.v[i].drop) fprintf(out, "%.*s\n", (int)m.v[i].len, m.v[i].line);
+    for (int i = 0; i < m.n; i++) free((char *)m.v[i].split);
+    free(m.v);
+    free(own);
+}
+
+int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace, char *err, size_t errlen) {
+    // The read, the merge and the rename under the file's lock (core/io.h): a second writer
+    // merging into the same file waits, then reads this one's records, so neither loses any.
+    int lock = file_lock(path);
+    if (lock < 0) {
+        int e = errno;
+        if (err && errlen) snprintf(err, errlen, "%s.lock: cannot open the lock file (%s)", path, strerror(e));
+        errno = e;
+        return -1;
+    }
+    size_t old_len = 0;
+    char *old = read_file_text(path, &old_len);
     AtomicFile af;
     int rc = atomic_open(&af, path, err, errlen) != 0 ? -1 : 0;
     if (rc == 0) {
-        for (int i = 0; i < m.n; i++)
-            if (!m.v[i].drop) fprintf(af.f, "%.*s\n", (int)m.v[i].len, m.v[i].line);
+        runlog_merge_text(old, old ? old_len : 0, fresh, len, replace, af.f);
         rc = atomic_commit(&af, err, errlen) != 0 ? -2 : 0;
     }
     int e = errno;
-    for (int i = 0; i < m.n; i++) free(m.v[i].options);
-    free(m.v);
     free(old);
+    file_unlock(lock);
     errno = e;
     return rc;
 }

@@ -288,4 +288,7 @@ int runlog_same_key(const RunlogRecord *a, const RunlogRecord *b);
 // err (core/io.h's atomic writer), -1 when the file cannot be opened for writing (bad input) and
 // -2 when it cannot be written or renamed.
 typedef enum { RUNLOG_SAME_KEY, RUNLOG_SAME_SERIES } RunlogReplace;
+// It holds the file's lock (core/io.h file_lock) from the read to the rename: a second writer waits.
 int runlog_merge(const char *path, const char *fresh, size_t len, RunlogReplace replace, char *err, size_t errlen);
+// The merge itself, of the old text into out (no file, no lock; the fuzz target's entry).
+void runlog_merge_text(const char *old, size_t old_len, const char *fresh, size_t len, RunlogReplace replace, FILE *out);

@@ -278,14 +278,20 @@ int st_writer_save(StWriter *w, const char *path, char *err, size_t errlen) {
     char hex[16];
     snprintf(hex, sizeof hex, "%08lx", c);
     for (int i = 0; i < 8; i++) hdr[slot + (size_t)i] = hex[i];
-    AtomicFile a;  // PATH.tmp, fsync, renamed over PATH (core/io.h): the old checkpoint or the new one
+    AtomicFile a;  // PATH.<pid>.tmp, fsync, renamed over PATH (core/io.h): the old checkpoint or the new one
     int ok = atomic_open(&a, path, NULL, 0) == 0;
     ok = ok && fwrite(len8, 1, 8, a.f) == 8;
     ok = ok && fwrite(hdr, 1, hlen, a.f) == hlen;
     ok = ok && fwrite(w->data, 1, w->data_len, a.f) == w->data_len;
     if (ok) ok = atomic_commit(&a, NULL, 0) == 0;
     else if (a.f) atomic_abort(&a);  // errno stays the failed fwrite's
-    if (!ok) snprintf(err, errlen, "cannot write %s.tmp (%s)", path, strerror(errno));
+    if (!ok) {
+        int e = errno;
+        char *tmp = atomic_temp_path(path);
+        snprintf(err, errlen, "cannot write %s (%s)", tmp, strerror(e));
+        free(tmp);
+        errno = e;
+    }
     free(hdr);
     return ok ? 0 : -1;
 }

@@ -142,6 +142,10 @@ int tfevents_open(TfEvents *w, const char *dir, long first_step) {
     put_bytes_field(&b, 7, start, sizeof start);
     write_event(w->f, first_step, b.p, b.len);
     free(b.p);
+    // On the disk at once: held in the buffer until the first scalars (after a long first
+    // validation), a start-up killed in between left an empty event file. A write error stays in
+    // w->f for the caller's check, as every later one.
+    fflush(w->f);
     return 0;
 }
 
@@ -270,8 +274,8 @@ static int decode_event(const uint8_t *data, size_t n, TfEventFn fn, void *ctx) 
         it.kind = TFE_START, it.text = NULL;
         if (fn(&it, ctx)) return 1;
     }
-    Cursor s = {summary, summary + n_summary};
-    while (summary && s.p < s.end) {  // Summary: its Value fields
+    Cursor s = {summary, summary ? summary + n_summary : NULL};  // NULL + 0 is undefined (UBSan)
+    while (summary && s.p < s.end) {                             // Summary: its Value fields
         int sf, sw;
         uint64_t num;
         if (get_field(&s, &sf, &sw, &f, &num) != 0) return -1;

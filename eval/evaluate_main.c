@@ -35,6 +35,7 @@
 #include "eval/val_eval.h"
 #include "trainer/checkpoint.h"
 #include "trainer/llmc.h"
+#include "trainer/memory.h"
 #include "model/model.h"
 
 // Keys that may differ from the checkpoint's config: they change how it is evaluated, not what
@@ -451,6 +452,20 @@ static void evaluator_free(Evaluator *e) {
     e->built = 0;
 }
 
+// The MQAR set evaluated is generated in memory (inputs and labels, [N, seq_len] each, per cell):
+// one no machine holds is refused up front naming its key, as ./train does (trainer/memory.h),
+// not with "out of memory" naming none.
+static void check_split_memory(const Config *c, int test) {
+    if (strcmp(cfg_str(c, "task"), "mqar")) return;
+    const char *key = test ? "mqar_test_examples" : "mqar_val_examples";
+    double bytes = 2.0 * (double)cfg_int(c, key) * (double)cfg_int(c, "seq_len") * sizeof(int32_t);
+    double gb = cfg_float(c, "max_memory"), limit = gb > 0 ? gb * 1e9 : memory_available();
+    if (limit > 0 && bytes > limit)
+        die_input("%s: %s = %s: the %s set needs at least %.1f GB, above %s%.1f GB%s; lower %s", cfg_origin(c, key),
+                  key, cfg_str(c, key), test ? "test" : "validation", bytes / 1e9,
+                  gb > 0 ? "max_memory = " : "this machine's ", limit / 1e9, gb > 0 ? "" : " of memory", key);
+}
+
 static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
     evaluator_free(e);
     e->cfg = *c;  // takes ownership
@@ -458,6 +473,7 @@ static void evaluator_build(Evaluator *e, Config *c, const char *ckpt) {
     if (test && strcmp(cfg_str(&e->cfg, "task"), "mqar"))
         die_input("split: %s is a run of task = %s: it has no test split (expected split=val)", ckpt,
                   cfg_str(&e->cfg, "task"));
+    check_split_memory(&e->cfg, test);
     task_open(&e->task, &e->cfg, test ? TASK_TEST : TASK_VAL);
     if (!test && !e->task.has_val)
         die_input("%s: val_data: the run has no validation set to evaluate on (set val_data=GLOB)", ckpt);
@@ -1141,6 +1157,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         die_input("command line: expected a checkpoint or a run folder");
     }
     if (a->compare && !*a->compare) die_input("compare: expected a file name, got ''");
+    if (a->compare) run_dir_check_output("compare", a->compare, NULL, 0);  // never over a run's files
     if ((a->iv_keys || a->iv.layer != -1 || a->iv.head >= 0) && !a->iv.on)
         die_input("command line: layer=, head= and rows= choose where intervene= acts; give intervene=KIND too");
     if (a->iv.on && a->maps.on) die_input("command line: --maps and intervene= are separate runs of ./evaluate");

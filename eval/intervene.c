@@ -71,6 +71,8 @@ int intervention_parse(const char *value, InterventionKind *kind, double *streng
         snprintf(text, sizeof text, "%.*s", (int)(tl < 63 ? tl : 63), p);
         if (end == p || (*end && *end != ',')) die_input("intervene: %s: expected a number, got '%s'", name, text);
         check_strength(*kind, s, text);
+        for (int i = 0; i < n; i++)  // each strength is one record's key: a repeated one would be two
+            if (strengths[i] == s) die_input("intervene: %s: the strength '%s' appears twice", name, text);
         if (n == INTERVENTION_MAX_STRENGTHS)
             die_input("intervene: %s: at most %d strengths, got more", name, INTERVENTION_MAX_STRENGTHS);
         strengths[n++] = s;
@@ -278,6 +280,12 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
         if (iv->kind == IV_TEMPERATURE && (iv->layer < 0 || iv->layer == l) && m->mixer[l]->theory != THEORY_EXP)
             die_input("intervene: temperature acts on softmax logits; layer %d's mixer '%s' has none (use sharpen)", l,
                       m->mixer[l]->name);
+    int needs_answers =
+        iv->kind == IV_DERANGE || iv->kind == IV_ORACLE || iv->kind == IV_ORACLE_WINDOW || iv->kind == IV_ORACLE_WRONG;
+    if (needs_answers && !val->mqar_kv_pairs)  // on text every row would be left as it is: no measurement
+        die_input("intervene: %s moves weight between MQAR key-value positions, and this run's validation set is not "
+                  "MQAR (task = shards: no answer positions)",
+                  intervention_name(iv->kind));
     memset(out, 0, sizeof *out);
     out->stats.n_cells = val->n_cells;
     memcpy(out->stats.cells, val->cells, sizeof out->stats.cells);
@@ -330,9 +338,12 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
 
 void intervention_options(char *buf, size_t n, const Intervention *iv, const char *rest) {
     char kind[48];
-    if (intervention_has_strength(iv->kind))
-        snprintf(kind, sizeof kind, "%s:%g", intervention_name(iv->kind), iv->strength);
-    else snprintf(kind, sizeof kind, "%s", intervention_name(iv->kind));
+    if (intervention_has_strength(iv->kind)) {    // the shortest text that reads back as the strength: two
+        for (int prec = 6; prec <= 17; prec++) {  // strengths never share a key (%g made 0.1234567 0.123457)
+            snprintf(kind, sizeof kind, "%s:%.*g", intervention_name(iv->kind), prec, iv->strength);
+            if (strtod(strchr(kind, ':') + 1, NULL) == iv->strength) break;
+        }
+    } else snprintf(kind, sizeof kind, "%s", intervention_name(iv->kind));
     snprintf(buf, n, "intervene=%s rows=%s%s%s", kind, iv->all_rows ? "all" : "query", rest && *rest ? " " : "",
              rest ? rest : "");
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/progress.h"
 #include "core/json.h"
 #include "core/runlog.h"
 #include "eval/answer.h"
@@ -599,7 +600,7 @@ void sparsity_eval(Model *m, const Dataset *val, int B, int T, long eval_batches
         Dataset part = val->n_cells ? dataset_cell(val, cell) : *val;
         int len = val->n_cells ? val->cells[cell].seq_len : T;
         long *seq, n_seq = sparsity_sequences(&part, B, len, eval_batches, sparsity_rows, &seq);
-        for (long i0 = 0; i0 < n_seq; i0 += B) {
+        for (long i0 = 0; i0 < n_seq && !progress_stopped(); i0 += B) {  // a signal: the caller drops the pass
             int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
             for (int r = 0; r < b; r++)
                 dataset_get_prefix(&part, seq[i0 + r], len, p.inputs + (size_t)r * len, p.targets + (size_t)r * len);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/progress.h"
 
 long val_cell_range(const Dataset *val, int c, int B, long eval_batches, long *first) {
     long lo = val->n_cells ? val->cell_first[c] : 0, n = val->n_cells ? val->cell_first[c + 1] - lo : val->n;
@@ -29,8 +30,8 @@ ValStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches)
     memcpy(v.cells, val->cells, sizeof v.cells);
     for (int c = 0; c < (val->n_cells ? val->n_cells : 1); c++) {
         long first, n = val_cell_range(val, c, B, eval_batches, &first);
-        int L = val->n_cells ? val->cells[c].seq_len : T;  // a cell runs at its own length
-        for (long i0 = 0; i0 < n; i0 += B) {
+        int L = val->n_cells ? val->cells[c].seq_len : T;            // a cell runs at its own length
+        for (long i0 = 0; i0 < n && !progress_stopped(); i0 += B) {  // a signal: the caller drops the pass
             int b = (int)(n - i0 < B ? n - i0 : B);
             for (int r = 0; r < b; r++)
                 dataset_get_prefix(val, first + i0 + r, L, inputs + (size_t)r * L, targets + (size_t)r * L);

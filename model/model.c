@@ -260,6 +260,31 @@ void model_check_mixer_options(const Config *c) {
     }
 }
 
+// 1 for an option of a mixer that no layer of the run uses (ctx: the used kinds, NULL-ended).
+static int unused_mixer_option(const KeyDef *d, void *ctx) {
+    const MixerKind *const *used = ctx;
+    for (int i = 0; i < mixer_count(); i++) {
+        const MixerKind *k = mixer_at(i);
+        if (!k->options) continue;
+        for (const KeyDef *o = k->options; o->name; o++) {
+            if (strcmp(o->name, d->name)) continue;
+            for (int l = 0; used[l]; l++)
+                if (used[l] == k) return 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *model_resume_difference(const Config *now, const Config *saved) {
+    int L = (int)cfg_int(now, "n_layer");
+    if (L < 1 || L > MAX_LAYERS || strcmp(cfg_str(now, "mixer"), cfg_str(saved, "mixer")) || cfg_int(saved, "n_layer") != L)
+        return config_first_difference(now, saved);  // the shape differs: named by the full comparison
+    const MixerKind *used[MAX_LAYERS + 1] = {0};
+    model_parse_mixers(cfg_str(now, "mixer"), L, used);
+    return config_first_difference_skip(now, saved, unused_mixer_option, used);
+}
+
 int model_is_hybrid(const Model *m) {
     for (int l = 1; l < m->s.L; l++)
         if (m->mixer[l] != m->mixer[0]) return 1;

@@ -130,6 +130,11 @@ int model_parse_mixers(const char *value, int L, const MixerKind **out);
 // layer of cfg's stack is that mixer (h3_d_state on a softmax run did nothing). The default is
 // accepted, so a sweep can zip an option across mixers that lack it.
 void model_check_mixer_options(const Config *cfg);
+// The first key that shapes the run and differs between the config now and the one a checkpoint
+// saved (NULL: none): every key but the resumable ones (KEY_RESUMABLE) and the options of mixers no
+// layer of the run uses (`now`'s mixer key; the key itself is compared). So a changed default of
+// an unused mixer's option (h3_head_dim 1 -> 2 at d1754ad) never stops an older run's resume.
+const char *model_resume_difference(const Config *now, const Config *saved);
 // 1 when the layers do not all have the same mixer.
 int model_is_hybrid(const Model *m);
 void model_free(Model *m);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/progress.h"
 
 int sample_next(const real *logits, int limit, double temperature, int top_k, Rng *rng) {
     if (temperature <= 0 || top_k == 1) {
@@ -108,16 +109,21 @@ void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, Tok
                       out->v[i], vocab);
 }
 
-void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
-                     int limit, Rng *rng, token_fn fn, void *ctx) {
+int sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
+                    int limit, Rng *rng, token_fn fn, void *ctx) {
     const real *logits = NULL;
     generator_reset(g);
-    for (size_t i = 0; i < n_prompt; i++) logits = generator_feed(g, (int)prompt[i]);
+    for (size_t i = 0; i < n_prompt; i++) {
+        if (progress_stopped()) return -1;
+        logits = generator_feed(g, (int)prompt[i]);
+    }
     for (int i = 0; i < n; i++) {
+        if (progress_stopped()) return -1;  // a signal: the sample is given up within a token
         int tok = sample_next(logits, limit, temperature, top_k, rng);
         fn(ctx, (uint32_t)tok);
         if (i + 1 < n) logits = generator_feed(g, tok);
     }
+    return 0;
 }
 
 void sample_require_tokenizer(const Bpe *b, const char *path, int vocab, uint32_t id, const char *where) {

@@ -24,8 +24,12 @@ void prompt_tokens(Bpe *bpe, const char *prompt, int vocab, const char *key, Tok
 
 typedef void (*token_fn)(void *ctx, uint32_t token);
 // Feeds prompt[n_prompt] (n_prompt >= 1), then draws n tokens, calling fn on each as it comes.
-void sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
-                     int limit, Rng *rng, token_fn fn, void *ctx);
+// Returns 0; or -1 when the stop flag (core/progress.h)
+// was set: it gives the sample up within a token.
+// The most tokens a sample may ask for (sample_tokens, ./sample's n): a larger one is refused.
+#define SAMPLE_MAX_TOKENS 1000000
+int sample_generate(Generator *g, const uint32_t *prompt, size_t n_prompt, int n, double temperature, int top_k,
+                    int limit, Rng *rng, token_fn fn, void *ctx);
 
 // Exits 2 when tokenizer b (read from path) is not the one a model was trained with (vocab,
 // id: bpe_identity; vocab = 0: unknown, no check). where: what recorded it, for the message.

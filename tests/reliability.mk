@@ -6,7 +6,8 @@
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS, or FUZZ_RUNS executions (tests/fuzz/)
 #   make faults        kill -9 during training and checkpointing, disk full, two trainers on one
 #                      folder, kill -9 before the done record, kill -9 while a sweep writes its
-#                      summary, two sweeps on one folder (tests/faults/)
+#                      summary, two sweeps on one folder, concurrent evaluations and collects
+#                      (tests/faults/)
 #   make clang-check   every file with clang and -Werror
 #   make arm64-test    cross-compiled for arm64: the float GEMM check and `make test` under qemu-user
 # Run a variant's tests from its folder: the tests call ./train etc. and read README.md, docs/, configs/
@@ -142,12 +143,13 @@ fuzz: fuzz-build
 	FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # --- faults ----------------------------------------------------------------------------------------
-faults: train sweep
+faults: train sweep evaluate
 	tests/faults/kill9.sh
 	tests/faults/disk_full.sh
 	tests/faults/shared_folder.sh
 	tests/faults/kill_before_done.sh
 	tests/faults/summary_kill9.sh
 	tests/faults/two_sweeps.sh
+	tests/faults/concurrent_writers.sh
 
 .PHONY: asan valgrind clang-check arm64 arm64-test arm64-ci fuzz fuzz-build faults

@@ -4,6 +4,7 @@
 // The runner itself never starts OpenMP threads, so forking stays safe.
 #include "tests/test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -126,6 +127,24 @@ int test_fork(void (*fn)(void *), void *arg, char *err, size_t errlen) {
     waitpid(pid, &st, 0);
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     return 128 + WTERMSIG(st);
+}
+
+int test_temp_left(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    DIR *d = opendir(dir);
+    int left = 0;
+    for (struct dirent *e; d && !left && (e = readdir(d));) {
+        const char *p = e->d_name + blen;
+        if (strncmp(e->d_name, base, blen) || *p != '.') continue;
+        for (p++; *p >= '0' && *p <= '9';) p++;
+        left = !strcmp(p, "tmp") || !strcmp(p, ".tmp");
+    }
+    if (d) closedir(d);
+    return left;
 }
 
 const char *test_write_file(const char *name, const char *text) {

@@ -48,6 +48,9 @@ const char *test_path(const char *name);
 int test_run(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 // Runs fn(arg) in a child process; captures what it writes to stderr; returns its exit status.
 int test_fork(void (*fn)(void *), void *arg, char *err, size_t errlen);
+// 1 when a temporary file of the atomic writer for path is left (path.<pid>.tmp, or an older
+// writer's path.tmp).
+int test_temp_left(const char *path);
 // Writes text to a file in the scratch folder and returns its path.
 const char *test_write_file(const char *name, const char *text);
 // A tiny text run in the scratch folder: a token shard of n_tokens (a fixed pattern over 50 ids,

@@ -228,7 +228,7 @@ TEST(resume_ignores_half_written_checkpoint_and_refuses_changes) {
     CHECK(st == 0, "%s", out);
     // a crash while saving step 9 left its temporary file; latest still names step 6
     char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s/ckpt_00000009.safetensors.tmp", d);
+    snprintf(tmp, sizeof tmp, "%s/ckpt_00000009.safetensors.99999999.tmp", d);  // a pid above any pid_max
     write_bytes(tmp, "partial", 7);
     st = test_run(out, sizeof out, "./train /dev/null " TINY " steps=12 out_dir=%s d_model=32", d);
     CHECK(st == 2 && strstr(out, "d_model is '16' in the checkpoint but '32' now"), "%d %s", st, out);

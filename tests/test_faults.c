@@ -20,6 +20,7 @@
 #include "model/keys.h"
 #include "core/safetensors.h"
 #include "data/shards.h"
+#include "eval/intervene.h"
 #include "model/model.h"
 #include "trainer/checkpoint.h"
 #include "trainer/optim.h"
@@ -113,8 +114,8 @@ TEST(faults_disk_full_while_saving_keeps_the_previous_checkpoint) {
     snprintf(p, sizeof p, "%s/run/latest", d);
     char *latest = read_file_text(p, NULL);
     CHECK(latest && !strcmp(latest, "ckpt_00000002.safetensors\n"), "latest: %s", latest);
-    snprintf(p, sizeof p, "%s/run/ckpt_00000003.safetensors.tmp", d);
-    CHECK(!path_exists(p), "the temporary file was left behind");
+    snprintf(p, sizeof p, "%s/run/ckpt_00000003.safetensors", d);
+    CHECK(!test_temp_left(p), "the temporary file was left behind");
     // room again: the run resumes from step 2 and ends as if nothing happened
     st = test_run(out, sizeof out, RUN " steps=6 out_dir=%s/run", d);
     CHECK(st == 0 && strstr(out, "resuming from") && strstr(out, "(step 2)"), "%s", out);
@@ -154,11 +155,11 @@ TEST(faults_disk_full_while_logging_stops_with_one_line) {
 }
 
 // The atomic writer (core/io.h) returns each failure with its reason, leaving nothing behind:
-// PATH as it was, no PATH.tmp.
+// PATH as it was, no PATH.<pid>.tmp.
 TEST(faults_atomic_writer_returns_the_reason_and_leaves_nothing_behind) {
-    char path[600], tmp[610], err[1400];
+    char path[600], tmp[640], err[1400];
     snprintf(path, sizeof path, "%s/a.txt", test_tmpdir());
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     AtomicFile a;
     CHECK(atomic_open(&a, path, err, sizeof err) == 0, "%s", err);
     fputs("one\n", a.f);
@@ -166,8 +167,14 @@ TEST(faults_atomic_writer_returns_the_reason_and_leaves_nothing_behind) {
     char *text = read_file_text(path, NULL);
     CHECK(text && !strcmp(text, "one\n") && !path_exists(tmp) && !a.tmp && !a.f);
     free(text);
-    // given up: the earlier file stays
+    // given up: the earlier file stays; the temporary file a killed writer left (its process
+    // ended: pid 99999999 is above any pid_max) is removed by the next writer
+    char stale[640];
+    snprintf(stale, sizeof stale, "%s.99999999.tmp", path);
+    FILE *sf = fopenCheck(stale, "wb");
+    fclose(sf);
     CHECK(atomic_open(&a, path, NULL, 0) == 0);
+    CHECK(!path_exists(stale), "a dead writer's temporary file stayed");
     fputs("two\n", a.f);
     atomic_abort(&a);
     text = read_file_text(path, NULL);
@@ -183,10 +190,11 @@ TEST(faults_atomic_writer_returns_the_reason_and_leaves_nothing_behind) {
     char lost[600];
     snprintf(lost, sizeof lost, "%s/gone/x", test_tmpdir());
     CHECK(atomic_open(&a, lost, err, sizeof err) == -1 && errno == ENOENT);
-    CHECK(strstr(err, "/gone/x.tmp: cannot write (No such file or directory)"), "%s", err);
+    snprintf(tmp, sizeof tmp, "/gone/x.%ld.tmp: cannot write (No such file or directory)", (long)getpid());
+    CHECK(strstr(err, tmp), "%s", err);
     // the rename fails (a folder with a file in it took PATH's place meanwhile): the reason, no PATH.tmp
     snprintf(path, sizeof path, "%s/b", test_tmpdir());
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     CHECK(atomic_open(&a, path, NULL, 0) == 0);
     fputs("three\n", a.f);
     char inside[620];
@@ -194,8 +202,7 @@ TEST(faults_atomic_writer_returns_the_reason_and_leaves_nothing_behind) {
     CHECK(mkdir_p(path) == 0);
     FILE *f = fopenCheck(inside, "w");
     fclose(f);
-    CHECK(atomic_commit(&a, err, sizeof err) == -1 && strstr(err, "/b: cannot rename ") && strstr(err, "/b.tmp ("),
-          "%s", err);
+    CHECK(atomic_commit(&a, err, sizeof err) == -1 && strstr(err, "/b: cannot rename ") && strstr(err, ".tmp ("), "%s", err);
     CHECK(!path_exists(tmp) && is_directory(path) && path_exists(inside) && !a.tmp);
 }
 
@@ -772,7 +779,7 @@ TEST(faults_tokenize_never_writes_over_its_inputs) {
     }
     char *after = read_file_text(test_path("text.txt"), NULL);
     CHECK(after && !strcmp(before, after), "text.txt changed");
-    CHECK(!path_exists(test_path("sub.tmp")) && !path_exists(test_path("text.txt.tmp")), "a .tmp file was left");
+    CHECK(!test_temp_left(test_path("sub")) && !test_temp_left(test_path("text.txt")), "a .tmp file was left");
     // an empty input: exit 2, and earlier shards under the prefix stay
     st = test_run(out, sizeof out,
                   "cd %s && %s/tokenize prepare text.txt tokenizer=a.bpe out=d/x > /dev/null && : > empty.txt && "
@@ -897,9 +904,17 @@ TEST(faults_evaluate_text_run_cells_read_only_and_failed_llmc_file) {
           "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "cd %s && %s/evaluate tr mqar_test_examples=10 2>&1 >/dev/null", d, cwd);
     CHECK(st == 2 && strstr(out, "mqar_test_examples: tr/"), "exit %d: %s", st, out);
-    // eval.jsonl cannot be written: the reason, not a bare "cannot write"
-    st = test_run(out, sizeof out, "cd %s && mkdir -p tr/eval.jsonl.tmp && %s/evaluate tr 2>&1 >/dev/null", d, cwd);
-    CHECK(st == 2 && strstr(out, "tr/eval.jsonl.tmp: cannot write (Is a directory)\n"), "exit %d: %s", st, out);
+    // oracle and derange need answer positions: on a text run they changed nothing and recorded it
+    const char *kinds[] = {"oracle", "oracle_window", "oracle_wrong", "derange"};
+    for (int k = 0; k < 4; k++) {
+        st = test_run(out, sizeof out, "cd %s && %s/evaluate tr intervene=%s 2>&1 >/dev/null", d, cwd, kinds[k]);
+        char want[200];
+        snprintf(want, sizeof want, "intervene: %s moves weight between MQAR key-value positions, and this run's", kinds[k]);
+        CHECK(st == 2 && strstr(out, want) && !path_exists(test_path("tr/intervention.jsonl")), "exit %d: %s", st, out);
+    }
+    // eval.jsonl cannot be written (its lock file cannot be made; a folder there): the reason
+    st = test_run(out, sizeof out, "cd %s && mkdir tr/eval.jsonl.lock && %s/evaluate tr 2>&1 >/dev/null", d, cwd);
+    CHECK(st == 2 && strstr(out, "tr/eval.jsonl.lock: cannot open the lock file (Is a directory)\n"), "exit %d: %s", st, out);
     // an llm.c file that fails to load leaves no empty FILE.eval/ behind
     int32_t hd[256] = {20240326, 3, 16, 64, 1, 2, 16, 64};
     FILE *f = fopen(test_path("cut.bin"), "wb");
@@ -996,8 +1011,8 @@ TEST(faults_summary_cut_while_writing_keeps_the_earlier_one) {
         char *after = read_file_text(p, NULL);
         CHECK(after && !strcmp(after, before[i]), "%s: cut to %zu of %zu bytes", p, after ? strlen(after) : 0,
               strlen(before[i]));
-        snprintf(p, sizeof p, "%s/out/%s.tmp", d, files[i]);
-        CHECK(!path_exists(p), "%s was left behind", p);
+        snprintf(p, sizeof p, "%s/out/%s", d, files[i]);
+        CHECK(!test_temp_left(p), "a temporary file of %s was left behind", p);
         free(after), free(before[i]);
     }
 }
@@ -1026,4 +1041,148 @@ TEST(faults_sweep_duplicate_cells_are_refused_up_front) {
         CHECK(st == 2 && !strncmp(out, cases[i][1], strlen(cases[i][1])) && strchr(out, '\n')[1] == 0,
               "case %d: exit %d: %s", i, st, out);
     }
+}
+
+// The sampler: sample_tokens beyond SAMPLE_MAX_TOKENS is refused up front (2147483647 ran 12 min
+// 40 s under `timeout 120`, ignoring its SIGTERM), and a SIGTERM during a long sample stops it
+// within a moment: the sample is left out, the step saved, exit 128 + 15.
+TEST(faults_sampler_refuses_a_huge_sample_and_obeys_sigterm) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " steps=2 sample_every=1 sample_tokens=2147483647 out_dir=%s/a 2>&1", d);
+    CHECK(st == 2 &&
+              !strcmp(out,
+                      "command line: sample_tokens: expected at most 1000000 tokens per sample, got "
+                      "2147483647\n"),
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out,
+                  RUN " steps=4 sample_every=1 sample_tokens=1000000 out_dir=%s/b > %s/b.log 2>&1 & p=$!; sleep 1.5; "
+                      "t0=$(date +%%s%%N); kill -TERM $p; wait $p; rc=$?; t1=$(date +%%s%%N); "
+                      "echo \"rc=$rc ms=$(( (t1 - t0) / 1000000 ))\"; cat %s/b.log",
+                  d, d, d);
+    int rc = -1, ms = -1;
+    CHECK(sscanf(out, "rc=%d ms=%d", &rc, &ms) == 2 && rc == 143 && ms < 1000 &&
+              strstr(out, "| sample: interrupted after ") && strstr(out, "interrupted: saving step"),
+          "%s", out);
+}
+
+// A long MQAR generation says so after 3 s: at vocab_size = 16777216 an example takes about half a
+// second, and the note, asked every 64th example, came after 37 s.
+TEST(faults_huge_vocabulary_generation_note_comes_within_seconds) {
+    char out[8192];
+    int st = test_run(out, sizeof out, "timeout 4.5 " RUN " vocab_size=16777216 d_model=8 n_head=1 out_dir=%s/v 2>&1",
+                      test_tmpdir());
+    CHECK(st == 124 && strstr(out, "generating MQAR data: 512 examples of 4 pairs in 32 tokens over a vocabulary of 16777216"),
+          "exit %d: %s", st, out);
+}
+
+static void parse_strengths(void *arg) {
+    InterventionKind k;
+    double s[INTERVENTION_MAX_STRENGTHS];
+    intervention_parse(arg, &k, s);
+}
+
+// A strength given twice wrote two records with one key (flatten:1,1,1); strengths were keyed with
+// %g, so 0.1234567 and 0.1234568 shared one and the second replaced the first.
+TEST(faults_intervention_strengths_distinct_and_keyed_exactly) {
+    char err[512];
+    CHECK(test_fork(parse_strengths, "flatten:1,1,1", err, sizeof err) == 2 &&
+              !strcmp(err, "intervene: flatten: the strength '1' appears twice\n"),
+          "%s", err);
+    CHECK(test_fork(parse_strengths, "sharpen:2,2.0", err, sizeof err) == 2 &&
+              !strcmp(err, "intervene: sharpen: the strength '2.0' appears twice\n"),
+          "%s", err);
+    char a[256], b[256], c[256];
+    Intervention iv = {IV_SHARPEN, 0.1234567, -1, -1, 0};
+    intervention_options(a, sizeof a, &iv, NULL);
+    iv.strength = 0.1234568;
+    intervention_options(b, sizeof b, &iv, NULL);
+    iv.kind = IV_FLATTEN, iv.strength = 0.1;
+    intervention_options(c, sizeof c, &iv, NULL);
+    CHECK(!strcmp(a, "intervene=sharpen:0.1234567 rows=query") &&
+              !strcmp(b, "intervene=sharpen:0.1234568 rows=query") && !strcmp(c, "intervene=flatten:0.1 rows=query"),
+          "%s | %s | %s", a, b, c);
+}
+
+// ./export into a folder it cannot write exited 1 with a message that did not name `out`; now the
+// file is tried before any work: one line naming out, exit 2. (A read-only folder; as root, which
+// writes anywhere, /sys, where no file can be made.)
+TEST(faults_export_into_a_read_only_folder_names_out) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " steps=1 out_dir=%s/run > /dev/null 2>&1", d);
+    CHECK(st == 0, "%s", out);
+    const char *ro = geteuid() == 0 ? "/sys" : test_path("ro");
+    if (geteuid() != 0) CHECK(mkdir_p(ro) == 0 && chmod(ro, 0555) == 0);
+    if (geteuid() == 0 && !is_directory(ro)) return;  // no such folder here: nothing to try
+    const char *formats[] = {"llmc", "safetensors", "hf"};
+    for (int i = 0; i < 3; i++) {
+        st = test_run(out, sizeof out, "./export %s/run format=%s out=%s/%s 2>&1 >/dev/null", d, formats[i], ro,
+                      i == 2 ? "kernel" : "x.bin");
+        CHECK(st == 2 && !strncmp(out, "command line: out: ", 19) && strstr(out, "(Permission denied)\n") &&
+                  strchr(out, '\n')[1] == 0,
+              "format=%s: exit %d: %s", formats[i], st, out);
+    }
+}
+
+// A tiny max_memory blamed the default mqar_val_examples ("lower mqar_val_examples"): when no key
+// that sizes the run is above its default, the limit is what is small, and it is named.
+TEST(faults_tiny_max_memory_names_max_memory) {
+    char out[8192];
+    int st = test_run(out, sizeof out, RUN " max_memory=0.0001 out_dir=%s/mm 2>&1", test_tmpdir());
+    CHECK(st == 2 && out == strstr(out, "command line: max_memory = 0.0001: the run needs ") &&
+              strstr(out, "no key that sizes it is above its default; raise max_memory\n") && strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, RUN " max_memory=0.0001 batch_size=100000 out_dir=%s/mm 2>&1", test_tmpdir());
+    CHECK(st == 2 && strstr(out, "command line: batch_size = 100000: ") && strstr(out, "; lower batch_size\n"),
+          "exit %d: %s", st, out);
+}
+
+// ./evaluate mqar_val_examples=2147483647 died "out of memory allocating ..." naming no key; the
+// set is sized up front, as ./train sizes its run.
+TEST(faults_evaluate_huge_validation_set_names_the_key) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out, RUN " steps=1 out_dir=%s/run > /dev/null 2>&1", d);
+    CHECK(st == 0, "%s", out);
+    st = test_run(out, sizeof out, "./evaluate %s/run mqar_val_examples=2147483647 2>&1 >/dev/null", d);
+    CHECK(st == 2 && out == strstr(out, "command line: mqar_val_examples = 2147483647: the validation set needs at least ") &&
+              strstr(out, "; lower mqar_val_examples\n") && strchr(out, '\n')[1] == 0,
+          "exit %d: %s", st, out);
+}
+
+// tensorboard = true: the event file appeared empty and got its first events only at the first
+// flush, so a start-up killed in between (a long first validation) left an empty event file. Now it
+// appears with them: killed the moment it exists, it holds its two events.
+TEST(faults_killed_start_up_leaves_no_empty_event_file) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out,
+                      RUN " tensorboard=true mqar_val_examples=100000 d_model=64 eval_every=1 steps=2 out_dir=%s/k "
+                          "> /dev/null 2>&1 & p=$!; for i in $(seq 2000); do "
+                          "ls %s/k/events.out.tfevents.* > /dev/null 2>&1 && break; sleep 0.005; done; kill -9 $p; "
+                          "wait $p; cat %s/k/events.out.tfevents.* | wc -c",
+                      d, d, d);
+    long bytes = -1;
+    const char *n = strchr(out, '\n');  // after wait's "Killed" line
+    CHECK(st == 0 && n && sscanf(n + 1, "%ld", &bytes) == 1 && bytes == 69, "%s", out);
+}
+
+// A SIGTERM during a long validation pass (200000 sequences, about 40 s on one thread) waited for
+// the pass to end; now the pass is dropped within a batch (no record of half a pass) and the run
+// saves and stops.
+TEST(faults_sigterm_during_a_long_validation_stops_within_a_second) {
+    char out[8192];
+    const char *d = test_tmpdir();
+    int st = test_run(out, sizeof out,
+                      RUN " mqar_val_examples=200000 eval_every=1 steps=3 out_dir=%s/e > %s/e.log 2>&1 & p=$!; "
+                          "for i in $(seq 1000); do grep -q '\"type\":\"run\"' %s/e/metrics.jsonl 2>/dev/null && break; "
+                          "sleep 0.01; done; sleep 0.5; t0=$(date +%%s%%N); kill -TERM $p; wait $p; rc=$?; "
+                          "t1=$(date +%%s%%N); echo \"rc=$rc ms=$(( (t1 - t0) / 1000000 ))\"; cat %s/e.log; "
+                          "grep -c '\"type\":\"eval\"' %s/e/metrics.jsonl",
+                      d, d, d, d, d);
+    int rc = -1, ms = -1;
+    CHECK(st == 1 && sscanf(out, "rc=%d ms=%d", &rc, &ms) == 2 && rc == 143 && ms < 1000 &&
+              strstr(out, "interrupted: saving step") && strstr(out, "\n0\n"),
+          "exit %d: %s", st, out);
 }

@@ -213,7 +213,7 @@ TEST(loader_export_format) {
     dataset_mqar(&ds, &s);
     const char *path = test_path("train.bin");
     dataset_export(&ds, path);
-    CHECK(!path_exists(test_path("train.bin.tmp")), "temporary file left behind");
+    CHECK(!test_temp_left(path), "temporary file left behind");
     size_t len;
     char *buf = read_file_text(path, &len);
     CHECK(buf && len == 1024 + 2 * 5 * 16 * 4, "file length %zu", len);

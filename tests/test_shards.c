@@ -49,7 +49,7 @@ TEST(shards_write_header_bytes) {
     memcpy(&t32, buf + 1024, 4);
     CHECK(t32 == 70000, "token %u", t32);
     free(buf);
-    CHECK(!path_exists(test_path("a.bin.tmp")), "temporary file left behind");
+    CHECK(!test_temp_left(test_path("a.bin")), "temporary file left behind");
 }
 
 // Both versions, read back through a glob: windows of T+1 tokens at stride T, in name order.

@@ -52,8 +52,17 @@ static char *parent_of(const char *path) {
     return p;
 }
 
+// The file can be written: its temporary file is made and removed again before any work (a
+// read-only folder, a file system that refuses it), so the refusal names `out` and exits 2.
+static void check_writable(const char *path) {
+    AtomicFile a;
+    char err[4096];
+    if (atomic_open(&a, path, err, sizeof err) != 0) die_input("command line: out: %s", err);
+    atomic_abort(&a);
+}
+
 // A file to write (llmc, safetensors): never over the checkpoint it reads, nor into any run folder
-// (config.conf, logs, `latest`), and its folder must exist.
+// (config.conf, logs, `latest`), and its folder must exist and be writable.
 static void check_out_file(const char *out, const char *ckpt) {
     RunDirInput inputs[] = {{"checkpoint", ckpt}};
     run_dir_check_output("out", out, inputs, 1);
@@ -66,15 +75,20 @@ static void check_out_file(const char *out, const char *ckpt) {
         die_input("%s", msg);
     }
     free(parent);
+    check_writable(out);
 }
 
 // 1 when a file of that name may stand in a folder that format=hf writes over: what an earlier
-// export wrote (config.json, model.safetensors) and the PATH.tmp a killed one can leave.
+// export wrote (config.json, model.safetensors) and the PATH.<pid>.tmp a killed one can leave.
 static int export_file_name(const char *name) {
     const char *ours[] = {HF_CONFIG_FILE, HF_WEIGHTS_FILE};
     for (int i = 0; i < 2; i++) {
         size_t n = strlen(ours[i]);
-        if (!strncmp(name, ours[i], n) && (!name[n] || !strcmp(name + n, ".tmp"))) return 1;
+        if (strncmp(name, ours[i], n)) continue;
+        const char *p = name + n;  // "", ".tmp" (an older export's) or ".<pid>.tmp"
+        if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+            for (p++; *p >= '0' && *p <= '9';) p++;
+        if (!*p || !strcmp(p, ".tmp")) return 1;
     }
     return 0;
 }
@@ -107,6 +121,11 @@ static void check_out_folder(const char *out, const char *ckpt) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", out, names[i]);
         run_dir_check_output("out", path, inputs, 1);
+    }
+    for (int i = 0; i < 2 && is_directory(out); i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        check_writable(path);
     }
     DIR *d = opendir(out);
     if (!d) return;  // a new folder
@@ -151,18 +170,18 @@ int main(int argc, char **argv) {
     if (hf) {
         if (hf_exportable(m, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
         if (mkdir_p(out) != 0) die_input("out: cannot create the folder '%s'", out);
-        if (hf_save(out, m, hf_eos_id(s->V, ts.tokenizer_vocab), err, sizeof err) != 0) die("%s", err);
+        if (hf_save(out, m, hf_eos_id(s->V, ts.tokenizer_vocab), err, sizeof err) != 0) die("out: %s", err);
         printf("%s -> %s (Hugging Face GPT-2: %s, %s, fp32: L=%d H=%d C=%d V=%d n_positions=%d%s)\n", ckpt, out,
                HF_CONFIG_FILE, HF_WEIGHTS_FILE, s->L, s->H, s->C, s->V, s->T, s->mlp ? "" : "; zero MLP weights");
     } else if (weights) {
         // The checkpoint format itself (its config, step and tokenizer metadata) with no AdamW
         // moments: every program that opens a checkpoint opens it; resuming needs the moments.
-        if (ckpt_save(out, m, NULL, &cfg, &ts, err, sizeof err) != 0) die("%s", err);
+        if (ckpt_save(out, m, NULL, &cfg, &ts, err, sizeof err) != 0) die("out: %s", err);
         printf("%s -> %s (weights only: %d tensors, %zu parameters, fp32, no optimizer state)\n", ckpt, out,
                m->n_tensors, m->n_params);
     } else {
         if (llmc_exportable(m, err, sizeof err) != 0) die_input("%s: %s", ckpt, err);
-        if (llmc_save(out, m, err, sizeof err) != 0) die("%s", err);
+        if (llmc_save(out, m, err, sizeof err) != 0) die("out: %s", err);
         printf("%s -> %s (llm.c GPT-2, fp32: L=%d H=%d C=%d V=%d maxT=%d)\n", ckpt, out, s->L, s->H, s->C, s->V, s->T);
     }
     model_free(m);

@@ -292,11 +292,8 @@ int llmc_save(const char *path, const Model *m, char *err, size_t errlen) {
     const ModelShape *s = &m->s;
     LlmcHeader h = {3, s->T, s->V, s->L, s->H, s->C, (s->V + 127) / 128 * 128};
     int32_t hd[LLMC_HEADER_INTS] = {LLMC_MODEL_MAGIC, h.version, h.max_T, h.V, h.L, h.H, h.C, h.Vp};
-    AtomicFile a;  // PATH.tmp renamed over PATH (core/io.h): a kill leaves no half-written file
-    if (atomic_open(&a, path, NULL, 0) != 0) {
-        snprintf(err, errlen, "cannot write %s.tmp: %s", path, strerror(errno));
-        return -1;
-    }
+    AtomicFile a;  // PATH.<pid>.tmp renamed over PATH (core/io.h): a kill leaves no half-written file
+    if (atomic_open(&a, path, err, errlen) != 0) return -1;
     FILE *f = a.f;
     int ok = fwrite(hd, sizeof hd, 1, f) == 1;
     size_t biggest = 0;

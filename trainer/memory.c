@@ -25,14 +25,21 @@ double memory_available(void) {
     return bytes;
 }
 
+// How far a key is set above its default (the vocabulary against MQAR's 8192); 1: at it.
+static double raised(const Config *c, const char *key, int vocab) {
+    int is_vocab = !strcmp(key, "vocab_size");
+    const KeyDef *d = config_find(c, key);
+    if (!is_vocab && (!d || d->type != KEY_INT)) return 2;  // not a count (a shard glob): name the key itself
+    double v = is_vocab ? vocab : (double)cfg_int(c, key);
+    double def = is_vocab ? 8192 : atof(config_find(c, key)->def);
+    return v / (def > 1 ? def : 1);
+}
+
 static const char *most_raised(const Config *c, const char *const *keys, int vocab) {
     const char *best = keys[0];
     double best_ratio = 0;
     for (int i = 0; keys[i]; i++) {
-        int is_vocab = !strcmp(keys[i], "vocab_size");
-        double v = is_vocab ? vocab : (double)cfg_int(c, keys[i]);
-        double def = is_vocab ? 8192 : atof(config_find(c, keys[i])->def);
-        double ratio = v / (def > 1 ? def : 1);
+        double ratio = raised(c, keys[i], vocab);
         if (ratio > best_ratio) best_ratio = ratio, best = keys[i];
     }
     return best;
@@ -70,6 +77,9 @@ MemoryPlan memory_plan(const Config *c, const TaskPlan *task) {
     if (p.params >= p.acts && p.params >= p.data) p.key = most_raised(c, param_keys, task->vocab_size);
     else if (p.acts >= p.data) p.key = most_raised(c, act_keys, task->vocab_size);
     else p.key = task->data_key;
+    // Nothing raised (the key at its default or below) under a max_memory the user set: the limit is
+    // what is small, not the key (a tiny max_memory blamed the default mqar_val_examples).
+    if (gb > 0 && p.key && raised(c, p.key, task->vocab_size) <= 1) p.key = "max_memory";
     return p;
 }
 
@@ -89,6 +99,12 @@ void memory_check(const MemoryPlan *p, const Config *c) {
     format_bytes(acts, sizeof acts, p->acts);
     format_bytes(data, sizeof data, p->data);
     int set = cfg_float(c, "max_memory") > 0;
+    if (!strcmp(p->key, "max_memory"))
+        die_input("%s: max_memory = %s: the run needs %s %s (parameters with gradients and optimizer state %s, "
+                  "activations %s, data %s), above max_memory = %s, and no key that sizes it is above its default; "
+                  "raise max_memory",
+                  cfg_origin(c, "max_memory"), cfg_str(c, "max_memory"), p->lower_bound ? "at least" : "about", total,
+                  params, acts, data, limit);
     die_input("%s: %s = %s: the run needs %s %s (parameters with gradients and optimizer state %s, "
               "activations %s, data %s), above %s%s%s; lower %s",
               cfg_origin(c, p->key), p->key, cfg_str(c, p->key), p->lower_bound ? "at least" : "about", total, params,

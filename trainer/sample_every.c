@@ -12,7 +12,22 @@
 #include "model/sample.h"
 #include "tokenizer/tokenizer_file.h"
 
-static void collect(void *ctx, uint32_t tok) { tokbuf_push(ctx, tok); }
+// The sample's tokens, and past 3 s a live line of how far it is (a long sample_tokens).
+typedef struct {
+    TokBuf *buf;
+    int n;
+    double t0, shown;
+} Collect;
+
+static void collect(void *ctx, uint32_t tok) {
+    Collect *c = ctx;
+    tokbuf_push(c->buf, tok);
+    double el = now_seconds() - c->t0;
+    if (el >= 3 && el - c->shown >= 0.5) {
+        c->shown = el;
+        progress_line("sampling: %zu of %d tokens", c->buf->n, c->n);
+    }
+}
 
 // Token ids as text: "12 7 0".
 static void ids_text(const uint32_t *t, size_t n, ByteBuf *out) {
@@ -52,9 +67,17 @@ void sample_during_training(Model *m, const Config *cfg, long step, FILE *log) {
     Rng rng;
     rng_seed(&rng, seed_mix((uint64_t)cfg_int(cfg, "seed"), (uint64_t)step));
     Generator *g = generator_create(m, -1);
-    sample_generate(g, pt.v, pt.n, (int)cfg_int(cfg, "sample_tokens"), cfg_float(cfg, "sample_temperature"),
-                    (int)cfg_int(cfg, "sample_top_k"), limit, &rng, collect, &gen);
+    Collect col = {&gen, (int)cfg_int(cfg, "sample_tokens"), now_seconds(), 0};
+    int stopped = sample_generate(g, pt.v, pt.n, col.n, cfg_float(cfg, "sample_temperature"),
+                                  (int)cfg_int(cfg, "sample_top_k"), limit, &rng, collect, &col);
     generator_free(g);
+    if (stopped) {  // interrupted: the sample is left out, the trainer saves the step and stops
+        progress_break();
+        printf("step %6ld | sample: interrupted after %zu tokens, not logged\n", step, gen.n);
+        fflush(stdout);
+        free(pt.v), free(gen.v);
+        return;
+    }
     ByteBuf ptext = {0}, text = {0};
     if (b) {
         bpe_decode(b, pt.v + 1, pt.n - 1, &ptext);  // the prompt without the leading <|endoftext|>

@@ -33,7 +33,7 @@ for i in $(seq "$kills"); do
         wait "$pid" 2>/dev/null
         killed=$((killed + 1))
         # a checkpoint's temporary file written by this process: the kill cut a checkpoint write
-        [ -n "$(find "$tmp/run" -name 'ckpt_*.safetensors.tmp' -newer "$tmp/start")" ] && in_write=$((in_write + 1))
+        [ -n "$(find "$tmp/run" -name 'ckpt_*.safetensors.*tmp' -newer "$tmp/start")" ] && in_write=$((in_write + 1))
     else
         wait "$pid"
         st=$?
