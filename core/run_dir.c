@@ -213,6 +213,9 @@ void run_dir_clear(const char *dir) {
     remove_event_files(dir);
     char *ev = join(dir, "evaluate");
     remove_event_files(ev);
+    char *lock = join(ev, "mirror.lock");  // the mirror's writers' lock (eval/tensorboard.c)
+    unlink(lock);
+    free(lock);
     rmdir(ev);  // only if nothing else is in it
     free(ev);
 }

@@ -151,11 +151,20 @@ int tb_mirror_evaluate(const char *run_dir, char *err, size_t errlen) {
     char dir[1200], path[1400];
     snprintf(dir, sizeof dir, "%s/evaluate", run_dir);
     if (mkdir_p(dir) != 0) return snprintf(err, errlen, "%s: cannot create the folder", dir), -1;
+    // one ./evaluate at a time writes the folder (two beside each other would remove each other's
+    // file); the lock file's name has no "tfevents" in it, so TensorBoard passes it over
+    snprintf(path, sizeof path, "%s/mirror", dir);
+    int lock = file_lock(path);
     char **old = NULL;
     int n_old = tfevents_list_dir(dir, &old);
     if (n_old < 0) n_old = 0;
     TfEvents w;
-    if (tfevents_open(&w, dir, 0) != 0) return snprintf(err, errlen, "%s: cannot create an event file", dir), -1;
+    if (tfevents_open(&w, dir, 0) != 0) {
+        for (int i = 0; i < n_old; i++) free(old[i]);
+        free(old);
+        if (lock >= 0) file_unlock(lock);
+        return snprintf(err, errlen, "%s: cannot create an event file", dir), -1;
+    }
     snprintf(path, sizeof path, "%s/eval.jsonl", run_dir);
     int rc = add_file(path, &w);
     snprintf(path, sizeof path, "%s/intervention.jsonl", run_dir);
@@ -173,5 +182,6 @@ int tb_mirror_evaluate(const char *run_dir, char *err, size_t errlen) {
             }
     for (int i = 0; i < n_old; i++) free(old[i]);
     free(old);
+    if (lock >= 0) file_unlock(lock);
     return rc;
 }
