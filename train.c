@@ -15,6 +15,7 @@
 #include "core/io.h"
 #include "model/keys.h"
 #include "core/progress.h"
+#include "core/provenance.h"
 #include "core/real.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
@@ -27,6 +28,7 @@
 #include "trainer/llmc.h"
 #include "trainer/memory.h"
 #include "model/model.h"
+#include "model/kernels/gemm_kernels.h"
 #include "trainer/optim.h"
 #include "trainer/step.h"
 #include "trainer/sample_every.h"
@@ -845,8 +847,17 @@ static void write_run_record(Trainer *tr) {
         mqar_cell_name(val->cells[c], names[c], sizeof names[c]);
         cells[c] = names[c];
     }
-    RunlogRun rec = {cfg_str(&tr->cfg, "mixer"), m->n_params, mean_state_floats(m), by_layer, m->s.L,
-                     n_cells ? cells : NULL,     n_cells};
+    RunlogRun rec = {cfg_str(&tr->cfg, "mixer"),
+                     m->n_params,
+                     mean_state_floats(m),
+                     by_layer,
+                     m->s.L,
+                     n_cells ? cells : NULL,
+                     n_cells,
+                     provenance_commit(),
+                     provenance_compiler(),
+                     provenance_cpu(),
+                     gemm_kernel_name()};
     runlog_write_run(tr->metrics, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
 }

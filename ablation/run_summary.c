@@ -58,6 +58,11 @@ static int metrics_record(const RunlogRecord *rec, void *ctx) {
     } else if (rec->type == RUNLOG_RUN) {
         r->state_floats = runlog_num(rec, "state_floats");
         r->protocol = (int)runlog_int(rec, "protocol", 0);
+        const char *prov[4] = {runlog_str(rec, "commit"), runlog_str(rec, "compiler"), runlog_str(rec, "cpu"),
+                               runlog_str(rec, "gemm")};
+        char *dst[4] = {r->commit, r->compiler, r->cpu, r->gemm};
+        size_t cap[4] = {sizeof r->commit, sizeof r->compiler, sizeof r->cpu, sizeof r->gemm};
+        for (int k = 0; k < 4; k++) snprintf(dst[k], cap[k], "%s", prov[k] ? prov[k] : "");
     } else if (rec->type == RUNLOG_EVAL && !strcmp(rec->split, "test")) {  // the last one counts
         r->test_acc = runlog_num(rec, "acc");
         r->test_step = rec->step;

@@ -121,6 +121,57 @@ static const char *g_group_fmt[G_N] = {
     "%.1f", "%.3f", "%.3f", "%.3f", "%.0f"};
 // clang-format on
 
+// The runs' provenance (core/provenance.h): every distinct commit, compiler, CPU and GEMM kernel
+// of the runs with a run record, with how many runs have each; a warning (in the file and on the
+// log) when one of them takes more than one value, since the same config may then give other
+// numbers (a CPU's other kernel, another commit's code). Runs of older logs (none recorded) count
+// as "not recorded".
+static void write_provenance_md(const Summary *s, FILE *f, FILE *log) {
+    static const char *what[4] = {"commit", "compiler", "CPU", "GEMM kernel"};
+    const SweepFile *sw = s->sw;
+    int any = 0;
+    for (int i = 0; i < sw->n_points; i++) any |= s->runs[i].has_metrics;
+    if (!any) return;
+    fputs("## Provenance\n\nWhat made the runs, from their run records (docs/outputs.md#the-run-log): each value "
+          "with the number of runs that have it.\n\n",
+          f);
+    const char *mixed[4];
+    int n_mixed = 0;
+    for (int k = 0; k < 4; k++) {
+        const char *seen[256];
+        int count[256], n_seen = 0;
+        for (int i = 0; i < sw->n_points; i++) {
+            const RunSummary *r = &s->runs[i];
+            if (!r->has_metrics) continue;
+            const char *v[4] = {r->commit, r->compiler, r->cpu, r->gemm};
+            const char *x = v[k][0] ? v[k] : "not recorded";
+            int j = 0;
+            while (j < n_seen && strcmp(seen[j], x)) j++;
+            if (j == n_seen && n_seen < 256) seen[n_seen] = x, count[n_seen++] = 0;
+            if (j < n_seen) count[j]++;
+        }
+        fprintf(f, "- %s:", what[k]);
+        for (int j = 0; j < n_seen; j++) {
+            const char *q = seen[j][0] == 'n' && !strcmp(seen[j], "not recorded") ? "" : "`";  // no value
+            fprintf(f, "%s %s%s%s (%d)", j ? "," : "", q, seen[j], q, count[j]);
+        }
+        fputc('\n', f);
+        if (n_seen > 1) mixed[n_mixed++] = what[k];
+    }
+    fputc('\n', f);
+    if (n_mixed) {
+        char b[128] = "";
+        for (int k = 0; k < n_mixed; k++)
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", k ? (k == n_mixed - 1 ? " and " : ", ") : "", mixed[k]);
+        fprintf(f,
+                "**Warning: the runs of this sweep differ in %s**: their numbers may differ by more than the seeds "
+                "do (compare runs of one provenance).\n\n",
+                b);
+        if (log)
+            fprintf(log, "summary: warning: the runs of sweep '%s' differ in %s (summary.md#provenance)\n", sw->name, b);
+    }
+}
+
 static int grouping_matters(const Summary *s) { return s->n_groups < s->sw->n_points; }
 
 // The varied entries a group table shows (not those grouped over).
@@ -253,7 +304,7 @@ static void write_points_csv(const Summary *s, FILE *f) {
     summary_csv_point_header(s, f);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
           "tok_per_s,S_min,S_mean,S_recall_min,state_floats,recall_layer,recall_S,recall_ans_share,recall_ans_hit,"
-          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected",
+          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected,commit,compiler,cpu,gemm",
           f);
     static const char *at[2] = {"last", "best"};
     for (int k = 0; k < 2; k++)
@@ -298,6 +349,8 @@ static void write_points_csv(const Summary *s, FILE *f) {
         summary_csv_num(f, r->test_acc);
         if (r->test_step >= 0) fprintf(f, ",%ld,%s", r->test_step, r->test_selected);
         else fputs(",,", f);
+        const char *prov[4] = {r->commit, r->compiler, r->cpu, r->gemm};
+        for (int k = 0; k < 4; k++) summary_csv_cell(f, prov[k], 0);
         for (int k = 0; k < 2; k++) {
             const RecallAt *a = k ? &r->best : &r->last;
             if (a->layer >= 0) fprintf(f, ",%ld,%d", a->step, a->layer);
@@ -471,6 +524,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     }
     if (selection_md) fputs(selection_md, f);
     if (has_iv) write_interventions_md(&s, f);
+    write_provenance_md(&s, f, log);
     fputs("## Points\n\n", f);
     write_points_md(&s, f);
     if (has_acc || has_S || has_recall || has_state || has_cells || has_cell_S || any_iv_fig)

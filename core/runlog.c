@@ -145,6 +145,10 @@ void runlog_write_run(FILE *f, const RunlogRun *r) {
     runlog_put_num_fmt(&w, "state_floats", "%.0f", r->state_floats);
     runlog_put_ints(&w, "state_floats_by_layer", r->state_floats_by_layer, r->n_layers);
     if (r->test_cells) runlog_put_strs(&w, "test_cells", r->test_cells, r->n_test_cells);
+    if (r->commit) runlog_put_str(&w, "commit", r->commit);
+    if (r->compiler) runlog_put_str(&w, "compiler", r->compiler);
+    if (r->cpu) runlog_put_str(&w, "cpu", r->cpu);
+    if (r->gemm) runlog_put_str(&w, "gemm", r->gemm);
     runlog_end(&w);
 }
 

@@ -48,6 +48,10 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(RUN, "state_floats", NUM, "numbers a layer carries between tokens at seq_len, mean over layers")                 \
     F(RUN, "state_floats_by_layer", INTS, "the same per layer")                                                        \
     F(RUN, "test_cells", STRS, "an MQAR mixture: the test cells' names")                                               \
+    F(RUN, "commit", STR, "the commit the program was built from (+dirty: with changes; unknown: outside git)")        \
+    F(RUN, "compiler", STR, "the compiler's version string")                                                           \
+    F(RUN, "cpu", STR, "the CPU's model name")                                                                         \
+    F(RUN, "gemm", STR, "the GEMM kernel chosen at run time (model/kernels/gemm_kernels.h)")                           \
     F(TRAIN, "loss", NUM, "training loss of the step")                                                                 \
     F(TRAIN, "acc", NUM, "training accuracy of the step")                                                              \
     F(TRAIN, "lr", NUM, "learning rate of the step")                                                                   \
@@ -216,6 +220,9 @@ typedef struct {
     int n_layers;
     const char *const *test_cells;  // NULL: one cell or not MQAR
     int n_test_cells;
+    // provenance (core/provenance.h; NULL: left out): the build's commit and compiler, the CPU,
+    // the GEMM kernel chosen at run time
+    const char *commit, *compiler, *cpu, *gemm;
 } RunlogRun;
 // The protocol a run record names (written by runlog_write_run): 2 since the validation split.
 // A log whose run record has none is older: its "val" records read the test set (task.h).

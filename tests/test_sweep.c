@@ -1143,3 +1143,47 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     snprintf(p, sizeof p, "%s/out_ivs/intervention_oracle_groups.svg", test_tmpdir());
     CHECK(!path_exists(p), "%s", p);
 }
+
+// Provenance (docs/sweeps.md#the-summary): summary.md lists each commit, compiler, CPU and GEMM
+// kernel of the runs with its count, summary.csv has them per point, and a sweep whose runs
+// differ in one of them is warned about, in the file and on the log; one provenance, no warning.
+TEST(sweep_summary_lists_provenance_and_warns_when_runs_mix_it) {
+    const char *f = sweep_file("prov", "mixer = softmax\nseed = 0, 1, 2\n");
+    char dir[900], out[8192], log[1024];
+    const char *cpu[3] = {"CPU A", "CPU A", "CPU B, rev 2"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(dir, sizeof dir, "%s/out_prov/seed=%d", test_tmpdir(), i);
+        snprintf(log, sizeof log,
+                 "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2,\"commit\":\"c0ffee\","
+                 "\"compiler\":\"12.2.0\",\"cpu\":\"%s\",\"gemm\":\"avx2\"}\n"
+                 "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":0.5}\n"
+                 "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n",
+                 cpu[i]);
+        fake_log(dir, log);
+    }
+    int st = test_run(out, sizeof out, "./sweep %s --collect 2>&1", f);
+    CHECK(st == 0 && strstr(out, "summary: warning: the runs of sweep 'prov' differ in CPU (summary.md#provenance)\n"),
+          "%s", out);
+    char *md = read_out("prov", "summary.md");
+    const char *p = md ? strstr(md, "## Provenance") : NULL;
+    CHECK(p &&
+              strstr(p,
+                     "- commit: `c0ffee` (3)\n- compiler: `12.2.0` (3)\n- CPU: `CPU A` (2), `CPU B, rev 2` (1)\n"
+                     "- GEMM kernel: `avx2` (3)\n") &&
+              strstr(p, "**Warning: the runs of this sweep differ in CPU**"),
+          "%s", md ? md : "no summary.md");
+    free(md);
+    char *csv = read_out("prov", "summary.csv");
+    CHECK(csv && strstr(csv, ",test_selected,commit,compiler,cpu,gemm,") &&
+              strstr(csv, ",c0ffee,12.2.0,\"CPU B, rev 2\",avx2,"),
+          "%.2000s", csv ? csv : "no csv");
+    free(csv);
+    // one CPU: listed, no warning
+    snprintf(dir, sizeof dir, "%s/out_prov/seed=2/metrics.jsonl", test_tmpdir());
+    snprintf(log, sizeof log, "sed -i 's/CPU B, rev 2/CPU A/' '%s' && ./sweep %s --collect 2>&1", dir, f);
+    st = test_run(out, sizeof out, "%s", log);
+    CHECK(st == 0 && !strstr(out, "warning"), "%s", out);
+    md = read_out("prov", "summary.md");
+    CHECK(md && strstr(md, "- CPU: `CPU A` (3)\n") && !strstr(md, "Warning"), "%s", md ? md : "no summary.md");
+    free(md);
+}

@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/io.h"
+#include "core/provenance.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
 #include "tests/test.h"
@@ -86,7 +87,14 @@ TEST(train_metrics_records_follow_design) {
     CHECK(test && strstr(test, "{\"type\":\"done\""), "%s", text);
     // the run record first: the state each layer carries (softmax: K and V caches, 2 x 32 x 16)
     CHECK(!strncmp(text, "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2,\"params\":", 59), "%s", text);
-    CHECK(strstr(text, "\"state_floats\":1024,\"state_floats_by_layer\":[1024,1024]}\n"), "%s", text);
+    CHECK(strstr(text, "\"state_floats\":1024,\"state_floats_by_layer\":[1024,1024],"), "%s", text);
+    // then its provenance: the build's commit and compiler, the CPU, and the float GEMM kernel it
+    // runs (avx512..., avx2..., neon..., portable; this double-precision runner's own is another)
+    char prov[1024];
+    snprintf(prov, sizeof prov, "[1024,1024],\"commit\":\"%s\",\"compiler\":\"%s\",\"cpu\":\"%s\",\"gemm\":\"",
+             provenance_commit(), provenance_compiler(), provenance_cpu());
+    const char *gemm = strstr(text, prov);
+    CHECK(gemm && strchr("apn", gemm[strlen(prov)]) && gemm[strlen(prov) + 1] != '"', "%s\nwanted %s", text, prov);
     CHECK(strstr(text, "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n"), "%s", text);
 }
 
