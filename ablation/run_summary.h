@@ -42,6 +42,7 @@ typedef struct {
     double best_acc;           // highest validation accuracy (NAN: none)
     long best_step;            // its step (the first on ties; -1: none)
     double test_acc;           // the test set, read once at the end (NAN: not read)
+    double test_lo, test_hi;   // its 95% interval over examples (eval/interval.h; NAN: an older log)
     long test_step;            // the step whose weights it read (-1: none)
     char test_selected[8];     // "best" or "last"
     long steps_to_target;      // first eval step with acc >= SUMMARY_TARGET_ACC; -1: never

@@ -180,6 +180,18 @@ static int group_column(const Summary *s, int e) { return !s->grouped[s->sw->ent
 // The markdown tables show the keys that name the points (a zip partner of mixer is left out).
 static int md_column(const Summary *s, int e) { return s->sw->entries[e].named; }
 
+// A group's verdicts: "2 / 1 / 0" (solve / undecided / fail), with the seeds that have no
+// interval (older logs) after it; "-" when none has one.
+static void fmt_verdicts(char *b, size_t n, const GroupStats *gs) {
+    if (gs->no_interval == gs->finished) {
+        snprintf(b, n, "-");
+        return;
+    }
+    snprintf(b, n, "%d / %d / %d", gs->verdicts[VERDICT_SOLVES], gs->verdicts[VERDICT_UNDECIDED],
+             gs->verdicts[VERDICT_FAILS]);
+    if (gs->no_interval) snprintf(b + strlen(b), n - strlen(b), " (%d without an interval)", gs->no_interval);
+}
+
 static void write_points_md(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
     char b[256], c[256];
@@ -214,6 +226,9 @@ static void write_points_md(const Summary *s, FILE *f) {
             snprintf(b + strlen(b), sizeof b - strlen(b), ", older log: test set");
         summary_md_cell(f, b);
         summary_fmt(b, sizeof b, "%.4f", r->test_acc);
+        if (isfinite(r->test_lo))
+            snprintf(b + strlen(b), sizeof b - strlen(b), " [%.4f, %.4f] %s", r->test_lo, r->test_hi,
+                     derived_verdict_name(derived_verdict(r->test_lo, r->test_hi)));
         if (r->test_step >= 0)
             snprintf(b + strlen(b), sizeof b - strlen(b), " (%ld, %s)", r->test_step, r->test_selected);
         summary_md_cell(f, b);
@@ -257,11 +272,11 @@ static void write_groups_md(const Summary *s, FILE *f) {
         if (group_column(s, s->varied[k]) && md_column(s, s->varied[k]))
             summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) summary_md_cell(f, "mixer");
-    fputs(" finished | reached 0.99 | capped, improving |", f);
+    fputs(" finished | reached 0.99 | capped, improving | test verdicts: solve / undecided / fail |", f);
     for (int m = 0; m < G_N; m++) summary_md_cell(f, g_group_title[m]);
     if (any_selection) summary_md_cell(f, "selection seed: best val acc, test acc");
     fputs("\n|", f);
-    for (int k = 0; k < cols + s->mixer_md + 3 + G_N + any_selection; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 4 + G_N + any_selection; k++) fputs("---|", f);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
@@ -279,6 +294,8 @@ static void write_groups_md(const Summary *s, FILE *f) {
         snprintf(b, sizeof b, "%d/%d", gs.reached, gs.finished);
         summary_md_cell(f, b);
         snprintf(b, sizeof b, "%d/%d", gs.capped, gs.finished);
+        summary_md_cell(f, b);
+        fmt_verdicts(b, sizeof b, &gs);
         summary_md_cell(f, b);
         for (int m = 0; m < G_N; m++) {
             if (m == G_STATE)
@@ -304,7 +321,7 @@ static void write_points_csv(const Summary *s, FILE *f) {
     summary_csv_point_header(s, f);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
           "tok_per_s,S_min,S_mean,S_recall_min,state_floats,recall_layer,recall_S,recall_ans_share,recall_ans_hit,"
-          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected,commit,compiler,cpu,gemm",
+          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected,test_acc_lo,test_acc_hi,verdict,commit,compiler,cpu,gemm",
           f);
     static const char *at[2] = {"last", "best"};
     for (int k = 0; k < 2; k++)
@@ -349,6 +366,9 @@ static void write_points_csv(const Summary *s, FILE *f) {
         summary_csv_num(f, r->test_acc);
         if (r->test_step >= 0) fprintf(f, ",%ld,%s", r->test_step, r->test_selected);
         else fputs(",,", f);
+        summary_csv_num(f, r->test_lo);
+        summary_csv_num(f, r->test_hi);
+        summary_csv_cell(f, derived_verdict_name(derived_verdict(r->test_lo, r->test_hi)), 0);
         const char *prov[4] = {r->commit, r->compiler, r->cpu, r->gemm};
         for (int k = 0; k < 4; k++) summary_csv_cell(f, prov[k], 0);
         for (int k = 0; k < 2; k++) {
@@ -389,7 +409,7 @@ static void write_groups_csv(const Summary *s, FILE *f) {
     for (int m = 0; m < G_N; m++)
         fprintf(f, ",%s_n,%s_mean,%s_sd,%s_values", g_group_metric[m], g_group_metric[m], g_group_metric[m],
                 g_group_metric[m]);
-    fputs(",selection_point,selection_best_val_acc,selection_test_acc\n", f);
+    fputs(",selection_point,selection_best_val_acc,selection_test_acc,solves,undecided,fails,no_interval\n", f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
         GroupStats gs = summary_group_stats(s, g);
@@ -414,7 +434,8 @@ static void write_groups_csv(const Summary *s, FILE *f) {
             summary_csv_num(f, s->runs[gs.selection].best_acc);
             summary_csv_num(f, s->runs[gs.selection].test_acc);
         } else fputs(",,,", f);
-        fputc('\n', f);
+        fprintf(f, ",%d,%d,%d,%d\n", gs.verdicts[VERDICT_SOLVES], gs.verdicts[VERDICT_UNDECIDED],
+                gs.verdicts[VERDICT_FAILS], gs.no_interval);
     }
 }
 

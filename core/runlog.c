@@ -183,6 +183,14 @@ void runlog_write_eval(FILE *f, const RunlogEval *r) {
     if (r->mixer) runlog_put_str(&w, "mixer", r->mixer);
     if (r->sequences >= 0) runlog_put_int(&w, "sequences", r->sequences);
     if (r->options && *r->options) runlog_put_str(&w, "options", r->options);
+    if (r->examples > 0) {
+        runlog_put_int(&w, "examples", r->examples);
+        runlog_put_num(&w, "acc_lo", r->acc_lo);
+        runlog_put_num(&w, "acc_hi", r->acc_hi);
+        if (r->examples_by_cell) runlog_put_ints(&w, "examples_by_cell", r->examples_by_cell, r->n_cells);
+        runlog_put_ints(&w, "example_queries", r->example_queries, (int)r->examples);
+        runlog_put_ints(&w, "example_correct", r->example_correct, (int)r->examples);
+    }
     runlog_end(&w);
 }
 

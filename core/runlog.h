@@ -71,6 +71,12 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(EVAL, "mixer", STR, "./evaluate: the mixer key")                                                                 \
     F(EVAL, "sequences", INT, "./evaluate: sequences measured")                                                        \
     F(EVAL, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")            \
+    F(EVAL, "examples", INT, "split test: examples measured (sequences)")                                              \
+    F(EVAL, "acc_lo", NUM, "split test: the 95% bootstrap interval of acc over examples, its lower end")               \
+    F(EVAL, "acc_hi", NUM, "split test: its upper end")                                                                \
+    F(EVAL, "examples_by_cell", INTS, "split test, an MQAR mixture: the examples of each test cell, in order")         \
+    F(EVAL, "example_queries", INTS, "split test: each example's positions with a target (queries), in order")         \
+    F(EVAL, "example_correct", INTS, "split test: how many of them the model answered right")                          \
     F(NONFINITE, "where", STR, "the first tensor that went non-finite, or the loss")                                   \
     F(NONFINITE, "action", STR, "skip or stop")                                                                        \
     F(NONFINITE, "skipped", INT, "steps skipped so far")                                                               \
@@ -250,6 +256,11 @@ typedef struct {
     // ./evaluate only (NULL / -1: left out)
     const char *checkpoint, *mixer, *options;
     long sequences;
+    // per-example counts and the interval of acc over them (eval/interval.h; examples 0: left out)
+    long examples;
+    double acc_lo, acc_hi;
+    const size_t *example_queries, *example_correct;  // [examples]
+    const size_t *examples_by_cell;                   // [n_cells] a mixture (NULL: one cell)
 } RunlogEval;
 void runlog_write_eval(FILE *f, const RunlogEval *r);
 

@@ -2,6 +2,18 @@
 
 #include <math.h>
 
+Verdict derived_verdict(double acc_lo, double acc_hi) {
+    if (!isfinite(acc_lo) || !isfinite(acc_hi)) return VERDICT_NONE;
+    if (acc_lo >= DERIVED_TARGET_ACC) return VERDICT_SOLVES;
+    if (acc_hi < DERIVED_TARGET_ACC) return VERDICT_FAILS;
+    return VERDICT_UNDECIDED;
+}
+
+const char *derived_verdict_name(Verdict v) {
+    static const char *names[VERDICT_N] = {"solves", "undecided", "fails"};
+    return v >= 0 && v < VERDICT_N ? names[v] : "";
+}
+
 double derived_window_share(const RunlogRecord *r) {
     double w = runlog_num(r, "ans_window_share");
     return isfinite(w) ? w : runlog_num(r, "ans_share");

@@ -7,6 +7,13 @@
 // The accuracy a run must reach to count as solving its task (Zoology's 0.99).
 #define DERIVED_TARGET_ACC 0.99
 
+// A seed's verdict on its task from the 95% interval of its test accuracy (acc_lo, acc_hi of the
+// test record; docs/mqar.md#verdicts): "solves" when the lower end is at DERIVED_TARGET_ACC or
+// above, "fails" when the upper end is below it, else "undecided"; NULL without an interval.
+typedef enum { VERDICT_NONE = -1, VERDICT_SOLVES, VERDICT_UNDECIDED, VERDICT_FAILS, VERDICT_N } Verdict;
+Verdict derived_verdict(double acc_lo, double acc_hi);
+const char *derived_verdict_name(Verdict v);  // "solves", "undecided", "fails"; "" for none
+
 // The share of a head's query-row weight that recall can use: the answer window's when the
 // layer's window is wider than the value position (a short convolution, Mamba's d_conv: the
 // record then has ans_window_share), else the value position's (ans_share). NAN when neither.

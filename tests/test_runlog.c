@@ -102,7 +102,8 @@ TEST(runlog_writers_and_reader_agree) {
     const char *names[] = {"kv2_L16", "kv4_L32"};
     double acc[] = {0.5, 0.75};
     RunlogEval ev = {
-        6, 1.5, 0.625, 2, names, acc, NULL, NULL, "ckpt_00000006.safetensors", "softmax", "mqar_test_seed=9", 40};
+        6,  1.5, 0.625, 2, names, acc,  NULL, NULL, "ckpt_00000006.safetensors", "softmax", "mqar_test_seed=9",
+        40, 0,   0,     0, NULL,  NULL, NULL};
     runlog_write_eval(f, &ev);
     runlog_write_done(f, 6, "steps");
     fputs("not json\n{\"step\":6,\"layer\":0,\"head\":1,\"S\":0.5}\n{\"type\":\"train\",\"step\":7,", f);

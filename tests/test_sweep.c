@@ -749,7 +749,7 @@ TEST(sweep_print_then_collect_builds_the_summary) {
     CHECK(groups && strstr(groups, "\nsoftmax,8,2,2,0,0,") && strstr(groups, "\nlinear,16,2,1,0,") &&
               strstr(groups, "reached_0.99,capped_improving,") &&
               strstr(groups, ",state_floats_n,state_floats_mean,state_floats_sd,state_floats_values,selection_point,") &&
-              strstr(groups, ",selection_best_val_acc,selection_test_acc\n"),
+              strstr(groups, ",selection_best_val_acc,selection_test_acc,solves,undecided,fails,no_interval\n"),
           "%s", groups);
     char *svg = read_out("col", "acc_vs_d_model.svg");
     CHECK(svg && strstr(svg, "<svg") && strstr(svg, ">softmax<") && strstr(svg, ">linear<"), "no accuracy figure");
@@ -1174,7 +1174,7 @@ TEST(sweep_summary_lists_provenance_and_warns_when_runs_mix_it) {
           "%s", md ? md : "no summary.md");
     free(md);
     char *csv = read_out("prov", "summary.csv");
-    CHECK(csv && strstr(csv, ",test_selected,commit,compiler,cpu,gemm,") &&
+    CHECK(csv && strstr(csv, ",test_selected,test_acc_lo,test_acc_hi,verdict,commit,compiler,cpu,gemm,") &&
               strstr(csv, ",c0ffee,12.2.0,\"CPU B, rev 2\",avx2,"),
           "%.2000s", csv ? csv : "no csv");
     free(csv);
@@ -1186,4 +1186,93 @@ TEST(sweep_summary_lists_provenance_and_warns_when_runs_mix_it) {
     md = read_out("prov", "summary.md");
     CHECK(md && strstr(md, "- CPU: `CPU A` (3)\n") && !strstr(md, "Warning"), "%s", md ? md : "no summary.md");
     free(md);
+}
+
+// Verdicts (docs/mqar.md#verdicts): each seed's test accuracy with its 95% interval and verdict,
+// solves (lower end >= 0.99), fails (upper end < 0.99) or undecided; the group counts each, and
+// a seed of an older log (no interval) is counted apart.
+TEST(sweep_summary_gives_each_seed_a_verdict_from_its_interval) {
+    const char *f = sweep_file("verdict", "mixer = softmax\nseed = 0, 1, 2, 3\n");
+    char dir[900], log[1024], out[4096];
+    const double acc[4][3] = {{0.9925, 0.9910, 0.9940}, {0.9905, 0.9888, 0.9921}, {0.9880, 0.9860, 0.9895}, {0.995, 0, 0}};
+    for (int i = 0; i < 4; i++) {
+        char iv[96] = "";
+        if (i < 3) snprintf(iv, sizeof iv, ",\"examples\":3000,\"acc_lo\":%.4f,\"acc_hi\":%.4f", acc[i][1], acc[i][2]);
+        snprintf(dir, sizeof dir, "%s/out_verdict/seed=%d", test_tmpdir(), i);
+        snprintf(log, sizeof log,
+                 "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2}\n"
+                 "{\"type\":\"eval\",\"step\":10,\"split\":\"val\",\"loss\":1,\"acc\":0.995}\n"
+                 "{\"type\":\"eval\",\"step\":10,\"split\":\"test\",\"selected\":\"best\",\"loss\":1,\"acc\":%.4f%s}\n"
+                 "{\"type\":\"done\",\"step\":10,\"reason\":\"stop_at_acc\"}\n",
+                 acc[i][0], iv);
+        fake_log(dir, log);
+    }
+    int st = test_run(out, sizeof out, "./sweep %s --collect 2>&1", f);
+    CHECK(st == 0, "%s", out);
+    char *md = read_out("verdict", "summary.md");
+    CHECK(md && strstr(md, "| 0.9925 [0.9910, 0.9940] solves (10, best) |") &&
+              strstr(md, "| 0.9905 [0.9888, 0.9921] undecided (10, best) |") &&
+              strstr(md, "| 0.9880 [0.9860, 0.9895] fails (10, best) |") && strstr(md, "| 0.9950 (10, best) |"),
+          "%s", md ? md : "no summary.md");
+    CHECK(strstr(md, "| test verdicts: solve / undecided / fail |") &&
+              strstr(md, "| 4/4 | 4/4 | 0/4 | 1 / 1 / 1 (1 without an interval) |"),
+          "%s", md);
+    free(md);
+    char *csv = read_out("verdict", "summary.csv");
+    CHECK(csv && strstr(csv, ",test_selected,test_acc_lo,test_acc_hi,verdict,commit,") &&
+              strstr(csv, ",0.9888,0.9921,undecided,") && strstr(csv, ",0.986,0.9895,fails,"),
+          "%.3000s", csv ? csv : "no csv");
+    free(csv);
+    char *groups = read_out("verdict", "summary_groups.csv");
+    CHECK(groups && strstr(groups, ",solves,undecided,fails,no_interval\n") && strstr(groups, ",1,1,1,1\n"), "%s",
+          groups ? groups : "no groups csv");
+    free(groups);
+}
+
+// held_out (docs/sweeps.md#held-out-settings): the held-out points (a two-stage sweep's second
+// stage) run with its values, the selection seed with the file's, and the folder names stay;
+// a key the file does not set is added; an axis or a malformed setting is refused, naming the line.
+TEST(sweep_held_out_settings_change_only_the_held_out_points) {
+    SweepFile sw;
+    char err[512];
+    CHECK(parse("steps = 5\nstop_at_acc = 0.99\nlr = 1e-3, 1e-2\nseed = 0, 1\nselect = lr\n"
+                "held_out = stop_at_acc=0.999 mqar_val_examples=4000\n",
+                &sw, err, sizeof err) == 0,
+          "%s", err);
+    // points: lr * 2 + seed; seed 0 is the first stage
+    for (int i = 0; i < 4; i++) {
+        int held = i % 2 == 1;
+        CHECK(sweep_point_held_out(&sw, i) == held, "point %d", i);
+        char **argv = sweep_point_argv(&sw, i, "./train", 0);
+        char line[1024] = "";
+        for (char **a = argv; *a; a++) snprintf(line + strlen(line), sizeof line - strlen(line), " %s", *a);
+        sweep_free_argv(argv);
+        const char *want = held ? " ./train /dev/null steps=5 stop_at_acc=0.999 lr=1e-"
+                                : " ./train /dev/null steps=5 stop_at_acc=0.99 lr=1e-";
+        CHECK(!strncmp(line, want, strlen(want)) && (strstr(line, " mqar_val_examples=4000 out_dir=") != NULL) == held,
+              "point %d:%s", i, line);
+    }
+    CHECK(!strcmp(sw.point_names[1], "lr=1e-3,seed=1"), "%s", sw.point_names[1]);
+    sweep_free(&sw);
+    // without select every point is held out
+    CHECK(parse("seed = 0, 1\nheld_out = stop_at_acc=0.999\n", &sw, err, sizeof err) == 0, "%s", err);
+    CHECK(sweep_point_held_out(&sw, 0) && sweep_point_held_out(&sw, 1));
+    sweep_free(&sw);
+    const BadInput bad[] = {
+        {"lr = 1e-3, 1e-2\nseed = 0, 1\nheld_out = lr=1e-2\n",
+         "x.sweep:3: held_out: lr is an axis of this sweep (expected keys that are fixed or not set)"},
+        {"seed = 0, 1\nheld_out = stop_at_acc\n",
+         "x.sweep:2: held_out: expected KEY=VALUE settings separated by spaces, got 'stop_at_acc'"},
+        {"seed = 0, 1\nheld_out = steps=1 steps=2\n", "x.sweep:2: held_out: steps set twice"},
+        {"seed = 0, 1\nheld_out = out_dir=x\n", "x.sweep:2: held_out: out_dir: the sweep sets each point's out_dir"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        CHECK(parse(bad[k].in, &sw, err, sizeof err) != 0 && !strcmp(err, bad[k].want), "%s\ngot: %s", bad[k].in, err);
+    }
+    // a value the config refuses: exit 2 before anything runs, naming the line
+    const char *f = sweep_file("heldbad", "seed = 0, 1\nheld_out = stop_at_acc=abc\n");
+    char out[2048];
+    int st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", f);
+    CHECK(st == 2 && strstr(out, "heldbad.sweep:4: held_out: stop_at_acc: expected a non-negative number, got 'abc'\n"),
+          "exit %d: %s", st, out);
 }
