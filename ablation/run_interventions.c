@@ -33,6 +33,8 @@ static int collect(const RunlogRecord *r, void *ctx) {
                     .layer = r->layer,
                     .strength = intervention_has_strength((InterventionKind)k) ? runlog_num(r, "strength") : NAN,
                     .acc = runlog_num(r, "acc"),
+                    .acc_lo = runlog_num(r, "acc_lo"),
+                    .acc_hi = runlog_num(r, "acc_hi"),
                     .S_recall = runlog_num(r, "S_recall"),
                     .eff_tokens = runlog_num(r, "eff_tokens_recall"),
                     .window = runlog_num(r, "ans_window_share"),

@@ -9,6 +9,7 @@ typedef struct {
     int layer;              // the layer changed (-1: every layer)
     double strength;        // NAN: a kind without strengths (derange, the oracles, ablate, none)
     double acc, S_recall;   // validation accuracy, and the changed layer's query rows' S_recall
+    double acc_lo, acc_hi;  // the accuracy's 95% interval (NAN: an older record)
     double eff_tokens;      // of those rows, n S^2 (1: one-hot)
     double window, chance;  // the answer window's share of their weight, and a uniform row's
 } IvRecord;

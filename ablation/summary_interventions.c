@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "eval/derived.h"
 #include "eval/intervene.h"
 
 int summary_iv_counts(const RunSummary *r) {
@@ -156,6 +157,67 @@ static void main_table(const Summary *s, FILE *f) {
     }
 }
 
+// The lag oracle's reading of a run at its causal layer (eval/derived.h) into b: "lag 1: 1.0000
+// (control 0.0100)", or "not valid (lag 0: 0.0200, control 0.0190)"; 0 when the run has no lag
+// records there.
+static int lag_reading(const RunSummary *r, char *b, size_t n, int *valid) {
+    double acc[INTERVENTION_MAX_LAG + 1], ctrl[INTERVENTION_MAX_LAG + 1], lo[INTERVENTION_MAX_LAG + 1],
+        hi[INTERVENTION_MAX_LAG + 1];
+    int top = 0;
+    for (int k = 0; k <= INTERVENTION_MAX_LAG; k++) {
+        const IvRecord *o = run_intervention(&r->iv, IV_ORACLE_LAG, r->iv.causal_layer, k);
+        const IvRecord *c = run_intervention(&r->iv, IV_ORACLE_LAG_CONTROL, r->iv.causal_layer, k);
+        acc[k] = o ? o->acc : NAN, ctrl[k] = c ? c->acc : NAN;
+        lo[k] = c ? c->acc_lo : NAN, hi[k] = c ? c->acc_hi : NAN;
+        if (o) top = k + 1;
+    }
+    LagReading lr = derived_lag_oracle(acc, ctrl, lo, hi, top);
+    if (lr.best < 0) return 0;
+    *valid = lr.valid;
+    snprintf(b, n, "%slag %d: %.4f (control %.4f)", lr.valid ? "" : "not valid: ", lr.best, lr.acc, lr.control);
+    return 1;
+}
+
+// The lag oracle per group: each seed's reading, and how many seeds it is a valid probe for.
+static void lag_table(const Summary *s, FILE *f) {
+    char b[2048], one[128];
+    int any = 0;
+    for (int i = 0; i < s->sw->n_points && !any; i++) {
+        int v;
+        any = summary_iv_counts(&s->runs[i]) && lag_reading(&s->runs[i], one, sizeof one, &v);
+    }
+    if (!any) return;
+    fputs("**The lag oracle** on the causal recall layer (docs/interventions.md#the-lag-oracle): per seed the "
+          "lag of the answer window whose oracle (all the row's weight on the answer's value position + lag) "
+          "gives the highest validation accuracy, beside its control (the same lag behind another pair's value); "
+          "\"not valid\" where it does not beat the control by more than the control's 95% interval is wide: "
+          "there the oracle is no probe of the map, and its accuracy is no result.\n\n|",
+          f);
+    int cols = group_cells(s, 0, f, 1);
+    fputs(" valid for | each seed |\n|", f);
+    for (int k = 0; k < cols + 2; k++) fputs("---|", f);
+    fputc('\n', f);
+    for (int g = 0; g < s->n_groups; g++) {
+        int n = 0, n_valid = 0;
+        b[0] = 0;
+        for (int i = 0; i < s->sw->n_points; i++) {
+            int v = 0;
+            if (s->group_of[i] != g || !summary_iv_counts(&s->runs[i]) || !lag_reading(&s->runs[i], one, sizeof one, &v))
+                continue;
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", n ? "; " : "", one);
+            n++, n_valid += v;
+        }
+        if (!n) continue;
+        fputs("|", f);
+        group_cells(s, s->groups[g], f, 0);
+        snprintf(one, sizeof one, "%d/%d", n_valid, n);
+        summary_md_cell(f, one);
+        summary_md_cell(f, b);
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+}
+
 // A curve table: a column per strength, a row per group: mean accuracy (mean S_recall).
 static void curve_table(const Summary *s, FILE *f, int kind, const char *what) {
     enum { MAX = INTERVENTION_MAX_STRENGTHS * 4 };
@@ -215,12 +277,15 @@ void write_interventions_md(const Summary *s, FILE *f) {
     fputc('\n', f);
     curve_table(s, f, IV_FLATTEN, "eps");
     curve_table(s, f, IV_TOPK, "k");
+    lag_table(s, f);
 }
 
 void write_interventions_csv(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
     summary_csv_point_header(s, f);
-    fputs(",in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,eff_tokens,ans_window_share,ans_window_chance\n", f);
+    fputs(",in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,eff_tokens,ans_window_share,ans_window_chance,"
+          "acc_lo,acc_hi\n",
+          f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
         for (int k = 0; k < r->iv.n; k++) {
@@ -234,6 +299,8 @@ void write_interventions_csv(const Summary *s, FILE *f) {
             summary_csv_num(f, v->eff_tokens);
             summary_csv_num(f, v->window);
             summary_csv_num(f, v->chance);
+            summary_csv_num(f, v->acc_lo);
+            summary_csv_num(f, v->acc_hi);
             fputc('\n', f);
         }
     }

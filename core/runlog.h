@@ -157,13 +157,15 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(INTERVENTION, "split", STR, "the set measured: val or test")                                                     \
     F(INTERVENTION, "options", STR, "intervene=KIND[:S] rows=R, then other options (part of the key)")                 \
     F(INTERVENTION, "kind", STR, "none (the model as it is), flatten, topk, sharpen, ... (docs/interventions.md)")     \
-    F(INTERVENTION, "strength", NUM, "flatten's eps, topk's k, sharpen's p, temperature's tau")                        \
+    F(INTERVENTION, "strength", NUM, "flatten's eps, topk's k, sharpen's p, temperature's tau, a lag kind's lag")      \
     F(INTERVENTION, "rows", STR, "the rows changed: query or all")                                                     \
     F(INTERVENTION, "checkpoint", STR, "the checkpoint's file name")                                                   \
     F(INTERVENTION, "mixer", STR, "the mixer key")                                                                     \
     F(INTERVENTION, "sequences", INT, "sequences measured")                                                            \
     F(INTERVENTION, "loss", NUM, "loss after the change")                                                              \
     F(INTERVENTION, "acc", NUM, "accuracy after the change")                                                           \
+    F(INTERVENTION, "acc_lo", NUM, "its 95% bootstrap interval over the sequences, lower end (eval/interval.h)")       \
+    F(INTERVENTION, "acc_hi", NUM, "its upper end")                                                                    \
     F(INTERVENTION, "rows_recall", INT, "query rows of the changed maps measured (each map of a head)")                \
     F(INTERVENTION, "S_recall", NUM, "their mean S after the change")                                                  \
     F(INTERVENTION, "eff_tokens_recall", NUM, "their mean effective tokens n S^2 after the change")                    \

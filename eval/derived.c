@@ -14,6 +14,17 @@ const char *derived_verdict_name(Verdict v) {
     return v >= 0 && v < VERDICT_N ? names[v] : "";
 }
 
+LagReading derived_lag_oracle(const double *acc, const double *ctrl, const double *ctrl_lo, const double *ctrl_hi, int n) {
+    LagReading r = {-1, NAN, NAN, 0};
+    for (int k = 0; k < n; k++)
+        if (isfinite(acc[k]) && (r.best < 0 || acc[k] > r.acc)) r.best = k, r.acc = acc[k];
+    if (r.best < 0) return r;
+    r.control = ctrl[r.best];
+    double width = ctrl_hi[r.best] - ctrl_lo[r.best];
+    r.valid = isfinite(r.control) && isfinite(width) && r.acc - r.control > width;
+    return r;
+}
+
 double derived_window_share(const RunlogRecord *r) {
     double w = runlog_num(r, "ans_window_share");
     return isfinite(w) ? w : runlog_num(r, "ans_share");

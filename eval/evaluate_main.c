@@ -25,6 +25,7 @@
 #include "core/runlog.h"
 #include "data/task.h"
 #include "eval/maps.h"
+#include "eval/derived.h"
 #include "eval/intervene.h"
 #include "eval/intervene_plot.h"
 #include "eval/report.h"
@@ -727,6 +728,7 @@ typedef struct {
     const char *ck, *mixer, *rest;  // the checkpoint's name, the mixer, the other options
     Evaluator *ev;
     int passes;
+    InterventionResult last;  // the last pass's
 } IvRun;
 
 // One pass: its record and its line. Returns the accuracy.
@@ -738,6 +740,7 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
                    cfg_int(ec, "sparsity_rows"), iv, &res);
     double sec = now_seconds() - t0;
     run->passes++;
+    run->last = res;
     char options[1200], what[64] = "";
     intervention_options(options, sizeof options, iv, run->rest);
     intervention_write_record(run->out, run->step, iv, &res, g_split, run->ck, run->mixer, options, sec);
@@ -754,6 +757,34 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
         printf(", window %.3f (chance %.3f)", res.ans_window_share, res.ans_window_chance);
     printf(" | %.1f s\n", sec);
     return val_acc(&res.stats);
+}
+
+// intervene=oracle_lag: at each lag inside the changed layer's answer window the oracle and its
+// control (oracle_lag_control), then the reading (eval/derived.h): the best lag, and whether it
+// beats its control beyond the control's interval; if not, the oracle is no probe of this map.
+static void lag_oracle_passes(IvRun *run, Intervention *iv, const IvArgs *ia) {
+    double lags[INTERVENTION_MAX_STRENGTHS], acc[INTERVENTION_MAX_LAG + 1], ctrl[INTERVENTION_MAX_LAG + 1];
+    double lo[INTERVENTION_MAX_LAG + 1], hi[INTERVENTION_MAX_LAG + 1];
+    for (int k = 0; k <= INTERVENTION_MAX_LAG; k++) acc[k] = ctrl[k] = lo[k] = hi[k] = NAN;
+    int n = intervention_lags(run->ev->model, iv->layer, ia->strengths, ia->n_strengths, lags), top = 0;
+    for (int i = 0; i < n; i++) {
+        int k = (int)lags[i];
+        iv->kind = IV_ORACLE_LAG, iv->strength = k;
+        acc[k] = intervention_pass(run, iv);
+        iv->kind = IV_ORACLE_LAG_CONTROL;
+        ctrl[k] = intervention_pass(run, iv);
+        lo[k] = run->last.acc_lo, hi[k] = run->last.acc_hi;
+        if (k + 1 > top) top = k + 1;
+    }
+    iv->kind = IV_ORACLE_LAG;
+    LagReading r = derived_lag_oracle(acc, ctrl, lo, hi, top);
+    if (r.best < 0) printf("  lag oracle: no lag inside the window was asked for\n");
+    else if (r.valid)
+        printf("  lag oracle: best lag %d, accuracy %.4f against its control's %.4f [%.4f, %.4f]\n", r.best, r.acc,
+               r.control, lo[r.best], hi[r.best]);
+    else
+        printf("  lag oracle: not a valid probe for this map (best lag %d: %.4f, its control %.4f [%.4f, %.4f])\n",
+               r.best, r.acc, r.control, lo[r.best], hi[r.best]);
 }
 
 // ./evaluate PATH intervene=...: the model as it is, then each strength (ablate: each layer, and
@@ -778,7 +809,7 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     if (!out) die("out of memory");
     char ck_name[256];
     snprintf(ck_name, sizeof ck_name, "%s", base_name(ck));
-    IvRun run = {out, step, ck_name, cfg_str(&ev->cfg, "mixer"), options, ev, 0};
+    IvRun run = {.out = out, .step = step, .ck = ck_name, .mixer = cfg_str(&ev->cfg, "mixer"), .rest = options, .ev = ev};
     printf("%s (step %ld, %s): intervene=%s on the %s set\n", ck, step, run.mixer, intervention_name(ia->kind), g_split);
     double t0 = now_seconds();
     int layer = ia->layer;
@@ -810,7 +841,8 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
         }
         if (causal >= 0 && ia->layer == -1)
             printf("  causal recall layer: %d (ablating it leaves accuracy %.4f of %.4f)\n", causal, worst, t->last_acc);
-    } else
+    } else if (ia->kind == IV_ORACLE_LAG) lag_oracle_passes(&run, &iv, ia);
+    else
         for (int i = 0; i < ia->n_strengths; i++) {
             iv.strength = ia->strengths[i];
             intervention_pass(&run, &iv);
@@ -910,7 +942,8 @@ static void usage(FILE *f) {
             "                   with a line per run in FILE's folder)\n"
             "  intervene=KIND[:S1,S2,...]  change the maps and measure what it costs (docs/interventions.md):\n"
             "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
-            "                   oracle_window, oracle_wrong or ablate, on a checkpoint or a run folder's\n"
+            "                   oracle_window, oracle_wrong, ablate or oracle_lag[:lags] (each lag in the\n"
+            "                   window with its control), on a checkpoint or a run folder's\n"
             "                   best.safetensors; writes intervention.jsonl, intervention_<kind>.svg, report.html\n"
             "  layer=L|all|causal  intervene=: the layer changed (default all; ablate: each in turn; causal:\n"
             "                   each layer ablated first, then the kind on the one whose ablation costs most)\n"

@@ -20,8 +20,22 @@ static const char *const g_names[] = {
 
 const char *intervention_name(InterventionKind k) { return k >= 0 && k < IV_N_KINDS ? g_names[k] : "?"; }
 
+static int is_lag_kind(InterventionKind k) { return k == IV_ORACLE_LAG || k == IV_ORACLE_LAG_CONTROL; }
+
 int intervention_has_strength(InterventionKind k) {
-    return k == IV_FLATTEN || k == IV_TOPK || k == IV_SHARPEN || k == IV_TEMPERATURE;
+    return k == IV_FLATTEN || k == IV_TOPK || k == IV_SHARPEN || k == IV_TEMPERATURE || is_lag_kind(k);
+}
+
+int intervention_lags(const Model *m, int layer, const double *strengths, int n, double *lags) {
+    int w = 1, c = 0;
+    for (int l = 0; l < m->s.L; l++)
+        if (layer < 0 || l == layer) {
+            int lw = sparsity_answer_window(m, l);
+            if (lw > w) w = lw;
+        }
+    for (int i = 0; i < n; i++)
+        if (strengths[i] < w) lags[c++] = strengths[i];
+    return c;
 }
 
 // The strengths a kind runs without a list: flatten's 11 steps of 0.1, top-k over powers of two,
@@ -31,15 +45,26 @@ static int default_strengths(InterventionKind k, double *s) {
     static const double topk[] = {1, 2, 4, 8, 16, 32, 64};
     static const double sharpen[] = {0.25, 0.5, 1, 2, 4, 8};
     static const double temperature[] = {0.25, 0.5, 1, 2, 4};
-    const double *v = k == IV_FLATTEN ? flatten : k == IV_TOPK ? topk : k == IV_SHARPEN ? sharpen : temperature;
-    int n = k == IV_FLATTEN ? 11 : k == IV_TOPK ? 7 : k == IV_SHARPEN ? 6 : 5;
+    static const double lags[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const double *v = k == IV_FLATTEN ? flatten
+        : k == IV_TOPK                ? topk
+        : k == IV_SHARPEN             ? sharpen
+        : is_lag_kind(k)              ? lags
+                                      : temperature;
+    int n = k == IV_FLATTEN ? 11 : k == IV_TOPK ? 7 : k == IV_SHARPEN ? 6 : is_lag_kind(k) ? 16 : 5;
     memcpy(s, v, sizeof(double) * n);
     return n;
 }
 
 static void check_strength(InterventionKind k, double s, const char *text) {
-    int ok = k == IV_FLATTEN ? s >= 0 && s <= 1 : k == IV_TOPK ? s >= 1 && s == floor(s) && s <= 1e6 : s > 0 && s < 1e6;
-    const char *want = k == IV_FLATTEN ? "a number in [0, 1]" : k == IV_TOPK ? "an integer >= 1" : "a number > 0";
+    int ok = k == IV_FLATTEN ? s >= 0 && s <= 1
+        : k == IV_TOPK       ? s >= 1 && s == floor(s) && s <= 1e6
+        : is_lag_kind(k)     ? s >= 0 && s == floor(s) && s <= INTERVENTION_MAX_LAG
+                             : s > 0 && s < 1e6;
+    const char *want = k == IV_FLATTEN ? "a number in [0, 1]"
+        : k == IV_TOPK                 ? "an integer >= 1"
+        : is_lag_kind(k)               ? "a lag, an integer in [0, 63]"
+                                       : "a number > 0";
     if (!ok) die_input("intervene: %s: expected %s, got '%s'", intervention_name(k), want, text);
 }
 
@@ -53,7 +78,8 @@ int intervention_parse(const char *value, InterventionKind *kind, double *streng
         if (len == strlen(g_names[k]) && !strncmp(value, g_names[k], len)) *kind = (InterventionKind)k;
     if (*kind == IV_N_KINDS)
         die_input("intervene: expected flatten, topk, sharpen, temperature, derange, oracle, oracle_window, "
-                  "oracle_wrong or ablate (with :STRENGTHS for the first four), got '%s'",
+                  "oracle_wrong, ablate, oracle_lag or oracle_lag_control (with :STRENGTHS for the first four and "
+                  ":LAGS for the last two), got '%s'",
                   value);
     if (!intervention_has_strength(*kind)) {
         if (colon) die_input("intervene: %s takes no strengths, got '%s'", name, value);
@@ -151,6 +177,31 @@ static int oracle_row(InterventionKind kind, real *a, int n, double r, const Row
     return 1;
 }
 
+// The lag oracle (k = lag) and its control: the row's mass r on one position, vp + k or another
+// pair's value position + k (a pair whose window [pos, pos + w) does not overlap the answer's),
+// signed as the map's own weight there, or as the row's sum where that is 0.
+static int oracle_lag_row(InterventionKind kind, real *a, int n, double r, const RowContext *rc, int k) {
+    int vp = rc->value_pos, w = rc->window > 1 ? rc->window : 1;
+    if (vp < 0 || k >= w) return 0;
+    int pos = vp + k;
+    if (kind == IV_ORACLE_LAG_CONTROL) {
+        int p = (vp - 1) / 2;
+        pos = -1;
+        for (int q = 1; q < rc->kv_pairs && pos < 0; q++) {
+            int other = 2 * ((p + q) % rc->kv_pairs) + 1;
+            if ((other + w <= vp || other >= vp + w) && other + k < n) pos = other + k;
+        }
+        if (pos < 0) return 0;
+    }
+    if (pos >= n) return 0;
+    double sign = a[pos];
+    if (sign == 0)
+        for (int j = 0; j < n; j++) sign += a[j];
+    for (int j = 0; j < n; j++) a[j] = 0;
+    a[pos] = (real)(sign < 0 ? -r : r);
+    return 1;
+}
+
 int intervene_row(const Intervention *iv, real *a, int n, const RowContext *rc, double *d) {
     double r = 0;
     for (int j = 0; j < n; j++) r += d[j] = fabs((double)a[j]);
@@ -169,6 +220,8 @@ int intervene_row(const Intervention *iv, real *a, int n, const RowContext *rc, 
     case IV_ORACLE:
     case IV_ORACLE_WINDOW:
     case IV_ORACLE_WRONG: return oracle_row(iv->kind, a, n, r, rc);
+    case IV_ORACLE_LAG:
+    case IV_ORACLE_LAG_CONTROL: return oracle_lag_row(iv->kind, a, n, r, rc, (int)iv->strength);
     default: return 0;
     }
 }
@@ -291,6 +344,7 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
     int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
     m->after_mixer = after_mixer;
     m->after_mixer_ctx = &h;
+    ExampleCounts ex = {0};  // each sequence's queries and right answers: the accuracy's interval
     for (int cell = 0; cell < (val->n_cells ? val->n_cells : 1); cell++) {
         Dataset part = val->n_cells ? dataset_cell(val, cell) : *val;
         int len = val->n_cells ? val->cells[cell].seq_len : T;
@@ -306,10 +360,13 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
             h.targets = targets;
             HeadStats hs = model_forward(m, inputs, targets, b, len, 0);
             val_stats_add(&out->stats, cell, &hs);
+            examples_add_forward(&ex, m, b, len, cell);
             out->sequences += b;
         }
         free(seq);
     }
+    examples_interval(&ex, out->stats.n_cells, &out->acc_lo, &out->acc_hi);
+    examples_free(&ex);
     m->after_mixer = NULL;
     m->after_mixer_ctx = NULL;
     const MapAcc *t = &h.total;
@@ -353,6 +410,8 @@ void intervention_write_record(FILE *f, long step, const Intervention *iv, const
     runlog_put_int(&w, "sequences", r->sequences);
     runlog_put_num(&w, "loss", val_loss(&r->stats));
     runlog_put_num(&w, "acc", val_acc(&r->stats));
+    runlog_put_num(&w, "acc_lo", r->acc_lo);
+    runlog_put_num(&w, "acc_hi", r->acc_hi);
     runlog_put_int(&w, "rows_recall", r->rows_recall);
     runlog_put_num_or_null(&w, "S_recall", r->S_recall);
     runlog_put_num(&w, "eff_tokens_recall", r->eff_tokens_recall);

@@ -656,3 +656,31 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     CHECK(st == 2 && strstr(out, "temperature acts on softmax logits; layer 0's mixer 'gla' has none"), "exit %d: %s",
           st, out);
 }
+
+// ./evaluate intervene=oracle_lag (docs/interventions.md#the-lag-oracle): on a map behind a
+// convolution (Mamba's d_conv 4: a window of 4) each lag 0..3 with its control, then the reading;
+// on softmax's point map lag 0 alone. Every record has the accuracy's interval.
+TEST(evaluate_lag_oracle_runs_each_lag_of_the_window_with_its_control) {
+    const char *runs[2][2] = {{"lag_mamba", "mamba"}, {"lag_softmax", "softmax"}};
+    for (int i = 0; i < 2; i++) {
+        const char *dir = tiny_run(runs[i][0], runs[i][1]);
+        char out[8192], path[512];
+        int st = test_run(out, sizeof out, "./evaluate %s intervene=oracle_lag layer=1 threads=1", dir);
+        int lags = i == 0 ? 4 : 1;
+        CHECK(st == 0 && count(out, "oracle_lag:") == lags && count(out, "oracle_lag_control:") == lags &&
+                  strstr(out, "  lag oracle: ") &&
+                  (strstr(out, "best lag ") || strstr(out, "not a valid probe for this map")),
+              "exit %d: %s", st, out);
+        snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+        char *text = read_file_text(path, NULL);
+        CHECK(text && count(text, "\"type\":\"intervention\"") == 1 + 2 * lags && count(text, "\"acc_lo\":") == 1 + 2 * lags &&
+                  strstr(text, "\"options\":\"intervene=oracle_lag_control:0 rows=query\""),
+              "%s", text ? text : "(none)");
+        free(text);
+    }
+    char out[1024];
+    const char *dir = test_path("lag_softmax");
+    int st = test_run(out, sizeof out, "./evaluate %s intervene=oracle_lag:64 threads=1 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && strstr(out, "intervene: oracle_lag: expected a lag, an integer in [0, 63], got '64'"),
+          "exit %d: %s", st, out);
+}

@@ -9,6 +9,10 @@
 
 #include "core/io.h"
 #include "core/rng.h"
+#include "data/mqar.h"
+#include "eval/answer.h"
+#include "eval/derived.h"
+#include "eval/interval.h"
 #include "eval/intervene.h"
 #include "eval/sparsity.h"
 #include "model/model.h"
@@ -140,6 +144,104 @@ TEST(intervene_oracles_place_the_mass) {
     CHECK(intervene_row(&o, a, 10, &rc, d) == 0 && !memcmp(a, a0, sizeof a));
 }
 
+// The lag oracle (docs/interventions.md#the-lag-oracle): the mass on vp + k with the map's own
+// sign there (the row sum's where it is 0); its control at lag k behind another pair's value
+// whose window does not overlap the answer's; a lag outside the window, or past the row, leaves it.
+TEST(intervene_lag_oracle_places_the_mass_at_its_lag) {
+    const real a0[12] = {0.1, -0.3, 0.05, 0.1, -0.2, 0, 0.1, -0.05, 0.02, -0.4, 0.1, 0.1};  // sum < 0
+    double d[24], r = row_mass(a0, 12);
+    real a[12];
+    RowContext rc = {5, 3, 3, 0};  // 5 pairs, the answer's value at 3, a window of 3 (3..5)
+    Intervention lag = {IV_ORACLE_LAG, 0, -1, -1, 0}, ctl = {IV_ORACLE_LAG_CONTROL, 0, -1, -1, 0};
+    const int want[3] = {3, 4, 5}, sign[3] = {1, -1, -1};  // a[3] > 0, a[4] < 0, a[5] = 0: the sum's sign
+    for (int k = 0; k < 3; k++) {
+        lag.strength = k;
+        memcpy(a, a0, sizeof a);
+        CHECK(intervene_row(&lag, a, 12, &rc, d), "lag %d", k);
+        for (int j = 0; j < 12; j++) CHECK_CLOSE(a[j], j == want[k] ? sign[k] * r : 0, 1e-15);
+    }
+    // the control: pairs 2 (value 5) overlaps 3..5; pair 3's value at 7, window 7..9: lag 1 at 8
+    ctl.strength = 1;
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&ctl, a, 12, &rc, d));
+    for (int j = 0; j < 12; j++) CHECK_CLOSE(a[j], j == 8 ? r : 0, 1e-15);  // a[8] > 0
+    lag.strength = 3;                                                       // outside the window: the row stays
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&lag, a, 12, &rc, d) == 0 && !memcmp(a, a0, sizeof a));
+    lag.strength = 2;  // past the row (vp + 2 = 5 >= n = 5): stays
+    memcpy(a, a0, sizeof a);
+    CHECK(intervene_row(&lag, a, 5, &rc, d) == 0 && !memcmp(a, a0, sizeof a));
+}
+
+// A conv-fed toy map that reads the answer at lag 1, as Mamba-2's seeds do: each value v_j is
+// the token one step back (a convolution's lag-1 tap, v_j = onehot(x_{j-1})), the readout is
+// argmax o_i, and the trained map puts its weight on vp + 1 (with some spread). On MQAR sequences the lag-1
+// oracle restores recall (every query right), the point oracle (lag 0) reads the key and gets
+// none, and lag 1's control reads another pair's value: the probe is valid at lag 1
+// (derived_lag_oracle). With a readout that ignores the values the oracle cannot beat its control:
+// "not a valid probe for this map".
+static double toy_acc(const Dataset *ds, int V, int k, InterventionKind kind, int blind, ExampleCounts *ex) {
+    int T = ds->T, in[256], tg[256];
+    real a[256];
+    double d[512];
+    long right = 0, all = 0;
+    memset(ex, 0, sizeof *ex);
+    for (long s = 0; s < ds->n; s++) {
+        dataset_get(ds, s, in, tg);
+        int q = 0, c = 0;
+        for (int i = 0; i < T; i++) {
+            if (tg[i] < 0) continue;
+            int vp = answer_value_pos(in, i, tg[i]), n = i + 1;
+            for (int j = 0; j < n; j++) a[j] = (real)(j == vp + 1 ? 0.8 : 0.2 / n);  // reads at lag 1
+            RowContext rc = {ds->mqar_kv_pairs, vp, 2, 0};
+            Intervention iv = {kind, k, -1, -1, 0};
+            intervene_row(&iv, a, n, &rc, d);
+            double best = -1;
+            int arg = 0;
+            for (int v = 0; v < V; v++) {  // o_i[v] = sum_j a_ij [x_{j-1} = v]
+                double o = 0;
+                for (int j = 1; j < n; j++) o += in[j - 1] == v ? (double)a[j] : 0;
+                if (blind) o = v == 0;
+                if (o > best) best = o, arg = v;
+            }
+            q++, c += arg == tg[i];
+        }
+        right += c, all += q;
+        if (ex->n == ex->cap) {
+            ex->cap = ex->cap ? 2 * ex->cap : 64;
+            ex->queries = reallocCheck(ex->queries, sizeof(int) * ex->cap);
+            ex->correct = reallocCheck(ex->correct, sizeof(int) * ex->cap);
+            ex->cell = reallocCheck(ex->cell, sizeof(int) * ex->cap);
+        }
+        ex->queries[ex->n] = q, ex->correct[ex->n] = c, ex->cell[ex->n++] = 0;
+    }
+    return (double)right / all;
+}
+
+TEST(intervene_lag_oracle_restores_a_map_that_reads_at_lag_1) {
+    MqarSpec spec = {.vocab_size = 64, .seq_len = 32, .kv_pairs = 4, .power_a = 0.01, .seed = 3, .n_examples = 200};
+    Dataset ds;
+    dataset_mqar(&ds, &spec);
+    for (int blind = 0; blind < 2; blind++) {
+        double acc[2], ctrl[2], lo[2], hi[2];
+        ExampleCounts ex;
+        for (int k = 0; k < 2; k++) {
+            acc[k] = toy_acc(&ds, 64, k, IV_ORACLE_LAG, blind, &ex);
+            examples_free(&ex);
+            ctrl[k] = toy_acc(&ds, 64, k, IV_ORACLE_LAG_CONTROL, blind, &ex);
+            examples_interval(&ex, 0, &lo[k], &hi[k]);
+            examples_free(&ex);
+        }
+        LagReading r = derived_lag_oracle(acc, ctrl, lo, hi, 2);
+        if (!blind) {
+            CHECK(acc[1] == 1 && acc[0] == 0 && ctrl[1] < 0.05, "lag 0 %.4f, lag 1 %.4f, control %.4f", acc[0], acc[1],
+                  ctrl[1]);
+            CHECK(r.best == 1 && r.valid && r.acc == 1, "best %d valid %d", r.best, r.valid);
+        } else CHECK(!r.valid, "a blind readout: best %d %.4f against %.4f valid", r.best, r.acc, r.control);
+    }
+    dataset_free(&ds);
+}
+
 // --- through the model ------------------------------------------------------------------------------
 
 typedef struct {
@@ -252,6 +354,14 @@ TEST(intervene_every_kind_on_every_mixer) {
                 CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9);
                 break;
             case IV_ORACLE_WINDOW: CHECK_CLOSE(x.ans_window_share, 1, 1e-12); break;
+            case IV_ORACLE_LAG:  // lag 0: the point oracle with the map's own sign
+                CHECK_CLOSE(x.ans_share, 1, 1e-12);
+                CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9);
+                break;
+            case IV_ORACLE_LAG_CONTROL:  // another pair's value, where one lies outside the window
+                CHECK(x.ans_window_share <= none.ans_window_share + 1e-12, "%s oracle_lag_control: %g", name,
+                      x.ans_window_share);
+                break;
             case IV_ORACLE_WRONG:  // 0 where another value lies outside the window (2 pairs: not always)
                 CHECK(sparsity_answer_window(r.m, 1) > 1 ? x.ans_window_share < none.ans_window_share
                                                          : x.ans_window_share == 0,
@@ -259,6 +369,30 @@ TEST(intervene_every_kind_on_every_mixer) {
                 break;
             }
         }
+        rig_drop(&r);
+    }
+}
+
+// The lag oracle at lag 1 on every mixer: inside a window wider than one (a convolution before the
+// map: Mamba's, H3's, a short_conv) all the weight lands in the window and none on the value
+// position; a point-window map has no lag 1, and its maps stay as they were.
+TEST(intervene_lag_oracle_on_every_mixer) {
+    int n = mixer_count() + (int)(sizeof g_stacks / sizeof g_stacks[0]);
+    for (int i = 0; i < n; i++) {
+        const char *name = i < mixer_count() ? mixer_at(i)->name : g_stacks[i - mixer_count()][0];
+        const char *opts = i < mixer_count() ? NULL : g_stacks[i - mixer_count()][1];
+        Rig r;
+        rig_make(&r, name, opts);
+        InterventionResult none = run(&r, IV_NONE, 0, 1, 0), x = run(&r, IV_ORACLE_LAG, 1, 1, 0);
+        int w = sparsity_answer_window(r.m, 1);
+        if (w > 1) {
+            CHECK(fabs(x.ans_window_share - 1) < 1e-12 && x.ans_share == 0, "%s %s: window %d, share %g, window share %g",
+                  name, opts ? opts : "", w, x.ans_share, x.ans_window_share);
+        } else
+            CHECK(x.S_recall == none.S_recall && val_loss(&x.stats) == val_loss(&none.stats),
+                  "%s: lag 1 changed a point map", name);
+        CHECK(x.acc_lo <= val_acc(&x.stats) && val_acc(&x.stats) <= x.acc_hi, "%s: [%g, %g] around %g", name, x.acc_lo,
+              x.acc_hi, val_acc(&x.stats));
         rig_drop(&r);
     }
 }

@@ -1122,7 +1122,7 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     char *csv = read_out("ivs", "summary_interventions.csv");
     CHECK(csv && strstr(csv, "point,lr,seed,mixer,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,"),
           "%.300s", csv ? csv : "no csv");
-    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25\n") &&
+    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,\n") &&
               strstr(csv, "\"lr=1e-2,seed=2\",1e-2,2,softmax,1,10,0,oracle,1,,0.5,0.24,"),
           "%s", csv);
     CHECK(!strstr(csv, "0.02,") && !strstr(csv, "0.03,") && !strstr(csv, "0.01,"), "%s", csv);
@@ -1275,4 +1275,48 @@ TEST(sweep_held_out_settings_change_only_the_held_out_points) {
     int st = test_run(out, sizeof out, "./sweep %s --print 2>&1 >/dev/null", f);
     CHECK(st == 2 && strstr(out, "heldbad.sweep:4: held_out: stop_at_acc: expected a non-negative number, got 'abc'\n"),
           "exit %d: %s", st, out);
+}
+
+// The lag oracle in the summary (docs/interventions.md#the-lag-oracle): per seed the best lag at
+// the causal layer beside its control, "not valid" where it does not beat the control by more
+// than the control's interval is wide; the group counts the seeds it is valid for; the CSV
+// carries each record's interval.
+TEST(sweep_summary_reads_the_lag_oracle_with_its_control) {
+    const char *f = sweep_file("lag", "mixer = mamba2\nseed = 0, 1\n");
+    char dir[900], p[1100], out[8192];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s/out_lag/seed=%d", test_tmpdir(), i);
+        fake_run(dir, 0.9);
+        snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
+        FILE *fp = fopenCheck(p, "w");
+        for (int l = 0; l < 2; l++) fake_iv(fp, "ablate", -1, l, l == 1 ? 0.1 : 0.8, 1, "val", "");
+        // seed 0 reads at lag 1 (1.0 against 0.01); seed 1's best lag barely beats its control
+        const double lag[2][2] = {{0.0003, 1.0}, {0.05, 0.06}}, ctrl[2][2] = {{0.01, 0.01}, {0.04, 0.05}};
+        for (int k = 0; k < 2; k++) {
+            fprintf(fp,
+                    "{\"type\":\"intervention\",\"step\":10,\"layer\":1,\"head\":-1,\"split\":\"val\",\"options\":"
+                    "\"intervene=oracle_lag:%d rows=query\",\"kind\":\"oracle_lag\",\"strength\":%d,\"rows\":\"query\","
+                    "\"acc\":%g,\"acc_lo\":%g,\"acc_hi\":%g,\"S_recall\":0.25}\n",
+                    k, k, lag[i][k], lag[i][k] - 0.005, lag[i][k] + 0.005);
+            fprintf(fp,
+                    "{\"type\":\"intervention\",\"step\":10,\"layer\":1,\"head\":-1,\"split\":\"val\",\"options\":"
+                    "\"intervene=oracle_lag_control:%d rows=query\",\"kind\":\"oracle_lag_control\",\"strength\":%d,"
+                    "\"rows\":\"query\",\"acc\":%g,\"acc_lo\":%g,\"acc_hi\":%g,\"S_recall\":0.25}\n",
+                    k, k, ctrl[i][k], ctrl[i][k] - 0.006, ctrl[i][k] + 0.006);
+        }
+        fcloseCheck(fp, p);
+    }
+    int st = test_run(out, sizeof out, "./sweep %s --collect 2>&1", f);
+    CHECK(st == 0, "%s", out);
+    char *md = read_out("lag", "summary.md");
+    const char *lag = md ? strstr(md, "**The lag oracle**") : NULL;
+    CHECK(lag && strstr(lag, "| valid for | each seed |") &&
+              strstr(lag, "| 1/2 | lag 1: 1.0000 (control 0.0100); not valid: lag 1: 0.0600 (control 0.0500) |"),
+          "%s", md ? md : "no summary.md");
+    free(md);
+    char *csv = read_out("lag", "summary_interventions.csv");
+    CHECK(csv && strstr(csv, ",ans_window_chance,acc_lo,acc_hi\n") &&
+              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016\n"),
+          "%s", csv ? csv : "no csv");
+    free(csv);
 }
