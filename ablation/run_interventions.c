@@ -35,6 +35,7 @@ static int collect(const RunlogRecord *r, void *ctx) {
                     .acc = runlog_num(r, "acc"),
                     .acc_lo = runlog_num(r, "acc_lo"),
                     .acc_hi = runlog_num(r, "acc_hi"),
+                    .acc_permuted = runlog_num(r, "acc_permuted"),
                     .S_recall = runlog_num(r, "S_recall"),
                     .eff_tokens = runlog_num(r, "eff_tokens_recall"),
                     .window = runlog_num(r, "ans_window_share"),

@@ -10,6 +10,7 @@ typedef struct {
     double strength;        // NAN: a kind without strengths (derange, the oracles, ablate, none)
     double acc, S_recall;   // validation accuracy, and the changed layer's query rows' S_recall
     double acc_lo, acc_hi;  // the accuracy's 95% interval (NAN: an older record)
+    double acc_permuted;    // derange_values: against the permuted answers (NAN: another kind)
     double eff_tokens;      // of those rows, n S^2 (1: one-hot)
     double window, chance;  // the answer window's share of their weight, and a uniform row's
 } IvRecord;

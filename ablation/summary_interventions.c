@@ -87,9 +87,10 @@ static void layer_list(char *b, size_t n, const int *layer, int k) {
     if (!k) snprintf(b, n, "-");
 }
 
-enum { T_TRAINED, T_TOP1, T_DERANGE, T_ORACLE, T_WINDOW, T_WRONG, T_N };
-static const char *t_title[T_N] = {"as trained",       "topk 1",        "derange",
-                                   "oracle (one-hot)", "oracle window", "oracle wrong"};
+enum { T_TRAINED, T_TOP1, T_DERANGE, T_DERANGE_VALUES, T_ORACLE, T_WINDOW, T_WRONG, T_N };
+static const char *t_title[T_N] = {
+    "as trained",       "topk 1",        "derange (map)", "derange values: clean answers",
+    "oracle (one-hot)", "oracle window", "oracle wrong"};
 
 // The layers the ablations cover: one past the highest ablated layer of any run that counts.
 static int ablated_layers(const Summary *s) {
@@ -126,6 +127,7 @@ static void main_table(const Summary *s, FILE *f) {
             stat_add(&st[T_TRAINED], r->iv.acc_trained);
             stat_add(&st[T_TOP1], causal_acc(r, IV_TOPK, 1));
             stat_add(&st[T_DERANGE], causal_acc(r, IV_DERANGE, NAN));
+            stat_add(&st[T_DERANGE_VALUES], causal_acc(r, IV_DERANGE_VALUES, NAN));
             stat_add(&st[T_ORACLE], causal_acc(r, IV_ORACLE, NAN));
             stat_add(&st[T_WINDOW], causal_acc(r, IV_ORACLE_WINDOW, NAN));
             stat_add(&st[T_WRONG], causal_acc(r, IV_ORACLE_WRONG, NAN));
@@ -268,8 +270,9 @@ void write_interventions_md(const Summary *s, FILE *f) {
           "(docs/interventions.md), measured on the validation set's query rows: the accuracy as trained, "
           "with each layer's mixer ablated, and with the maps of the causal recall layer (the layer whose "
           "ablation costs the most accuracy, beside the share-based recall layer at the best step; ablation is "
-          "flatten 1, every query row uniform) changed: cut to their largest weight (topk 1), deranged (the weights moved to other "
-          "positions), and replaced by the oracles (all weight on the answer; on its window; on a wrong "
+          "flatten 1, every query row uniform) changed: cut to their largest weight (topk 1), deranged in map space (the weights moved "
+          "to other value positions; unwindowed maps only), given the clean input's maps on an input whose values "
+          "are permuted among the pairs (derange values: the accuracy against the clean answers), and replaced by the oracles (all weight on the answer; on its window; on a wrong "
           "pair's value). Each seed's value, and from 3 values on their mean ± sample standard deviation "
           "first. Every record is in summary_interventions.csv.\n\n",
           f);
@@ -284,7 +287,7 @@ void write_interventions_csv(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
     summary_csv_point_header(s, f);
     fputs(",in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,eff_tokens,ans_window_share,ans_window_chance,"
-          "acc_lo,acc_hi\n",
+          "acc_lo,acc_hi,acc_permuted\n",
           f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -301,6 +304,7 @@ void write_interventions_csv(const Summary *s, FILE *f) {
             summary_csv_num(f, v->chance);
             summary_csv_num(f, v->acc_lo);
             summary_csv_num(f, v->acc_hi);
+            summary_csv_num(f, v->acc_permuted);
             fputc('\n', f);
         }
     }

@@ -755,6 +755,7 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
     if (res.rows_answer) printf(" | answer share %.3f (chance %.3f)", res.ans_share, res.ans_chance);
     if (res.rows_answer && res.ans_window_chance != res.ans_chance)
         printf(", window %.3f (chance %.3f)", res.ans_window_share, res.ans_window_chance);
+    if (isfinite(res.acc_permuted)) printf(" | permuted answers %.4f", res.acc_permuted);
     printf(" | %.1f s\n", sec);
     return val_acc(&res.stats);
 }
@@ -942,8 +943,8 @@ static void usage(FILE *f) {
             "                   with a line per run in FILE's folder)\n"
             "  intervene=KIND[:S1,S2,...]  change the maps and measure what it costs (docs/interventions.md):\n"
             "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
-            "                   oracle_window, oracle_wrong, ablate or oracle_lag[:lags] (each lag in the\n"
-            "                   window with its control), on a checkpoint or a run folder's\n"
+            "                   oracle_window, oracle_wrong, ablate, oracle_lag[:lags] (each lag in the\n"
+            "                   window with its control) or derange_values, on a checkpoint or a run folder's\n"
             "                   best.safetensors; writes intervention.jsonl, intervention_<kind>.svg, report.html\n"
             "  layer=L|all|causal  intervene=: the layer changed (default all; ablate: each in turn; causal:\n"
             "                   each layer ablated first, then the kind on the one whose ablation costs most)\n"

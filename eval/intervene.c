@@ -78,8 +78,8 @@ int intervention_parse(const char *value, InterventionKind *kind, double *streng
         if (len == strlen(g_names[k]) && !strncmp(value, g_names[k], len)) *kind = (InterventionKind)k;
     if (*kind == IV_N_KINDS)
         die_input("intervene: expected flatten, topk, sharpen, temperature, derange, oracle, oracle_window, "
-                  "oracle_wrong, ablate, oracle_lag or oracle_lag_control (with :STRENGTHS for the first four and "
-                  ":LAGS for the last two), got '%s'",
+                  "oracle_wrong, ablate, oracle_lag, oracle_lag_control or derange_values (with :STRENGTHS for the "
+                  "first four and :LAGS for the lag kinds), got '%s'",
                   value);
     if (!intervention_has_strength(*kind)) {
         if (colon) die_input("intervene: %s takes no strengths, got '%s'", name, value);
@@ -238,8 +238,16 @@ typedef struct {
     double *d;    // [2 T]
 } Scratch;
 
+// derange_values's two passes: the clean one keeps the layer's query rows, the permuted one
+// puts them back.
+enum { KEEP_OFF, KEEP_RECORD, KEEP_REPLACE };
+
 typedef struct {
     const Intervention *iv;
+    int keep;    // KEEP_*
+    real *kept;  // [B, n_maps, Q, T] the clean pass's query rows (derange_values)
+    size_t kept_cap;
+    int Q;              // query rows kept per sequence
     int kv_pairs;       // this batch's cell
     const long *seq;    // [B] the batch rows' sequences (derange's draws)
     int cell;           // this batch's cell
@@ -281,10 +289,27 @@ static void change_map(const Hook *h, const Model *m, int l, const MixerIO *io, 
     if (iv->head >= 0 && mi / per_head != iv->head) return;  // another head: as it was
     mk->attention(st, io, b, mi, s->a);
     const int *in = h->inputs + (size_t)b * T, *tg = h->targets + (size_t)b * T;
+    int q = 0;  // the query rows so far
     for (int i = 0; i < T; i++) {
         int query = tg[i] >= 0, n = i + 1;
         if (!query && !iv->all_rows) continue;
         real *row = s->a + (size_t)i * T;
+        if (h->keep != KEEP_OFF && query && q < h->Q) {  // derange_values: keep, or put back, the row
+            real *kept = h->kept + (((size_t)b * mk->n_maps(st) + mi) * h->Q + q++) * T;
+            if (h->keep == KEEP_RECORD) {
+                memcpy(kept, row, sizeof(real) * (size_t)n);
+                continue;  // the clean pass is measured by nothing: it only lends its maps
+            }
+            memcpy(row, kept, sizeof(real) * (size_t)n);
+            for (int w = 0; w < W; w++) {
+                double sum = 0;
+                for (int j = 0; j < n; j++) sum += (double)row[j] * (double)s->v[(size_t)j * W + w];
+                o[(size_t)i * W + w] = (real)sum;
+            }
+            int vp = h->kv_pairs > 0 ? answer_value_pos(in, i, tg[i]) : -1;
+            measure_row(acc, row, n, vp, window, s->d);
+            continue;
+        }
         int vp = query && h->kv_pairs > 0 ? answer_value_pos(in, i, tg[i]) : -1;
         RowContext rc = {h->kv_pairs, vp, window, seed_mix(seed_mix((uint64_t)h->cell, (uint64_t)h->seq[b]), (uint64_t)i)};
         if (iv->kind != IV_NONE && intervene_row(iv, row, n, &rc, s->d))
@@ -318,7 +343,43 @@ static void after_mixer(Model *m, int l, MixerIO *io, void *ctx) {
         const double *v = &a->rows;
         for (size_t k = 0; k < sizeof(MapAcc) / sizeof(double); k++) t[k] += v[k];
     }
-    if (h->iv->kind != IV_NONE) mk->finish(st, io, h->o);
+    if (h->iv->kind != IV_NONE && h->keep != KEEP_RECORD) mk->finish(st, io, h->o);
+}
+
+void intervene_permute_values(int *in, const int *tg, int *tg_perm, int T, int K, uint64_t seed) {
+    for (int i = 0; i < T; i++) tg_perm[i] = tg[i];
+    if (K < 2 || 2 * K > T) return;
+    int *val = mallocCheck(sizeof(int) * (size_t)K), *perm = mallocCheck(sizeof(int) * (size_t)K);
+    for (int p = 0; p < K; p++) val[p] = in[2 * p + 1], perm[p] = p;
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (int i = K - 1; i > 0; i--) {  // Sattolo: one cycle through every pair
+        int j = (int)rng_below(&rng, (uint64_t)i), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int p = 0; p < K; p++) in[2 * p + 1] = val[perm[p]];
+    for (int i = 2 * K; i < T; i++)
+        if (tg[i] >= 0)
+            for (int p = 0; p < K; p++)
+                if (in[2 * p] == in[i]) tg_perm[i] = val[perm[p]];
+    free(val), free(perm);
+}
+
+// The share of the last forward's rows whose argmax is want[row] (count and right into *all, *right).
+static void count_hits(const Model *m, int T, const int *want, long *right, long *all) {
+    int V = m->s.V;
+    real *lg = mallocCheck(sizeof(real) * (size_t)V);
+    for (int r = 0; r < m->n_rows; r++) {
+        int pos = m->rows[r];
+        model_logits_at(m, pos / T, pos % T, lg);
+        int arg = 0;
+        for (int v = 1; v < V; v++)
+            if (lg[v] > lg[arg]) arg = v;
+        *right += arg == want[pos];
+        (*all)++;
+    }
+    free(lg);
 }
 
 void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
@@ -341,7 +402,20 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
         h.scr[t].v = mallocCheck(sizeof(real) * (size_t)T * 4 * C);
         h.scr[t].d = mallocCheck(sizeof(double) * 2 * (size_t)T);
     }
+    int derange_values = iv->kind == IV_DERANGE_VALUES;
+    if (derange_values && iv->layer < 0)
+        die_input("intervene: derange_values keeps one layer's maps: give layer=L or layer=causal");
+    if (derange_values && iv->all_rows) die_input("intervene: derange_values keeps the query rows' maps: rows=query");
+    if (derange_values && !val->mqar_kv_pairs)
+        die_input("intervene: derange_values permutes MQAR pairs: MQAR data only");
+    for (int l = 0; l < L; l++)
+        if (iv->kind == IV_DERANGE && (iv->layer < 0 || iv->layer == l) && sparsity_answer_window(m, l) > 1)
+            die_input("intervene: derange moves weights between value positions, and layer %d's answer window of %d "
+                      "spans the neighbouring pairs ('%s'): use derange_values",
+                      l, sparsity_answer_window(m, l), m->mixer[l]->name);
     int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
+    int *perm_targets = derange_values ? mallocCheck(sizeof(int) * (size_t)B * T) : NULL;
+    long perm_right = 0, perm_all = 0;
     m->after_mixer = after_mixer;
     m->after_mixer_ctx = &h;
     ExampleCounts ex = {0};  // each sequence's queries and right answers: the accuracy's interval
@@ -351,14 +425,35 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
         long *seq, n_seq = sparsity_sequences(&part, B, len, eval_batches, sparsity_rows, &seq);
         h.kv_pairs = part.mqar_kv_pairs;
         h.cell = cell;
-        for (long i0 = 0; i0 < n_seq; i0 += B) {
-            int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
+        int step = B;
+        if (derange_values) {  // the kept rows of a batch in at most 256 MiB
+            const MixerKind *mk = m->mixer[iv->layer];
+            h.Q = part.mqar_kv_pairs;
+            size_t per_seq = (size_t)mk->n_maps(m->mixer_state[iv->layer]) * h.Q * len * sizeof(real);
+            long fit = (long)((256u << 20) / (per_seq ? per_seq : 1));
+            step = fit < 1 ? 1 : fit < B ? (int)fit : B;
+            size_t need = (size_t)step * per_seq / sizeof(real);
+            if (need > h.kept_cap) h.kept = reallocCheck(h.kept, sizeof(real) * (h.kept_cap = need));
+        }
+        for (long i0 = 0; i0 < n_seq; i0 += step) {
+            int b = (int)(n_seq - i0 < step ? n_seq - i0 : step);
             for (int r = 0; r < b; r++)
                 dataset_get_prefix(&part, seq[i0 + r], len, inputs + (size_t)r * len, targets + (size_t)r * len);
             h.seq = seq + i0;
             h.inputs = inputs;
             h.targets = targets;
+            if (derange_values) {  // the clean pass lends its maps; the values then move among the pairs
+                h.keep = KEEP_RECORD;
+                model_forward(m, inputs, targets, b, len, 0);
+                for (int r = 0; r < b; r++)
+                    intervene_permute_values(inputs + (size_t)r * len, targets + (size_t)r * len,
+                                             perm_targets + (size_t)r * len, len, part.mqar_kv_pairs,
+                                             seed_mix(seed_mix((uint64_t)cell, (uint64_t)seq[i0 + r]), 0x76616c));
+                h.keep = KEEP_REPLACE;
+                h.targets = perm_targets;  // the measured rows' answer is where the permuted value sits
+            }
             HeadStats hs = model_forward(m, inputs, targets, b, len, 0);
+            if (derange_values) count_hits(m, len, perm_targets, &perm_right, &perm_all);
             val_stats_add(&out->stats, cell, &hs);
             examples_add_forward(&ex, m, b, len, cell);
             out->sequences += b;
@@ -367,6 +462,8 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
     }
     examples_interval(&ex, out->stats.n_cells, &out->acc_lo, &out->acc_hi);
     examples_free(&ex);
+    out->acc_permuted = derange_values && perm_all ? (double)perm_right / perm_all : NAN;
+    free(perm_targets), free(h.kept);
     m->after_mixer = NULL;
     m->after_mixer_ctx = NULL;
     const MapAcc *t = &h.total;
@@ -412,6 +509,7 @@ void intervention_write_record(FILE *f, long step, const Intervention *iv, const
     runlog_put_num(&w, "acc", val_acc(&r->stats));
     runlog_put_num(&w, "acc_lo", r->acc_lo);
     runlog_put_num(&w, "acc_hi", r->acc_hi);
+    if (iv->kind == IV_DERANGE_VALUES) runlog_put_num(&w, "acc_permuted", r->acc_permuted);
     runlog_put_int(&w, "rows_recall", r->rows_recall);
     runlog_put_num_or_null(&w, "S_recall", r->S_recall);
     runlog_put_num(&w, "eff_tokens_recall", r->eff_tokens_recall);

@@ -21,6 +21,13 @@
 //                 sign of the map's own weight there (the row sum's where it is 0): a map fed by a
 //                 convolution reads the answer at a lag of its choice, which the point oracle
 //                 (k = 0) does not know; rows with vp + k >= n, or k >= w, are left alone
+//   derange_values  the clean input's maps of the layer kept, then the input run again with its
+//                 values permuted among the pairs (a derangement: every pair gets another's value,
+//                 each query's answer changing with it) and the layer's query rows given the kept
+//                 maps: the layer looks where it looked and finds other values. acc is against
+//                 the clean answers, acc_permuted against the permuted ones. Whole value tokens
+//                 move, so it is defined behind a convolution too, where `derange` (map space) is
+//                 refused: a window wider than one spans neighbouring pairs
 //   oracle_lag_control:k  the same mass at lag k behind another pair's value position whose
 //                 window does not overlap the answer's: the control of oracle_lag:k (the lag
 //                 oracle is a valid probe of a map only where it beats this; eval/derived.h)
@@ -47,7 +54,8 @@
     X(ORACLE_WRONG, "oracle_wrong")                                                                                    \
     X(ABLATE, "ablate")                                                                                                \
     X(ORACLE_LAG, "oracle_lag")                                                                                        \
-    X(ORACLE_LAG_CONTROL, "oracle_lag_control")
+    X(ORACLE_LAG_CONTROL, "oracle_lag_control")                                                                        \
+    X(DERANGE_VALUES, "derange_values")
 
 typedef enum {
 #define IV_ENUM(id, name) IV_##id,
@@ -102,7 +110,14 @@ typedef struct {
     double S_recall, eff_tokens_recall, ans_share, ans_window_share, ans_chance, ans_window_chance;
     // the accuracy's 95% bootstrap interval over the sequences (eval/interval.h)
     double acc_lo, acc_hi;
+    double acc_permuted;  // derange_values: the share answered with the permuted input's value (NAN: other kinds)
 } InterventionResult;
+
+// derange_values's input: the values of the K pairs of an MQAR sequence in[0..T) (at 2p + 1)
+// permuted by a random cyclic permutation drawn from seed (every pair gets another's value), in
+// place, and the labels of the queries changed with them: tg_perm[i] is the value the permuted
+// sequence pairs with query i's key (-100 where tg has no target). Fewer than 2 pairs: unchanged.
+void intervene_permute_values(int *in, const int *tg, int *tg_perm, int T, int K, uint64_t seed);
 
 // The lags of strengths[0..n) that fall inside the answer window of layer (every layer: the
 // widest), in order, into lags[]; returns how many. A point-window map (softmax) has lag 0 only.

@@ -684,3 +684,27 @@ TEST(evaluate_lag_oracle_runs_each_lag_of_the_window_with_its_control) {
     CHECK(st == 2 && strstr(out, "intervene: oracle_lag: expected a lag, an integer in [0, 63], got '64'"),
           "exit %d: %s", st, out);
 }
+
+// ./evaluate intervene=derange_values (docs/interventions.md#the-kinds): the record has the
+// accuracy against the clean answers and against the permuted ones, on a point map and behind
+// Mamba's window; map-space derange behind the window is one line and exit 2.
+TEST(evaluate_derange_values_records_both_answers_and_refuses_map_derange_behind_a_window) {
+    const char *runs[2][2] = {{"dv_softmax", "softmax"}, {"dv_mamba", "mamba"}};
+    for (int i = 0; i < 2; i++) {
+        const char *dir = tiny_run(runs[i][0], runs[i][1]);
+        char out[8192], path[512];
+        int st = test_run(out, sizeof out, "./evaluate %s intervene=derange_values layer=1 threads=1", dir);
+        CHECK(st == 0 && strstr(out, "derange_values") && strstr(out, "| permuted answers 0."), "exit %d: %s", st, out);
+        snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+        char *text = read_file_text(path, NULL);
+        CHECK(text && count(text, "\"acc_permuted\":") == 1 && strstr(text, "\"kind\":\"derange_values\""), "%s",
+              text ? text : "(none)");
+        free(text);
+        st = test_run(out, sizeof out, "./evaluate %s intervene=derange layer=1 threads=1 2>&1 >/dev/null", dir);
+        if (i == 0) CHECK(st == 0, "softmax derange: exit %d: %s", st, out);
+        else
+            CHECK(st == 2 && count(out, "\n") == 1 &&
+                      strstr(out, "answer window of 4 spans the neighbouring pairs ('mamba'): use derange_values"),
+                  "exit %d: %s", st, out);
+    }
+}

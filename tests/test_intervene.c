@@ -333,6 +333,7 @@ TEST(intervene_every_kind_on_every_mixer) {
         CHECK(none.rows_recall > 0 && none.rows_answer > 0 && none.sequences == 6, "%s", name);
         for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
             if (k == IV_TEMPERATURE && mixer_at(i)->theory != THEORY_EXP) continue;  // refused: tested below
+            if (k == IV_DERANGE && sparsity_answer_window(r.m, 1) > 1) continue;     // refused: tested below
             double s = k == IV_FLATTEN ? 1 : k == IV_TOPK ? 1 : k == IV_SHARPEN ? 1 : k == IV_TEMPERATURE ? 1 : 0;
             InterventionResult x = run(&r, (InterventionKind)k, s, 1, 0);
             CHECK(x.rows_recall == none.rows_recall && isfinite(val_loss(&x.stats)), "%s %s", name, intervention_name(k));
@@ -349,6 +350,13 @@ TEST(intervene_every_kind_on_every_mixer) {
                 CHECK_CLOSE(val_loss(&x.stats), val_loss(&none.stats), 1e-9);
                 break;
             case IV_DERANGE: CHECK_CLOSE(x.S_recall, none.S_recall, 1e-9); break;
+            case IV_DERANGE_VALUES:  // the clean maps kept: the same rows, weights and answer positions
+                CHECK(x.S_recall == none.S_recall && x.ans_share == none.ans_share &&
+                          x.ans_window_share == none.ans_window_share && x.rows_answer == none.rows_answer,
+                      "%s derange_values: S %g against %g, share %g against %g", name, x.S_recall, none.S_recall,
+                      x.ans_share, none.ans_share);
+                CHECK(x.acc_permuted >= 0 && x.acc_permuted <= 1, "%s: %g", name, x.acc_permuted);
+                break;
             case IV_ORACLE:
                 CHECK_CLOSE(x.ans_share, 1, 1e-12);
                 CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9);
@@ -403,10 +411,12 @@ TEST(intervene_is_identical_for_any_thread_count) {
     rig_make(&r, "softmax,mamba", NULL);
     for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
         if (k == IV_TEMPERATURE) continue;
+        // derange: the softmax layer (Mamba's window refuses it); derange_values: one layer's query rows
+        int layer = k == IV_DERANGE ? 0 : k == IV_DERANGE_VALUES ? 1 : -1, all = k != IV_DERANGE_VALUES;
         omp_set_num_threads(1);
-        InterventionResult a = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, -1, 1);
+        InterventionResult a = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, layer, all);
         omp_set_num_threads(3);
-        InterventionResult b = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, -1, 1);
+        InterventionResult b = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, layer, all);
         CHECK(!memcmp(&a, &b, sizeof a), "%s: threads change the result", intervention_name(k));
     }
     rig_drop(&r);
@@ -423,6 +433,20 @@ static void temperature_case(void *arg) {
     Rig r;
     rig_make(&r, "softmax,linear", NULL);
     run(&r, IV_TEMPERATURE, 2, -1, 0);
+}
+
+static void derange_window_case(void *arg) {
+    (void)arg;
+    Rig r;
+    rig_make(&r, "softmax,mamba", NULL);
+    run(&r, IV_DERANGE, 0, 1, 0);
+}
+
+static void derange_values_all_layers_case(void *arg) {
+    (void)arg;
+    Rig r;
+    rig_make(&r, "softmax", NULL);
+    run(&r, IV_DERANGE_VALUES, 0, -1, 0);
 }
 
 TEST(intervene_parses_kinds_and_refuses_bad_ones) {
@@ -447,4 +471,42 @@ TEST(intervene_parses_kinds_and_refuses_bad_ones) {
     char err[512];
     CHECK(test_fork(temperature_case, NULL, err, sizeof err) == 2);
     CHECK(strstr(err, "layer 1's mixer 'linear' has none"), "'%s'", err);
+    // map-space derange behind a window is refused (derange_values is the probe there)
+    CHECK(test_fork(derange_window_case, NULL, err, sizeof err) == 2);
+    CHECK(strstr(err,
+                 "intervene: derange moves weights between value positions, and layer 1's answer window of 4 spans "
+                 "the neighbouring pairs ('mamba'): use derange_values"),
+          "'%s'", err);
+    CHECK(test_fork(derange_values_all_layers_case, NULL, err, sizeof err) == 2);
+    CHECK(strstr(err, "derange_values keeps one layer's maps: give layer=L or layer=causal"), "'%s'", err);
+    CHECK(intervention_parse("oracle_lag", &k, s) == 16 && k == IV_ORACLE_LAG && s[15] == 15);
+    CHECK(intervention_parse("derange_values", &k, s) == 1 && k == IV_DERANGE_VALUES);
+}
+
+// derange_values's input: every pair's value moves to another pair (a derangement), keys and
+// fillers stay, and each query's label becomes the value its key now holds; one pair: unchanged.
+TEST(intervene_permute_values_moves_every_value_and_its_answers) {
+    MqarSpec spec = {.vocab_size = 64, .seq_len = 32, .kv_pairs = 4, .power_a = 0.01, .seed = 9, .n_examples = 20};
+    Dataset ds;
+    dataset_mqar(&ds, &spec);
+    for (long e = 0; e < ds.n; e++) {
+        int in[32], tg[32], orig[32], tp[32];
+        dataset_get(&ds, e, in, tg);
+        memcpy(orig, in, sizeof in);
+        intervene_permute_values(in, tg, tp, 32, 4, (uint64_t)e);
+        int moved = 0, seen[64] = {0};
+        for (int p = 0; p < 4; p++) {
+            moved += in[2 * p + 1] != orig[2 * p + 1];
+            seen[in[2 * p + 1]]++;
+            CHECK(in[2 * p] == orig[2 * p]);
+        }
+        for (int p = 0; p < 4; p++) CHECK(seen[orig[2 * p + 1]] == 1, "example %ld: a value lost", e);
+        CHECK(moved == 4, "example %ld: %d of 4 values moved", e, moved);
+        for (int i = 8; i < 32; i++) {
+            CHECK(in[i] == orig[i]);
+            if (tg[i] < 0) CHECK(tp[i] == tg[i]);
+            else CHECK(tp[i] != tg[i] && answer_value_pos(in, i, tp[i]) >= 0, "example %ld query %d", e, i);
+        }
+    }
+    dataset_free(&ds);
 }

@@ -1111,7 +1111,7 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     CHECK(iv && strstr(iv, "## Points") > iv, "%s", md ? md : "no summary.md");
     // the selection seed's 0.333 as trained is not there; the two held-out seeds are, in point order
     CHECK(strstr(iv,
-                 "| 1e-2 | softmax | 2 | L1, L0 | -, - | 0.8000, 0.7000 | 0.8000, 0.1000 | 0.1000, 0.8000 | - | - | "
+                 "| 1e-2 | softmax | 2 | L1, L0 | -, - | 0.8000, 0.7000 | 0.8000, 0.1000 | 0.1000, 0.8000 | - | - | - | "
                  "0.9500, 0.9500 | - | - |"),
           "%s", iv);
     CHECK(!strstr(iv, "0.3330"), "%s", iv);
@@ -1122,7 +1122,7 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     char *csv = read_out("ivs", "summary_interventions.csv");
     CHECK(csv && strstr(csv, "point,lr,seed,mixer,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,"),
           "%.300s", csv ? csv : "no csv");
-    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,\n") &&
+    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,,\n") &&
               strstr(csv, "\"lr=1e-2,seed=2\",1e-2,2,softmax,1,10,0,oracle,1,,0.5,0.24,"),
           "%s", csv);
     CHECK(!strstr(csv, "0.02,") && !strstr(csv, "0.03,") && !strstr(csv, "0.01,"), "%s", csv);
@@ -1315,8 +1315,8 @@ TEST(sweep_summary_reads_the_lag_oracle_with_its_control) {
           "%s", md ? md : "no summary.md");
     free(md);
     char *csv = read_out("lag", "summary_interventions.csv");
-    CHECK(csv && strstr(csv, ",ans_window_chance,acc_lo,acc_hi\n") &&
-              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016\n"),
+    CHECK(csv && strstr(csv, ",ans_window_chance,acc_lo,acc_hi,acc_permuted\n") &&
+              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016,\n"),
           "%s", csv ? csv : "no csv");
     free(csv);
 }
