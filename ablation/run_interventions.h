@@ -11,6 +11,9 @@ typedef struct {
     double acc, S_recall;   // validation accuracy, and the changed layer's query rows' S_recall
     double acc_lo, acc_hi;  // the accuracy's 95% interval (NAN: an older record)
     double acc_permuted;    // derange_values: against the permuted answers (NAN: another kind)
+    double share;           // the answer's weight share (ans_share)
+    // the contribution shares of the answer and its window with their chance, the margins (NAN: older)
+    double contrib, contrib_chance, contrib_window, contrib_window_chance, margin, window_margin;
     double eff_tokens;      // of those rows, n S^2 (1: one-hot)
     double window, chance;  // the answer window's share of their weight, and a uniform row's
 } IvRecord;

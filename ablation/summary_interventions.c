@@ -159,6 +159,60 @@ static void main_table(const Summary *s, FILE *f) {
     }
 }
 
+// The model as trained on its causal layer: per group each seed's weight share and contribution
+// share of the answer window (the answer itself where the window is one position), each beside
+// its chance, and the margin of the answer's (window's) weight over the largest other pair's.
+static void contribution_table(const Summary *s, FILE *f) {
+    enum { C_SHARE, C_SHARE_CH, C_CONTRIB, C_CONTRIB_CH, C_MARGIN, C_N };
+    static const char *title[C_N] = {"weight share", "chance", "contribution share", "chance", "margin over the next value"};
+    int any = 0;
+    for (int i = 0; i < s->sw->n_points && !any; i++) {
+        const RunSummary *r = &s->runs[i];
+        const IvRecord *v = summary_iv_counts(r) ? run_intervention(&r->iv, IV_NONE, r->iv.causal_layer, NAN) : NULL;
+        any = v && isfinite(v->contrib);
+    }
+    if (!any) return;
+    fputs("**Contribution share** of the model as trained on the causal recall layer (docs/interventions.md#"
+          "contribution-share): beside the weight share, each position's share of |a_ij| ||v_j||, the part of o_i it "
+          "contributes, each with a uniform row's share (chance); on the answer window where the layer's is wider "
+          "than one position, else on the answer; and the margin of that weight share over the largest other "
+          "pair's (a negative margin: another value outweighs the answer).\n\n|",
+          f);
+    int cols = group_cells(s, 0, f, 1);
+    for (int c = 0; c < C_N; c++) summary_md_cell(f, title[c]);
+    fputs("\n|", f);
+    for (int k = 0; k < cols + C_N; k++) fputs("---|", f);
+    fputc('\n', f);
+    char b[512];
+    for (int g = 0; g < s->n_groups; g++) {
+        Stat st[C_N];
+        memset(st, 0, sizeof st);
+        int n = 0;
+        for (int i = 0; i < s->sw->n_points; i++) {
+            const RunSummary *r = &s->runs[i];
+            if (s->group_of[i] != g || !summary_iv_counts(r)) continue;
+            const IvRecord *v = run_intervention(&r->iv, IV_NONE, r->iv.causal_layer, NAN);
+            if (!v || !isfinite(v->contrib)) continue;
+            int win = v->contrib_window_chance != v->contrib_chance;  // a window wider than the answer
+            stat_add(&st[C_SHARE], win ? v->window : v->share);
+            stat_add(&st[C_SHARE_CH], v->chance);
+            stat_add(&st[C_CONTRIB], win ? v->contrib_window : v->contrib);
+            stat_add(&st[C_CONTRIB_CH], win ? v->contrib_window_chance : v->contrib_chance);
+            stat_add(&st[C_MARGIN], win ? v->window_margin : v->margin);
+            n++;
+        }
+        if (!n) continue;
+        fputs("|", f);
+        group_cells(s, s->groups[g], f, 0);
+        for (int c = 0; c < C_N; c++) {
+            summary_fmt_stat(b, sizeof b, "%.3f", &st[c]);
+            summary_md_cell(f, b);
+        }
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+}
+
 // The lag oracle's reading of a run at its causal layer (eval/derived.h) into b: "lag 1: 1.0000
 // (control 0.0100)", or "not valid (lag 0: 0.0200, control 0.0190)"; 0 when the run has no lag
 // records there.
@@ -281,13 +335,15 @@ void write_interventions_md(const Summary *s, FILE *f) {
     curve_table(s, f, IV_FLATTEN, "eps");
     curve_table(s, f, IV_TOPK, "k");
     lag_table(s, f);
+    contribution_table(s, f);
 }
 
 void write_interventions_csv(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
     summary_csv_point_header(s, f);
     fputs(",in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,eff_tokens,ans_window_share,ans_window_chance,"
-          "acc_lo,acc_hi,acc_permuted\n",
+          "acc_lo,acc_hi,acc_permuted,contrib_share,contrib_chance,contrib_window_share,contrib_window_chance,"
+          "ans_margin,ans_window_margin\n",
           f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -305,6 +361,9 @@ void write_interventions_csv(const Summary *s, FILE *f) {
             summary_csv_num(f, v->acc_lo);
             summary_csv_num(f, v->acc_hi);
             summary_csv_num(f, v->acc_permuted);
+            const double c[6] = {v->contrib, v->contrib_chance, v->contrib_window, v->contrib_window_chance,
+                                 v->margin,  v->window_margin};
+            for (int j = 0; j < 6; j++) summary_csv_num(f, c[j]);
             fputc('\n', f);
         }
     }

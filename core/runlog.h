@@ -177,6 +177,12 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(INTERVENTION, "ans_window_share", NUM, "weight in the answer window after the change")                           \
     F(INTERVENTION, "ans_window_chance", NUM, "a uniform row's weight in the answer window")                           \
     F(INTERVENTION, "ans_window_lift", NUM, "ans_window_share / ans_window_chance")                                    \
+    F(INTERVENTION, "contrib_share", NUM, "the answer's share of |a_ij| ||v_j||, the part of o_i it contributes")      \
+    F(INTERVENTION, "contrib_chance", NUM, "a uniform row's: ||v_answer|| / sum_j ||v_j||")                            \
+    F(INTERVENTION, "contrib_window_share", NUM, "the answer window's contribution share")                             \
+    F(INTERVENTION, "contrib_window_chance", NUM, "a uniform row's contribution share of the window")                  \
+    F(INTERVENTION, "ans_margin", NUM, "weight share of the answer less the largest other pair's value's")             \
+    F(INTERVENTION, "ans_window_margin", NUM, "the same for the answer window against the other pairs' windows")       \
     F(INTERVENTION, "seconds", NUM, "time the pass took")
 
 typedef struct {

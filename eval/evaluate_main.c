@@ -755,6 +755,8 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
     if (res.rows_answer) printf(" | answer share %.3f (chance %.3f)", res.ans_share, res.ans_chance);
     if (res.rows_answer && res.ans_window_chance != res.ans_chance)
         printf(", window %.3f (chance %.3f)", res.ans_window_share, res.ans_window_chance);
+    if (isfinite(res.contrib_share))
+        printf(" | contribution %.3f (chance %.3f), margin %.3f", res.contrib_share, res.contrib_chance, res.ans_margin);
     if (isfinite(res.acc_permuted)) printf(" | permuted answers %.4f", res.acc_permuted);
     printf(" | %.1f s\n", sec);
     return val_acc(&res.stats);

@@ -231,6 +231,8 @@ int intervene_row(const Intervention *iv, real *a, int n, const RowContext *rc, 
 // What one map's query rows measured after the change (summed; added in a fixed order).
 typedef struct {
     double rows, S, eff, rows_answer, ans, win, ch_ans, ch_win;
+    // contribution shares |a_ij| ||v_j|| and their chance (a uniform row's), the margins
+    double rows_contrib, c_ans, c_win, cch_ans, cch_win, margin, win_margin;
 } MapAcc;
 
 typedef struct {
@@ -260,6 +262,40 @@ typedef struct {
     size_t acc_cap;
     MapAcc total;
 } Hook;
+
+// The row's contribution shares (docs/interventions.md#contribution-share): position j's part of
+// o_i is a_ij v_j, so its share is |a_ij| ||v_j|| / sum_l |a_il| ||v_l||, on the answer and on the
+// window; a uniform row's (the chance) is ||v_j|| / sum_l ||v_l||. And the margins: the answer's
+// weight share less the largest other pair's value's, and the same for the windows. v[j * W + w].
+static void contribution_row(MapAcc *acc, const real *row, int n, int vp, int window, int kv_pairs, const real *v, int W) {
+    double tot = 0, norm_tot = 0, c_ans = 0, c_win = 0, n_ans = 0, n_win = 0, r = 0;
+    int w = window > 1 ? window : 1;
+    for (int j = 0; j < n; j++) {
+        double nv = 0;
+        for (int k = 0; k < W; k++) nv += (double)v[(size_t)j * W + k] * (double)v[(size_t)j * W + k];
+        nv = sqrt(nv);
+        double c = fabs((double)row[j]) * nv;
+        tot += c, norm_tot += nv, r += fabs((double)row[j]);
+        if (j == vp) c_ans += c, n_ans += nv;
+        if (j >= vp && j < vp + w) c_win += c, n_win += nv;
+    }
+    if (tot <= 0 || norm_tot <= 0 || r <= 0) return;
+    acc->rows_contrib++;
+    acc->c_ans += c_ans / tot, acc->c_win += c_win / tot;
+    acc->cch_ans += n_ans / norm_tot, acc->cch_win += n_win / norm_tot;
+    double other = 0, other_win = 0, own_win = 0;
+    for (int j = vp; j < vp + w && j < n; j++) own_win += fabs((double)row[j]);
+    for (int q = 0; q < kv_pairs; q++) {
+        int pos = 2 * q + 1;
+        if (pos == vp || pos >= n) continue;
+        other = fmax(other, fabs((double)row[pos]));
+        double s = 0;
+        for (int j = pos; j < pos + w && j < n; j++) s += fabs((double)row[j]);
+        other_win = fmax(other_win, s);
+    }
+    acc->margin += (fabs((double)row[vp]) - other) / r;
+    acc->win_margin += (own_win - other_win) / r;
+}
 
 static void measure_row(MapAcc *acc, const real *row, int n, int value_pos, int window, double *d) {
     RowStats rs;
@@ -308,6 +344,7 @@ static void change_map(const Hook *h, const Model *m, int l, const MixerIO *io, 
             }
             int vp = h->kv_pairs > 0 ? answer_value_pos(in, i, tg[i]) : -1;
             measure_row(acc, row, n, vp, window, s->d);
+            if (vp >= 0) contribution_row(acc, row, n, vp, window, h->kv_pairs, s->v, W);
             continue;
         }
         int vp = query && h->kv_pairs > 0 ? answer_value_pos(in, i, tg[i]) : -1;
@@ -319,6 +356,7 @@ static void change_map(const Hook *h, const Model *m, int l, const MixerIO *io, 
                 o[(size_t)i * W + w] = (real)sum;
             }
         if (query) measure_row(acc, row, n, vp, window, s->d);
+        if (query && vp >= 0) contribution_row(acc, row, n, vp, window, h->kv_pairs, s->v, W);
     }
 }
 
@@ -476,6 +514,10 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
     out->ans_window_share = na ? t->win / na : NAN;
     out->ans_chance = na ? t->ch_ans / na : NAN;
     out->ans_window_chance = na ? t->ch_win / na : NAN;
+    double nc = t->rows_contrib;
+    out->contrib_share = nc ? t->c_ans / nc : NAN, out->contrib_window_share = nc ? t->c_win / nc : NAN;
+    out->contrib_chance = nc ? t->cch_ans / nc : NAN, out->contrib_window_chance = nc ? t->cch_win / nc : NAN;
+    out->ans_margin = nc ? t->margin / nc : NAN, out->ans_window_margin = nc ? t->win_margin / nc : NAN;
     for (int i = 0; i < n_threads; i++) free(h.scr[i].a), free(h.scr[i].v), free(h.scr[i].d);
     free(h.scr), free(h.o), free(h.acc), free(inputs), free(targets);
 }
@@ -521,6 +563,12 @@ void intervention_write_record(FILE *f, long step, const Intervention *iv, const
         runlog_put_num(&w, "ans_window_share", r->ans_window_share);
         runlog_put_num(&w, "ans_window_chance", r->ans_window_chance);
         runlog_put_num(&w, "ans_window_lift", r->ans_window_share / r->ans_window_chance);
+        runlog_put_num(&w, "contrib_share", r->contrib_share);
+        runlog_put_num(&w, "contrib_chance", r->contrib_chance);
+        runlog_put_num(&w, "contrib_window_share", r->contrib_window_share);
+        runlog_put_num(&w, "contrib_window_chance", r->contrib_window_chance);
+        runlog_put_num(&w, "ans_margin", r->ans_margin);
+        runlog_put_num(&w, "ans_window_margin", r->ans_window_margin);
     }
     runlog_put_num_fmt(&w, "seconds", "%.2f", seconds);
     runlog_end(&w);

@@ -111,6 +111,10 @@ typedef struct {
     // the accuracy's 95% bootstrap interval over the sequences (eval/interval.h)
     double acc_lo, acc_hi;
     double acc_permuted;  // derange_values: the share answered with the permuted input's value (NAN: other kinds)
+    // over the answer rows: the contribution shares |a_ij| ||v_j|| / sum_l |a_il| ||v_l|| of the
+    // answer and of its window with a uniform row's (chance: ||v|| shares), and the margins of the
+    // answer's weight share (its window's) over the largest other pair's value's (window's)
+    double contrib_share, contrib_chance, contrib_window_share, contrib_window_chance, ans_margin, ans_window_margin;
 } InterventionResult;
 
 // derange_values's input: the values of the K pairs of an MQAR sequence in[0..T) (at 2p + 1)

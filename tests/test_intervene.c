@@ -339,9 +339,12 @@ TEST(intervene_every_kind_on_every_mixer) {
             CHECK(x.rows_recall == none.rows_recall && isfinite(val_loss(&x.stats)), "%s %s", name, intervention_name(k));
             switch (k) {
             case IV_FLATTEN:
-            case IV_ABLATE:
+            case IV_ABLATE:  // a uniform row: every share at its chance, no margin over the other values
                 CHECK_CLOSE(x.S_recall, 1, 1e-9);
                 CHECK_CLOSE(x.ans_share, x.ans_chance, 1e-9);
+                CHECK_CLOSE(x.contrib_share, x.contrib_chance, 1e-9);
+                CHECK_CLOSE(x.contrib_window_share, x.contrib_window_chance, 1e-9);
+                CHECK_CLOSE(x.ans_margin, 0, 1e-9);
                 break;
             case IV_TOPK: CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9); break;
             case IV_SHARPEN:
@@ -357,9 +360,12 @@ TEST(intervene_every_kind_on_every_mixer) {
                       x.ans_share, none.ans_share);
                 CHECK(x.acc_permuted >= 0 && x.acc_permuted <= 1, "%s: %g", name, x.acc_permuted);
                 break;
-            case IV_ORACLE:
+            case IV_ORACLE:  // everything on the answer: all of o_i from it, the whole weight as margin
                 CHECK_CLOSE(x.ans_share, 1, 1e-12);
                 CHECK_CLOSE(x.eff_tokens_recall, 1, 1e-9);
+                CHECK_CLOSE(x.contrib_share, 1, 1e-12);
+                CHECK_CLOSE(x.ans_margin, 1, 1e-12);
+                CHECK(x.contrib_chance > 0 && x.contrib_chance < 1, "%s: contribution chance %g", name, x.contrib_chance);
                 break;
             case IV_ORACLE_WINDOW: CHECK_CLOSE(x.ans_window_share, 1, 1e-12); break;
             case IV_ORACLE_LAG:  // lag 0: the point oracle with the map's own sign

@@ -1122,7 +1122,7 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     char *csv = read_out("ivs", "summary_interventions.csv");
     CHECK(csv && strstr(csv, "point,lr,seed,mixer,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,"),
           "%.300s", csv ? csv : "no csv");
-    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,,\n") &&
+    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,,,,,,,,\n") &&
               strstr(csv, "\"lr=1e-2,seed=2\",1e-2,2,softmax,1,10,0,oracle,1,,0.5,0.24,"),
           "%s", csv);
     CHECK(!strstr(csv, "0.02,") && !strstr(csv, "0.03,") && !strstr(csv, "0.01,"), "%s", csv);
@@ -1315,8 +1315,42 @@ TEST(sweep_summary_reads_the_lag_oracle_with_its_control) {
           "%s", md ? md : "no summary.md");
     free(md);
     char *csv = read_out("lag", "summary_interventions.csv");
-    CHECK(csv && strstr(csv, ",ans_window_chance,acc_lo,acc_hi,acc_permuted\n") &&
-              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016,\n"),
+    CHECK(csv &&
+              strstr(csv,
+                     ",ans_window_chance,acc_lo,acc_hi,acc_permuted,contrib_share,contrib_chance,contrib_window_share,"
+                     "contrib_window_chance,ans_margin,ans_window_margin\n") &&
+              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016,,,,,,,\n"),
           "%s", csv ? csv : "no csv");
     free(csv);
+}
+
+// Contribution share in the summary (docs/interventions.md#contribution-share): the model as
+// trained on each seed's causal layer, the window's weight and contribution shares beside their
+// chance, and the margin over the next value; on a point map the answer's own.
+TEST(sweep_summary_gives_the_contribution_share_with_its_chance) {
+    const char *f = sweep_file("contrib", "mixer = mamba2\nseed = 0, 1\n");
+    char dir[900], p[1100], out[8192];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s/out_contrib/seed=%d", test_tmpdir(), i);
+        fake_run(dir, 0.9);
+        snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
+        FILE *fp = fopenCheck(p, "w");
+        for (int l = 0; l < 2; l++) fake_iv(fp, "ablate", -1, l, l == 1 ? 0.1 : 0.8, 1, "val", "");
+        fprintf(fp,
+                "{\"type\":\"intervention\",\"step\":10,\"layer\":1,\"head\":-1,\"split\":\"val\",\"options\":"
+                "\"intervene=none rows=query\",\"kind\":\"none\",\"rows\":\"query\",\"acc\":0.9,\"S_recall\":0.3,"
+                "\"ans_share\":0.1,\"ans_chance\":0.05,\"ans_window_share\":0.5%d,\"ans_window_chance\":0.2,"
+                "\"contrib_share\":0.12,\"contrib_chance\":0.06,\"contrib_window_share\":0.6%d,"
+                "\"contrib_window_chance\":0.25,\"ans_margin\":-0.1,\"ans_window_margin\":0.3%d}\n",
+                i, i, i);
+        fcloseCheck(fp, p);
+    }
+    int st = test_run(out, sizeof out, "./sweep %s --collect 2>&1", f);
+    CHECK(st == 0, "%s", out);
+    char *md = read_out("contrib", "summary.md");
+    const char *c = md ? strstr(md, "**Contribution share**") : NULL;
+    CHECK(c && strstr(c, "| weight share | chance | contribution share | chance | margin over the next value |") &&
+              strstr(c, "| 0.500, 0.510 | 0.200, 0.200 | 0.600, 0.610 | 0.250, 0.250 | 0.300, 0.310 |"),
+          "%s", md ? md : "no summary.md");
+    free(md);
 }
