@@ -503,7 +503,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     } else remove(path);
     for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
         snprintf(path, sizeof path, "%s/intervention_%s_groups.svg", sw->out, intervention_name((InterventionKind)k));
-        int drawn = has_iv ? plot_interventions(&s, k, path, log) : 0;
+        int drawn = has_iv && k != IV_PATCH ? plot_interventions(&s, k, path, log) : 0;  // patch: no map
         if (drawn == 0) remove(path);
         rc |= drawn < 0;
         any_iv_fig |= has_iv_kind[k] = drawn > 0;

@@ -108,21 +108,22 @@ static void main_table(const Summary *s, FILE *f) {
     int L = ablated_layers(s);
     fputs("|", f);
     int cols = group_cells(s, 0, f, 1);
-    fputs(" runs | recall layer: by ablation | by share |", f);
+    fputs(" runs | causal recall layer: by patching | by ablation | by share |", f);
     summary_md_cell(f, t_title[T_TRAINED]);
     for (int l = 0; l < L; l++) fprintf(f, " L%d ablated |", l);
     for (int t = T_TOP1; t < T_N; t++) summary_md_cell(f, t_title[t]);
     fputs("\n|", f);
-    for (int k = 0; k < cols + 3 + L + T_N; k++) fputs("---|", f);
+    for (int k = 0; k < cols + 4 + L + T_N; k++) fputs("---|", f);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         Stat st[T_N], abl[16];
-        int causal[STAT_VALUES], share[STAT_VALUES], n = 0;
+        int patched[STAT_VALUES], ablated[STAT_VALUES], share[STAT_VALUES], n = 0;
         memset(st, 0, sizeof st), memset(abl, 0, sizeof abl);
         for (int i = 0; i < s->sw->n_points; i++) {
             const RunSummary *r = &s->runs[i];
             if (s->group_of[i] != g || !summary_iv_counts(r)) continue;
-            if (n < STAT_VALUES) causal[n] = r->iv.causal_layer, share[n] = r->best.layer;
+            if (n < STAT_VALUES)
+                patched[n] = r->iv.patch_layer, ablated[n] = r->iv.ablation_layer, share[n] = r->best.layer;
             n++;
             stat_add(&st[T_TRAINED], r->iv.acc_trained);
             stat_add(&st[T_TOP1], causal_acc(r, IV_TOPK, 1));
@@ -141,7 +142,9 @@ static void main_table(const Summary *s, FILE *f) {
         group_cells(s, s->groups[g], f, 0);
         snprintf(b, sizeof b, "%d", n);
         summary_md_cell(f, b);
-        layer_list(b, sizeof b, causal, n < STAT_VALUES ? n : STAT_VALUES);
+        layer_list(b, sizeof b, patched, n < STAT_VALUES ? n : STAT_VALUES);
+        summary_md_cell(f, b);
+        layer_list(b, sizeof b, ablated, n < STAT_VALUES ? n : STAT_VALUES);
         summary_md_cell(f, b);
         layer_list(b, sizeof b, share, n < STAT_VALUES ? n : STAT_VALUES);
         summary_md_cell(f, b);
@@ -322,9 +325,12 @@ void write_interventions_md(const Summary *s, FILE *f) {
     fputs("## Interventions\n\n"
           "On the best-validation checkpoint of each finished held-out run, by the sweep's `after_run` "
           "(docs/interventions.md), measured on the validation set's query rows: the accuracy as trained, "
-          "with each layer's mixer ablated, and with the maps of the causal recall layer (the layer whose "
-          "ablation costs the most accuracy, beside the share-based recall layer at the best step; ablation is "
-          "flatten 1, every query row uniform) changed: cut to their largest weight (topk 1), deranged in map space (the weights moved "
+          "with each layer's mixer ablated, and with the maps of the causal recall layer changed. The causal "
+          "recall layer is the layer whose activation patch (its output at the changed key's query taken from "
+          "a sequence with that pair's value replaced) moves the most answers to the changed sequence's, where "
+          "the runs have patch records; else, and beside it, the layer whose ablation costs the most accuracy "
+          "(ablation is flatten 1, every query row uniform); and the share-based recall layer at the best step. "
+          "The maps are cut to their largest weight (topk 1), deranged in map space (the weights moved "
           "to other value positions; unwindowed maps only), given the clean input's maps on an input whose values "
           "are permuted among the pairs (derange values: the accuracy against the clean answers), and replaced by the oracles (all weight on the answer; on its window; on a wrong "
           "pair's value). Each seed's value, and from 3 values on their mean ± sample standard deviation "
@@ -343,7 +349,7 @@ void write_interventions_csv(const Summary *s, FILE *f) {
     summary_csv_point_header(s, f);
     fputs(",in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,eff_tokens,ans_window_share,ans_window_chance,"
           "acc_lo,acc_hi,acc_permuted,contrib_share,contrib_chance,contrib_window_share,contrib_window_chance,"
-          "ans_margin,ans_window_margin\n",
+          "ans_margin,ans_window_margin,patch_follows\n",
           f);
     for (int i = 0; i < sw->n_points; i++) {
         const RunSummary *r = &s->runs[i];
@@ -364,6 +370,7 @@ void write_interventions_csv(const Summary *s, FILE *f) {
             const double c[6] = {v->contrib, v->contrib_chance, v->contrib_window, v->contrib_window_chance,
                                  v->margin,  v->window_margin};
             for (int j = 0; j < 6; j++) summary_csv_num(f, c[j]);
+            summary_csv_num(f, v->patch_follows);
             fputc('\n', f);
         }
     }

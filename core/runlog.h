@@ -166,6 +166,9 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(INTERVENTION, "acc", NUM, "accuracy after the change")                                                           \
     F(INTERVENTION, "acc_lo", NUM, "its 95% bootstrap interval over the sequences, lower end (eval/interval.h)")       \
     F(INTERVENTION, "acc_hi", NUM, "its upper end")                                                                    \
+    F(INTERVENTION, "patch_rows", INT, "patch: changed-key query rows where A and A' predict apart")                   \
+    F(INTERVENTION, "patch_follows", NUM, "patch: the share of them whose prediction follows A' (null: none)")         \
+    F(INTERVENTION, "patch_control", NUM, "patch: the share of the other query rows whose prediction moved")           \
     F(INTERVENTION, "acc_permuted", NUM, "derange_values: the share answered with the permuted input's value")         \
     F(INTERVENTION, "rows_recall", INT, "query rows of the changed maps measured (each map of a head)")                \
     F(INTERVENTION, "S_recall", NUM, "their mean S after the change")                                                  \

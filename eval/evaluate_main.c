@@ -758,8 +758,25 @@ static double intervention_pass(IvRun *run, const Intervention *iv) {
     if (isfinite(res.contrib_share))
         printf(" | contribution %.3f (chance %.3f), margin %.3f", res.contrib_share, res.contrib_chance, res.ans_margin);
     if (isfinite(res.acc_permuted)) printf(" | permuted answers %.4f", res.acc_permuted);
+    if (iv->kind == IV_PATCH)
+        printf(" | follows A' %.4f of %ld rows, control %.4f", res.patch_follows, res.patch_rows, res.patch_control);
     printf(" | %.1f s\n", sec);
     return val_acc(&res.stats);
+}
+
+// Each layer patched in turn (intervene=patch, docs/interventions.md#activation-patching): the
+// layer whose patch moves the changed key's prediction to A''s most often (the first on ties),
+// -1 when no patch moves any (then *best is 0).
+static int patch_layers(IvRun *run, int all_rows, double *best) {
+    Intervention iv = {IV_PATCH, 0, 0, -1, all_rows};
+    int layer = -1;
+    *best = 0;
+    for (int l = 0; l < run->ev->model->s.L; l++) {
+        iv.layer = l;
+        intervention_pass(run, &iv);
+        if (run->last.patch_follows > *best) *best = run->last.patch_follows, layer = l;
+    }
+    return layer;
 }
 
 // intervene=oracle_lag: at each lag inside the changed layer's answer window the oracle and its
@@ -816,7 +833,9 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     printf("%s (step %ld, %s): intervene=%s on the %s set\n", ck, step, run.mixer, intervention_name(ia->kind), g_split);
     double t0 = now_seconds();
     int layer = ia->layer;
-    if (layer == IV_LAYER_CAUSAL) {  // each layer ablated first; the kind then acts on the worst
+    if (layer == IV_LAYER_CAUSAL) {  // each layer patched, then ablated; the kind acts on the patched one
+        double follows = 0;
+        int patched = m->s.L > 1 ? patch_layers(&run, 0, &follows) : -1;
         Intervention ab = {IV_ABLATE, 0, 0, -1, ia->all_rows};
         double worst = INFINITY;
         for (int l = 0; l < m->s.L; l++) {
@@ -824,8 +843,15 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
             double acc = intervention_pass(&run, &ab);
             if (acc < worst) worst = acc, layer = l;
         }
-        printf("  causal recall layer: %d (ablating it leaves accuracy %.4f); intervene=%s acts there\n", layer, worst,
-               intervention_name(ia->kind));
+        if (patched >= 0) {
+            printf("  causal recall layer: %d (by patching: its patch moves %.4f of the changed answers to A''s; by "
+                   "ablation: %d, leaving accuracy %.4f); intervene=%s acts there\n",
+                   patched, follows, layer, worst, intervention_name(ia->kind));
+            layer = patched;
+        } else
+            printf("  causal recall layer: %d (by ablation, leaving accuracy %.4f: no patch moved an answer); intervene=%s "
+                   "acts there\n",
+                   layer, worst, intervention_name(ia->kind));
     }
     Intervention iv = {IV_NONE, 0, layer, ia->head, ia->all_rows};
     t->last_acc = intervention_pass(&run, &iv);
@@ -845,6 +871,14 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
         if (causal >= 0 && ia->layer == -1)
             printf("  causal recall layer: %d (ablating it leaves accuracy %.4f of %.4f)\n", causal, worst, t->last_acc);
     } else if (ia->kind == IV_ORACLE_LAG) lag_oracle_passes(&run, &iv, ia);
+    else if (ia->kind == IV_PATCH && layer < 0) {  // each layer in turn
+        double follows;
+        int patched = patch_layers(&run, ia->all_rows, &follows);
+        if (patched >= 0)
+            printf("  causal recall layer by patching: %d (its patch moves %.4f of the changed answers to A''s)\n",
+                   patched, follows);
+        else printf("  causal recall layer by patching: none (no patch moved an answer)\n");
+    } else if (ia->kind == IV_PATCH) intervention_pass(&run, &iv);
     else
         for (int i = 0; i < ia->n_strengths; i++) {
             iv.strength = ia->strengths[i];
@@ -946,7 +980,8 @@ static void usage(FILE *f) {
             "  intervene=KIND[:S1,S2,...]  change the maps and measure what it costs (docs/interventions.md):\n"
             "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
             "                   oracle_window, oracle_wrong, ablate, oracle_lag[:lags] (each lag in the\n"
-            "                   window with its control) or derange_values, on a checkpoint or a run folder's\n"
+            "                   window with its control), derange_values or patch (activation patching), on a\n"
+            "                   checkpoint or a run folder's\n"
             "                   best.safetensors; writes intervention.jsonl, intervention_<kind>.svg, report.html\n"
             "  layer=L|all|causal  intervene=: the layer changed (default all; ablate: each in turn; causal:\n"
             "                   each layer ablated first, then the kind on the one whose ablation costs most)\n"

@@ -78,7 +78,7 @@ int intervention_parse(const char *value, InterventionKind *kind, double *streng
         if (len == strlen(g_names[k]) && !strncmp(value, g_names[k], len)) *kind = (InterventionKind)k;
     if (*kind == IV_N_KINDS)
         die_input("intervene: expected flatten, topk, sharpen, temperature, derange, oracle, oracle_window, "
-                  "oracle_wrong, ablate, oracle_lag, oracle_lag_control or derange_values (with :STRENGTHS for the "
+                  "oracle_wrong, ablate, oracle_lag, oracle_lag_control, derange_values or patch (with :STRENGTHS for the "
                   "first four and :LAGS for the lag kinds), got '%s'",
                   value);
     if (!intervention_has_strength(*kind)) {
@@ -420,6 +420,118 @@ static void count_hits(const Model *m, int T, const int *want, long *right, long
     free(lg);
 }
 
+// --- activation patching ---------------------------------------------------------------------------
+
+// The changed query row of each batch row (-1: none) and its y, kept from A' and put into A.
+typedef struct {
+    int mode;  // KEEP_RECORD (A'), KEEP_REPLACE (A patched)
+    int layer;
+    const int *qpos;  // [B]
+    real *kept;       // [B, C]
+} PatchHook;
+
+static void patch_after_mixer(Model *m, int l, MixerIO *io, void *ctx) {
+    const PatchHook *p = ctx;
+    if (l != p->layer) return;
+    int C = m->s.C;
+    for (int b = 0; b < io->B; b++) {
+        if (p->qpos[b] < 0) continue;
+        real *y = io->y + ((size_t)b * io->T + p->qpos[b]) * C, *k = p->kept + (size_t)b * C;
+        if (p->mode == KEEP_RECORD) memcpy(k, y, sizeof(real) * (size_t)C);
+        else memcpy(y, k, sizeof(real) * (size_t)C);
+    }
+}
+
+// The argmax of the last forward's logits at each of its rows, into pred[b * T + t].
+static void predictions(const Model *m, int T, int *pred) {
+    int V = m->s.V;
+    real *lg = mallocCheck(sizeof(real) * (size_t)V);
+    for (int r = 0; r < m->n_rows; r++) {
+        int pos = m->rows[r], arg = 0;
+        model_logits_at(m, pos / T, pos % T, lg);
+        for (int v = 1; v < V; v++)
+            if (lg[v] > lg[arg]) arg = v;
+        pred[pos] = arg;
+    }
+    free(lg);
+}
+
+// A' of an MQAR sequence in[0..T) with K pairs: one pair's value (the pair drawn from seed)
+// replaced by a value token (in [V/2, V), MQAR's) the sequence does not hold, in place; returns
+// the position of that key's query, -1 when it has none (or no free token was found).
+static int patch_sequence(int *in, const int *tg, int T, int K, int V, uint64_t seed) {
+    if (K < 1 || 2 * K > T) return -1;
+    Rng rng;
+    rng_seed(&rng, seed);
+    int p = (int)rng_below(&rng, (uint64_t)K), key = in[2 * p], q = -1;
+    for (int i = 2 * K; i < T && q < 0; i++)
+        if (tg[i] >= 0 && in[i] == key) q = i;
+    if (q < 0 || V / 2 < 1) return -1;
+    for (int tries = 0; tries < 1000; tries++) {
+        int v = V / 2 + (int)rng_below(&rng, (uint64_t)(V - V / 2)), used = 0;
+        for (int i = 0; i < T && !used; i++) used = in[i] == v;
+        if (!used) {
+            in[2 * p + 1] = v;
+            return q;
+        }
+    }
+    return -1;
+}
+
+static void patch_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
+                       const Intervention *iv, InterventionResult *out) {
+    int C = m->s.C;
+    size_t BT = (size_t)B * T;
+    int *in = mallocCheck(sizeof(int) * BT), *tg = mallocCheck(sizeof(int) * BT), *in2 = mallocCheck(sizeof(int) * BT);
+    int *pa = mallocCheck(sizeof(int) * BT), *pa2 = mallocCheck(sizeof(int) * BT), *pp = mallocCheck(sizeof(int) * BT);
+    int *qpos = mallocCheck(sizeof(int) * (size_t)B);
+    PatchHook ph = {KEEP_RECORD, iv->layer, qpos, mallocCheck(sizeof(real) * (size_t)B * C)};
+    ExampleCounts ex = {0};
+    long informative = 0, follows = 0, others = 0, moved = 0;
+    for (int cell = 0; cell < (val->n_cells ? val->n_cells : 1); cell++) {
+        Dataset part = val->n_cells ? dataset_cell(val, cell) : *val;
+        int len = val->n_cells ? val->cells[cell].seq_len : T;
+        long *seq, n_seq = sparsity_sequences(&part, B, len, eval_batches, sparsity_rows, &seq);
+        for (long i0 = 0; i0 < n_seq; i0 += B) {
+            int b = (int)(n_seq - i0 < B ? n_seq - i0 : B);
+            for (int r = 0; r < b; r++) {
+                size_t o = (size_t)r * len;
+                dataset_get_prefix(&part, seq[i0 + r], len, in + o, tg + o);
+                memcpy(in2 + o, in + o, sizeof(int) * (size_t)len);
+                qpos[r] = patch_sequence(in2 + o, tg + o, len, part.mqar_kv_pairs, part.vocab_size,
+                                         seed_mix(seed_mix((uint64_t)cell, (uint64_t)seq[i0 + r]), 0x7061746368));
+            }
+            m->after_mixer = NULL;  // A as it is
+            model_forward(m, in, tg, b, len, 0);
+            predictions(m, len, pa);
+            m->after_mixer = patch_after_mixer, m->after_mixer_ctx = &ph;
+            ph.mode = KEEP_RECORD;  // A': the layer's y at the changed query kept
+            model_forward(m, in2, tg, b, len, 0);
+            predictions(m, len, pa2);
+            ph.mode = KEEP_REPLACE;  // A with it put in
+            HeadStats hs = model_forward(m, in, tg, b, len, 0);
+            predictions(m, len, pp);
+            val_stats_add(&out->stats, cell, &hs);
+            examples_add_forward(&ex, m, b, len, cell);
+            out->sequences += b;
+            for (int r = 0; r < m->n_rows; r++) {
+                int pos = m->rows[r], rb = pos / len;
+                if (pos % len == qpos[rb]) {
+                    if (pa[pos] != pa2[pos]) informative++, follows += pp[pos] == pa2[pos];
+                } else others++, moved += pp[pos] != pa[pos];
+            }
+        }
+        free(seq);
+    }
+    m->after_mixer = NULL, m->after_mixer_ctx = NULL;
+    examples_interval(&ex, out->stats.n_cells, &out->acc_lo, &out->acc_hi);
+    examples_free(&ex);
+    out->patch_rows = informative;
+    out->patch_follows = informative ? (double)follows / informative : NAN;
+    out->patch_control = others ? (double)moved / others : NAN;
+    free(in), free(tg), free(in2), free(pa), free(pa2), free(pp), free(qpos), free(ph.kept);
+}
+
 void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batches, long sparsity_rows,
                     const Intervention *iv, InterventionResult *out) {
     if (!sparsity_supported(m)) die("intervene: a layer's mixer has no attention extractor");
@@ -433,6 +545,18 @@ void intervene_eval(Model *m, const Dataset *val, int B, int T, long eval_batche
     memset(out, 0, sizeof *out);
     out->stats.n_cells = val->n_cells;
     memcpy(out->stats.cells, val->cells, sizeof out->stats.cells);
+    out->patch_follows = out->patch_control = NAN;
+    if (iv->kind == IV_PATCH) {  // no maps: the layer's outputs
+        if (iv->layer < 0)
+            die_input("intervene: patch replaces one layer's outputs: give layer=L (or none: each in turn)");
+        if (!val->mqar_kv_pairs) die_input("intervene: patch changes an MQAR pair's value: MQAR data only");
+        out->S_recall = out->eff_tokens_recall = out->ans_share = out->ans_window_share = NAN;
+        out->ans_chance = out->ans_window_chance = out->acc_permuted = NAN;
+        out->contrib_share = out->contrib_chance = out->contrib_window_share = out->contrib_window_chance = NAN;
+        out->ans_margin = out->ans_window_margin = NAN;
+        patch_eval(m, val, B, T, eval_batches, sparsity_rows, iv, out);
+        return;
+    }
     int n_threads = omp_get_max_threads();
     Hook h = {.iv = iv, .scr = mallocCheck(sizeof(Scratch) * n_threads)};
     for (int t = 0; t < n_threads; t++) {
@@ -552,6 +676,11 @@ void intervention_write_record(FILE *f, long step, const Intervention *iv, const
     runlog_put_num(&w, "acc_lo", r->acc_lo);
     runlog_put_num(&w, "acc_hi", r->acc_hi);
     if (iv->kind == IV_DERANGE_VALUES) runlog_put_num(&w, "acc_permuted", r->acc_permuted);
+    if (iv->kind == IV_PATCH) {
+        runlog_put_int(&w, "patch_rows", r->patch_rows);
+        runlog_put_num_or_null(&w, "patch_follows", r->patch_follows);
+        runlog_put_num_or_null(&w, "patch_control", r->patch_control);
+    }
     runlog_put_int(&w, "rows_recall", r->rows_recall);
     runlog_put_num_or_null(&w, "S_recall", r->S_recall);
     runlog_put_num(&w, "eff_tokens_recall", r->eff_tokens_recall);

@@ -28,6 +28,14 @@
 //                 the clean answers, acc_permuted against the permuted ones. Whole value tokens
 //                 move, so it is defined behind a convolution too, where `derange` (map space) is
 //                 refused: a window wider than one spans neighbouring pairs
+//   patch         activation patching (the causal test of TransformerLens and ROME): A' is the
+//                 sequence A with one pair's value replaced by a token not otherwise in it; A'
+//                 is run and the layer's output y (after finish, before the residual add) kept
+//                 at the query row of the changed key; A is run with that row of y replaced by
+//                 A''s. patch_follows: the share of those rows (where A and A' predict apart)
+//                 whose prediction becomes A''s; patch_control: the share of the other query
+//                 rows whose prediction moved. The causal recall layer is the one patching
+//                 moves most. Any mixer: it touches y alone
 //   oracle_lag_control:k  the same mass at lag k behind another pair's value position whose
 //                 window does not overlap the answer's: the control of oracle_lag:k (the lag
 //                 oracle is a valid probe of a map only where it beats this; eval/derived.h)
@@ -55,7 +63,8 @@
     X(ABLATE, "ablate")                                                                                                \
     X(ORACLE_LAG, "oracle_lag")                                                                                        \
     X(ORACLE_LAG_CONTROL, "oracle_lag_control")                                                                        \
-    X(DERANGE_VALUES, "derange_values")
+    X(DERANGE_VALUES, "derange_values")                                                                                \
+    X(PATCH, "patch")
 
 typedef enum {
 #define IV_ENUM(id, name) IV_##id,
@@ -115,6 +124,10 @@ typedef struct {
     // answer and of its window with a uniform row's (chance: ||v|| shares), and the margins of the
     // answer's weight share (its window's) over the largest other pair's value's (window's)
     double contrib_share, contrib_chance, contrib_window_share, contrib_window_chance, ans_margin, ans_window_margin;
+    // patch: the changed-key rows where A and A' predict apart, the share of them that follows
+    // A', and the share of the other query rows whose prediction moved (NAN: other kinds)
+    long patch_rows;
+    double patch_follows, patch_control;
 } InterventionResult;
 
 // derange_values's input: the values of the K pairs of an MQAR sequence in[0..T) (at 2p + 1)

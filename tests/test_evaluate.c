@@ -708,3 +708,24 @@ TEST(evaluate_derange_values_records_both_answers_and_refuses_map_derange_behind
                   "exit %d: %s", st, out);
     }
 }
+
+// ./evaluate intervene=patch (docs/interventions.md#activation-patching): each layer patched in
+// turn, a record each with patch_follows and patch_control, and the causal layer by patching named
+// (or none); layer=causal patches each layer before it ablates each.
+TEST(evaluate_patch_patches_each_layer_and_names_the_causal_one) {
+    const char *dir = tiny_run("patch_run", "gated_deltanet");
+    char out[8192], path[512];
+    int st = test_run(out, sizeof out, "./evaluate %s intervene=patch threads=1", dir);
+    CHECK(st == 0 && count(out, "  patch ") == 2 && strstr(out, "follows A' ") &&
+              strstr(out, "  causal recall layer by patching: "),
+          "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    CHECK(text && count(text, "\"kind\":\"patch\"") == 2 && count(text, "\"patch_control\":") == 2 &&
+              count(text, "\"patch_rows\":") == 2,
+          "%s", text ? text : "(none)");
+    free(text);
+    st = test_run(out, sizeof out, "./evaluate %s intervene=topk:1 layer=causal threads=1", dir);
+    CHECK(st == 0 && count(out, "  patch ") == 2 && count(out, "  ablate ") == 2 && strstr(out, "causal recall layer: "),
+          "exit %d: %s", st, out);
+}

@@ -336,7 +336,8 @@ TEST(intervene_every_kind_on_every_mixer) {
             if (k == IV_DERANGE && sparsity_answer_window(r.m, 1) > 1) continue;     // refused: tested below
             double s = k == IV_FLATTEN ? 1 : k == IV_TOPK ? 1 : k == IV_SHARPEN ? 1 : k == IV_TEMPERATURE ? 1 : 0;
             InterventionResult x = run(&r, (InterventionKind)k, s, 1, 0);
-            CHECK(x.rows_recall == none.rows_recall && isfinite(val_loss(&x.stats)), "%s %s", name, intervention_name(k));
+            CHECK((x.rows_recall == none.rows_recall || k == IV_PATCH) && isfinite(val_loss(&x.stats)), "%s %s", name,
+                  intervention_name(k));
             switch (k) {
             case IV_FLATTEN:
             case IV_ABLATE:  // a uniform row: every share at its chance, no margin over the other values
@@ -353,6 +354,11 @@ TEST(intervene_every_kind_on_every_mixer) {
                 CHECK_CLOSE(val_loss(&x.stats), val_loss(&none.stats), 1e-9);
                 break;
             case IV_DERANGE: CHECK_CLOSE(x.S_recall, none.S_recall, 1e-9); break;
+            case IV_PATCH:  // shares of rows (exact cases: the hand-built models below)
+                CHECK((x.patch_rows == 0 || (x.patch_follows >= 0 && x.patch_follows <= 1)) && x.patch_control >= 0 &&
+                          x.patch_control <= 1,
+                      "%s patch: %ld rows, follows %g, control %g", name, x.patch_rows, x.patch_follows, x.patch_control);
+                break;
             case IV_DERANGE_VALUES:  // the clean maps kept: the same rows, weights and answer positions
                 CHECK(x.S_recall == none.S_recall && x.ans_share == none.ans_share &&
                           x.ans_window_share == none.ans_window_share && x.rows_answer == none.rows_answer,
@@ -418,7 +424,10 @@ TEST(intervene_is_identical_for_any_thread_count) {
     for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
         if (k == IV_TEMPERATURE) continue;
         // derange: the softmax layer (Mamba's window refuses it); derange_values: one layer's query rows
-        int layer = k == IV_DERANGE ? 0 : k == IV_DERANGE_VALUES ? 1 : -1, all = k != IV_DERANGE_VALUES;
+        int layer = k == IV_DERANGE                   ? 0
+            : k == IV_DERANGE_VALUES || k == IV_PATCH ? 1
+                                                      : -1,
+            all = k != IV_DERANGE_VALUES;
         omp_set_num_threads(1);
         InterventionResult a = run(&r, (InterventionKind)k, k == IV_TOPK ? 2 : 0.5, layer, all);
         omp_set_num_threads(3);
@@ -515,4 +524,41 @@ TEST(intervene_permute_values_moves_every_value_and_its_answers) {
         }
     }
     dataset_free(&ds);
+}
+
+// Activation patching on hand-built 2-layer models whose answer passes through one layer: every
+// mixer tensor of the other layer zeroed (its output y is 0 on any input, so the difference
+// between A and A' reaches the prediction only through the live layer). Patching the live
+// layer's y at the changed query moves that prediction to A''s on every row where they differ;
+// patching the dead layer moves nothing; no other query row moves. Softmax and Mamba-2 (a
+// convolution before its map), each way round.
+static void zero_layer_mixer(Model *m, int l) {
+    for (int t = 0; t < m->n_tensors; t++)
+        if (m->tensors[t].layer == l && m->tensors[t].mixer_slot >= 0)
+            memset(m->params + m->tensors[t].offset, 0, sizeof(real) * m->tensors[t].count);
+}
+
+TEST(intervene_patch_finds_the_layer_the_answer_passes_through) {
+    const char *mixers[] = {"softmax", "mamba2"};
+    for (int k = 0; k < 2; k++)
+        for (int dead = 0; dead < 2; dead++) {
+            Rig r;
+            rig_make(&r, mixers[k], "mlp=false");
+            zero_layer_mixer(r.m, dead);
+            MqarSpec spec = {.vocab_size = 32, .seq_len = 16, .kv_pairs = 2, .power_a = 0.01, .seed = 7, .n_examples = 300};
+            Dataset ds;
+            dataset_mqar(&ds, &spec);
+            InterventionResult live, off;
+            Intervention iv = {IV_PATCH, 0, 1 - dead, -1, 0};
+            intervene_eval(r.m, &ds, r.B, r.T, 0, 0, &iv, &live);
+            iv.layer = dead;
+            intervene_eval(r.m, &ds, r.B, r.T, 0, 0, &iv, &off);
+            dataset_free(&ds);
+            CHECK(live.patch_rows > 0 && live.patch_follows == 1 && live.patch_control == 0,
+                  "%s, layer %d dead: patching the live layer: %ld rows, follows %g, control %g", mixers[k], dead,
+                  live.patch_rows, live.patch_follows, live.patch_control);
+            CHECK(off.patch_follows == 0 && off.patch_control == 0, "%s: patching the dead layer %d: follows %g, control %g",
+                  mixers[k], dead, off.patch_follows, off.patch_control);
+            rig_drop(&r);
+        }
 }

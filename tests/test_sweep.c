@@ -1111,7 +1111,7 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     CHECK(iv && strstr(iv, "## Points") > iv, "%s", md ? md : "no summary.md");
     // the selection seed's 0.333 as trained is not there; the two held-out seeds are, in point order
     CHECK(strstr(iv,
-                 "| 1e-2 | softmax | 2 | L1, L0 | -, - | 0.8000, 0.7000 | 0.8000, 0.1000 | 0.1000, 0.8000 | - | - | - | "
+                 "| 1e-2 | softmax | 2 | -, - | L1, L0 | -, - | 0.8000, 0.7000 | 0.8000, 0.1000 | 0.1000, 0.8000 | - | - | - | "
                  "0.9500, 0.9500 | - | - |"),
           "%s", iv);
     CHECK(!strstr(iv, "0.3330"), "%s", iv);
@@ -1122,7 +1122,7 @@ TEST(sweep_collect_summarises_interventions_of_held_out_seeds) {
     char *csv = read_out("ivs", "summary_interventions.csv");
     CHECK(csv && strstr(csv, "point,lr,seed,mixer,in_tables,step,causal_layer,kind,layer,strength,acc,S_recall,"),
           "%.300s", csv ? csv : "no csv");
-    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,,,,,,,,\n") &&
+    CHECK(strstr(csv, "\"lr=1e-2,seed=0\",1e-2,0,softmax,0,10,1,none,0,,0.333,0.6,2,0.5,0.25,,,,,,,,,,\n") &&
               strstr(csv, "\"lr=1e-2,seed=2\",1e-2,2,softmax,1,10,0,oracle,1,,0.5,0.24,"),
           "%s", csv);
     CHECK(!strstr(csv, "0.02,") && !strstr(csv, "0.03,") && !strstr(csv, "0.01,"), "%s", csv);
@@ -1318,8 +1318,8 @@ TEST(sweep_summary_reads_the_lag_oracle_with_its_control) {
     CHECK(csv &&
               strstr(csv,
                      ",ans_window_chance,acc_lo,acc_hi,acc_permuted,contrib_share,contrib_chance,contrib_window_share,"
-                     "contrib_window_chance,ans_margin,ans_window_margin\n") &&
-              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016,,,,,,,\n"),
+                     "contrib_window_chance,ans_margin,ans_window_margin,patch_follows\n") &&
+              strstr(csv, ",oracle_lag_control,1,1,0.01,0.25,,,,0.004,0.016,,,,,,,,\n"),
           "%s", csv ? csv : "no csv");
     free(csv);
 }
@@ -1353,4 +1353,45 @@ TEST(sweep_summary_gives_the_contribution_share_with_its_chance) {
               strstr(c, "| 0.500, 0.510 | 0.200, 0.200 | 0.600, 0.610 | 0.250, 0.250 | 0.300, 0.310 |"),
           "%s", md ? md : "no summary.md");
     free(md);
+}
+
+// Activation patching names the causal recall layer where the runs have patch records
+// (docs/interventions.md#activation-patching): seed 0's patch of layer 0 moves 0.9 of the changed
+// answers, layer 1's 0.2, while ablating layer 1 costs more: the figures are read on layer 0 and
+// both rules are listed. Seed 1 has no patch that moved an answer: the ablation's layer.
+TEST(sweep_summary_takes_the_causal_layer_from_patching) {
+    const char *f = sweep_file("patch", "mixer = softmax\nseed = 0, 1\n");
+    char dir[900], p[1100], out[8192];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%s/out_patch/seed=%d", test_tmpdir(), i);
+        fake_run(dir, 0.9);
+        snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
+        FILE *fp = fopenCheck(p, "w");
+        for (int l = 0; l < 2; l++) {
+            fake_iv(fp, "ablate", -1, l, l == 1 ? 0.1 : 0.8, 1, "val", "");
+            fake_iv(fp, "oracle", -1, l, l == 0 ? 0.97 : 0.55, 0.24, "val", "");
+            fprintf(fp,
+                    "{\"type\":\"intervention\",\"step\":10,\"layer\":%d,\"head\":-1,\"split\":\"val\",\"options\":"
+                    "\"intervene=patch rows=query\",\"kind\":\"patch\",\"rows\":\"query\",\"acc\":0.5,\"patch_rows\":40,"
+                    "\"patch_follows\":%g,\"patch_control\":0.01}\n",
+                    l,
+                    i == 1       ? 0.0
+                        : l == 0 ? 0.9
+                                 : 0.2);
+        }
+        fcloseCheck(fp, p);
+    }
+    int st = test_run(out, sizeof out, "./sweep %s --collect 2>&1", f);
+    CHECK(st == 0, "%s", out);
+    char *md = read_out("patch", "summary.md");
+    const char *iv = md ? strstr(md, "## Interventions") : NULL;
+    CHECK(iv && strstr(iv, "| runs | causal recall layer: by patching | by ablation | by share |") &&
+              strstr(iv, "| softmax | 2 | L0, - | L1, L1 | -, - |") && strstr(iv, "| 0.9700, 0.5500 | - | - |"),
+          "%s", md ? md : "no summary.md");
+    free(md);
+    char *csv = read_out("patch", "summary_interventions.csv");
+    CHECK(csv && strstr(csv, "seed=0,0,softmax,1,10,0,patch,0,,0.5,") && strstr(csv, ",0.9\n") &&
+              strstr(csv, "seed=1,1,softmax,1,10,1,patch,0,"),
+          "%s", csv ? csv : "no csv");
+    free(csv);
 }
