@@ -113,8 +113,9 @@ static const char *g_group_metric[G_N] = {
     "recall_lift", "recall_ans_hit", "recall_S_right", "recall_S_wrong", "state_floats"};
 static const char *g_group_title[G_N] = {
     "val loss", "best val acc", "test acc", "steps to 0.99", "min to 0.99", "S min", "S mean",
-    "S_recall min", "tok/s", "recall layer S_recall", "effective tokens", "answer share", "chance",
-    "lift", "argmax hit", "S_recall right", "S_recall wrong", "state"};
+    "S_recall min", "tok/s", "S_recall (val, share-based recall layer)", "effective tokens (val, same layer)",
+    "answer-window share (val, same layer)", "chance", "lift", "argmax hit in the window", "S_recall right",
+    "S_recall wrong", "state"};
 static const char *g_group_fmt[G_N] = {
     "%.4f", "%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f",
     "%.3f", "%.0f", "%.3f", "%.2f", "%.3f", "%.3f",
@@ -201,8 +202,8 @@ static void write_points_md(const Summary *s, FILE *f) {
         if (md_column(s, s->varied[k])) summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) summary_md_cell(f, "mixer");
     fputs(" status | steps | val loss | best val acc (step) | test acc (step read) | steps to 0.99 | min to 0.99 |"
-          " S per layer | S min per layer | S_recall per layer | tokens per layer | answer share per layer | tok/s |"
-          " state | recall layer at the last step | at the best step |\n|",
+          " S per layer | S min per layer | S_recall per layer | tokens per layer | answer-window share per layer |"
+          " tok/s | state | share-based recall layer (val) at the last step | at the best step |\n|",
           f);
     for (int k = 0; k < cols + s->mixer_md + 16; k++) fputs("---|", f);
     fputc('\n', f);

@@ -89,8 +89,8 @@ static void layer_list(char *b, size_t n, const int *layer, int k) {
 
 enum { T_TRAINED, T_TOP1, T_DERANGE, T_DERANGE_VALUES, T_ORACLE, T_WINDOW, T_WRONG, T_N };
 static const char *t_title[T_N] = {
-    "as trained",       "topk 1",        "derange (map)", "derange values: clean answers",
-    "oracle (one-hot)", "oracle window", "oracle wrong"};
+    "as trained (val acc)", "topk 1",        "derange (map)", "derange values: clean answers",
+    "oracle (one-hot)",     "oracle window", "oracle wrong"};
 
 // The layers the ablations cover: one past the highest ablated layer of any run that counts.
 static int ablated_layers(const Summary *s) {
@@ -108,7 +108,7 @@ static void main_table(const Summary *s, FILE *f) {
     int L = ablated_layers(s);
     fputs("|", f);
     int cols = group_cells(s, 0, f, 1);
-    fputs(" runs | causal recall layer: by patching | by ablation | by share |", f);
+    fputs(" runs | causal recall layer: by patching | by ablation | by share (val, best step) |", f);
     summary_md_cell(f, t_title[T_TRAINED]);
     for (int l = 0; l < L; l++) fprintf(f, " L%d ablated |", l);
     for (int t = T_TOP1; t < T_N; t++) summary_md_cell(f, t_title[t]);

@@ -1012,7 +1012,9 @@ TEST(sweep_two_stage_summary_reports_held_out_seeds_with_chance) {
     CHECK(md, "no summary.md");
     const char *groups = strstr(md, "## Grouped over `seed`");
     CHECK(groups && strstr(groups, "selection seed, which chose the value, is listed apart and never averaged"), "%s", md);
-    CHECK(strstr(groups, "| test acc |") && strstr(groups, "| effective tokens |") && strstr(groups, "| chance |") &&
+    // each header says its split and, for the recall figures, its layer; the share is the window's
+    CHECK(strstr(groups, "| best val acc | test acc |") && strstr(groups, "| S_recall (val, share-based recall layer) |") &&
+              strstr(groups, "| effective tokens (val, same layer) | answer-window share (val, same layer) | chance |") &&
               strstr(groups, "| lift |") && strstr(groups, "| S_recall right | S_recall wrong |") &&
               strstr(groups, "| selection seed: best val acc, test acc |"),
           "%s", groups);
@@ -1025,9 +1027,10 @@ TEST(sweep_two_stage_summary_reports_held_out_seeds_with_chance) {
     CHECK(strstr(line, " ± ") && strstr(line, "(") && strstr(line, ",seed=0: "), "%s", line);
     // points: the test accuracy and the step it read, every layer, both steps, chance and the split
     const char *points = strstr(md, "## Points");
-    CHECK(points && strstr(points, "| tokens per layer | answer share per layer |") &&
-              strstr(points, "| recall layer at the last step | at the best step |") && strstr(points, ", best)") &&
-              strstr(points, "x chance 0.") && strstr(points, "tokens, one-hot") && strstr(points, "| right "),
+    CHECK(points && strstr(points, "| tokens per layer | answer-window share per layer |") &&
+              strstr(points, "| share-based recall layer (val) at the last step | at the best step |") &&
+              strstr(points, ", best)") && strstr(points, "x chance 0.") && strstr(points, "tokens, one-hot") &&
+              strstr(points, "| right "),
           "%s", points);
     free(md);
     char *csv = read_out("proto", "summary.csv");
@@ -1385,7 +1388,7 @@ TEST(sweep_summary_takes_the_causal_layer_from_patching) {
     CHECK(st == 0, "%s", out);
     char *md = read_out("patch", "summary.md");
     const char *iv = md ? strstr(md, "## Interventions") : NULL;
-    CHECK(iv && strstr(iv, "| runs | causal recall layer: by patching | by ablation | by share |") &&
+    CHECK(iv && strstr(iv, "| runs | causal recall layer: by patching | by ablation | by share (val, best step) | as trained (val acc) |") &&
               strstr(iv, "| softmax | 2 | L0, - | L1, L1 | -, - |") && strstr(iv, "| 0.9700, 0.5500 | - | - |"),
           "%s", md ? md : "no summary.md");
     free(md);
