@@ -700,7 +700,12 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         const char *mixer = cfg_str(ec, "mixer");
         RunlogEval rec = {
             .split = g_split, .checkpoint = base_name(ck), .mixer = mixer, .sequences = res.sequences, .options = options};
-        val_write_record(out, step, &vs, &rec);
+        if (!strcmp(g_split, "test")) {  // the test set: each example's counts and the interval (mqar.md#verdicts)
+            ExampleCounts ex = {0};
+            vs = val_eval_examples(ev->model, ev->data, ev->B, ev->T, eval_batches, &ex);
+            val_write_record_examples(out, step, &vs, &ex, &rec);
+            examples_free(&ex);
+        } else val_write_record(out, step, &vs, &rec);
         sparsity_write_records(out, step, mixer, g_split, options, &res);
         print_summary(step, loss, acc, &res);
         print_cells(&vs, &res);

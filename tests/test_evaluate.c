@@ -729,3 +729,20 @@ TEST(evaluate_patch_patches_each_layer_and_names_the_causal_one) {
     CHECK(st == 0 && count(out, "  patch ") == 2 && count(out, "  ablate ") == 2 && strstr(out, "causal recall layer: "),
           "exit %d: %s", st, out);
 }
+
+// ./evaluate split=test: the eval record carries each example's counts and the accuracy's 95%
+// interval over them (docs/mqar.md#verdicts), as the trainer's test record does: one count per
+// sequence measured (40: the tiny config's mqar_test_examples).
+TEST(evaluate_split_test_records_the_interval_over_examples) {
+    const char *dir = tiny_run("split_test_run", "softmax");
+    char out[8192], path[512];
+    int st = test_run(out, sizeof out, "./evaluate %s split=test threads=1", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    CHECK(text && strstr(text, "\"split\":\"test\"") && strstr(text, "\"sequences\":40,") &&
+              strstr(text, "\"examples\":40,\"acc_lo\":") &&
+              count(text, "\"example_correct\":[") == count(text, "\"type\":\"eval\""),
+          "%s", text ? text : "(none)");
+    free(text);
+}
