@@ -72,6 +72,13 @@ LDFLAGS ?=
 # here; another ARCH or NO_OMP=1 builds everything into its own folder ALT_DIR (tests/reliability.mk).
 ALT_DIR  = $(if $(filter-out native,$(ISA))$(NOOMP),build/$(ISA)$(if $(NOOMP),-noomp))
 
+# The commit the programs are built from, for their run records (core/provenance.h): core/commit.sh
+# writes build/commit.h as make starts, rewritten only when the commit changes ("unknown" outside
+# git, so a tarball builds too); the compiler's dependency files then rebuild core/provenance.c.
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+  COMMIT_H := $(shell sh core/commit.sh build/commit.h)
+endif
+
 # The plain (naive) references beside the fast kernels (model/mixers/*_naive.c) are what the tests
 # hold the kernels to: they are linked into the test runner only, never into the programs.
 SRC_DIRS = core model model/mixers model/kernels data eval tokenizer trainer ablation

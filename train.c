@@ -15,6 +15,7 @@
 #include "core/io.h"
 #include "model/keys.h"
 #include "core/progress.h"
+#include "core/provenance.h"
 #include "core/real.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
@@ -27,6 +28,7 @@
 #include "trainer/llmc.h"
 #include "trainer/memory.h"
 #include "model/model.h"
+#include "model/kernels/gemm_kernels.h"
 #include "trainer/optim.h"
 #include "trainer/step.h"
 #include "model/sample.h"
@@ -457,19 +459,23 @@ static void test_at_end(Trainer *tr) {
         sparsity_write_records(tr->sparsity, step, mixer, "test", NULL, &r);
         flush_log(tr, tr->sparsity, "sparsity.jsonl");
         if (tr->tb.f) tb_write_sparsity(&tr->tb, step, mixer, "test", &r);
-        stats = rows == 0 ? r.stats : val_eval(m, &tr->task.test, tr->B, tr->T, 0);
         sparsity_result_free(&r);
-    } else stats = val_eval(m, &tr->task.test, tr->B, tr->T, 0);
+    }
+    // the test pass itself, with each example's counts for the interval of its accuracy (the
+    // sparsity pass above measured the same sequences in the same batches: the same numbers)
+    ExampleCounts ex = {0};
+    stats = val_eval_examples(m, &tr->task.test, tr->B, tr->T, 0, &ex);
     RunlogEval rec = {.sequences = -1, .split = "test", .selected = best ? "best" : "last"};
-    val_write_record(tr->metrics, step, &stats, &rec);
+    val_write_record_examples(tr->metrics, step, &stats, &ex, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
     if (tr->tb.f) tb_write_eval(&tr->tb, step, &stats, "test", rec.selected), flush_log(tr, tr->tb.f, tr->tb.name);
     progress_break();
     char cells[1024];
     val_format_cells(cells, sizeof cells, &stats);
-    printf("test (read once, on the %s step %ld%s): loss %.4f | acc %.4f%s%s%s\n", best ? "best validation" : "last",
-           step, best ? "" : ": the best step's weights are not known", val_loss(&stats), val_acc(&stats),
-           *cells ? " (mean of cells: " : "", cells, *cells ? ")" : "");
+    printf("test (read once, on the %s step %ld%s): loss %.4f | acc %.4f [%.4f, %.4f]%s%s%s\n",
+           best ? "best validation" : "last", step, best ? "" : ": the best step's weights are not known", val_loss(&stats),
+           val_acc(&stats), rec.acc_lo, rec.acc_hi, *cells ? " (mean of cells: " : "", cells, *cells ? ")" : "");
+    examples_free(&ex);
     fflush(stdout);
     if (now) memcpy(m->params, now, bytes), free(now);
 }
@@ -901,8 +907,17 @@ static void write_run_record(Trainer *tr) {
         mqar_cell_name(val->cells[c], names[c], sizeof names[c]);
         cells[c] = names[c];
     }
-    RunlogRun rec = {cfg_str(&tr->cfg, "mixer"), m->n_params, mean_state_floats(m), by_layer, m->s.L,
-                     n_cells ? cells : NULL,     n_cells};
+    RunlogRun rec = {cfg_str(&tr->cfg, "mixer"),
+                     m->n_params,
+                     mean_state_floats(m),
+                     by_layer,
+                     m->s.L,
+                     n_cells ? cells : NULL,
+                     n_cells,
+                     provenance_commit(),
+                     provenance_compiler(),
+                     provenance_cpu(),
+                     gemm_kernel_name()};
     runlog_write_run(tr->metrics, &rec);
     flush_log(tr, tr->metrics, "metrics.jsonl");
 }

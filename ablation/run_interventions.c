@@ -33,6 +33,17 @@ static int collect(const RunlogRecord *r, void *ctx) {
                     .layer = r->layer,
                     .strength = intervention_has_strength((InterventionKind)k) ? runlog_num(r, "strength") : NAN,
                     .acc = runlog_num(r, "acc"),
+                    .acc_lo = runlog_num(r, "acc_lo"),
+                    .acc_hi = runlog_num(r, "acc_hi"),
+                    .acc_permuted = runlog_num(r, "acc_permuted"),
+                    .share = runlog_num(r, "ans_share"),
+                    .patch_follows = runlog_num(r, "patch_follows"),
+                    .contrib = runlog_num(r, "contrib_share"),
+                    .contrib_chance = runlog_num(r, "contrib_chance"),
+                    .contrib_window = runlog_num(r, "contrib_window_share"),
+                    .contrib_window_chance = runlog_num(r, "contrib_window_chance"),
+                    .margin = runlog_num(r, "ans_margin"),
+                    .window_margin = runlog_num(r, "ans_window_margin"),
                     .S_recall = runlog_num(r, "S_recall"),
                     .eff_tokens = runlog_num(r, "eff_tokens_recall"),
                     .window = runlog_num(r, "ans_window_share"),
@@ -54,23 +65,26 @@ static int collect(const RunlogRecord *r, void *ctx) {
 
 void run_interventions_read(const char *dir, RunInterventions *iv) {
     memset(iv, 0, sizeof *iv);
-    iv->step = -1, iv->causal_layer = -1, iv->acc_trained = NAN;
+    iv->step = -1, iv->causal_layer = iv->ablation_layer = iv->patch_layer = -1, iv->acc_trained = NAN;
     char path[1200];
     snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
     if (!path_exists(path)) return;
     runlog_each(path, collect, iv);
-    double worst = INFINITY;
+    double worst = INFINITY, moved = 0;
     for (int i = 0; i < iv->n; i++) {
         const IvRecord *r = &iv->v[i];
-        if (r->kind == IV_ABLATE && r->layer >= 0 && r->acc < worst) worst = r->acc, iv->causal_layer = r->layer;
+        if (r->kind == IV_ABLATE && r->layer >= 0 && r->acc < worst) worst = r->acc, iv->ablation_layer = r->layer;
+        if (r->kind == IV_PATCH && r->layer >= 0 && isfinite(r->patch_follows) && r->patch_follows > moved)
+            moved = r->patch_follows, iv->patch_layer = r->layer;
         if (r->kind == IV_NONE && isnan(iv->acc_trained)) iv->acc_trained = r->acc;
     }
+    iv->causal_layer = iv->patch_layer >= 0 ? iv->patch_layer : iv->ablation_layer;
 }
 
 void run_interventions_free(RunInterventions *iv) {
     free(iv->v);
     memset(iv, 0, sizeof *iv);
-    iv->step = -1, iv->causal_layer = -1, iv->acc_trained = NAN;
+    iv->step = -1, iv->causal_layer = iv->ablation_layer = iv->patch_layer = -1, iv->acc_trained = NAN;
 }
 
 const IvRecord *run_intervention(const RunInterventions *iv, int kind, int layer, double strength) {

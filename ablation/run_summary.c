@@ -58,8 +58,14 @@ static int metrics_record(const RunlogRecord *rec, void *ctx) {
     } else if (rec->type == RUNLOG_RUN) {
         r->state_floats = runlog_num(rec, "state_floats");
         r->protocol = (int)runlog_int(rec, "protocol", 0);
+        const char *prov[4] = {runlog_str(rec, "commit"), runlog_str(rec, "compiler"), runlog_str(rec, "cpu"),
+                               runlog_str(rec, "gemm")};
+        char *dst[4] = {r->commit, r->compiler, r->cpu, r->gemm};
+        size_t cap[4] = {sizeof r->commit, sizeof r->compiler, sizeof r->cpu, sizeof r->gemm};
+        for (int k = 0; k < 4; k++) snprintf(dst[k], cap[k], "%s", prov[k] ? prov[k] : "");
     } else if (rec->type == RUNLOG_EVAL && !strcmp(rec->split, "test")) {  // the last one counts
         r->test_acc = runlog_num(rec, "acc");
+        r->test_lo = runlog_num(rec, "acc_lo"), r->test_hi = runlog_num(rec, "acc_hi");
         r->test_step = rec->step;
         const char *sel = runlog_str(rec, "selected");
         snprintf(r->test_selected, sizeof r->test_selected, "%s", sel ? sel : "");
@@ -349,6 +355,7 @@ void run_summary_read(const char *dir, RunSummary *r) {
     r->recall_layer = -1;
     r->recall_S = r->recall_ans_share = r->recall_ans_hit = NAN;
     r->test_acc = NAN;
+    r->test_lo = r->test_hi = NAN;
     r->test_step = r->best_step = -1;
     RecallAt none = {-1, -1, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     r->best = r->last = none;

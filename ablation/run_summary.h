@@ -30,19 +30,22 @@ typedef struct {
 } RecallAt;
 
 typedef struct {
-    RunStatus status;       // from the folder; RUN_FAILED is set by the caller that ran it
-    int has_metrics;        // the folder has a metrics.jsonl
-    int exit_code;          // RUN_FAILED: the exit status of ./train
-    long running_pid;       // RUN_RUNNING: the process that holds the folder (0: unknown)
-    long step;              // last step logged
-    double final_loss;      // last eval record's loss (NAN: none)
-    int protocol;           // the run record's (RUNLOG_PROTOCOL); 0: an older log, whose val records read the test set
-    double best_acc;        // highest validation accuracy (NAN: none)
-    long best_step;         // its step (the first on ties; -1: none)
-    double test_acc;        // the test set, read once at the end (NAN: not read)
-    long test_step;         // the step whose weights it read (-1: none)
-    char test_selected[8];  // "best" or "last"
-    long steps_to_target;   // first eval step with acc >= SUMMARY_TARGET_ACC; -1: never
+    RunStatus status;   // from the folder; RUN_FAILED is set by the caller that ran it
+    int has_metrics;    // the folder has a metrics.jsonl
+    int exit_code;      // RUN_FAILED: the exit status of ./train
+    long running_pid;   // RUN_RUNNING: the process that holds the folder (0: unknown)
+    long step;          // last step logged
+    double final_loss;  // last eval record's loss (NAN: none)
+    int protocol;       // the run record's (RUNLOG_PROTOCOL); 0: an older log, whose val records read the test set
+    // the run record's provenance (core/provenance.h): "" when the record has none (an older log)
+    char commit[64], compiler[128], cpu[128], gemm[32];
+    double best_acc;           // highest validation accuracy (NAN: none)
+    long best_step;            // its step (the first on ties; -1: none)
+    double test_acc;           // the test set, read once at the end (NAN: not read)
+    double test_lo, test_hi;   // its 95% interval over examples (eval/interval.h; NAN: an older log)
+    long test_step;            // the step whose weights it read (-1: none)
+    char test_selected[8];     // "best" or "last"
+    long steps_to_target;      // first eval step with acc >= SUMMARY_TARGET_ACC; -1: never
     double minutes_to_target;  // training time to that step, from the train records (NAN: unknown)
     double minutes;            // training time to the last train record (NAN: no train records)
     double tok_per_s;          // mean over the train records (NAN: none)

@@ -113,13 +113,65 @@ static const char *g_group_metric[G_N] = {
     "recall_lift", "recall_ans_hit", "recall_S_right", "recall_S_wrong", "state_floats"};
 static const char *g_group_title[G_N] = {
     "val loss", "best val acc", "test acc", "steps to 0.99", "min to 0.99", "S min", "S mean",
-    "S_recall min", "tok/s", "recall layer S_recall", "effective tokens", "answer share", "chance",
-    "lift", "argmax hit", "S_recall right", "S_recall wrong", "state"};
+    "S_recall min", "tok/s", "S_recall (val, share-based recall layer)", "effective tokens (val, same layer)",
+    "answer-window share (val, same layer)", "chance", "lift", "argmax hit in the window", "S_recall right",
+    "S_recall wrong", "state"};
 static const char *g_group_fmt[G_N] = {
     "%.4f", "%.4f", "%.4f", "%.0f", "%.2f", "%.3f", "%.3f",
     "%.3f", "%.0f", "%.3f", "%.2f", "%.3f", "%.3f",
     "%.1f", "%.3f", "%.3f", "%.3f", "%.0f"};
 // clang-format on
+
+// The runs' provenance (core/provenance.h): every distinct commit, compiler, CPU and GEMM kernel
+// of the runs with a run record, with how many runs have each; a warning (in the file and on the
+// log) when one of them takes more than one value, since the same config may then give other
+// numbers (a CPU's other kernel, another commit's code). Runs of older logs (none recorded) count
+// as "not recorded".
+static void write_provenance_md(const Summary *s, FILE *f, FILE *log) {
+    static const char *what[4] = {"commit", "compiler", "CPU", "GEMM kernel"};
+    const SweepFile *sw = s->sw;
+    int any = 0;
+    for (int i = 0; i < sw->n_points; i++) any |= s->runs[i].has_metrics;
+    if (!any) return;
+    fputs("## Provenance\n\nWhat made the runs, from their run records (docs/outputs.md#the-run-log): each value "
+          "with the number of runs that have it.\n\n",
+          f);
+    const char *mixed[4];
+    int n_mixed = 0;
+    for (int k = 0; k < 4; k++) {
+        const char *seen[256];
+        int count[256], n_seen = 0;
+        for (int i = 0; i < sw->n_points; i++) {
+            const RunSummary *r = &s->runs[i];
+            if (!r->has_metrics) continue;
+            const char *v[4] = {r->commit, r->compiler, r->cpu, r->gemm};
+            const char *x = v[k][0] ? v[k] : "not recorded";
+            int j = 0;
+            while (j < n_seen && strcmp(seen[j], x)) j++;
+            if (j == n_seen && n_seen < 256) seen[n_seen] = x, count[n_seen++] = 0;
+            if (j < n_seen) count[j]++;
+        }
+        fprintf(f, "- %s:", what[k]);
+        for (int j = 0; j < n_seen; j++) {
+            const char *q = seen[j][0] == 'n' && !strcmp(seen[j], "not recorded") ? "" : "`";  // no value
+            fprintf(f, "%s %s%s%s (%d)", j ? "," : "", q, seen[j], q, count[j]);
+        }
+        fputc('\n', f);
+        if (n_seen > 1) mixed[n_mixed++] = what[k];
+    }
+    fputc('\n', f);
+    if (n_mixed) {
+        char b[128] = "";
+        for (int k = 0; k < n_mixed; k++)
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", k ? (k == n_mixed - 1 ? " and " : ", ") : "", mixed[k]);
+        fprintf(f,
+                "**Warning: the runs of this sweep differ in %s**: their numbers may differ by more than the seeds "
+                "do (compare runs of one provenance).\n\n",
+                b);
+        if (log)
+            fprintf(log, "summary: warning: the runs of sweep '%s' differ in %s (summary.md#provenance)\n", sw->name, b);
+    }
+}
 
 static int grouping_matters(const Summary *s) { return s->n_groups < s->sw->n_points; }
 
@@ -128,6 +180,18 @@ static int group_column(const Summary *s, int e) { return !s->grouped[s->sw->ent
 
 // The markdown tables show the keys that name the points (a zip partner of mixer is left out).
 static int md_column(const Summary *s, int e) { return s->sw->entries[e].named; }
+
+// A group's verdicts: "2 / 1 / 0" (solve / undecided / fail), with the seeds that have no
+// interval (older logs) after it; "-" when none has one.
+static void fmt_verdicts(char *b, size_t n, const GroupStats *gs) {
+    if (gs->no_interval == gs->finished) {
+        snprintf(b, n, "-");
+        return;
+    }
+    snprintf(b, n, "%d / %d / %d", gs->verdicts[VERDICT_SOLVES], gs->verdicts[VERDICT_UNDECIDED],
+             gs->verdicts[VERDICT_FAILS]);
+    if (gs->no_interval) snprintf(b + strlen(b), n - strlen(b), " (%d without an interval)", gs->no_interval);
+}
 
 static void write_points_md(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
@@ -138,8 +202,8 @@ static void write_points_md(const Summary *s, FILE *f) {
         if (md_column(s, s->varied[k])) summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) summary_md_cell(f, "mixer");
     fputs(" status | steps | val loss | best val acc (step) | test acc (step read) | steps to 0.99 | min to 0.99 |"
-          " S per layer | S min per layer | S_recall per layer | tokens per layer | answer share per layer | tok/s |"
-          " state | recall layer at the last step | at the best step |\n|",
+          " S per layer | S min per layer | S_recall per layer | tokens per layer | answer-window share per layer |"
+          " tok/s | state | share-based recall layer (val) at the last step | at the best step |\n|",
           f);
     for (int k = 0; k < cols + s->mixer_md + 16; k++) fputs("---|", f);
     fputc('\n', f);
@@ -163,6 +227,9 @@ static void write_points_md(const Summary *s, FILE *f) {
             snprintf(b + strlen(b), sizeof b - strlen(b), ", older log: test set");
         summary_md_cell(f, b);
         summary_fmt(b, sizeof b, "%.4f", r->test_acc);
+        if (isfinite(r->test_lo))
+            snprintf(b + strlen(b), sizeof b - strlen(b), " [%.4f, %.4f] %s", r->test_lo, r->test_hi,
+                     derived_verdict_name(derived_verdict(r->test_lo, r->test_hi)));
         if (r->test_step >= 0)
             snprintf(b + strlen(b), sizeof b - strlen(b), " (%ld, %s)", r->test_step, r->test_selected);
         summary_md_cell(f, b);
@@ -206,11 +273,11 @@ static void write_groups_md(const Summary *s, FILE *f) {
         if (group_column(s, s->varied[k]) && md_column(s, s->varied[k]))
             summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
     if (s->mixer_md) summary_md_cell(f, "mixer");
-    fputs(" finished | reached 0.99 | capped, improving |", f);
+    fputs(" finished | reached 0.99 | capped, improving | test verdicts: solve / undecided / fail |", f);
     for (int m = 0; m < G_N; m++) summary_md_cell(f, g_group_title[m]);
     if (any_selection) summary_md_cell(f, "selection seed: best val acc, test acc");
     fputs("\n|", f);
-    for (int k = 0; k < cols + s->mixer_md + 3 + G_N + any_selection; k++) fputs("---|", f);
+    for (int k = 0; k < cols + s->mixer_md + 4 + G_N + any_selection; k++) fputs("---|", f);
     fputc('\n', f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
@@ -228,6 +295,8 @@ static void write_groups_md(const Summary *s, FILE *f) {
         snprintf(b, sizeof b, "%d/%d", gs.reached, gs.finished);
         summary_md_cell(f, b);
         snprintf(b, sizeof b, "%d/%d", gs.capped, gs.finished);
+        summary_md_cell(f, b);
+        fmt_verdicts(b, sizeof b, &gs);
         summary_md_cell(f, b);
         for (int m = 0; m < G_N; m++) {
             if (m == G_STATE)
@@ -253,7 +322,7 @@ static void write_points_csv(const Summary *s, FILE *f) {
     summary_csv_point_header(s, f);
     fputs(",status,exit_code,steps,final_val_loss,best_acc,reached_0.99,steps_to_0.99,minutes_to_0.99,minutes,"
           "tok_per_s,S_min,S_mean,S_recall_min,state_floats,recall_layer,recall_S,recall_ans_share,recall_ans_hit,"
-          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected",
+          "capped_improving,selection,protocol,best_step,test_acc,test_step,test_selected,test_acc_lo,test_acc_hi,verdict,commit,compiler,cpu,gemm",
           f);
     static const char *at[2] = {"last", "best"};
     for (int k = 0; k < 2; k++)
@@ -298,6 +367,11 @@ static void write_points_csv(const Summary *s, FILE *f) {
         summary_csv_num(f, r->test_acc);
         if (r->test_step >= 0) fprintf(f, ",%ld,%s", r->test_step, r->test_selected);
         else fputs(",,", f);
+        summary_csv_num(f, r->test_lo);
+        summary_csv_num(f, r->test_hi);
+        summary_csv_cell(f, derived_verdict_name(derived_verdict(r->test_lo, r->test_hi)), 0);
+        const char *prov[4] = {r->commit, r->compiler, r->cpu, r->gemm};
+        for (int k = 0; k < 4; k++) summary_csv_cell(f, prov[k], 0);
         for (int k = 0; k < 2; k++) {
             const RecallAt *a = k ? &r->best : &r->last;
             if (a->layer >= 0) fprintf(f, ",%ld,%d", a->step, a->layer);
@@ -336,7 +410,7 @@ static void write_groups_csv(const Summary *s, FILE *f) {
     for (int m = 0; m < G_N; m++)
         fprintf(f, ",%s_n,%s_mean,%s_sd,%s_values", g_group_metric[m], g_group_metric[m], g_group_metric[m],
                 g_group_metric[m]);
-    fputs(",selection_point,selection_best_val_acc,selection_test_acc\n", f);
+    fputs(",selection_point,selection_best_val_acc,selection_test_acc,solves,undecided,fails,no_interval\n", f);
     for (int g = 0; g < s->n_groups; g++) {
         int rep = s->groups[g];
         GroupStats gs = summary_group_stats(s, g);
@@ -361,7 +435,8 @@ static void write_groups_csv(const Summary *s, FILE *f) {
             summary_csv_num(f, s->runs[gs.selection].best_acc);
             summary_csv_num(f, s->runs[gs.selection].test_acc);
         } else fputs(",,,", f);
-        fputc('\n', f);
+        fprintf(f, ",%d,%d,%d,%d\n", gs.verdicts[VERDICT_SOLVES], gs.verdicts[VERDICT_UNDECIDED],
+                gs.verdicts[VERDICT_FAILS], gs.no_interval);
     }
 }
 
@@ -429,7 +504,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     } else remove(path);
     for (int k = IV_FLATTEN; k < IV_N_KINDS; k++) {
         snprintf(path, sizeof path, "%s/intervention_%s_groups.svg", sw->out, intervention_name((InterventionKind)k));
-        int drawn = has_iv ? plot_interventions(&s, k, path, log) : 0;
+        int drawn = has_iv && k != IV_PATCH ? plot_interventions(&s, k, path, log) : 0;  // patch: no map
         if (drawn == 0) remove(path);
         rc |= drawn < 0;
         any_iv_fig |= has_iv_kind[k] = drawn > 0;
@@ -471,6 +546,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
     }
     if (selection_md) fputs(selection_md, f);
     if (has_iv) write_interventions_md(&s, f);
+    write_provenance_md(&s, f, log);
     fputs("## Points\n\n", f);
     write_points_md(&s, f);
     if (has_acc || has_S || has_recall || has_state || has_cells || has_cell_S || any_iv_fig)

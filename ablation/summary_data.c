@@ -64,6 +64,9 @@ GroupStats summary_group_stats(const Summary *s, int g) {
         gs.finished++;
         gs.reached += r->steps_to_target >= 0;
         gs.capped += r->capped_improving;
+        Verdict v = derived_verdict(r->test_lo, r->test_hi);
+        if (v == VERDICT_NONE) gs.no_interval++;
+        else gs.verdicts[v]++;
         for (int m = 0; m < G_N; m++) stat_add(&gs.st[m], summary_point_metric(r, m));
     }
     return gs;

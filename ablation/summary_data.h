@@ -90,6 +90,8 @@ static inline int counts(const RunSummary *r) { return r->status != RUN_NOT_SELE
 
 typedef struct {
     int points, finished, reached, capped;  // held-out points (capped: at the step cap, still improving)
+    int verdicts[VERDICT_N];                // finished held-out seeds per verdict (eval/derived.h)
+    int no_interval;                        // finished held-out seeds without an interval (older logs)
     Stat st[G_N];
     int selection;  // a two-stage sweep: the point whose seed chose the value (-1: none); its
                     // figures are listed apart, never in st (held-out seeds only)

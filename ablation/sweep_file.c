@@ -8,9 +8,9 @@
 #include "core/io.h"
 #include "model/keys.h"
 
-static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",      "out",         "jobs",           "group_over",
-                                                       "plot_x",    "plot_series", "plot_best_over", "select",
-                                                       "after_run", "after_run_on"};
+static const char *g_directives[SWEEP_N_DIRECTIVES] = {"name",      "out",          "jobs",           "group_over",
+                                                       "plot_x",    "plot_series",  "plot_best_over", "select",
+                                                       "after_run", "after_run_on", "held_out"};
 
 typedef struct {
     int line;
@@ -181,10 +181,42 @@ static int parse_directive(Parser *p, int d, char **vals, int n, int line) {
             return fail(p, line, "after_run_on: expected held_out or all, got '%s'", v);
         sw->after_run_all = !strcmp(v, "all");
         break;
+    case SWEEP_DIR_HELD_OUT: {  // KEY=VALUE tokens separated by spaces (the axes are checked later)
+        char *list = strdupCheck(v);
+        for (char *save = NULL, *t = strtok_r(list, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+            char *eq = strchr(t, '=');
+            if (eq) *eq = 0;
+            if (!eq || !valid_key(t) || !eq[1]) {
+                int rc = fail(p, line, "held_out: expected KEY=VALUE settings separated by spaces, got '%s%s%s'", t,
+                              eq ? "=" : "", eq ? eq + 1 : "");
+                free(list);
+                return rc;
+            }
+            for (int k = 0; k < sw->n_held_out; k++)
+                if (!strcmp(sw->held_out_keys[k], t)) {
+                    int rc = fail(p, line, "held_out: %s set twice", t);
+                    free(list);
+                    return rc;
+                }
+            if (!strcmp(t, "out_dir")) {
+                free(list);
+                return fail(p, line, "held_out: out_dir: the sweep sets each point's out_dir");
+            }
+            sw->held_out_keys = reallocCheck(sw->held_out_keys, sizeof(char *) * (size_t)(sw->n_held_out + 1));
+            sw->held_out_values = reallocCheck(sw->held_out_values, sizeof(char *) * (size_t)(sw->n_held_out + 1));
+            sw->held_out_keys[sw->n_held_out] = strdupCheck(t);
+            sw->held_out_values[sw->n_held_out++] = strdupCheck(eq + 1);
+        }
+        free(list);
+        if (!sw->n_held_out) return fail(p, line, "held_out: expected KEY=VALUE settings, got none");
+        break;
+    }
     case SWEEP_DIR_SELECT:
         if (n != 1 || !valid_key(v))
             return fail(p, line, "select: expected one config key (an axis of the sweep), got '%s'", v);
         free(sw->select);
+        free_list(sw->held_out_keys, sw->n_held_out);
+        free_list(sw->held_out_values, sw->n_held_out);
         sw->select = strdupCheck(v);
         break;
     default: {
@@ -547,6 +579,13 @@ int sweep_parse(const char *text, size_t len, const char *file_name, SweepFile *
         if (!sw->plot_series) sw->plot_series = strdupCheck("mixer");
         if (!sw->plot_best_over) sw->plot_best_over = strdupCheck("lr");
         if (sw->select) rc = check_select(&p);
+        for (int k = 0; rc == 0 && k < sw->n_held_out; k++) {  // an axis names points: it cannot change
+            int e = find_entry(sw, sw->held_out_keys[k]);
+            if (e >= 0 && (sw->entries[e].dim >= 0 || e == sw->base_entry))
+                rc = fail(&p, sw->directive_line[SWEEP_DIR_HELD_OUT],
+                          "held_out: %s is %s of this sweep (expected keys that are fixed or not set)",
+                          sw->held_out_keys[k], e == sw->base_entry ? "the base" : "an axis");
+        }
         if (rc == 0 && sw->directive_line[SWEEP_DIR_AFTER_RUN_ON] && !sw->n_after_run)
             rc = fail(&p, sw->directive_line[SWEEP_DIR_AFTER_RUN_ON], "after_run_on: without after_run (nothing to run)");
         if (rc == 0) return 0;
@@ -642,6 +681,25 @@ char *sweep_point_dir(const SweepFile *sw, int point) {
     return dir;
 }
 
+int sweep_point_held_out(const SweepFile *sw, int point) {
+    if (!sw->select) return 1;
+    for (int k = 0; k < sw->n_group_over; k++) {
+        int e = find_entry(sw, sw->group_over[k]);
+        if (e < 0 || sw->entries[e].dim < 0) continue;
+        const SweepDim *d = &sw->dims[sw->entries[e].dim];
+        if ((point / d->stride) % d->n_values != 0) return 1;
+    }
+    return 0;
+}
+
+// The held_out value of key at the point, NULL when it sets none there.
+static const char *held_out_value(const SweepFile *sw, int point, const char *key) {
+    if (!sw->n_held_out || !sweep_point_held_out(sw, point)) return NULL;
+    for (int k = 0; k < sw->n_held_out; k++)
+        if (!strcmp(sw->held_out_keys[k], key)) return sw->held_out_values[k];
+    return NULL;
+}
+
 void sweep_point_config(const SweepFile *sw, int point, Config *c) {
     config_init_all(c);
     if (sw->base_entry >= 0) {
@@ -658,19 +716,30 @@ void sweep_point_config(const SweepFile *sw, int point, Config *c) {
         snprintf(origin, sizeof origin, "%s:%d", sw->file, sw->entries[e].line);
         config_set(c, sw->entries[e].key, sweep_value(sw, point, e), origin);
     }
+    if (sw->n_held_out && sweep_point_held_out(sw, point)) {
+        snprintf(origin, sizeof origin, "%s:%d: held_out", sw->file, sw->directive_line[SWEEP_DIR_HELD_OUT]);
+        for (int k = 0; k < sw->n_held_out; k++) config_set(c, sw->held_out_keys[k], sw->held_out_values[k], origin);
+    }
     char *dir = sweep_point_dir(sw, point);
     config_set(c, "out_dir", dir, "sweep");
     free(dir);
 }
 
 char **sweep_point_argv(const SweepFile *sw, int point, const char *train, int threads) {
-    char **argv = callocCheck((size_t)sw->n_entries + 5, sizeof(char *));
+    char **argv = callocCheck((size_t)sw->n_entries + (size_t)sw->n_held_out + 5, sizeof(char *));
     int n = 0;
     argv[n++] = strdupCheck(train);
     argv[n++] = sw->base_entry >= 0 ? sweep_base_path(sw, sweep_value(sw, point, sw->base_entry)) : strdupCheck("/dev/null");
     for (int e = 0; e < sw->n_entries; e++) {
         if (e == sw->base_entry) continue;
-        const char *k = sw->entries[e].key, *v = sweep_value(sw, point, e);
+        const char *k = sw->entries[e].key, *v = held_out_value(sw, point, k);
+        if (!v) v = sweep_value(sw, point, e);
+        argv[n] = mallocCheck(strlen(k) + strlen(v) + 2);
+        sprintf(argv[n++], "%s=%s", k, v);
+    }
+    for (int h = 0; h < sw->n_held_out && sweep_point_held_out(sw, point); h++) {  // the keys the file does not set
+        const char *k = sw->held_out_keys[h], *v = sw->held_out_values[h];
+        if (find_entry(sw, k) >= 0) continue;
         argv[n] = mallocCheck(strlen(k) + strlen(v) + 2);
         sprintf(argv[n++], "%s=%s", k, v);
     }

@@ -62,10 +62,15 @@ typedef struct {
     char **group_over;  // keys the summary's grouped table averages over (default: seed)
     int n_group_over;
     char *plot_x, *plot_series, *plot_best_over;  // accuracy figure (default d_model, mixer, lr)
-    char *select;            // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
-    char **after_run;        // ./evaluate argument lists (tokens joined by one space) run after a point's run
-    int n_after_run;         // 0: none
-    int after_run_all;       // after_run_on = all (default held_out: the second stage of a two-stage sweep)
+    char *select;       // two-stage sweep: the axis chosen on the first value of group_over (NULL: none)
+    char **after_run;   // ./evaluate argument lists (tokens joined by one space) run after a point's run
+    int n_after_run;    // 0: none
+    int after_run_all;  // after_run_on = all (default held_out: the second stage of a two-stage sweep)
+    // held_out = KEY=VALUE ...: config values the held-out points run with instead of the file's
+    // (sweep_point_held_out; docs/sweeps.md#held-out-settings): their stopping rule, their
+    // validation set. Each "KEY=VALUE", split into keys and values. n_held_out 0: none.
+    char **held_out_keys, **held_out_values;
+    int n_held_out;
     int directive_line[16];  // line of each directive (0: not given), indexed by SweepDirective
     int n_points;
     char **point_names;  // [n_points] folder names, from the varied keys
@@ -75,6 +80,7 @@ typedef enum {
     // clang-format off
     SWEEP_DIR_NAME, SWEEP_DIR_OUT, SWEEP_DIR_JOBS, SWEEP_DIR_GROUP_OVER, SWEEP_DIR_PLOT_X,
     SWEEP_DIR_PLOT_SERIES, SWEEP_DIR_PLOT_BEST_OVER, SWEEP_DIR_SELECT, SWEEP_DIR_AFTER_RUN, SWEEP_DIR_AFTER_RUN_ON,
+    SWEEP_DIR_HELD_OUT,
     SWEEP_N_DIRECTIVES
     // clang-format on
 } SweepDirective;
@@ -97,11 +103,17 @@ char *sweep_base_path(const SweepFile *sw, const char *value);
 // The point's run folder "<out>/<point name>", allocated.
 char *sweep_point_dir(const SweepFile *sw, int point);
 
+// 1 when the point is held out: in a two-stage sweep the second stage (a group_over key at another
+// value than its first), in a sweep without `select` every point (none chose anything).
+int sweep_point_held_out(const SweepFile *sw, int point);
+
 // The point's effective config: its base, then every entry in file order, then out_dir. A bad
 // key or value stops with "file:line: ..." and exit status 2 (config_set), so calling it for
-// every point before running anything validates the whole sweep.
+// every point before running anything validates the whole sweep. A held-out point then takes the
+// held_out values (they replace the file's; the point's folder name stays).
 void sweep_point_config(const SweepFile *sw, int point, Config *c);
-// The point's ./train command: train, the base (or /dev/null), key=value per entry, out_dir, and
+// The point's ./train command: train, the base (or /dev/null), key=value per entry (a held-out
+// point: the held_out value where it sets the key, then the held_out keys the file does not), out_dir, and
 // threads=N when threads > 0 and the sweep does not set threads itself. NULL-terminated,
 // allocated; free with sweep_free_argv.
 char **sweep_point_argv(const SweepFile *sw, int point, const char *train, int threads);

@@ -145,6 +145,10 @@ void runlog_write_run(FILE *f, const RunlogRun *r) {
     runlog_put_num_fmt(&w, "state_floats", "%.0f", r->state_floats);
     runlog_put_ints(&w, "state_floats_by_layer", r->state_floats_by_layer, r->n_layers);
     if (r->test_cells) runlog_put_strs(&w, "test_cells", r->test_cells, r->n_test_cells);
+    if (r->commit) runlog_put_str(&w, "commit", r->commit);
+    if (r->compiler) runlog_put_str(&w, "compiler", r->compiler);
+    if (r->cpu) runlog_put_str(&w, "cpu", r->cpu);
+    if (r->gemm) runlog_put_str(&w, "gemm", r->gemm);
     runlog_end(&w);
 }
 
@@ -179,6 +183,14 @@ void runlog_write_eval(FILE *f, const RunlogEval *r) {
     if (r->mixer) runlog_put_str(&w, "mixer", r->mixer);
     if (r->sequences >= 0) runlog_put_int(&w, "sequences", r->sequences);
     if (r->options && *r->options) runlog_put_str(&w, "options", r->options);
+    if (r->examples > 0) {
+        runlog_put_int(&w, "examples", r->examples);
+        runlog_put_num(&w, "acc_lo", r->acc_lo);
+        runlog_put_num(&w, "acc_hi", r->acc_hi);
+        if (r->examples_by_cell) runlog_put_ints(&w, "examples_by_cell", r->examples_by_cell, r->n_cells);
+        runlog_put_ints(&w, "example_queries", r->example_queries, (int)r->examples);
+        runlog_put_ints(&w, "example_correct", r->example_correct, (int)r->examples);
+    }
     runlog_end(&w);
 }
 

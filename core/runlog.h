@@ -48,6 +48,10 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(RUN, "state_floats", NUM, "numbers a layer carries between tokens at seq_len, mean over layers")                 \
     F(RUN, "state_floats_by_layer", INTS, "the same per layer")                                                        \
     F(RUN, "test_cells", STRS, "an MQAR mixture: the test cells' names")                                               \
+    F(RUN, "commit", STR, "the commit the program was built from (+dirty: with changes; unknown: outside git)")        \
+    F(RUN, "compiler", STR, "the compiler's version string")                                                           \
+    F(RUN, "cpu", STR, "the CPU's model name")                                                                         \
+    F(RUN, "gemm", STR, "the GEMM kernel chosen at run time (model/kernels/gemm_kernels.h)")                           \
     F(TRAIN, "loss", NUM, "training loss of the step")                                                                 \
     F(TRAIN, "acc", NUM, "training accuracy of the step")                                                              \
     F(TRAIN, "lr", NUM, "learning rate of the step")                                                                   \
@@ -67,6 +71,12 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(EVAL, "mixer", STR, "./evaluate: the mixer key")                                                                 \
     F(EVAL, "sequences", INT, "./evaluate: sequences measured")                                                        \
     F(EVAL, "options", STR, "./evaluate: what the evaluation changed from the run's own (part of the key)")            \
+    F(EVAL, "examples", INT, "split test: examples measured (sequences)")                                              \
+    F(EVAL, "acc_lo", NUM, "split test: the 95% bootstrap interval of acc over examples, its lower end")               \
+    F(EVAL, "acc_hi", NUM, "split test: its upper end")                                                                \
+    F(EVAL, "examples_by_cell", INTS, "split test, an MQAR mixture: the examples of each test cell, in order")         \
+    F(EVAL, "example_queries", INTS, "split test: each example's positions with a target (queries), in order")         \
+    F(EVAL, "example_correct", INTS, "split test: how many of them the model answered right")                          \
     F(NONFINITE, "where", STR, "the first tensor that went non-finite, or the loss")                                   \
     F(NONFINITE, "action", STR, "skip or stop")                                                                        \
     F(NONFINITE, "skipped", INT, "steps skipped so far")                                                               \
@@ -147,13 +157,19 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(INTERVENTION, "split", STR, "the set measured: val or test")                                                     \
     F(INTERVENTION, "options", STR, "intervene=KIND[:S] rows=R, then other options (part of the key)")                 \
     F(INTERVENTION, "kind", STR, "none (the model as it is), flatten, topk, sharpen, ... (docs/interventions.md)")     \
-    F(INTERVENTION, "strength", NUM, "flatten's eps, topk's k, sharpen's p, temperature's tau")                        \
+    F(INTERVENTION, "strength", NUM, "flatten's eps, topk's k, sharpen's p, temperature's tau, a lag kind's lag")      \
     F(INTERVENTION, "rows", STR, "the rows changed: query or all")                                                     \
     F(INTERVENTION, "checkpoint", STR, "the checkpoint's file name")                                                   \
     F(INTERVENTION, "mixer", STR, "the mixer key")                                                                     \
     F(INTERVENTION, "sequences", INT, "sequences measured")                                                            \
     F(INTERVENTION, "loss", NUM, "loss after the change")                                                              \
     F(INTERVENTION, "acc", NUM, "accuracy after the change")                                                           \
+    F(INTERVENTION, "acc_lo", NUM, "its 95% bootstrap interval over the sequences, lower end (eval/interval.h)")       \
+    F(INTERVENTION, "acc_hi", NUM, "its upper end")                                                                    \
+    F(INTERVENTION, "patch_rows", INT, "patch: changed-key query rows where A and A' predict apart")                   \
+    F(INTERVENTION, "patch_follows", NUM, "patch: the share of them whose prediction follows A' (null: none)")         \
+    F(INTERVENTION, "patch_control", NUM, "patch: the share of the other query rows whose prediction moved")           \
+    F(INTERVENTION, "acc_permuted", NUM, "derange_values: the share answered with the permuted input's value")         \
     F(INTERVENTION, "rows_recall", INT, "query rows of the changed maps measured (each map of a head)")                \
     F(INTERVENTION, "S_recall", NUM, "their mean S after the change")                                                  \
     F(INTERVENTION, "eff_tokens_recall", NUM, "their mean effective tokens n S^2 after the change")                    \
@@ -164,6 +180,12 @@ typedef enum { RF_INT, RF_NUM, RF_STR, RF_INTS, RF_NUMS, RF_STRS } RunlogKind;
     F(INTERVENTION, "ans_window_share", NUM, "weight in the answer window after the change")                           \
     F(INTERVENTION, "ans_window_chance", NUM, "a uniform row's weight in the answer window")                           \
     F(INTERVENTION, "ans_window_lift", NUM, "ans_window_share / ans_window_chance")                                    \
+    F(INTERVENTION, "contrib_share", NUM, "the answer's share of |a_ij| ||v_j||, the part of o_i it contributes")      \
+    F(INTERVENTION, "contrib_chance", NUM, "a uniform row's: ||v_answer|| / sum_j ||v_j||")                            \
+    F(INTERVENTION, "contrib_window_share", NUM, "the answer window's contribution share")                             \
+    F(INTERVENTION, "contrib_window_chance", NUM, "a uniform row's contribution share of the window")                  \
+    F(INTERVENTION, "ans_margin", NUM, "weight share of the answer less the largest other pair's value's")             \
+    F(INTERVENTION, "ans_window_margin", NUM, "the same for the answer window against the other pairs' windows")       \
     F(INTERVENTION, "seconds", NUM, "time the pass took")
 
 typedef struct {
@@ -216,6 +238,9 @@ typedef struct {
     int n_layers;
     const char *const *test_cells;  // NULL: one cell or not MQAR
     int n_test_cells;
+    // provenance (core/provenance.h; NULL: left out): the build's commit and compiler, the CPU,
+    // the GEMM kernel chosen at run time
+    const char *commit, *compiler, *cpu, *gemm;
 } RunlogRun;
 // The protocol a run record names (written by runlog_write_run): 2 since the validation split.
 // A log whose run record has none is older: its "val" records read the test set (task.h).
@@ -243,6 +268,11 @@ typedef struct {
     // ./evaluate only (NULL / -1: left out)
     const char *checkpoint, *mixer, *options;
     long sequences;
+    // per-example counts and the interval of acc over them (eval/interval.h; examples 0: left out)
+    long examples;
+    double acc_lo, acc_hi;
+    const size_t *example_queries, *example_correct;  // [examples]
+    const size_t *examples_by_cell;                   // [n_cells] a mixture (NULL: one cell)
 } RunlogEval;
 void runlog_write_eval(FILE *f, const RunlogEval *r);
 

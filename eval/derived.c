@@ -2,6 +2,29 @@
 
 #include <math.h>
 
+Verdict derived_verdict(double acc_lo, double acc_hi) {
+    if (!isfinite(acc_lo) || !isfinite(acc_hi)) return VERDICT_NONE;
+    if (acc_lo >= DERIVED_TARGET_ACC) return VERDICT_SOLVES;
+    if (acc_hi < DERIVED_TARGET_ACC) return VERDICT_FAILS;
+    return VERDICT_UNDECIDED;
+}
+
+const char *derived_verdict_name(Verdict v) {
+    static const char *names[VERDICT_N] = {"solves", "undecided", "fails"};
+    return v >= 0 && v < VERDICT_N ? names[v] : "";
+}
+
+LagReading derived_lag_oracle(const double *acc, const double *ctrl, const double *ctrl_lo, const double *ctrl_hi, int n) {
+    LagReading r = {-1, NAN, NAN, 0};
+    for (int k = 0; k < n; k++)
+        if (isfinite(acc[k]) && (r.best < 0 || acc[k] > r.acc)) r.best = k, r.acc = acc[k];
+    if (r.best < 0) return r;
+    r.control = ctrl[r.best];
+    double width = ctrl_hi[r.best] - ctrl_lo[r.best];
+    r.valid = isfinite(r.control) && isfinite(width) && r.acc - r.control > width;
+    return r;
+}
+
 double derived_window_share(const RunlogRecord *r) {
     double w = runlog_num(r, "ans_window_share");
     return isfinite(w) ? w : runlog_num(r, "ans_share");

@@ -7,6 +7,28 @@
 // The accuracy a run must reach to count as solving its task (Zoology's 0.99).
 #define DERIVED_TARGET_ACC 0.99
 
+// A seed's verdict on its task from the 95% interval of its test accuracy (acc_lo, acc_hi of the
+// test record; docs/mqar.md#verdicts): "solves" when the lower end is at DERIVED_TARGET_ACC or
+// above, "fails" when the upper end is below it, else "undecided"; NULL without an interval.
+typedef enum { VERDICT_NONE = -1, VERDICT_SOLVES, VERDICT_UNDECIDED, VERDICT_FAILS, VERDICT_N } Verdict;
+Verdict derived_verdict(double acc_lo, double acc_hi);
+const char *derived_verdict_name(Verdict v);  // "solves", "undecided", "fails"; "" for none
+
+// The lag oracle's reading (docs/interventions.md#the-lag-oracle) from its passes at lags
+// 0..n-1 of one layer: acc[k] the accuracy of oracle_lag:k, ctrl[k], ctrl_lo[k], ctrl_hi[k] its
+// control's with the control's 95% interval (NAN: not measured). The best lag is the one of the
+// highest oracle accuracy (the first on ties; -1: none measured). The probe is valid for the map
+// only when that accuracy beats its control's by more than the control's interval is wide
+// (acc - ctrl > ctrl_hi - ctrl_lo); otherwise the map is not one the oracle can probe, and its
+// accuracy is no result.
+typedef struct {
+    int best;        // the best lag, -1 when none
+    double acc;      // its accuracy
+    double control;  // its control's
+    int valid;       // 1: the best lag beats its control beyond the control's interval
+} LagReading;
+LagReading derived_lag_oracle(const double *acc, const double *ctrl, const double *ctrl_lo, const double *ctrl_hi, int n);
+
 // The share of a head's query-row weight that recall can use: the answer window's when the
 // layer's window is wider than the value position (a short convolution, Mamba's d_conv: the
 // record then has ans_window_share), else the value position's (ans_share). NAN when neither.

@@ -26,6 +26,7 @@
 #include "data/task.h"
 #include "eval/derived.h"
 #include "eval/maps.h"
+#include "eval/derived.h"
 #include "eval/intervene.h"
 #include "eval/intervene_plot.h"
 #include "eval/report.h"
@@ -743,7 +744,12 @@ static void evaluate_target(Target *t, int n_over, char **over, Evaluator *ev, c
         const char *mixer = cfg_str(ec, "mixer");
         RunlogEval rec = {
             .split = g_split, .checkpoint = base_name(ck), .mixer = mixer, .sequences = res.sequences, .options = options};
-        val_write_record(out, step, &vs, &rec);
+        if (!strcmp(g_split, "test")) {  // the test set: each example's counts and the interval (mqar.md#verdicts)
+            ExampleCounts ex = {0};
+            vs = val_eval_examples(ev->model, ev->data, ev->B, ev->T, eval_batches, &ex);
+            val_write_record_examples(out, step, &vs, &ex, &rec);
+            examples_free(&ex);
+        } else val_write_record(out, step, &vs, &rec);
         sparsity_write_records(out, step, mixer, g_split, options, &res);
         print_summary(step, loss, acc, &res);
         print_cells(&vs, &res);
@@ -771,6 +777,7 @@ typedef struct {
     const char *ck, *mixer, *rest;  // the checkpoint's name, the mixer, the other options
     Evaluator *ev;
     int passes;
+    InterventionResult last;  // the last pass's
 } IvRun;
 
 // One pass: its record and its line (the chance levels are printed once, on the run's first line).
@@ -783,6 +790,7 @@ static double intervention_pass(IvRun *run, const Intervention *iv, double *eff_
                    cfg_int(ec, "sparsity_rows"), iv, &res);
     double sec = now_seconds() - t0;
     run->passes++;
+    run->last = res;
     char options[1200], what[64] = "";
     intervention_options(options, sizeof options, iv, run->rest);
     intervention_write_record(run->out, run->step, iv, &res, g_split, run->ck, run->mixer, options, sec);
@@ -796,10 +804,15 @@ static double intervention_pass(IvRun *run, const Intervention *iv, double *eff_
            val_loss(&res.stats), res.S_recall, res.eff_tokens_recall);
     if (res.rows_answer) printf(" | answer share %.3f", res.ans_share);
     if (res.rows_answer && res.ans_window_chance != res.ans_chance) printf(", window %.3f", res.ans_window_share);
+    if (isfinite(res.contrib_share)) printf(" | contribution %.3f, margin %.3f", res.contrib_share, res.ans_margin);
+    if (isfinite(res.acc_permuted)) printf(" | permuted answers %.4f", res.acc_permuted);
+    if (iv->kind == IV_PATCH)
+        printf(" | follows A' %.4f of %ld rows, control %.4f", res.patch_follows, res.patch_rows, res.patch_control);
     printf(" | %.1f s\n", sec);
     if (res.rows_answer && run->passes == 1) {
         printf("  (chance: a uniform row puts %.3f of its weight on the answer", res.ans_chance);
         if (res.ans_window_chance != res.ans_chance) printf(", %.3f on its window", res.ans_window_chance);
+        if (isfinite(res.contrib_share)) printf("; a uniform contribution %.3f", res.contrib_chance);
         printf(")\n");
     }
     if (eff_tokens) *eff_tokens = res.eff_tokens_recall;
@@ -859,6 +872,49 @@ static void print_curve_verdict(InterventionKind kind, const double *strength, c
                target, name, strength[last_ok], eff[last_ok], acc[first_bad], name, strength[first_bad], eff[first_bad]);
 }
 
+// Each layer patched in turn (intervene=patch, docs/interventions.md#activation-patching): the
+// layer whose patch moves the changed key's prediction to A''s most often (the first on ties),
+// -1 when no patch moves any (then *best is 0).
+static int patch_layers(IvRun *run, int all_rows, double *best) {
+    Intervention iv = {IV_PATCH, 0, 0, -1, all_rows};
+    int layer = -1;
+    *best = 0;
+    for (int l = 0; l < run->ev->model->s.L; l++) {
+        iv.layer = l;
+        intervention_pass(run, &iv, NULL);
+        if (run->last.patch_follows > *best) *best = run->last.patch_follows, layer = l;
+    }
+    return layer;
+}
+
+// intervene=oracle_lag: at each lag inside the changed layer's answer window the oracle and its
+// control (oracle_lag_control), then the reading (eval/derived.h): the best lag, and whether it
+// beats its control beyond the control's interval; if not, the oracle is no probe of this map.
+static void lag_oracle_passes(IvRun *run, Intervention *iv, const IvArgs *ia) {
+    double lags[INTERVENTION_MAX_STRENGTHS], acc[INTERVENTION_MAX_LAG + 1], ctrl[INTERVENTION_MAX_LAG + 1];
+    double lo[INTERVENTION_MAX_LAG + 1], hi[INTERVENTION_MAX_LAG + 1];
+    for (int k = 0; k <= INTERVENTION_MAX_LAG; k++) acc[k] = ctrl[k] = lo[k] = hi[k] = NAN;
+    int n = intervention_lags(run->ev->model, iv->layer, ia->strengths, ia->n_strengths, lags), top = 0;
+    for (int i = 0; i < n; i++) {
+        int k = (int)lags[i];
+        iv->kind = IV_ORACLE_LAG, iv->strength = k;
+        acc[k] = intervention_pass(run, iv, NULL);
+        iv->kind = IV_ORACLE_LAG_CONTROL;
+        ctrl[k] = intervention_pass(run, iv, NULL);
+        lo[k] = run->last.acc_lo, hi[k] = run->last.acc_hi;
+        if (k + 1 > top) top = k + 1;
+    }
+    iv->kind = IV_ORACLE_LAG;
+    LagReading r = derived_lag_oracle(acc, ctrl, lo, hi, top);
+    if (r.best < 0) printf("  lag oracle: no lag inside the window was asked for\n");
+    else if (r.valid)
+        printf("  lag oracle: best lag %d, accuracy %.4f against its control's %.4f [%.4f, %.4f]\n", r.best, r.acc,
+               r.control, lo[r.best], hi[r.best]);
+    else
+        printf("  lag oracle: not a valid probe for this map (best lag %d: %.4f, its control %.4f [%.4f, %.4f])\n",
+               r.best, r.acc, r.control, lo[r.best], hi[r.best]);
+}
+
 // ./evaluate PATH intervene=...: the model as it is, then each strength (ablate: each layer, and
 // each head of a layer with several), into intervention.jsonl; then its figures and report.html.
 static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, const IvArgs *ia) {
@@ -882,11 +938,13 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
     if (!out) die("out of memory");
     char ck_name[256];
     snprintf(ck_name, sizeof ck_name, "%s", base_name(ck));
-    IvRun run = {out, step, ck_name, cfg_str(&ev->cfg, "mixer"), options, ev, 0};
+    IvRun run = {.out = out, .step = step, .ck = ck_name, .mixer = cfg_str(&ev->cfg, "mixer"), .rest = options, .ev = ev};
     printf("%s (step %ld, %s): intervene=%s on the %s set\n", ck, step, run.mixer, intervention_name(ia->kind), g_split);
     double t0 = now_seconds();
     int layer = ia->layer;
-    if (layer == IV_LAYER_CAUSAL) {  // each layer ablated first; the kind then acts on the worst
+    if (layer == IV_LAYER_CAUSAL) {  // each layer patched, then ablated; the kind acts on the patched one
+        double follows = 0;
+        int patched = m->s.L > 1 ? patch_layers(&run, 0, &follows) : -1;
         Intervention ab = {IV_ABLATE, 0, 0, -1, ia->all_rows};
         double worst = INFINITY;
         for (int l = 0; l < m->s.L; l++) {
@@ -894,8 +952,15 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
             double acc = intervention_pass(&run, &ab, NULL);
             if (acc < worst) worst = acc, layer = l;
         }
-        printf("  causal recall layer: %d (ablating it leaves accuracy %.4f); intervene=%s acts there\n", layer, worst,
-               intervention_name(ia->kind));
+        if (patched >= 0) {
+            printf("  causal recall layer: %d (by patching: its patch moves %.4f of the changed answers to A''s; by "
+                   "ablation: %d, leaving accuracy %.4f); intervene=%s acts there\n",
+                   patched, follows, layer, worst, intervention_name(ia->kind));
+            layer = patched;
+        } else
+            printf("  causal recall layer: %d (by ablation, leaving accuracy %.4f: no patch moved an answer); intervene=%s "
+                   "acts there\n",
+                   layer, worst, intervention_name(ia->kind));
     }
     Intervention iv = {IV_NONE, 0, layer, ia->head, ia->all_rows};
     t->last_acc = intervention_pass(&run, &iv, NULL);
@@ -914,7 +979,16 @@ static void intervene_target(Target *t, int n_over, char **over, Evaluator *ev, 
         }
         if (causal >= 0 && ia->layer == -1)
             printf("  causal recall layer: %d (ablating it leaves accuracy %.4f of %.4f)\n", causal, worst, t->last_acc);
-    } else {
+    } else if (ia->kind == IV_ORACLE_LAG) lag_oracle_passes(&run, &iv, ia);
+    else if (ia->kind == IV_PATCH && layer < 0) {  // each layer in turn
+        double follows;
+        int patched = patch_layers(&run, ia->all_rows, &follows);
+        if (patched >= 0)
+            printf("  causal recall layer by patching: %d (its patch moves %.4f of the changed answers to A''s)\n",
+                   patched, follows);
+        else printf("  causal recall layer by patching: none (no patch moved an answer)\n");
+    } else if (ia->kind == IV_PATCH) intervention_pass(&run, &iv, NULL);
+    else {
         double acc[INTERVENTION_MAX_STRENGTHS], eff[INTERVENTION_MAX_STRENGTHS];
         for (int i = 0; i < ia->n_strengths; i++) {
             iv.strength = ia->strengths[i];
@@ -1018,10 +1092,13 @@ static void usage(FILE *f) {
             "                   with a line per run in FILE's folder)\n"
             "  intervene=KIND[:S1,S2,...]  change the maps and measure what it costs (docs/interventions.md):\n"
             "                   flatten[:eps], topk[:k], sharpen[:p], temperature[:tau], derange, oracle,\n"
-            "                   oracle_window, oracle_wrong or ablate, on a checkpoint or a run folder's\n"
+            "                   oracle_window, oracle_wrong, ablate, oracle_lag[:lags] (each lag in the\n"
+            "                   window with its control), derange_values or patch (activation patching), on a\n"
+            "                   checkpoint or a run folder's\n"
             "                   best.safetensors; writes intervention.jsonl, intervention_<kind>.svg, report.html\n"
             "  layer=L|all|causal  intervene=: the layer changed (default all; ablate: each in turn; causal:\n"
-            "                   each layer ablated first, then the kind on the one whose ablation costs most)\n"
+            "                   each layer patched and ablated first, then the kind on the one whose patch\n"
+            "                   moves the most answers, else whose ablation costs most)\n"
             "  head=H|all       intervene=: the head changed (default all)\n"
             "  rows=query|all   intervene=: the rows changed (default query: the positions with a target)\n"
             "  map_seq=N        --maps: the sequence of the split (default 0, its first)\n"

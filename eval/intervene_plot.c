@@ -126,8 +126,8 @@ int intervention_plot_runs(const char *out_dir, const char *const *dirs, const c
     }
     int many_steps = 0, written = 0;
     for (int i = 1; i < p.n; i++) many_steps |= p.v[i].step != p.v[0].step && p.v[i].run == p.v[0].run;
-    for (int kind = IV_FLATTEN; p.n && kind < IV_N_KINDS; kind++)
-        written += plot_kind(out_dir, &p, kind, many_steps, n_runs > 1 ? names : NULL);
+    for (int kind = IV_FLATTEN; p.n && kind < IV_N_KINDS; kind++)  // patch changes no map: no S_recall to plot
+        if (kind != IV_PATCH) written += plot_kind(out_dir, &p, kind, many_steps, n_runs > 1 ? names : NULL);
     free(p.v);
     return written;
 }

@@ -23,6 +23,10 @@ void val_stats_add(ValStats *v, int c, const HeadStats *s) {
 }
 
 ValStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches) {
+    return val_eval_examples(m, val, B, T, eval_batches, NULL);
+}
+
+ValStats val_eval_examples(Model *m, const Dataset *val, int B, int T, long eval_batches, ExampleCounts *ex) {
     int *inputs = mallocCheck(sizeof(int) * (size_t)B * T), *targets = mallocCheck(sizeof(int) * (size_t)B * T);
     ValStats v;
     memset(&v, 0, sizeof v);
@@ -37,6 +41,7 @@ ValStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches)
                 dataset_get_prefix(val, first + i0 + r, L, inputs + (size_t)r * L, targets + (size_t)r * L);
             HeadStats s = model_forward(m, inputs, targets, b, L, 0);
             val_stats_add(&v, c, &s);
+            if (ex) examples_add_forward(ex, m, b, L, c);
         }
     }
     free(inputs);
@@ -73,6 +78,22 @@ void val_write_record(FILE *f, long step, const ValStats *v, RunlogEval *rec) {
     rec->cell_acc = acc;
     runlog_write_eval(f, rec);
     rec->cell_names = NULL, rec->cell_acc = NULL;  // they lived on this stack
+}
+
+void val_write_record_examples(FILE *f, long step, const ValStats *v, const ExampleCounts *ex, RunlogEval *rec) {
+    size_t *q = mallocCheck(sizeof(size_t) * (size_t)(ex->n + 1)), *c = mallocCheck(sizeof(size_t) * (size_t)(ex->n + 1));
+    size_t by_cell[MQAR_MAX_CELLS] = {0};
+    for (long i = 0; i < ex->n; i++) {
+        q[i] = (size_t)ex->queries[i], c[i] = (size_t)ex->correct[i];
+        if (ex->cell[i] >= 0 && ex->cell[i] < MQAR_MAX_CELLS) by_cell[ex->cell[i]]++;
+    }
+    rec->examples = ex->n;
+    examples_interval(ex, v->n_cells, &rec->acc_lo, &rec->acc_hi);
+    rec->example_queries = q, rec->example_correct = c;
+    rec->examples_by_cell = v->n_cells > 1 ? by_cell : NULL;
+    val_write_record(f, step, v, rec);
+    rec->examples = 0, rec->example_queries = rec->example_correct = rec->examples_by_cell = NULL;
+    free(q), free(c);
 }
 
 void val_format_cells(char *buf, size_t n, const ValStats *v) {

@@ -8,6 +8,7 @@
 
 #include "core/runlog.h"
 #include "data/dataset.h"
+#include "eval/interval.h"
 #include "model/model.h"
 
 typedef struct {
@@ -18,6 +19,9 @@ typedef struct {
 } ValStats;
 
 ValStats val_eval(Model *m, const Dataset *val, int B, int T, long eval_batches);
+// The same pass, appending each sequence's counts to ex (eval/interval.h; NULL: none): the test
+// pass at the end of a run, whose accuracy gets its interval over examples.
+ValStats val_eval_examples(Model *m, const Dataset *val, int B, int T, long eval_batches, ExampleCounts *ex);
 // Adds one batch's stats to the total and, on MQAR, to cell c's.
 void val_stats_add(ValStats *v, int c, const HeadStats *s);
 // Mean loss over every position with a target (0 when nothing was counted).
@@ -33,5 +37,8 @@ long val_cell_range(const Dataset *val, int c, int B, long eval_batches, long *f
 // each cell's accuracy (acc_kv4_L64, ...). rec holds ./evaluate's own fields (checkpoint, mixer,
 // sequences, options; NULL / -1 for the trainer's record); the rest is filled here.
 void val_write_record(FILE *f, long step, const ValStats *v, RunlogEval *rec);
+// The same with the per-example counts of the pass (ex: val_eval_examples's) and the 95%
+// interval of the accuracy over them (examples_interval).
+void val_write_record_examples(FILE *f, long step, const ValStats *v, const ExampleCounts *ex, RunlogEval *rec);
 // The same as text for the log: "kv4_L64 0.990 | kv8_L128 0.871" (empty without a mixture).
 void val_format_cells(char *buf, size_t n, const ValStats *v);

@@ -12,9 +12,12 @@
 set -eu
 cd "${1:-.}"
 
-# Folder -> layer. A file's folder is the longest prefix listed here.
+# Folder -> layer. A file's folder is the longest prefix listed here. build/ holds one header
+# included by a source, build/commit.h (the commit core/provenance.c reads, written by
+# core/commit.sh): it is core's.
 LAYERS='
 core 0
+build 0
 data 1
 tokenizer 2
 model/kernels 3

@@ -674,3 +674,93 @@ TEST(evaluate_intervene_writes_records_figures_and_report) {
     CHECK(st == 2 && strstr(out, "temperature acts on softmax logits; layer 0's mixer 'gla' has none"), "exit %d: %s",
           st, out);
 }
+
+// ./evaluate intervene=oracle_lag (docs/interventions.md#the-lag-oracle): on a map behind a
+// convolution (Mamba's d_conv 4: a window of 4) each lag 0..3 with its control, then the reading;
+// on softmax's point map lag 0 alone. Every record has the accuracy's interval.
+TEST(evaluate_lag_oracle_runs_each_lag_of_the_window_with_its_control) {
+    const char *runs[2][2] = {{"lag_mamba", "mamba"}, {"lag_softmax", "softmax"}};
+    for (int i = 0; i < 2; i++) {
+        const char *dir = tiny_run(runs[i][0], runs[i][1]);
+        char out[8192], path[512];
+        int st = test_run(out, sizeof out, "./evaluate %s intervene=oracle_lag layer=1 threads=1", dir);
+        int lags = i == 0 ? 4 : 1;
+        CHECK(st == 0 && count(out, "oracle_lag:") == lags && count(out, "oracle_lag_control:") == lags &&
+                  strstr(out, "  lag oracle: ") &&
+                  (strstr(out, "best lag ") || strstr(out, "not a valid probe for this map")),
+              "exit %d: %s", st, out);
+        snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+        char *text = read_file_text(path, NULL);
+        CHECK(text && count(text, "\"type\":\"intervention\"") == 1 + 2 * lags && count(text, "\"acc_lo\":") == 1 + 2 * lags &&
+                  strstr(text, "\"options\":\"intervene=oracle_lag_control:0 rows=query\""),
+              "%s", text ? text : "(none)");
+        free(text);
+    }
+    char out[1024];
+    const char *dir = test_path("lag_softmax");
+    int st = test_run(out, sizeof out, "./evaluate %s intervene=oracle_lag:64 threads=1 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && strstr(out, "intervene: oracle_lag: expected a lag, an integer in [0, 63], got '64'"),
+          "exit %d: %s", st, out);
+}
+
+// ./evaluate intervene=derange_values (docs/interventions.md#the-kinds): the record has the
+// accuracy against the clean answers and against the permuted ones, on a point map and behind
+// Mamba's window; map-space derange behind the window is one line and exit 2.
+TEST(evaluate_derange_values_records_both_answers_and_refuses_map_derange_behind_a_window) {
+    const char *runs[2][2] = {{"dv_softmax", "softmax"}, {"dv_mamba", "mamba"}};
+    for (int i = 0; i < 2; i++) {
+        const char *dir = tiny_run(runs[i][0], runs[i][1]);
+        char out[8192], path[512];
+        int st = test_run(out, sizeof out, "./evaluate %s intervene=derange_values layer=1 threads=1", dir);
+        CHECK(st == 0 && strstr(out, "derange_values") && strstr(out, "| permuted answers 0."), "exit %d: %s", st, out);
+        snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+        char *text = read_file_text(path, NULL);
+        CHECK(text && count(text, "\"acc_permuted\":") == 1 && strstr(text, "\"kind\":\"derange_values\""), "%s",
+              text ? text : "(none)");
+        free(text);
+        st = test_run(out, sizeof out, "./evaluate %s intervene=derange layer=1 threads=1 2>&1 >/dev/null", dir);
+        if (i == 0) CHECK(st == 0, "softmax derange: exit %d: %s", st, out);
+        else
+            CHECK(st == 2 && count(out, "\n") == 1 &&
+                      strstr(out, "answer window of 4 spans the neighbouring pairs ('mamba'): use derange_values"),
+                  "exit %d: %s", st, out);
+    }
+}
+
+// ./evaluate intervene=patch (docs/interventions.md#activation-patching): each layer patched in
+// turn, a record each with patch_follows and patch_control, and the causal layer by patching named
+// (or none); layer=causal patches each layer before it ablates each.
+TEST(evaluate_patch_patches_each_layer_and_names_the_causal_one) {
+    const char *dir = tiny_run("patch_run", "gated_deltanet");
+    char out[8192], path[512];
+    int st = test_run(out, sizeof out, "./evaluate %s intervene=patch threads=1", dir);
+    CHECK(st == 0 && count(out, "  patch ") == 2 && strstr(out, "follows A' ") &&
+              strstr(out, "  causal recall layer by patching: "),
+          "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/intervention.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    CHECK(text && count(text, "\"kind\":\"patch\"") == 2 && count(text, "\"patch_control\":") == 2 &&
+              count(text, "\"patch_rows\":") == 2,
+          "%s", text ? text : "(none)");
+    free(text);
+    st = test_run(out, sizeof out, "./evaluate %s intervene=topk:1 layer=causal threads=1", dir);
+    CHECK(st == 0 && count(out, "  patch ") == 2 && count(out, "  ablate ") == 2 && strstr(out, "causal recall layer: "),
+          "exit %d: %s", st, out);
+}
+
+// ./evaluate split=test: the eval record carries each example's counts and the accuracy's 95%
+// interval over them (docs/mqar.md#verdicts), as the trainer's test record does: one count per
+// sequence measured (40: the tiny config's mqar_test_examples).
+TEST(evaluate_split_test_records_the_interval_over_examples) {
+    const char *dir = tiny_run("split_test_run", "softmax");
+    char out[8192], path[512];
+    int st = test_run(out, sizeof out, "./evaluate %s split=test threads=1", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    snprintf(path, sizeof path, "%s/eval.jsonl", dir);
+    char *text = read_file_text(path, NULL);
+    CHECK(text && strstr(text, "\"split\":\"test\"") && strstr(text, "\"sequences\":40,") &&
+              strstr(text, "\"examples\":40,\"acc_lo\":") &&
+              count(text, "\"example_correct\":[") == count(text, "\"type\":\"eval\""),
+          "%s", text ? text : "(none)");
+    free(text);
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/io.h"
+#include "core/provenance.h"
 #include "core/runlog.h"
 #include "tests/test.h"
 
@@ -94,14 +95,15 @@ TEST(runlog_writers_and_reader_agree) {
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     size_t by_layer[2] = {128, 256};
-    RunlogRun run = {"gla,softmax", 1234, 192, by_layer, 2, NULL, 0};
+    RunlogRun run = {"gla,softmax", 1234, 192, by_layer, 2, NULL, 0, NULL, NULL, NULL, NULL};
     runlog_write_run(f, &run);
     RunlogTrain tr = {5, 2.5, 0.25, 1e-3, 0.5, 12345, 6.5, 0, 0, 0, 0, 0};
     runlog_write_train(f, &tr);
     const char *names[] = {"kv2_L16", "kv4_L32"};
     double acc[] = {0.5, 0.75};
     RunlogEval ev = {
-        6, 1.5, 0.625, 2, names, acc, NULL, NULL, "ckpt_00000006.safetensors", "softmax", "mqar_test_seed=9", 40};
+        6,  1.5, 0.625, 2, names, acc,  NULL, NULL, "ckpt_00000006.safetensors", "softmax", "mqar_test_seed=9",
+        40, 0,   0,     0, NULL,  NULL, NULL};
     runlog_write_eval(f, &ev);
     runlog_write_done(f, 6, "steps");
     fputs("not json\n{\"step\":6,\"layer\":0,\"head\":1,\"S\":0.5}\n{\"type\":\"train\",\"step\":7,", f);
@@ -166,4 +168,40 @@ TEST(runlog_merge_replaces_only_the_same_key) {
     snprintf(want, sizeof want, "%s%s", other, series);
     CHECK(got && !strcmp(got, want), "%s", got);
     free(got);
+}
+
+// Provenance (core/provenance.h): the run record carries the commit, compiler, CPU and GEMM
+// kernel it is given, and the reader gets them back; the build's own values are real ones: the
+// compiler's __VERSION__, a CPU name, and the commit core/commit.sh wrote (HEAD here in git,
+// "unknown" in a copy outside git, and never a surrounding repository's commit).
+TEST(runlog_run_record_carries_its_provenance) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    size_t by_layer[1] = {64};
+    RunlogRun run = {"softmax", 10, 64, by_layer, 1, NULL, 0, "abc123+dirty", "12.2.0", "Some CPU @ 2GHz", "avx2"};
+    runlog_write_run(f, &run);
+    fclose(f);
+    CHECK(strstr(text, ",\"commit\":\"abc123+dirty\",\"compiler\":\"12.2.0\",\"cpu\":\"Some CPU @ 2GHz\",\"gemm\":\"avx2\"}"),
+          "%s", text);
+    free(text);
+#ifdef __VERSION__
+    CHECK(!strcmp(provenance_compiler(), __VERSION__), "%s", provenance_compiler());
+#endif
+    CHECK(provenance_cpu()[0] && provenance_commit()[0]);
+    char out[4096], head[128] = "";
+    // in git, the build's commit is HEAD (with +dirty while tracked files differ)
+    if (test_run(head, sizeof head, "git rev-parse HEAD 2>/dev/null") == 0 && strlen(head) >= 40) {
+        head[40] = 0;
+        CHECK(!strncmp(provenance_commit(), head, 40), "built from %s, HEAD %s", provenance_commit(), head);
+    }
+    // core/commit.sh outside git, and in a folder inside a repository that is not its top: unknown
+    int rc = test_run(out, sizeof out,
+                      "d=%s/tarball && mkdir -p $d/inner && cp core/commit.sh $d/inner/ && cd $d/inner && "
+                      "GIT_CEILING_DIRECTORIES=%s sh commit.sh b/commit.h && cat b/commit.h && cd .. && git init -q . && "
+                      "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m outer && "
+                      "cd inner && rm -rf b && sh commit.sh b/commit.h && cat b/commit.h",
+                      test_tmpdir(), test_tmpdir());
+    CHECK(rc == 0 && !strcmp(out, "#define ATTNSCOPE_COMMIT \"unknown\"\n#define ATTNSCOPE_COMMIT \"unknown\"\n"),
+          "%d: %s", rc, out);
 }

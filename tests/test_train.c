@@ -1,10 +1,12 @@
 // The train program end to end (it is the float build; these cases run it as a subprocess).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
 #include "core/io.h"
+#include "core/provenance.h"
 #include "core/run_dir.h"
 #include "core/runlog.h"
 #include "tests/test.h"
@@ -66,6 +68,24 @@ TEST(train_writes_effective_config_that_runs_again) {
     CHECK(strstr(text, "vocab_size = 64") && strstr(text, "mixer = softmax") && strstr(text, "seq_len = 32"), "%s", text);
 }
 
+// The test record's per-example counts (docs/mqar.md#verdicts), read back: their accuracy and
+// the record's interval around it.
+typedef struct {
+    long examples, n_queries, n_correct, n_items;
+    double acc, lo, hi;
+} TestRecord;
+static int read_test_record(const RunlogRecord *r, void *ctx) {
+    TestRecord *t = ctx;
+    if (r->type != RUNLOG_EVAL || strcmp(r->split, "test")) return 0;
+    t->examples = runlog_int(r, "examples", -1);
+    t->acc = runlog_num(r, "acc"), t->lo = runlog_num(r, "acc_lo"), t->hi = runlog_num(r, "acc_hi");
+    const JsonValue *q = runlog_get(r, "example_queries"), *c = runlog_get(r, "example_correct");
+    if (!q || !c || q->type != JSON_ARRAY || c->type != JSON_ARRAY || q->n != c->n) return 0;
+    t->n_items = q->n;
+    for (int i = 0; i < q->n; i++) t->n_queries += q->items[i].integer, t->n_correct += c->items[i].integer;
+    return 0;
+}
+
 TEST(train_metrics_records_follow_design) {
     const char *conf = tiny_conf();
     char out[4096];
@@ -84,9 +104,23 @@ TEST(train_metrics_records_follow_design) {
     // the test set, read once at the end on the best validation step's weights, before done
     const char *test = strstr(text, "\"split\":\"test\",\"selected\":\"best\"");
     CHECK(test && strstr(test, "{\"type\":\"done\""), "%s", text);
+    // with each of the 64 test examples' counts (4 queries each) and the interval of acc over them
+    TestRecord t = {0};
+    runlog_each_text(text, strlen(text), read_test_record, &t);
+    CHECK(t.examples == 64 && t.n_items == 64 && t.n_queries == 64 * 4, "%ld examples, %ld items, %ld queries",
+          t.examples, t.n_items, t.n_queries);
+    CHECK(fabs((double)t.n_correct / t.n_queries - t.acc) < 1e-8 && t.lo <= t.acc && t.acc <= t.hi && t.lo < t.hi,
+          "acc %.6f from counts %.6f, interval [%.6f, %.6f]", t.acc, (double)t.n_correct / t.n_queries, t.lo, t.hi);
     // the run record first: the state each layer carries (softmax: K and V caches, 2 x 32 x 16)
     CHECK(!strncmp(text, "{\"type\":\"run\",\"step\":0,\"mixer\":\"softmax\",\"protocol\":2,\"params\":", 59), "%s", text);
-    CHECK(strstr(text, "\"state_floats\":1024,\"state_floats_by_layer\":[1024,1024]}\n"), "%s", text);
+    CHECK(strstr(text, "\"state_floats\":1024,\"state_floats_by_layer\":[1024,1024],"), "%s", text);
+    // then its provenance: the build's commit and compiler, the CPU, and the float GEMM kernel it
+    // runs (avx512..., avx2..., neon..., portable; this double-precision runner's own is another)
+    char prov[1024];
+    snprintf(prov, sizeof prov, "[1024,1024],\"commit\":\"%s\",\"compiler\":\"%s\",\"cpu\":\"%s\",\"gemm\":\"",
+             provenance_commit(), provenance_compiler(), provenance_cpu());
+    const char *gemm = strstr(text, prov);
+    CHECK(gemm && strchr("apn", gemm[strlen(prov)]) && gemm[strlen(prov) + 1] != '"', "%s\nwanted %s", text, prov);
     CHECK(strstr(text, "{\"type\":\"done\",\"step\":10,\"reason\":\"steps\"}\n"), "%s", text);
 }
 
