@@ -193,6 +193,62 @@ static void fmt_verdicts(char *b, size_t n, const GroupStats *gs) {
     if (gs->no_interval) snprintf(b + strlen(b), n - strlen(b), " (%d without an interval)", gs->no_interval);
 }
 
+// The first table, to read in a terminal of 100 columns: per group (or point) the keys that name
+// it, how many finished, the mean best validation and test accuracies and the seeds' verdicts;
+// every other figure is in the tables below it.
+static void write_glance_md(const Summary *s, FILE *f) {
+    const SweepFile *sw = s->sw;
+    int grouped = grouping_matters(s);
+    char b[256];
+    fputs("## At a glance\n\n|", f);
+    int cols = 0;
+    for (int k = 0; k < s->n_varied; k++)
+        if ((!grouped || group_column(s, s->varied[k])) && md_column(s, s->varied[k]))
+            summary_md_cell(f, sw->entries[s->varied[k]].key), cols++;
+    if (s->mixer_md) summary_md_cell(f, "mixer"), cols++;
+    fputs(grouped ? " finished | best val acc | test acc | solve / undecided / fail |\n|"
+                  : " status | best val acc | test acc |\n|",
+          f);
+    for (int k = 0; k < cols + (grouped ? 4 : 3); k++) fputs("---|", f);
+    fputc('\n', f);
+    for (int g = 0; g < (grouped ? s->n_groups : sw->n_points); g++) {
+        int i = grouped ? s->groups[g] : g;
+        GroupStats gs = {0};
+        if (grouped) {
+            gs = summary_group_stats(s, g);
+            if (!gs.points && gs.selection < 0) continue;  // a value the selection did not choose
+        }
+        fputs("|", f);
+        for (int k = 0; k < s->n_varied; k++)
+            if ((!grouped || group_column(s, s->varied[k])) && md_column(s, s->varied[k])) {
+                summary_entry_cell(sw, i, s->varied[k], b, sizeof b);
+                summary_md_cell(f, b);
+            }
+        if (s->mixer_md) summary_md_cell(f, cfg_value(s, i, "mixer"));
+        if (grouped) {
+            snprintf(b, sizeof b, "%d/%d", gs.finished, gs.points);
+            summary_md_cell(f, b);
+            summary_fmt(b, sizeof b, "%.4f", stat_mean(&gs.st[G_ACC]));
+            summary_md_cell(f, b);
+            summary_fmt(b, sizeof b, "%.4f", stat_mean(&gs.st[G_TEST]));
+            summary_md_cell(f, b);
+            fmt_verdicts(b, sizeof b, &gs);
+        } else {
+            const RunSummary *r = &s->runs[i];
+            summary_md_cell(f, status_text(r, b, sizeof b));
+            summary_fmt(b, sizeof b, "%.4f", r->best_acc);
+            summary_md_cell(f, b);
+            summary_fmt(b, sizeof b, "%.4f", r->test_acc);
+        }
+        summary_md_cell(f, b);
+        fputc('\n', f);
+    }
+    fputs(grouped ? "\nMeans over each group's finished held-out seeds; the per-seed values, their spread and the "
+                    "other figures are in the tables below.\n\n"
+                  : "\nThe other figures of each point are in the tables below.\n\n",
+          f);
+}
+
 static void write_points_md(const Summary *s, FILE *f) {
     const SweepFile *sw = s->sw;
     char b[256], c[256];
@@ -533,6 +589,7 @@ int sweep_write_summary(const SweepFile *sw, Config *configs, const RunSummary *
             "the share a uniform row puts there (chance) and their ratio (lift); right and wrong are the S_recall "
             "of the rows the model answered right and wrong.\n\n",
             SUMMARY_TARGET_ACC);
+    write_glance_md(&s, f);
     if (grouping_matters(&s)) {
         fputs("## Grouped over", f);
         for (int k = 0; k < sw->n_group_over; k++) fprintf(f, "%s `%s`", k ? "," : "", sw->group_over[k]);

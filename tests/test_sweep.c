@@ -763,6 +763,14 @@ TEST(sweep_print_then_collect_builds_the_summary) {
           "the seeds' lines are not told apart:\n%s", svg);
     char *md = read_out("col", "summary.md");
     CHECK(md && strstr(md, "![best accuracy vs d_model](acc_vs_d_model.svg)") && strstr(md, "![S over steps](S_steps.svg)"));
+    // the first table is the short one, and it fits a terminal of 100 columns
+    const char *glance = strstr(md, "## At a glance\n"), *first = strstr(md, "\n| ");
+    CHECK(glance && first && first > glance, "the first table is not the glance table:\n%s", md);
+    for (const char *line = first + 1; *line == '|';) {
+        size_t len = strcspn(line, "\n");
+        CHECK(len <= 100, "a line of %zu columns in the first table: %.*s", len, (int)len, line);
+        line += len + (line[len] == '\n');
+    }
 }
 
 // Two variants of one mixer (a zip partner that varies for it) get panels and lines of their own
