@@ -64,7 +64,7 @@ int tb_record_scalars(const RunlogRecord *r, TbScalarFn fn, void *ctx) {
         n += emit(tag, runlog_num(r, "acc"), fn, ctx);
         for (int i = 0; i < r->obj->n; i++) {  // the cells' accuracies, in the record's order
             const char *k = r->obj->keys[i];
-            if (strncmp(k, "acc_", 4) || strlen(k) > 100) continue;
+            if (strncmp(k, "acc_kv", 6) || strlen(k) > 100) continue;  // acc_lo, acc_hi: the interval
             snprintf(tag, sizeof tag, "%s/%s", split, k);
             n += emit(tag, runlog_num(r, k), fn, ctx);
         }

@@ -14,7 +14,8 @@ purpose, from the documentation rather than from eval/tensorboard.c:
               train/S_recall, train/answer_ce
     eval      val/loss, val/acc, val/acc_kv<K>_L<L>; with "split":"test" (the test set, read
               once at the end) test/loss, test/acc, test/acc_kv<K>_L<L>
-    sparsity  sparsity/L<l>_H<h>/S_recall, sparsity/L<l>_H<h>/answer_share
+    sparsity  sparsity/L<l>_H<h>/S_recall, sparsity/L<l>_H<h>/answer_share, .../S,
+              .../eff_tokens, .../eff_tokens_recall
               (ans_window_share when the record has it, else ans_share); with "split":"test"
               sparsity_test/L<l>_H<h>/...
 
@@ -70,8 +71,8 @@ def expected_scalars(run_dir):
             split = "test" if r.get("split") == "test" else "val"
             add(split + "/loss", r["step"], r.get("loss"))
             add(split + "/acc", r["step"], r.get("acc"))
-            for k, v in r.items():
-                if k.startswith("acc_"):
+            for k, v in r.items():  # the cells' accuracies (acc_lo, acc_hi: an interval, not mirrored)
+                if k.startswith("acc_kv"):
                     add(split + "/" + k, r["step"], v)
     for r in records(os.path.join(run_dir, "sparsity.jsonl")):
         if r.get("options") or r.get("type", "sparsity") != "sparsity" or "layer" not in r:
@@ -81,6 +82,8 @@ def expected_scalars(run_dir):
         add(head + "S_recall", r["step"], r.get("S_recall"))
         share = r.get("ans_window_share")
         add(head + "answer_share", r["step"], share if share is not None else r.get("ans_share"))
+        for k in ("S", "eff_tokens", "eff_tokens_recall"):
+            add(head + k, r["step"], r.get(k))
     return out
 
 
