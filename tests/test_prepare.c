@@ -174,6 +174,45 @@ TEST(prepare_documents_files_and_gzip_equals_plain) {
     bpe_free(b);
 }
 
+// val_files: every document of the named files (by path or by file name) goes to validation, in
+// input order, and every other to training; the byte tokenizer (vocab_size=257, no INPUT needed)
+// encodes each byte as its own id.
+TEST(prepare_val_files_split_by_file_with_the_byte_tokenizer) {
+    const char *dir = test_tmpdir();
+    char out[4096];
+    int st = test_run(out, sizeof out, "./tokenize train vocab_size=257 out=%s/bytes.bpe", dir);
+    CHECK(st == 0 && strstr(out, "0 merges"), "exit %d: %s", st, out);
+    char *paths[4];
+    for (int i = 0; i < 4; i++) {
+        char name[32], body[256];
+        snprintf(name, sizeof name, "play%d.txt", i);
+        snprintf(body, sizeof body, "%s\n\n%s", k_docs[2 * i], k_docs[2 * i + 1]);  // two paragraphs
+        paths[i] = strdup(test_write_file(name, body));
+    }
+    // play1 by its file name, play3 by its path; paragraphs are the documents
+    st = test_run(out, sizeof out, "./tokenize prepare %s %s %s %s tokenizer=%s/bytes.bpe out=%s/s val_files=play1.txt,%s",
+                  paths[0], paths[1], paths[2], paths[3], dir, dir, paths[3]);
+    CHECK(st == 0 && strstr(out, "train: 4 documents") && strstr(out, "val  : 4 documents"), "exit %d: %s", st, out);
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s/s", dir);
+    for (int split = 0; split < 2; split++) {
+        TokBuf want = {0};
+        for (int i = 0; i < 4; i++) {
+            if ((i % 2 == 1) != split) continue;
+            for (int d = 2 * i; d < 2 * i + 2; d++) {
+                tokbuf_push(&want, 256);  // <|endoftext|>, then the document's bytes as ids
+                for (const char *c = k_docs[d]; *c; c++) tokbuf_push(&want, (uint8_t)*c);
+            }
+        }
+        int n_shards;
+        TokBuf got = read_split(prefix, split, &n_shards, 1000000);
+        check_equal(&got, &want, split ? "val" : "train");
+        free(got.v);
+        free(want.v);
+    }
+    for (int i = 0; i < 4; i++) free(paths[i]);
+}
+
 // Tokenizes and prepares a small corpus of paragraphs, then trains 4 steps with samples every 2
 // steps into dir/run; returns the trainer's output (static).
 static const char *tiny_text_run(const char *dir) {
