@@ -33,8 +33,7 @@ def main():
     Y = lambda v: top + (H - top - bottom) * (ymax - min(v, ymax)) / (ymax - ymin)  # noqa: E731
     s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>']
-    step = 10 ** math.floor(math.log10(xmax / 4))
-    step *= 2 if xmax / step > 10 else 1
+    step = min(m * 10 ** k for k in range(-1, 6) for m in (1, 2, 5) if m * 10 ** k >= xmax / 8)
     t = 0.0
     while t <= xmax + 1e-9:
         s.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (X(t), top, X(t), H - bottom))

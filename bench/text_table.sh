@@ -8,6 +8,8 @@ dir=${1:-bench/logs/text}
 ls "$dir"/*-c.jsonl > /dev/null 2>&1 || { echo "$dir: no logs (*-c.jsonl) found" >&2; exit 2; }
 cat "$dir"/*.jsonl | awk '
 function num(key,   v) { if (!match($0, "\"" key "\": [-0-9.e+]+")) return ""; v = substr($0, RSTART + length(key) + 4, RLENGTH - length(key) - 4); return v + 0 }
+function span(r, n,   lo, hi, i) { lo = hi = r[1]; for (i = 2; i <= n; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
+    return n == 1 ? sprintf("%.2fx", lo) : sprintf("%.2fx to %.2fx (%d seeds)", lo, hi, n) }
 function str(key) { match($0, "\"" key "\": \"[^\"]*\""); return substr($0, RSTART + length(key) + 5, RLENGTH - length(key) - 6) }
 /val_loss/ {
     impl = str("impl"); seed = num("seed"); step = num("step")
@@ -29,7 +31,10 @@ END {
         s = sl[i]; c = final["c", s]; e = final["torch-eager", s]; m = final["torch-compile", s]
         printf "| %d | %.4f | %s | %s | %s | %s |\n", s, c, e == "" ? "-" : sprintf("%.4f", e), e == "" ? "-" : sprintf("%+.4f", e - c),
             m == "" ? "-" : sprintf("%.4f", m), m == "" ? "-" : sprintf("%+.4f", m - c)
+        if (e != "" && (e - c > worst || c - e > worst)) worst = e > c ? e - c : c - e
+        if (m != "" && (m - c > worst || c - m > worst)) worst = m > c ? m - c : c - m
     }
+    printf "\nThe largest difference of a final validation loss from C'"'"'s: %.4f (the goal: within 0.02).\n", worst
     printf "\nTraining seconds (batches and steps; evaluations excluded) to a validation loss of %.4f, the worst final loss of all runs:\n\n", target
     print "| seed | C | PyTorch eager | ratio | torch.compile (compiling included) | ratio |"
     print "|---|---|---|---|---|---|"
@@ -39,9 +44,14 @@ END {
             k = order[o] SUBSEP s; at[o] = ""
             for (r = 1; r <= n[k]; r++) if (vl[k, r] <= target && (at[o] == "" || vs[k, r] < best)) { best = vs[k, r]; at[o] = vt[k, r] }
         }
+        if (at[2] != "") { ne++; re[ne] = at[2] / at[1] }
+        if (at[3] != "") { nm++; rm[nm] = at[3] / at[1] }
         printf "| %d | %.1f s | %s | %s | %s | %s |\n", s, at[1], at[2] == "" ? "-" : sprintf("%.1f s", at[2]),
             at[2] == "" ? "-" : sprintf("%.2fx", at[2] / at[1]), at[3] == "" ? "-" : sprintf("%.1f s", at[3]),
             at[3] == "" ? "-" : sprintf("%.2fx", at[3] / at[1])
     }
+    printf "\nPyTorch took %s C'"'"'s time in eager mode", span(re, ne)
+    if (nm) printf " and %s with torch.compile", span(rm, nm)
+    print "."
     print "<!-- /text_table.sh side-by-side -->"
 }'

