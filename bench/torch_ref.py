@@ -48,6 +48,77 @@ def settings_line(torch, a, flushed):
                torch.backends.mkl.is_available(), blas))
 
 
+def gpt(torch, V, T, C, H, L, mlp=True, pos_emb=True, ln_eps=1e-5):
+    """attnscope's softmax model as a torch.nn.Module: forward(idx, targets, rows=None) is the mean
+    cross-entropy over the positions with a target (rows: the flattened positions to keep, or
+    None). Parameter names map one to one onto attnscope's checkpoint tensors (text_side.py)."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(C, eps=ln_eps)
+            self.qkv = nn.Linear(C, 3 * C)
+            self.proj = nn.Linear(C, C)
+            if mlp:
+                self.ln_2 = nn.LayerNorm(C, eps=ln_eps)
+                self.fc = nn.Linear(C, 4 * C)
+                self.fc_proj = nn.Linear(4 * C, C)
+
+        def attn(self, x):
+            B_, T_, _ = x.shape
+            q, k, v = self.qkv(x).split(C, dim=2)
+            q = q.view(B_, T_, H, C // H).transpose(1, 2)
+            k = k.view(B_, T_, H, C // H).transpose(1, 2)
+            v = v.view(B_, T_, H, C // H).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).contiguous().view(B_, T_, C))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            if mlp:
+                x = x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+            return x
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(V, C)
+            self.wpe = nn.Embedding(T, C) if pos_emb else None
+            self.h = nn.ModuleList([Block() for _ in range(L)])
+            self.ln_f = nn.LayerNorm(C, eps=ln_eps)
+
+        def forward(self, idx, targets, rows=None):
+            x = self.wte(idx)
+            if self.wpe is not None:
+                x = x + self.wpe(torch.arange(idx.shape[1]))
+            for b in self.h:
+                x = b(x)
+            x = self.ln_f(x).view(-1, C)
+            t = targets.view(-1)
+            if rows is not None:  # --labelled-only: the labelled rows, gathered (a fixed count per batch)
+                x, t = x[rows], t[rows]
+            logits = x @ self.wte.weight.t()
+            return F.cross_entropy(logits.float(), t, ignore_index=-100)
+
+    return GPT()
+
+
+def init_gpt2(torch, model, L):
+    """GPT-2's initialisation (as attnscope's): N(0, 0.02) weights, output projections
+    N(0, 0.02 / sqrt(2 L)), zero biases, unit LayerNorms."""
+    nn = torch.nn
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            nn.init.zeros_(p)
+        elif "ln_" in name:
+            nn.init.ones_(p)
+        else:
+            std = 0.02 / math.sqrt(2 * L) if name.endswith("proj.weight") else 0.02
+            nn.init.normal_(p, 0.0, std)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--V", type=int, required=True)
@@ -88,64 +159,8 @@ def main():
     compiled = a.variant.startswith("compile")
     print(settings_line(torch, a, flushed), flush=True)
 
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1 = nn.LayerNorm(C)
-            self.qkv = nn.Linear(C, 3 * C)
-            self.proj = nn.Linear(C, C)
-            if a.mlp:
-                self.ln_2 = nn.LayerNorm(C)
-                self.fc = nn.Linear(C, 4 * C)
-                self.fc_proj = nn.Linear(4 * C, C)
-
-        def attn(self, x):
-            B_, T_, _ = x.shape
-            q, k, v = self.qkv(x).split(C, dim=2)
-            q = q.view(B_, T_, H, C // H).transpose(1, 2)
-            k = k.view(B_, T_, H, C // H).transpose(1, 2)
-            v = v.view(B_, T_, H, C // H).transpose(1, 2)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            return self.proj(y.transpose(1, 2).contiguous().view(B_, T_, C))
-
-        def forward(self, x):
-            x = x + self.attn(self.ln_1(x))
-            if a.mlp:
-                x = x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
-            return x
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte = nn.Embedding(V, C)
-            self.wpe = nn.Embedding(T, C) if a.pos_emb else None
-            self.h = nn.ModuleList([Block() for _ in range(a.L)])
-            self.ln_f = nn.LayerNorm(C)
-
-        def forward(self, idx, targets, rows):
-            x = self.wte(idx)
-            if self.wpe is not None:
-                x = x + self.wpe(torch.arange(idx.shape[1]))
-            for b in self.h:
-                x = b(x)
-            x = self.ln_f(x).view(-1, C)
-            t = targets.view(-1)
-            if rows is not None:  # --labelled-only: the labelled rows, gathered (a fixed count per batch)
-                x, t = x[rows], t[rows]
-            logits = x @ self.wte.weight.t()
-            return F.cross_entropy(logits.float(), t, ignore_index=-100)
-
-    model = GPT()
-    # GPT-2's initialisation (as attnscope's): N(0, 0.02) weights, output projections
-    # N(0, 0.02 / sqrt(2 L)), zero biases, unit LayerNorms.
-    for name, p in model.named_parameters():
-        if name.endswith("bias"):
-            nn.init.zeros_(p)
-        elif "ln_" in name:
-            nn.init.ones_(p)
-        else:
-            std = 0.02 / math.sqrt(2 * a.L) if name.endswith("proj.weight") else 0.02
-            nn.init.normal_(p, 0.0, std)
+    model = gpt(torch, V, T, C, H, a.L, a.mlp, a.pos_emb)
+    init_gpt2(torch, model, a.L)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=a.weight_decay)
     fwd = torch.compile(model, mode=a.compile_mode) if compiled else model

@@ -483,6 +483,10 @@ TEST(tokenizer_bad_arguments_are_one_line_exit_2) {
         {"prepare IN tokenizer=TOK out=OUT val_fraction=1.5", "val_fraction"},
         {"prepare IN tokenizer=TOK out=OUT documents=lines", "documents"},
         {"prepare IN tokenizer=TOK out=OUT shard_tokens=0", "shard_tokens"},
+        {"prepare IN tokenizer=TOK out=OUT val_files=nothere.txt", "val_files: 'nothere.txt' is none of the INPUT"},
+        {"prepare IN tokenizer=TOK out=OUT val_files=in.txt", "val_files: names all 1 INPUT"},
+        {"prepare IN tokenizer=TOK out=OUT val_files=in.txt,,in.txt", "val_files: an empty name"},
+        {"prepare IN tokenizer=TOK out=OUT val_files=in.txt val_fraction=0.2", "val_fraction: set with val_files"},
         {"encode IN", "tokenizer="},
         {"decode IN tokenizer=TOK", "expected token ids"},
     };

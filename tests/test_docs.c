@@ -463,6 +463,23 @@ TEST(performance_paired_table_is_what_paired_table_sh_prints) {
                             "| mamba2 | 2 |", "bench/logs/nope.jsonl");
 }
 
+// The Shakespeare side-by-side with PyTorch (bench/text_table.sh from bench/logs/text): docs/text.md
+// shows exactly the table the committed logs give; no logs is one line and exit 2.
+TEST(text_side_by_side_table_is_what_text_table_sh_prints) {
+    const char *const pages[][2] = {{"bench/logs/text", "docs/text.md"}};
+    check_blocks("bench/text_table.sh", "text_table.sh", pages, 1, 1);
+    static char out[1024];
+    int rc = test_run(out, sizeof out, "sh bench/text_table.sh bench/logs/nope 2>&1");
+    CHECK(rc == 2 && strstr(out, "bench/logs/nope: no logs"), "exit %d: %s", rc, out);
+}
+
+// The char Shakespeare model's sparsity table (results/text_sparsity_table.sh from the trainer's
+// committed sparsity.jsonl) is what docs/text.md shows.
+TEST(text_sparsity_table_is_what_text_sparsity_table_sh_prints) {
+    const char *const pages[][2] = {{"results/shakespeare_char", "docs/text.md"}};
+    check_blocks("results/text_sparsity_table.sh", "text_sparsity_table.sh", pages, 1, 1);
+}
+
 // Mamba-2's pilot table the same way (results/mamba2_pilot).
 TEST(results_mamba2_pilot_table_is_what_pilot_table_sh_prints) {
     static char table[8192];

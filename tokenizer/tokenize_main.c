@@ -22,11 +22,12 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ./tokenize train INPUT... vocab_size=N out=FILE\n"
             "       ./tokenize prepare INPUT... tokenizer=FILE out=PREFIX [val_fraction=0.1]\n"
-            "                   [shard_tokens=10000000] [documents=paragraphs|files]\n"
+            "                   [shard_tokens=10000000] [documents=paragraphs|files] [val_files=NAME,...]\n"
             "       ./tokenize encode [INPUT...] tokenizer=FILE [out=SHARD]\n"
             "       ./tokenize decode [INPUT...] tokenizer=FILE\n"
             "INPUT: a text file, plain or gzip, or - for standard input (encode and decode read\n"
-            "standard input when no INPUT is given). train learns byte-level BPE merges; prepare\n"
+            "standard input when no INPUT is given). train learns byte-level BPE merges (vocab_size=257:\n"
+            "the 256 bytes and <|endoftext|>, no merges, needs no INPUT); prepare\n"
             "writes PREFIX_train_000.bin, PREFIX_val_000.bin, ... (llm.c token shards) for\n"
             "`task = shards`; encode prints token ids (or writes one shard with out=); decode\n"
             "turns token ids (text, or an llm.c shard) back into bytes. See docs/text.md.\n");
@@ -43,6 +44,7 @@ static const KeyDef k_prepare[] = {
     {"val_fraction", KEY_FLOAT, "0.1", RANGE_UNIT, 0, 0, "", "share of documents for validation"},
     {"shard_tokens", KEY_INT, "10000000", RANGE_POS, 0, 0, "", "tokens per shard"},
     {"documents", KEY_ENUM, "paragraphs", 0, "paragraphs|files", 0, "", "what a document is"},
+    {"val_files", KEY_STRING, "", 0, 0, 0, "", "comma list of INPUT files (as given, or file names) for validation"},
     {NULL, 0, NULL, 0, NULL, 0, NULL, NULL},
 };
 static const KeyDef k_encode[] = {
@@ -143,7 +145,8 @@ static int cmd_train(int argc, char **argv) {
     if (V < 257 || V > (1 << 24))
         die_input("command line: vocab_size: expected 257..%d (256 bytes + merges + <|endoftext|>), got %ld", 1 << 24, V);
     const char *out = need_str(&a.cfg, "out", "the tokenizer file to write");
-    if (a.n_inputs == 0) die_input("command line: no INPUT files to learn from");
+    // 257 = the bytes and <|endoftext|>: no merges to learn, so no text is needed
+    if (a.n_inputs == 0 && V > 257) die_input("command line: no INPUT files to learn from");
     for (int i = 0; i < a.n_inputs; i++)  // refuse a bad input before any work
         if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i]))
             die_input("%s: cannot open (no such file)", a.inputs[i]);
@@ -163,7 +166,7 @@ static int cmd_train(int argc, char **argv) {
     bpe_save(b, out);
     printf("%s: vocab_size %d = 256 bytes + %d merges + <|endoftext|> (id %d), from %.2f MB in %d file%s "
            "(%ld chunks, %ld distinct) in %.2f s (counting %.2f s, merging %.2f s)\n",
-           out, b->vocab_size, b->n_merges, b->eot, c.bytes / 1e6, a.n_inputs, a.n_inputs > 1 ? "s" : "",
+           out, b->vocab_size, b->n_merges, b->eot, c.bytes / 1e6, a.n_inputs, a.n_inputs != 1 ? "s" : "",
            bpe_trainer_chunks(c.t), bpe_trainer_words(c.t), t_all, t_count, t_all - t_count);
     if (b->vocab_size < V)
         printf("note: stopped at %d merges: no pair of tokens occurs twice any more (asked for vocab_size %ld)\n",
@@ -178,6 +181,47 @@ static int cmd_train(int argc, char **argv) {
 
 // --- prepare -----------------------------------------------------------------------------------
 
+static const char *file_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+// val_files: the inputs whose every document goes to validation (NULL when the key is empty, so
+// val_fraction picks). Each comma-separated name must be an INPUT as given or an INPUT's file
+// name, and at least one INPUT must be left for training.
+static unsigned char *val_inputs(const Config *c, char *const *inputs, int n) {
+    const char *list = cfg_str(c, "val_files");
+    if (!*list) return NULL;
+    if (strcmp(cfg_origin(c, "val_fraction"), "default"))
+        die_input("%s: val_fraction: set with val_files (expected one of them: val_files names the validation "
+                  "files, val_fraction takes a share of the documents)",
+                  cfg_origin(c, "val_fraction"));
+    unsigned char *v = callocCheck((size_t)n, 1);
+    for (const char *p = list;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0)
+            die_input("%s: val_files: an empty name in '%s' (expected NAME,NAME,...)", cfg_origin(c, "val_files"), list);
+        int hits = 0;
+        for (int i = 0; i < n; i++) {
+            const char *full = inputs[i], *base = file_name(inputs[i]);
+            if ((strlen(full) == len && !strncmp(full, p, len)) || (strlen(base) == len && !strncmp(base, p, len)))
+                v[i] = 1, hits++;
+        }
+        if (!hits)
+            die_input("%s: val_files: '%.*s' is none of the INPUT files (expected an INPUT as given, or its file name)",
+                      cfg_origin(c, "val_files"), (int)len, p);
+        if (!comma) break;
+        p = comma + 1;
+    }
+    int n_val = 0;
+    for (int i = 0; i < n; i++) n_val += v[i];
+    if (n_val == n)
+        die_input("%s: val_files: names all %d INPUT files (expected at least one left for training)",
+                  cfg_origin(c, "val_files"), n);
+    return v;
+}
+
 static int cmd_prepare(int argc, char **argv) {
     Args a;
     parse_args(&a, argc, argv, k_prepare);
@@ -187,6 +231,7 @@ static int cmd_prepare(int argc, char **argv) {
     for (int i = 0; i < a.n_inputs; i++)
         if (strcmp(a.inputs[i], "-") && !path_exists(a.inputs[i]))
             die_input("%s: cannot open (no such file)", a.inputs[i]);
+    unsigned char *val = val_inputs(&a.cfg, a.inputs, a.n_inputs);
     Bpe *b = tokenizer_load_encoder(tok, "tokenizer");
     check_output(out, a.inputs, a.n_inputs, tok);
     make_parent_dir(out, "out");
@@ -196,18 +241,19 @@ static int cmd_prepare(int argc, char **argv) {
         .shard_tokens = cfg_int(&a.cfg, "shard_tokens"),
         .by_file = !strcmp(cfg_str(&a.cfg, "documents"), "files"),
         .progress = 1,
+        .val_input = val,
     };
     PrepareStats st;
     double t0 = now_seconds();
     prepare_shards(b, a.inputs, a.n_inputs, &o, &st);
     double dt = now_seconds() - t0;
     printf("read %.2f MB in %d file%s: %ld documents (%s), %.2f s, %.1f MB/s\n", st.bytes / 1e6, a.n_inputs,
-           a.n_inputs > 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated", dt,
+           a.n_inputs != 1 ? "s" : "", st.docs[0] + st.docs[1], o.by_file ? "one per file" : "blank-line separated", dt,
            st.bytes / 1e6 / (dt + 1e-9));
     for (int s = 0; s < 2; s++) {
         const char *name = s ? "val" : "train";
         if (st.shards[s] == 0) {
-            printf("%-5s: no documents%s\n", name, s ? " (val_fraction is 0 or there are too few documents)" : "");
+            printf("%-5s: no documents%s\n", name, s && !val ? " (val_fraction is 0 or there are too few documents)" : "");
             continue;
         }
         char *first = prepare_shard_path(out, s, 0);
@@ -218,6 +264,7 @@ static int cmd_prepare(int argc, char **argv) {
     printf("train with: task=shards train_data=\"%s_train_*.bin\"%s%s%s tokenizer=%s\n", out,
            st.shards[1] ? " val_data=\"" : "", st.shards[1] ? out : "", st.shards[1] ? "_val_*.bin\"" : "", tok);
     bpe_free(b);
+    free(val);
     config_free(&a.cfg);
     free(a.inputs);
     return 0;
