@@ -23,8 +23,8 @@
 main_obj = $(patsubst %.c,%.o,$(firstword $(wildcard $(1).c */$(1)_main.c)))
 # A variant's tests run in its folder, which links what they read from the repository: the docs,
 # configs and test data, the results the README links to, and the sources (every program's keys
-# must be named in the docs).
-VARIANT_LINKS = README.md docs configs tests results train.c \
+# must be named in the docs), and build/commit.h, the generated header a source includes.
+VARIANT_LINKS = README.md LICENSE docs configs tests results train.c \
                 $(sort $(foreach f,$(LIB_SRC) $(wildcard bench/*.c),$(firstword $(subst /, ,$(f)))))
 define variant
 $($(1)_DIR)/f32/%.o: %.c
@@ -37,6 +37,7 @@ $(foreach p,$(PROGRAMS),$(eval $(call variant_program,$(1),$(p),$(call main_obj,
 $(eval $(call variant_program,$(1),run_tests,$(patsubst %.c,%.o,$(TEST_SRC)),f64))
 $($(1)_DIR)/ready: $(addprefix $($(1)_DIR)/$(if $($(1)_RUNNER),bin/),$(PROGRAMS) run_tests)
 	ln -sfn $(addprefix ../../,$(VARIANT_LINKS)) $($(1)_DIR)/
+	mkdir -p $($(1)_DIR)/build && ln -sfn ../../commit.h $($(1)_DIR)/build/commit.h
 	$(if $($(1)_RUNNER),for p in $(PROGRAMS) run_tests; do printf '#!/bin/sh\nexec $($(1)_RUNNER) -0 "$$$$0" "$$$$(dirname "$$$$0")/bin/%s" "$$$$@"\n' $$$$p > $($(1)_DIR)/$$$$p; chmod +x $($(1)_DIR)/$$$$p; done)
 	touch $$@
 endef
