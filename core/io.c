@@ -139,8 +139,7 @@ static char *temp_name(const char *path, long pid) {
 
 char *atomic_temp_path(const char *path) { return temp_name(path, (long)getpid()); }
 
-// 1 when process pid is alive (EPERM: alive, another user's).
-static int process_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+int process_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
 
 // Removes the temporary files of PATH that writers killed mid-write left (PATH.<pid>.tmp whose
 // process has ended), so they do not pile up; a live writer's is never touched.
@@ -191,32 +190,15 @@ int file_lock(const char *path) {
     char *lp = mallocCheck(n);
     snprintf(lp, n, "%s.lock", path);
     int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    int e = errno;
-    if (fd < 0) {
-        free(lp);
-        errno = e;
-        return -1;
-    }
+    if (fd < 0) goto fail;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK) {
-            e = errno;
-            close(fd);
-            free(lp);
-            errno = e;
-            return -1;
-        }
+        if (errno != EWOULDBLOCK) goto fail;
         char buf[32] = {0};
         long holder = pread(fd, buf, sizeof buf - 1, 0) > 0 ? atol(buf) : 0;
         if (holder > 0) fprintf(stderr, "%s: waiting for process %ld (another writer of this file)\n", path, holder);
         else fprintf(stderr, "%s: waiting for another writer of this file (%s)\n", path, lp);
         while (flock(fd, LOCK_EX) != 0)
-            if (errno != EINTR) {
-                e = errno;
-                close(fd);
-                free(lp);
-                errno = e;
-                return -1;
-            }
+            if (errno != EINTR) goto fail;
     }
     free(lp);
     char pid[32];
@@ -224,6 +206,12 @@ int file_lock(const char *path) {
     int written = ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)k, 0) == k;  // for the message only
     (void)written;
     return fd;
+fail:;  // errno as the failing call left it
+    int e = errno;
+    if (fd >= 0) close(fd);
+    free(lp);
+    errno = e;
+    return -1;
 }
 
 void file_unlock(int fd) {

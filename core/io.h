@@ -72,6 +72,8 @@ void atomic_abort(AtomicFile *a);
 // ends however it ends (kill -9 leaves no stale lock); file_unlock releases it earlier. Not the
 // run folder's train.lock: ./train holds that for its whole run, and ./evaluate works beside it.
 int file_lock(const char *path);
+// 1 when process pid (> 0) is alive; EPERM counts as alive (another user's process).
+int process_alive(long pid);
 void file_unlock(int fd);
 
 // Reads a whole file into a NUL-terminated buffer; NULL (errno set) on failure.

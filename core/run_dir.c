@@ -226,9 +226,6 @@ static long pid_in(int fd) {
     return pread(fd, buf, sizeof buf - 1, 0) > 0 ? atol(buf) : 0;
 }
 
-// kill(pid, 0): EPERM is a live process of another user.
-static int pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
-
 int run_dir_lock(const char *dir, long *holder) { return run_dir_lock_named(dir, RUN_DIR_LOCK, holder); }
 
 int run_dir_lock_named(const char *dir, const char *name, long *holder) {
@@ -243,7 +240,7 @@ int run_dir_lock_named(const char *dir, const char *name, long *holder) {
         // holds the pid of an earlier, ended holder. Read it again for a moment (at most 0.2 s).
         for (int tries = 0; e == EWOULDBLOCK && tries < 200; tries++) {
             *holder = pid_in(fd);
-            if (*holder > 0 && pid_alive(*holder)) break;
+            if (*holder > 0 && process_alive(*holder)) break;
             *holder = 0;
             usleep(1000);
         }
@@ -267,7 +264,7 @@ int run_dir_lock_held(const char *dir, const char *name, long *holder) {
     free(path);
     if (fd < 0) return 0;
     *holder = pid_in(fd);
-    int alive = *holder <= 0 || pid_alive(*holder);
+    int alive = *holder <= 0 || process_alive(*holder);
     int held = 0;
     if (alive) {
         if (flock(fd, LOCK_SH | LOCK_NB) != 0) held = errno == EWOULDBLOCK;

@@ -1297,18 +1297,25 @@ TEST(sweep_held_out_settings_change_only_the_held_out_points) {
           "exit %d: %s", st, out);
 }
 
+// A finished run of sweep `name`'s point seed=<seed> (best accuracy 0.9) and its
+// intervention.jsonl opened for the test to write records into (its path in p).
+static FILE *fake_seed_log(const char *name, int seed, char *p, size_t n) {
+    char dir[900];
+    snprintf(dir, sizeof dir, "%s/out_%s/seed=%d", test_tmpdir(), name, seed);
+    fake_run(dir, 0.9);
+    snprintf(p, n, "%s/intervention.jsonl", dir);
+    return fopenCheck(p, "w");
+}
+
 // The lag oracle in the summary (docs/interventions.md#the-lag-oracle): per seed the best lag at
 // the causal layer beside its control, "not valid" where it does not beat the control by more
 // than the control's interval is wide; the group counts the seeds it is valid for; the CSV
 // carries each record's interval.
 TEST(sweep_summary_reads_the_lag_oracle_with_its_control) {
     const char *f = sweep_file("lag", "mixer = mamba2\nseed = 0, 1\n");
-    char dir[900], p[1100], out[8192];
+    char p[1100], out[8192];
     for (int i = 0; i < 2; i++) {
-        snprintf(dir, sizeof dir, "%s/out_lag/seed=%d", test_tmpdir(), i);
-        fake_run(dir, 0.9);
-        snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
-        FILE *fp = fopenCheck(p, "w");
+        FILE *fp = fake_seed_log("lag", i, p, sizeof p);
         for (int l = 0; l < 2; l++) fake_iv(fp, "ablate", -1, l, l == 1 ? 0.1 : 0.8, 1, "val", "");
         // seed 0 reads at lag 1 (1.0 against 0.01); seed 1's best lag barely beats its control
         const double lag[2][2] = {{0.0003, 1.0}, {0.05, 0.06}}, ctrl[2][2] = {{0.01, 0.01}, {0.04, 0.05}};
@@ -1349,12 +1356,9 @@ TEST(sweep_summary_reads_the_lag_oracle_with_its_control) {
 // chance, and the margin over the next value; on a point map the answer's own.
 TEST(sweep_summary_gives_the_contribution_share_with_its_chance) {
     const char *f = sweep_file("contrib", "mixer = mamba2\nseed = 0, 1\n");
-    char dir[900], p[1100], out[8192];
+    char p[1100], out[8192];
     for (int i = 0; i < 2; i++) {
-        snprintf(dir, sizeof dir, "%s/out_contrib/seed=%d", test_tmpdir(), i);
-        fake_run(dir, 0.9);
-        snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
-        FILE *fp = fopenCheck(p, "w");
+        FILE *fp = fake_seed_log("contrib", i, p, sizeof p);
         for (int l = 0; l < 2; l++) fake_iv(fp, "ablate", -1, l, l == 1 ? 0.1 : 0.8, 1, "val", "");
         fprintf(fp,
                 "{\"type\":\"intervention\",\"step\":10,\"layer\":1,\"head\":-1,\"split\":\"val\",\"options\":"
@@ -1381,12 +1385,9 @@ TEST(sweep_summary_gives_the_contribution_share_with_its_chance) {
 // both rules are listed. Seed 1 has no patch that moved an answer: the ablation's layer.
 TEST(sweep_summary_takes_the_causal_layer_from_patching) {
     const char *f = sweep_file("patch", "mixer = softmax\nseed = 0, 1\n");
-    char dir[900], p[1100], out[8192];
+    char p[1100], out[8192];
     for (int i = 0; i < 2; i++) {
-        snprintf(dir, sizeof dir, "%s/out_patch/seed=%d", test_tmpdir(), i);
-        fake_run(dir, 0.9);
-        snprintf(p, sizeof p, "%s/intervention.jsonl", dir);
-        FILE *fp = fopenCheck(p, "w");
+        FILE *fp = fake_seed_log("patch", i, p, sizeof p);
         for (int l = 0; l < 2; l++) {
             fake_iv(fp, "ablate", -1, l, l == 1 ? 0.1 : 0.8, 1, "val", "");
             fake_iv(fp, "oracle", -1, l, l == 0 ? 0.97 : 0.55, 0.24, "val", "");
